@@ -1,0 +1,39 @@
+# Two commands on a fresh machine with Python 3.11 and make: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+export TLDEXTRACT_CACHE :=
+export TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS :=
+
+.PHONY: demo test lint format install bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Reinstall whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/contactdata demo --db var/demo.db --host 127.0.0.1 --port 8080
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python bench/dataset.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

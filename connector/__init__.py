@@ -1,0 +1,1 @@
+"""The CRM connector: webhook receiver, mappings, adapters and write-back (to come)."""

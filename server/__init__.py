@@ -1,0 +1,1 @@
+"""The contact-data service: store, dataset, matching, enrich, discover and administration."""

@@ -1,0 +1,48 @@
+"""The application factory of the contact-data service."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, g, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from server import api, config, db, errors
+
+_REQUEST_ID_MAX = 128
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the app: settings, migrated database, error rendering, routes, request ids."""
+    app = Flask(__name__)
+    settings = config.load(test_config)
+    app.config.update(settings, MAX_CONTENT_LENGTH=config.MAX_BODY_BYTES)
+    app.config["KEY_SECRET_BYTES"] = config.key_secret(settings)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    logging.basicConfig(level=settings["LOG_LEVEL"])
+    db.connect(settings["DB"]).close()
+    errors.init_app(app)
+    app.before_request(_assign_request_id)
+    app.before_request(_refuse_oversize_body)
+    app.after_request(_add_request_id)
+    app.register_blueprint(api.blueprint)
+    return app
+
+
+def _assign_request_id() -> None:
+    sent = request.headers.get("X-Request-Id", "")
+    g.request_id = sent if 0 < len(sent) <= _REQUEST_ID_MAX else str(uuid.uuid4())
+
+
+def _refuse_oversize_body() -> None:
+    """Any route, any method: a declared body over the limit is refused before routing."""
+    if (request.content_length or 0) > config.MAX_BODY_BYTES:
+        raise RequestEntityTooLarge()
+
+
+def _add_request_id(response: Response) -> Response:
+    response.headers["X-Request-Id"] = g.get("request_id") or str(uuid.uuid4())
+    return response

@@ -1,0 +1,228 @@
+"""The `contactdata` command line: serve, build and load data, manage organizations."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from server import accounts, config, db, demo
+from server.clock import utcnow
+from server.errors import ServiceError
+
+_DB = click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="CONTACTDATA_DB",
+    default="contactdata.db",
+    show_default=True,
+    help="SQLite database file (created and migrated when missing).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="contact-data-connector")
+def main() -> None:
+    """Contact-data service and CRM connector."""
+
+
+@contextmanager
+def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on a terminal; silence otherwise."""
+    if not sys.stderr.isatty():
+        yield lambda _n: None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _fail(error: ServiceError) -> None:
+    raise click.ClickException(error.message)
+
+
+@main.command()
+@_DB
+@click.option("--host", envvar="CONTACTDATA_HOST", default="127.0.0.1", show_default=True)
+@click.option("--port", envvar="CONTACTDATA_PORT", type=int, default=8080, show_default=True)
+@click.option("--workers", envvar="CONTACTDATA_WORKERS", type=int, default=2, show_default=True)
+def serve(db_path: Path, host: str, port: int, workers: int) -> None:
+    """Serve the API with gunicorn (sync workers)."""
+    from server.serve import serve as run
+
+    db.connect(db_path).close()
+    run(config.load({"DB": str(db_path)}), host, port, workers)
+
+
+@main.command("demo-data")
+@_DB
+@click.option("--companies", type=click.IntRange(1), default=5000, show_default=True)
+@click.option("--contacts", type=click.IntRange(0), default=100_000, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
+    """Generate a realistic demo dataset (deterministic for a seed)."""
+    from server import dataset
+
+    database = db.connect(db_path)
+    with _progress(contacts, "contacts") as advance:
+        written = dataset.generate(
+            database, companies=companies, contacts=contacts, seed=seed, progress=advance
+        )
+    click.echo(" ".join(f"{table}={n}" for table, n in written.items()))
+
+
+@main.command("import")
+@_DB
+@click.option("--companies", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--contacts", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> None:
+    """Import companies and contacts from CSV or JSONL files (upsert by GUID)."""
+    from server import importer
+
+    if not companies and not contacts:
+        raise click.UsageError("give --companies, --contacts or both")
+    total = sum(_line_count(p) for p in (companies, contacts) if p)
+    with _progress(total, "rows") as advance:
+        report = importer.import_files(
+            db.connect(db_path), companies=companies, contacts=contacts, progress=advance
+        )
+    for error in report.errors:
+        click.echo(f"{error.file}:{error.line}: {error.reason}", err=True)
+    click.echo(
+        f"imported companies={report.companies} contacts={report.contacts} "
+        f"rejected={len(report.errors)}"
+    )
+
+
+def _line_count(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+@main.command("export")
+@_DB
+@click.option("--companies", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--contacts", type=click.Path(dir_okay=False, path_type=Path))
+def export(db_path: Path, companies: Path | None, contacts: Path | None) -> None:
+    """Export companies and contacts to CSV or JSONL (by file extension)."""
+    from server import export as exporter
+
+    if not companies and not contacts:
+        raise click.UsageError("give --companies, --contacts or both")
+    n_companies, n_contacts = exporter.export_files(
+        db.connect(db_path), companies=companies, contacts=contacts
+    )
+    click.echo(f"exported companies={n_companies} contacts={n_contacts}")
+
+
+@main.group()
+def org() -> None:
+    """Create and list organizations, and set their status."""
+
+
+@org.command("create")
+@_DB
+@click.option("--name", required=True)
+@click.option("--website", required=True)
+@click.option("--tier", required=True, type=click.Choice(accounts.TIERS))
+@click.option(
+    "--credits", type=click.IntRange(0), help="Credit balance (default: unlimited; pro 1000)."
+)
+@click.option(
+    "--daily-limit", type=click.IntRange(1), default=accounts.DEFAULT_DAILY_LIMIT, show_default=True
+)
+@click.option("--qps", type=click.IntRange(1), default=accounts.DEFAULT_QPS, show_default=True)
+@click.option(
+    "--discover-per-minute",
+    type=click.IntRange(1),
+    default=accounts.DEFAULT_DISCOVER_PER_MINUTE,
+    show_default=True,
+)
+@click.option("--admin-email", help="E-mail of the admin user (default: admin@<website's domain>).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def org_create(db_path: Path, as_json: bool, **options: Any) -> None:
+    """Create an organization and print its admin key (shown only this once)."""
+    settings = config.load({"DB": str(db_path)})
+    try:
+        created, key = accounts.create_organization(
+            db.connect(db_path),
+            config.key_secret(settings),
+            utcnow(),
+            name=options["name"],
+            website=options["website"],
+            tier=options["tier"],
+            credits=options["credits"],
+            daily_limit=options["daily_limit"],
+            qps=options["qps"],
+            discover_per_minute=options["discover_per_minute"],
+            admin_email=options["admin_email"],
+        )
+    except ServiceError as error:
+        _fail(error)
+    summary = {
+        "orgId": created["id"],
+        "orgName": created["name"],
+        "tier": created["tier"],
+        "adminApiKey": key,
+    }
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    click.echo(f"organization {created['name']} ({created['tier']}) id {created['id']}")
+    click.echo(f"admin key (shown once, store it now): {key}")
+
+
+@org.command("list")
+@_DB
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def org_list(db_path: Path, as_json: bool) -> None:
+    """List organizations with tier, status, credits and limits."""
+    rows = accounts.list_organizations(db.connect(db_path))
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        credits = "unlimited" if row["credits"] is None else row["credits"]
+        click.echo(
+            f"{row['id']}  {row['status']:<8}  {row['tier']:<19}  credits={credits}  "
+            f"qps={row['qps_limit']}  daily={row['daily_rate_limit']}  {row['name']}"
+        )
+
+
+@org.command("set-status")
+@_DB
+@click.argument("org_id")
+@click.argument("status", type=click.Choice(accounts.ORG_STATUSES))
+def org_set_status(db_path: Path, org_id: str, status: str) -> None:
+    """Set an organization active or inactive."""
+    try:
+        row = accounts.set_status(db.connect(db_path), org_id, status, utcnow())
+    except ServiceError as error:
+        _fail(error)
+    click.echo(f"{row['id']} {row['status']}")
+
+
+@main.command("demo")
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default="var/demo.db",
+    show_default=True,
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--workers", type=int, default=2, show_default=True)
+def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
+    """Build the demo database if missing, make one organization per tier, print keys, serve."""
+    from server.serve import serve as run
+
+    demo.ensure_database(db_path)
+    for line in demo.instructions(demo.ensure_organizations(db_path), host, port):
+        click.echo(line)
+    run(config.load({"DB": str(db_path)}), host, port, workers)

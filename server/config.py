@@ -1,0 +1,51 @@
+"""Settings: defaults, then `CONTACTDATA_*` environment variables, then explicit overrides."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+MAX_BODY_BYTES = 1 << 20  # contract §1: bodies over 1 MiB answer 413
+
+DEFAULTS: dict[str, Any] = {
+    "DB": "contactdata.db",
+    "KEY_SECRET": "",
+    "LOG_LEVEL": "INFO",
+    "HOST": "127.0.0.1",
+    "PORT": 8080,
+    "WORKERS": 2,
+}
+# Each setting and the environment variable that sets it, for the README and `--help`.
+ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}
+
+
+def load(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The effective settings: defaults < environment < overrides, with types of the defaults."""
+    settings = dict(DEFAULTS)
+    for name, variable in ENVIRONMENT.items():
+        if variable in os.environ:
+            settings[name] = type(DEFAULTS[name])(os.environ[variable])
+    settings.update(overrides or {})
+    return settings
+
+
+def key_secret(settings: Mapping[str, Any]) -> bytes:
+    """The server secret API keys are hashed with.
+
+    `CONTACTDATA_KEY_SECRET` when set; otherwise a random secret kept in a file beside the
+    database (`<db>.secret`, mode 0600), created on first use, so that every process and
+    every restart hashes keys the same way.
+    """
+    if settings.get("KEY_SECRET"):
+        return str(settings["KEY_SECRET"]).encode()
+    path = Path(f"{settings['DB']}.secret")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_hex(32))
+    return path.read_bytes().strip()

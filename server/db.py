@@ -1,0 +1,74 @@
+"""The SQLite connection: pragmas, write transactions and schema migrations.
+
+Every other module gets its `Database` from `connect()`; SQL itself lives in `store.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from server.migrations import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 10_000
+_local = threading.local()
+
+
+def connect(path: str | Path, *, migrate: bool = True) -> Database:
+    """Open the database at `path` with WAL, a busy timeout and foreign keys, migrated."""
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    # NORMAL in WAL mode survives a killed process; only a power cut may lose the last commits.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -65536")
+    db = Database(conn)
+    if migrate:
+        with write(db):
+            MIGRATIONS.apply(db)
+    return db
+
+
+def database(path: str | Path) -> Database:
+    """This thread's open connection to `path` (made on first use, never migrated here).
+
+    A SQLite connection belongs to the thread that opened it, and a forked worker must not
+    reuse its parent's, so connections are kept per thread and process.
+    """
+    cache: dict[tuple[int, str], Database] = _local.__dict__.setdefault("connections", {})
+    key = (os.getpid(), str(path))
+    if key not in cache:
+        cache[key] = connect(path, migrate=False)
+    return cache[key]
+
+
+@contextmanager
+def write(db: Database) -> Iterator[Database]:
+    """A write transaction started with BEGIN IMMEDIATE (nested calls join the outer one).
+
+    A deferred BEGIN that reads and then writes can fail with "database is locked" under WAL
+    even with a busy timeout; taking the write lock up front makes waiting work.
+    """
+    if db.conn.in_transaction:
+        yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
+
+
+def schema_version(db: Database) -> list[str]:
+    """Names of the migrations applied to `db`, oldest first."""
+    return [m.name for m in MIGRATIONS.applied(db)]

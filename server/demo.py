@@ -1,0 +1,99 @@
+"""`make demo`: a demo database, one organization per tier, and how to call them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+from server import accounts, config, db, store
+from server.clock import utcnow
+
+DEMO_COMPANIES = 5_000
+DEMO_CONTACTS = 100_000
+DEMO_SEED = 1
+
+
+def ensure_database(path: Path) -> None:
+    """Generate the demo dataset unless `path` already holds one (built aside, then moved)."""
+    if path.exists() and store.counts(db.connect(path))["companies"] > 0:
+        return
+    from server import dataset
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+        leftover.unlink(missing_ok=True)
+    database = db.connect(partial)
+    print(
+        f"building the demo database {path} ({DEMO_COMPANIES} companies, "
+        f"{DEMO_CONTACTS} contacts)...",
+        flush=True,
+    )
+    dataset.generate(database, companies=DEMO_COMPANIES, contacts=DEMO_CONTACTS, seed=DEMO_SEED)
+    database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    database.close()
+    os.replace(partial, path)
+
+
+def ensure_organizations(path: Path) -> list[dict[str, Any]]:
+    """One demo organization per tier; their admin keys are kept in `<db>.keys.json` (0600)."""
+    keys_file = Path(f"{path}.keys.json")
+    if keys_file.exists():
+        return json.loads(keys_file.read_text())
+    database = db.connect(path)
+    secret = config.key_secret(config.load({"DB": str(path)}))
+    created = []
+    for tier in accounts.TIERS:
+        org, key = accounts.create_organization(
+            database,
+            secret,
+            utcnow(),
+            name=f"Demo {tier.replace('_', ' ').title()}",
+            website=f"https://{tier.replace('_', '-')}.demo.example.com",
+            tier=tier,
+        )
+        created.append(
+            {"tier": tier, "orgId": org["id"], "orgName": org["name"], "adminApiKey": key}
+        )
+    fd = os.open(keys_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(created, handle, indent=2)
+    return created
+
+
+def instructions(orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
+    """What to paste into a terminal to try each organization."""
+    base = f"http://{host}:{port}"
+    lines = [f"Serving on {base}", f"  curl {base}/healthz", ""]
+    for org in orgs:
+        key = org["adminApiKey"]
+        lines += [
+            f"{org['orgName']} ({org['tier']}), org id {org['orgId']}",
+            f"  admin key: {key}",
+            _curl(base, "/signals/v1/key/view", {"Api-Key": key}, {}),
+            _curl(
+                base,
+                "/v7/enrich",
+                {"apikey": key},
+                {"contactEmail": "someone@example.com", "companyName": "Example Inc."},
+            ),
+            _curl(
+                base,
+                "/v1/discover",
+                {"API_KEY": key},
+                {"company_guid": "<compGUID from enrich>", "mode": "Stats"},
+            ),
+            "",
+        ]
+    return lines
+
+
+def _curl(base: str, path: str, headers: dict[str, str], body: dict[str, str]) -> str:
+    header_args = " ".join(f"-H {shlex.quote(f'{k}: {v}')}" for k, v in headers.items())
+    return (
+        f"  curl -s {base}{path} -H 'Content-Type: application/json' {header_args} "
+        f"-d {shlex.quote(json.dumps(body))}"
+    )

@@ -1,0 +1,180 @@
+"""Schema of the service's SQLite database, as an ordered set of migrations.
+
+Never edit an applied migration: add a new one below it.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+MIGRATIONS = Migrations("contactdata")
+
+
+def _run(db: Database, statements: str) -> None:
+    """Execute `;`-separated DDL inside the caller's transaction (executescript would commit)."""
+    for statement in statements.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+@MIGRATIONS()
+def m001_accounts(db: Database) -> None:
+    """Organizations, their users and API keys (only hashes of key values), transactions."""
+    _run(
+        db,
+        """
+        CREATE TABLE organizations (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            website TEXT NOT NULL DEFAULT '',
+            cleaned_website TEXT NOT NULL DEFAULT '',
+            tier TEXT NOT NULL
+                CHECK (tier IN ('enterprise_standard', 'enterprise_plus', 'pro')),
+            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'inactive')),
+            credits INTEGER CHECK (credits IS NULL OR credits >= 0),
+            daily_rate_limit INTEGER NOT NULL CHECK (daily_rate_limit > 0),
+            qps_limit INTEGER NOT NULL CHECK (qps_limit > 0),
+            discover_per_minute INTEGER NOT NULL CHECK (discover_per_minute > 0),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX organizations_name ON organizations (name);
+        CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES organizations (id),
+            email TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('admin', 'user', 'demo')),
+            status TEXT NOT NULL DEFAULT 'active'
+                CHECK (status IN ('active', 'suspend', 'deleted')),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (org_id, email)
+        );
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES organizations (id),
+            user_id TEXT REFERENCES users (id),
+            email TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('admin', 'standard')),
+            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'suspended')),
+            masked TEXT NOT NULL,
+            last_used_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (org_id, email)
+        );
+        CREATE INDEX api_keys_user ON api_keys (user_id);
+        CREATE TABLE api_key_hashes (
+            hash TEXT PRIMARY KEY,
+            key_id TEXT NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+            expires_at TEXT,
+            created_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX api_key_hashes_key ON api_key_hashes (key_id);
+        CREATE TABLE transactions (
+            id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES organizations (id),
+            key_id TEXT REFERENCES api_keys (id),
+            endpoint TEXT NOT NULL,
+            request_id TEXT NOT NULL DEFAULT '',
+            company_guid TEXT NOT NULL DEFAULT '',
+            contact_guid TEXT NOT NULL DEFAULT '',
+            record_status TEXT NOT NULL DEFAULT '',
+            accuracy TEXT NOT NULL DEFAULT '',
+            credits INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX transactions_org_time ON transactions (org_id, created_at);
+        CREATE INDEX transactions_org_contact ON transactions (org_id, contact_guid)
+        """,
+    )
+
+
+@MIGRATIONS()
+def m002_contact_data(db: Database) -> None:
+    """Companies, contacts and each contact's employments (current and former)."""
+    _run(
+        db,
+        """
+        CREATE TABLE companies (
+            guid TEXT PRIMARY KEY CHECK (length(guid) = 16),
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL,
+            aka TEXT NOT NULL DEFAULT '',
+            website TEXT NOT NULL DEFAULT '',
+            domain TEXT NOT NULL DEFAULT '',
+            address TEXT NOT NULL DEFAULT '',
+            city TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT '',
+            zipcode TEXT NOT NULL DEFAULT '',
+            country TEXT NOT NULL DEFAULT '',
+            latitude REAL,
+            longitude REAL,
+            phone TEXT NOT NULL DEFAULT '',
+            employee_count INTEGER,
+            revenue_range TEXT NOT NULL DEFAULT '',
+            industry TEXT NOT NULL DEFAULT '',
+            naics_codes TEXT NOT NULL DEFAULT '',
+            naics_descriptions TEXT NOT NULL DEFAULT '',
+            sic_codes TEXT NOT NULL DEFAULT '',
+            sic_descriptions TEXT NOT NULL DEFAULT '',
+            legal_status TEXT NOT NULL DEFAULT '',
+            parent_guid TEXT NOT NULL DEFAULT '',
+            global_hq_guid TEXT NOT NULL DEFAULT '',
+            worldwide_parent_name TEXT NOT NULL DEFAULT '',
+            global_regions TEXT NOT NULL DEFAULT '',
+            profile_url TEXT NOT NULL DEFAULT '',
+            email_pattern TEXT NOT NULL DEFAULT '',
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX companies_domain ON companies (domain);
+        CREATE INDEX companies_name_key ON companies (name_key);
+        CREATE INDEX companies_profile_url ON companies (profile_url);
+        CREATE TABLE company_aliases (
+            alias_key TEXT NOT NULL,
+            company_guid TEXT NOT NULL REFERENCES companies (guid) ON DELETE CASCADE,
+            PRIMARY KEY (alias_key, company_guid)
+        ) WITHOUT ROWID;
+        CREATE TABLE contacts (
+            guid TEXT PRIMARY KEY CHECK (length(guid) = 32),
+            first_name TEXT NOT NULL DEFAULT '',
+            middle_name TEXT NOT NULL DEFAULT '',
+            last_name TEXT NOT NULL DEFAULT '',
+            full_name TEXT NOT NULL DEFAULT '',
+            first_key TEXT NOT NULL DEFAULT '',
+            last_key TEXT NOT NULL DEFAULT '',
+            profile_url TEXT NOT NULL DEFAULT '',
+            location TEXT NOT NULL DEFAULT '',
+            accuracy TEXT NOT NULL DEFAULT 'B' CHECK (accuracy IN ('A+', 'A', 'A-', 'B')),
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX contacts_profile_url ON contacts (profile_url);
+        CREATE TABLE employments (
+            contact_guid TEXT NOT NULL REFERENCES contacts (guid) ON DELETE CASCADE,
+            company_guid TEXT NOT NULL REFERENCES companies (guid),
+            status TEXT NOT NULL DEFAULT 'Active' CHECK (status IN ('Active', 'No Longer')),
+            email TEXT NOT NULL DEFAULT '',
+            job_title TEXT NOT NULL DEFAULT '',
+            levels TEXT NOT NULL DEFAULT '',
+            functions TEXT NOT NULL DEFAULT '',
+            sub_functions TEXT NOT NULL DEFAULT '',
+            work_address TEXT NOT NULL DEFAULT '',
+            work_city TEXT NOT NULL DEFAULT '',
+            work_state TEXT NOT NULL DEFAULT '',
+            work_zipcode TEXT NOT NULL DEFAULT '',
+            work_country TEXT NOT NULL DEFAULT '',
+            work_phone TEXT NOT NULL DEFAULT '',
+            latitude REAL,
+            longitude REAL,
+            direct_dial1 TEXT NOT NULL DEFAULT '',
+            direct_dial2 TEXT NOT NULL DEFAULT '',
+            job_started_on TEXT NOT NULL DEFAULT '',
+            job_updated_on TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (contact_guid, company_guid)
+        ) WITHOUT ROWID;
+        CREATE INDEX employments_email ON employments (email) WHERE email != '';
+        CREATE INDEX employments_company_geo ON employments (company_guid, latitude, longitude);
+        CREATE INDEX contacts_last_first ON contacts (last_key, first_key)
+        """,
+    )

@@ -1,0 +1,67 @@
+"""Normal forms of names, e-mail addresses and web addresses, used as index keys.
+
+Pure functions: the store indexes these keys and the matcher compares them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache, lru_cache
+
+import tldextract
+from cleanco import basename
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+# Long forms cleanco leaves in place, and words that add nothing to a company's identity.
+_EXTRA_SUFFIXES = re.compile(
+    r"\s+(aktiengesellschaft|gesellschaft mit beschrankter haftung|incorporated|corporation"
+    r"|company|limited|holdings?|group)$"
+)
+
+
+def fold(text: str) -> str:
+    """Lower-case ASCII words: accents dropped, punctuation to single spaces."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _NON_ALNUM.sub(" ", stripped.casefold().replace("ß", "ss")).strip()
+
+
+@lru_cache(maxsize=131_072)
+def company_key(name: str) -> str:
+    """A company name without legal suffixes, a leading "The", case, accents and punctuation."""
+    folded = fold((basename(name) or name).replace("&", " and "))
+    folded = re.sub(r"^the\s+", "", folded)
+    while True:
+        shorter = _EXTRA_SUFFIXES.sub("", folded)
+        if shorter == folded or not shorter:
+            return folded
+        folded = shorter
+
+
+def person_key(name: str) -> str:
+    """A person's name part folded to ASCII letters with spaces, hyphens and quotes removed."""
+    return fold(name).replace(" ", "")
+
+
+@cache
+def _extractor() -> tldextract.TLDExtract:
+    # The bundled public-suffix snapshot: never fetch the list, never write a cache.
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+@lru_cache(maxsize=131_072)
+def registrable_domain(address: str) -> str:
+    """The registrable domain of a URL, host or e-mail address ("" when there is none)."""
+    text = address.strip().casefold()
+    if "@" in text and "/" not in text:
+        text = text.rsplit("@", 1)[1]
+    parts = _extractor()(text)
+    if not parts.suffix or not parts.domain:
+        return ""
+    return f"{parts.domain}.{parts.suffix}"
+
+
+def email_key(email: str) -> str:
+    """An e-mail address trimmed and lower-cased (the form stored and looked up)."""
+    return email.strip().casefold()

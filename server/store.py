@@ -1,0 +1,151 @@
+"""All SQL of the service. Every read and write of the database goes through these functions.
+
+Rows go in and come out as plain dicts keyed by column name. A PostgreSQL backend would
+implement the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlite_utils import Database
+
+Row = dict[str, Any]
+
+COMPANY_FIELDS = (
+    "guid name name_key aka website domain address city state zipcode country latitude "
+    "longitude phone employee_count revenue_range industry naics_codes naics_descriptions "
+    "sic_codes sic_descriptions legal_status parent_guid global_hq_guid worldwide_parent_name "
+    "global_regions profile_url email_pattern updated_at"
+).split()
+CONTACT_FIELDS = (
+    "guid first_name middle_name last_name full_name first_key last_key profile_url location "
+    "accuracy updated_at"
+).split()
+EMPLOYMENT_FIELDS = (
+    "contact_guid company_guid status email job_title levels functions sub_functions "
+    "work_address work_city work_state work_zipcode work_country work_phone latitude longitude "
+    "direct_dial1 direct_dial2 job_started_on job_updated_on"
+).split()
+
+
+def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
+    columns = ", ".join(fields)
+    params = ", ".join(f":{f}" for f in fields)
+    updates = ", ".join(f"{f} = excluded.{f}" for f in fields if f not in key)
+    return (
+        f"INSERT INTO {table} ({columns}) VALUES ({params}) "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+    )
+
+
+_UPSERT_COMPANY = _upsert_sql("companies", COMPANY_FIELDS, ["guid"])
+_UPSERT_CONTACT = _upsert_sql("contacts", CONTACT_FIELDS, ["guid"])
+_UPSERT_EMPLOYMENT = _upsert_sql("employments", EMPLOYMENT_FIELDS, ["contact_guid", "company_guid"])
+
+
+# --- organizations, users, keys -------------------------------------------------------------
+
+
+def insert_organization(db: Database, org: Row) -> None:
+    """Add an organization (columns of the organizations table)."""
+    db.table("organizations").insert(org)
+
+
+def insert_user(db: Database, user: Row) -> None:
+    """Add a user of an organization."""
+    db.table("users").insert(user)
+
+
+def insert_api_key(db: Database, key: Row, key_hash: str, now: str) -> None:
+    """Add an API key and the hash of its value."""
+    db.table("api_keys").insert(key)
+    db.table("api_key_hashes").insert(
+        {"hash": key_hash, "key_id": key["id"], "expires_at": None, "created_at": now}
+    )
+
+
+def organization(db: Database, org_id: str) -> Row | None:
+    """The organization with this id, or None."""
+    rows = db.query("SELECT * FROM organizations WHERE id = ?", [org_id])
+    return next(iter(rows), None)
+
+
+def organization_named(db: Database, name: str) -> Row | None:
+    """The organization with this exact name, or None."""
+    rows = db.query("SELECT * FROM organizations WHERE name = ?", [name])
+    return next(iter(rows), None)
+
+
+def organizations(db: Database) -> list[Row]:
+    """Every organization, oldest first."""
+    return list(db.query("SELECT * FROM organizations ORDER BY created_at, name"))
+
+
+def set_organization_status(db: Database, org_id: str, status: str, now: str) -> bool:
+    """Set an organization's status; False when there is no such organization."""
+    cursor = db.execute(
+        "UPDATE organizations SET status = ?, updated_at = ? WHERE id = ?", [status, now, org_id]
+    )
+    return cursor.rowcount == 1
+
+
+# --- companies and contacts ------------------------------------------------------------------
+
+
+def upsert_companies(db: Database, rows: Iterable[Row]) -> None:
+    """Insert or replace companies by GUID (rows carry every COMPANY_FIELDS column)."""
+    db.conn.executemany(_UPSERT_COMPANY, rows)
+
+
+def replace_company_aliases(db: Database, aliases: Iterable[tuple[str, str]]) -> None:
+    """Set the alias keys of companies from (company_guid, alias_key) pairs."""
+    pairs = list(aliases)
+    guids = sorted({guid for guid, _ in pairs})
+    db.conn.executemany("DELETE FROM company_aliases WHERE company_guid = ?", [(g,) for g in guids])
+    db.conn.executemany(
+        "INSERT OR IGNORE INTO company_aliases (company_guid, alias_key) VALUES (?, ?)", pairs
+    )
+
+
+def upsert_contacts(db: Database, rows: Iterable[Row]) -> None:
+    """Insert or replace contacts by GUID (rows carry every CONTACT_FIELDS column)."""
+    db.conn.executemany(_UPSERT_CONTACT, rows)
+
+
+def upsert_employments(db: Database, rows: Iterable[Row]) -> None:
+    """Insert or replace employments by (contact, company)."""
+    db.conn.executemany(_UPSERT_EMPLOYMENT, rows)
+
+
+def existing_company_guids(db: Database, guids: Iterable[str]) -> set[str]:
+    """Which of these company GUIDs are in the database."""
+    wanted = list(set(guids))
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = db.execute(f"SELECT guid FROM companies WHERE guid IN ({marks})", chunk)
+        found.update(guid for (guid,) in rows)
+    return found
+
+
+def iter_companies(db: Database) -> Iterator[Row]:
+    """Every company in GUID order."""
+    yield from db.query("SELECT * FROM companies ORDER BY guid")
+
+
+def iter_contact_employments(db: Database) -> Iterator[Row]:
+    """Every employment joined with its contact, in (contact, company) order."""
+    sql = (
+        "SELECT c.*, e.* FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
+        "ORDER BY e.contact_guid, e.company_guid"
+    )
+    yield from db.query(sql)
+
+
+def counts(db: Database) -> dict[str, int]:
+    """Row counts of the contact-data tables and organizations."""
+    tables = ("companies", "contacts", "employments", "organizations")
+    return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}

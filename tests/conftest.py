@@ -1,0 +1,36 @@
+"""Shared fixtures: a fresh app on a throwaway database, and its test client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+
+from server import db
+from server.app import create_app
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "test.db"
+
+
+@pytest.fixture
+def database(db_path: Path) -> Iterator[Database]:
+    connection = db.connect(db_path)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def app(db_path: Path) -> Flask:
+    return create_app({"DB": str(db_path), "KEY_SECRET": "test-secret"})
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

@@ -1,0 +1,119 @@
+import json
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from server import keys, store
+from server.cli import main
+from server.db import connect
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_org_create_json_prints_the_admin_key_once_and_stores_only_its_hash(
+    db_path: Path,
+) -> None:
+    out = run(
+        "org",
+        "create",
+        "--db",
+        str(db_path),
+        "--name",
+        "Acme",
+        "--website",
+        "https://www.acme.co.uk/",
+        "--tier",
+        "pro",
+        "--qps",
+        "5",
+        "--json",
+    )
+    summary = json.loads(out)
+    assert set(summary) == {"orgId", "orgName", "tier", "adminApiKey"}
+    assert summary["orgName"] == "Acme" and summary["tier"] == "pro"
+    assert keys.is_well_formed(summary["adminApiKey"])
+    database = connect(db_path)
+    org = store.organization(database, summary["orgId"])
+    assert org is not None
+    assert (org["cleaned_website"], org["qps_limit"], org["credits"]) == ("acme.co.uk", 5, 1000)
+    key_row = next(database.query("SELECT * FROM api_keys"))
+    assert key_row["role"] == "admin" and key_row["masked"].endswith(summary["adminApiKey"][-4:])
+    assert summary["adminApiKey"].encode() not in db_path.read_bytes()
+
+
+def test_org_list_and_set_status(db_path: Path) -> None:
+    created = json.loads(
+        run(
+            "org",
+            "create",
+            "--db",
+            str(db_path),
+            "--name",
+            "Beta",
+            "--website",
+            "beta.io",
+            "--tier",
+            "enterprise_plus",
+            "--json",
+        )
+    )
+    listed = json.loads(run("org", "list", "--db", str(db_path), "--json"))
+    assert [o["id"] for o in listed] == [created["orgId"]]
+    assert listed[0]["credits"] is None and listed[0]["status"] == "active"
+    assert "inactive" in run(
+        "org", "set-status", "--db", str(db_path), created["orgId"], "inactive"
+    )
+    assert "inactive" in run("org", "list", "--db", str(db_path))
+
+
+def test_org_errors_are_clear(db_path: Path) -> None:
+    runner = CliRunner()
+    args = [
+        "org",
+        "create",
+        "--db",
+        str(db_path),
+        "--name",
+        "Dup",
+        "--website",
+        "d.io",
+        "--tier",
+        "pro",
+    ]
+    assert runner.invoke(main, args).exit_code == 0
+    again = runner.invoke(main, args)
+    assert again.exit_code == 1 and "already exists" in again.output
+    bad_tier = runner.invoke(main, [*args[:-1], "gold"])
+    assert bad_tier.exit_code == 2 and "gold" in bad_tier.output
+    missing = runner.invoke(main, ["org", "set-status", "--db", str(db_path), "nope", "active"])
+    assert missing.exit_code == 1 and "No organization with id nope" in missing.output
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[str]:
+    names = []
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            names += _commands(command, f"{prefix}{name} ")
+        else:
+            names.append(f"{prefix}{name}")
+    return names
+
+
+def test_every_cli_command_is_documented_in_the_readme() -> None:
+    readme = README.read_text()
+    missing = [c for c in _commands(main) if f"contactdata {c}" not in readme]
+    assert missing == []
+
+
+def test_every_environment_variable_is_documented_in_the_readme() -> None:
+    from server.config import ENVIRONMENT
+
+    readme = README.read_text()
+    assert [v for v in ENVIRONMENT.values() if v not in readme] == []

@@ -1,0 +1,24 @@
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from server import config
+
+
+def test_environment_overrides_defaults_and_overrides_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTACTDATA_DB", "/tmp/from-env.db")
+    monkeypatch.setenv("CONTACTDATA_PORT", "9999")
+    settings = config.load()
+    assert settings["DB"] == "/tmp/from-env.db" and settings["PORT"] == 9999
+    assert config.load({"DB": "override.db"})["DB"] == "override.db"
+
+
+def test_key_secret_from_settings_or_a_private_file_beside_the_db(tmp_path: Path) -> None:
+    assert config.key_secret({"KEY_SECRET": "abc", "DB": "x"}) == b"abc"
+    settings = {"KEY_SECRET": "", "DB": str(tmp_path / "a.db")}
+    first = config.key_secret(settings)
+    assert len(first) == 64 and config.key_secret(settings) == first
+    mode = stat.S_IMODE(os.stat(tmp_path / "a.db.secret").st_mode)
+    assert mode == 0o600
