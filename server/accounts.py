@@ -18,8 +18,8 @@ from server.normalize import registrable_domain
 TIERS = ("enterprise_standard", "enterprise_plus", "pro")
 ORG_STATUSES = ("active", "inactive")
 # Limits an organization gets unless the operator says otherwise.
-DEFAULT_DAILY_LIMIT = 100_000
-DEFAULT_QPS = 20
+DEFAULT_DAILY_LIMIT = 10_000  # the vendor samples show 10000 per day and 5 per second
+DEFAULT_QPS = 5
 DEFAULT_DISCOVER_PER_MINUTE = 60
 DEFAULT_PRO_CREDITS = 1_000
 

@@ -13,6 +13,10 @@ import tldextract
 from cleanco import basename
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+# Letters that Unicode does not decompose into a base letter plus accents.
+_UNDECOMPOSABLE = str.maketrans(
+    {"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"}
+)
 # Long forms cleanco leaves in place, and words that add nothing to a company's identity.
 _EXTRA_SUFFIXES = re.compile(
     r"\s+(aktiengesellschaft|gesellschaft mit beschrankter haftung|incorporated|corporation"
@@ -24,7 +28,7 @@ def fold(text: str) -> str:
     """Lower-case ASCII words: accents dropped, punctuation to single spaces."""
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _NON_ALNUM.sub(" ", stripped.casefold().replace("ß", "ss")).strip()
+    return _NON_ALNUM.sub(" ", stripped.casefold().translate(_UNDECOMPOSABLE)).strip()
 
 
 @lru_cache(maxsize=131_072)

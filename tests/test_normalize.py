@@ -41,4 +41,5 @@ def test_fold_and_person_key() -> None:
     assert fold("  Zoë  O'Brien-Straße ") == "zoe o brien strasse"
     assert person_key("O'Brien-Smith") == "obriensmith"
     assert person_key("José") == "jose"
+    assert fold("Øberg Łukasz Æsir Tromsø") == "oberg lukasz aesir tromso"
     assert email_key("  Jane.Doe@Acme.COM ") == "jane.doe@acme.com"
