@@ -88,9 +88,12 @@ def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> Non
         raise click.UsageError("give --companies, --contacts or both")
     total = sum(_line_count(p) for p in (companies, contacts) if p)
     with _progress(total, "rows") as advance:
-        report = importer.import_files(
-            db.connect(db_path), companies=companies, contacts=contacts, progress=advance
-        )
+        try:
+            report = importer.import_files(
+                db.connect(db_path), companies=companies, contacts=contacts, progress=advance
+            )
+        except ValueError as error:  # unsupported file type, or a file that is not UTF-8
+            raise click.ClickException(str(error)) from None
     for error in report.errors:
         click.echo(f"{error.file}:{error.line}: {error.reason}", err=True)
     click.echo(
@@ -114,9 +117,12 @@ def export(db_path: Path, companies: Path | None, contacts: Path | None) -> None
 
     if not companies and not contacts:
         raise click.UsageError("give --companies, --contacts or both")
-    n_companies, n_contacts = exporter.export_files(
-        db.connect(db_path), companies=companies, contacts=contacts
-    )
+    try:
+        n_companies, n_contacts = exporter.export_files(
+            db.connect(db_path), companies=companies, contacts=contacts
+        )
+    except ValueError as error:  # unsupported file type
+        raise click.ClickException(str(error)) from None
     click.echo(f"exported companies={n_companies} contacts={n_contacts}")
 
 
@@ -223,6 +229,6 @@ def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
     from server.serve import serve as run
 
     demo.ensure_database(db_path)
-    for line in demo.instructions(demo.ensure_organizations(db_path), host, port):
+    for line in demo.instructions(db_path, demo.ensure_organizations(db_path), host, port):
         click.echo(line)
     run(config.load({"DB": str(db_path)}), host, port, workers)

@@ -16,7 +16,12 @@ DEMO_CONTACTS = 100_000
 DEMO_SEED = 1
 
 
-def ensure_database(path: Path) -> None:
+def ensure_database(
+    path: Path,
+    companies: int = DEMO_COMPANIES,
+    contacts: int = DEMO_CONTACTS,
+    seed: int = DEMO_SEED,
+) -> None:
     """Generate the demo dataset unless `path` already holds one (built aside, then moved)."""
     if path.exists() and store.counts(db.connect(path))["companies"] > 0:
         return
@@ -27,12 +32,8 @@ def ensure_database(path: Path) -> None:
     for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
         leftover.unlink(missing_ok=True)
     database = db.connect(partial)
-    print(
-        f"building the demo database {path} ({DEMO_COMPANIES} companies, "
-        f"{DEMO_CONTACTS} contacts)...",
-        flush=True,
-    )
-    dataset.generate(database, companies=DEMO_COMPANIES, contacts=DEMO_CONTACTS, seed=DEMO_SEED)
+    print(f"building {path}: {companies} companies, {contacts} contacts...", flush=True)
+    dataset.generate(database, companies=companies, contacts=contacts, seed=seed)
     database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     database.close()
     os.replace(partial, path)
@@ -64,8 +65,13 @@ def ensure_organizations(path: Path) -> list[dict[str, Any]]:
     return created
 
 
-def instructions(orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
-    """What to paste into a terminal to try each organization."""
+def instructions(path: Path, orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
+    """What to paste into a terminal to try each organization, with a real contact of `path`."""
+    sample = store.sample_employment(db.connect(path)) or {
+        "email": "someone@example.com",
+        "company_guid": "0000000000000000",
+        "company_name": "Example Inc.",
+    }
     base = f"http://{host}:{port}"
     lines = [f"Serving on {base}", f"  curl {base}/healthz", ""]
     for org in orgs:
@@ -78,13 +84,13 @@ def instructions(orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
                 base,
                 "/v7/enrich",
                 {"apikey": key},
-                {"contactEmail": "someone@example.com", "companyName": "Example Inc."},
+                {"contactEmail": sample["email"], "companyName": sample["company_name"]},
             ),
             _curl(
                 base,
                 "/v1/discover",
                 {"API_KEY": key},
-                {"company_guid": "<compGUID from enrich>", "mode": "Stats"},
+                {"company_guid": sample["company_guid"], "mode": "Stats"},
             ),
             "",
         ]

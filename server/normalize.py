@@ -20,7 +20,7 @@ _UNDECOMPOSABLE = str.maketrans(
 # Long forms cleanco leaves in place, and words that add nothing to a company's identity.
 _EXTRA_SUFFIXES = re.compile(
     r"\s+(aktiengesellschaft|gesellschaft mit beschrankter haftung|incorporated|corporation"
-    r"|company|limited|holdings?|group)$"
+    r"|company|limited|holdings?|group|co)$"
 )
 
 

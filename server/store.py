@@ -99,13 +99,18 @@ def upsert_companies(db: Database, rows: Iterable[Row]) -> None:
     db.conn.executemany(_UPSERT_COMPANY, rows)
 
 
-def replace_company_aliases(db: Database, aliases: Iterable[tuple[str, str]]) -> None:
-    """Set the alias keys of companies from (company_guid, alias_key) pairs."""
-    pairs = list(aliases)
-    guids = sorted({guid for guid, _ in pairs})
-    db.conn.executemany("DELETE FROM company_aliases WHERE company_guid = ?", [(g,) for g in guids])
+def replace_company_aliases(
+    db: Database, guids: Iterable[str], aliases: Iterable[tuple[str, str]]
+) -> None:
+    """Set the alias keys of these companies to the (company_guid, alias_key) pairs given.
+
+    Every company in `guids` loses its old aliases, also one that has no pair any more.
+    """
     db.conn.executemany(
-        "INSERT OR IGNORE INTO company_aliases (company_guid, alias_key) VALUES (?, ?)", pairs
+        "DELETE FROM company_aliases WHERE company_guid = ?", [(g,) for g in set(guids)]
+    )
+    db.conn.executemany(
+        "INSERT OR IGNORE INTO company_aliases (company_guid, alias_key) VALUES (?, ?)", aliases
     )
 
 
@@ -143,6 +148,16 @@ def iter_contact_employments(db: Database) -> Iterator[Row]:
         "ORDER BY e.contact_guid, e.company_guid"
     )
     yield from db.query(sql)
+
+
+def sample_employment(db: Database) -> Row | None:
+    """One current employment with its company name, for examples (first by contact GUID)."""
+    sql = (
+        "SELECT e.email, e.company_guid, c.name AS company_name FROM employments e "
+        "JOIN companies c ON c.guid = e.company_guid "
+        "WHERE e.status = 'Active' AND e.email != '' ORDER BY e.contact_guid LIMIT 1"
+    )
+    return next(iter(db.query(sql)), None)
 
 
 def counts(db: Database) -> dict[str, int]:

@@ -14,6 +14,7 @@ from server.normalize import company_key, email_key, fold, person_key, registrab
         ("Johnson & Johnson", "johnson and johnson"),
         ("Société Générale S.A.", "societe generale"),
         ("Acme Holdings LLC", "acme"),
+        ("Toyota Motor Co., Ltd.", "toyota motor"),
         ("  Globex   Corporation ", "globex"),
     ],
 )

@@ -1,0 +1,453 @@
+"""Import companies and contacts from CSV or JSON Lines files written in enrich's field names.
+
+Each row is checked on its own: a bad row is reported (file, line, reason naming the field)
+and skipped, good rows are upserted by GUID in batches, so importing a file twice changes
+nothing. Files are streamed; only one batch is held in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from nameparser import HumanName
+from sqlite_utils import Database
+
+from server import db as database
+from server import places, store, titles
+from server.clock import iso, utcnow
+from server.normalize import company_key, email_key, person_key, registrable_domain
+from server.records import (
+    COMPANY_COLUMNS,
+    COMPANY_EXTRA_COLUMNS,
+    CONTACT_COLUMNS,
+    EMPLOYMENT_COLUMNS,
+    GRADES,
+    JOIN,
+    RECORD_STATUSES,
+    REVENUE_RANGES,
+    month_to_stored,
+)
+
+Row = dict[str, Any]
+Values = list[str]
+
+# Input fields in the order the converters take their values.
+COMPANY_FIELDS = (*COMPANY_COLUMNS, *COMPANY_EXTRA_COLUMNS)
+_COMPANY_TARGETS = tuple({**COMPANY_COLUMNS, **COMPANY_EXTRA_COLUMNS}.values())
+_CONTACT_INPUT = {name: col for name, col in CONTACT_COLUMNS.items() if name != "conGUID"}
+_JOB_INPUT = {name: col for name, col in EMPLOYMENT_COLUMNS.items() if name != "compGUID"}
+CONTACT_FIELDS = ("conGUID", "compGUID", *_CONTACT_INPUT, *_JOB_INPUT)
+_CONTACT_TARGETS = tuple(_CONTACT_INPUT.values())
+_JOB_TARGETS = tuple(_JOB_INPUT.values())
+_JOB_START = 2 + len(_CONTACT_TARGETS)
+SUFFIXES = (".csv", ".jsonl", ".ndjson")
+CHUNKS_PER_TRANSACTION = 10
+
+_HEX16 = re.compile(r"[0-9A-F]{16}")
+_HEX32 = re.compile(r"[0-9A-F]{32}")
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_EMAIL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.)+[A-Za-z]{{2,63}}")
+_GRADES = {grade.casefold(): grade for grade in GRADES}
+_STATUSES = {status.casefold(): status for status in RECORD_STATUSES}
+_REVENUE_RANGES = frozenset(REVENUE_RANGES)
+
+
+@dataclass
+class RowError:
+    """One rejected row: the file, its 1-based physical line (a CSV header is line 1), why."""
+
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    """Rows imported from each file (a contacts row is one employment), and every rejected row."""
+
+    companies: int = 0
+    contacts: int = 0
+    errors: list[RowError] = field(default_factory=list)
+
+
+class InvalidRow(ValueError):
+    """A row that cannot be imported; the message starts with the field at fault."""
+
+
+class UnsupportedFile(ValueError):
+    """A file whose extension is neither .csv, .jsonl nor .ndjson."""
+
+
+def import_files(
+    db: Database,
+    *,
+    companies: Path | None,
+    contacts: Path | None,
+    progress: Callable[[int], None] | None = None,
+    batch_size: int = 5000,
+    now: datetime | None = None,
+) -> ImportReport:
+    """Import a companies file, then a contacts file (one row per employment); either optional.
+
+    Rows are written `batch_size` at a time, CHUNKS_PER_TRANSACTION batches per transaction.
+    `progress` is called with the number of lines read since its previous call.
+    """
+    for path in (companies, contacts):
+        if path is not None and path.suffix.lower() not in SUFFIXES:
+            raise UnsupportedFile(f"{path}: use a .csv, .jsonl or .ndjson file")
+    report = ImportReport()
+    stamp = iso(now or utcnow())
+    advance = progress or (lambda _lines: None)
+    if companies is not None:
+        rows = _Rows(companies, COMPANY_FIELDS, lambda v: company_records(v, stamp), report.errors)
+        report.companies = _write_all(db, rows, _write_companies, advance, batch_size)
+    if contacts is not None:
+        known = _CompanyCheck(db)
+        rows = _Rows(
+            contacts,
+            CONTACT_FIELDS,
+            lambda v: known.require(contact_records(v, stamp)),
+            report.errors,
+        )
+        report.contacts = _write_all(db, rows, _write_contacts, advance, batch_size)
+    return report
+
+
+class _Rows:
+    """The converted good rows of one file; bad rows go to `errors`; `line`: the last line read."""
+
+    def __init__(
+        self,
+        path: Path,
+        names: Sequence[str],
+        convert: Callable[[Values], Any],
+        errors: list[RowError],
+    ) -> None:
+        self.path, self.names, self.convert, self.errors = path, names, convert, errors
+        self.line = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for line, values in read_rows(self.path, self.names):
+            self.line = line
+            try:
+                if isinstance(values, str):
+                    raise InvalidRow(values)
+                record = self.convert(values)
+            except InvalidRow as error:
+                self.errors.append(RowError(str(self.path), line, str(error)))
+                continue
+            yield record
+
+
+def _write_all(
+    db: Database,
+    rows: _Rows,
+    write: Callable[[Database, list[Any]], None],
+    advance: Callable[[int], None],
+    batch_size: int,
+) -> int:
+    """Write every converted row in batches; return how many were written.
+
+    Several batches share a transaction: each commit rewrites every index page it touched, so
+    fewer, larger commits are much faster, while one batch at a time bounds memory.
+    """
+    records = iter(rows)
+    written = reported = 0
+    more = True
+    while more:
+        with database.write(db):
+            for _ in range(CHUNKS_PER_TRANSACTION):
+                batch = list(islice(records, batch_size))
+                if not batch:
+                    more = False
+                    break
+                write(db, batch)
+                written += len(batch)
+                advance(rows.line - reported)
+                reported = rows.line
+    if rows.line > reported:
+        advance(rows.line - reported)
+    return written
+
+
+def _write_companies(db: Database, batch: list[tuple[Row, list[str]]]) -> None:
+    aliases = {row["guid"]: keys for row, keys in batch}  # the last row of a GUID wins
+    store.upsert_companies(db, (row for row, _ in batch))
+    store.replace_company_aliases(
+        db, aliases, [(guid, key) for guid, keys in aliases.items() for key in keys]
+    )
+
+
+def _write_contacts(db: Database, batch: list[tuple[Row, Row]]) -> None:
+    # A contact that moved has a row per employment: write it once (the last row wins).
+    store.upsert_contacts(db, {contact["guid"]: contact for contact, _ in batch}.values())
+    store.upsert_employments(db, (employment for _, employment in batch))
+
+
+class _CompanyCheck:
+    """Whether a contact row's company exists, one lookup per distinct GUID."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.exists: dict[str, bool] = {}
+
+    def require(self, records: tuple[Row, Row]) -> tuple[Row, Row]:
+        guid = records[1]["company_guid"]
+        found = self.exists.get(guid)
+        if found is None:
+            found = self.exists[guid] = bool(store.existing_company_guids(self.db, [guid]))
+        if not found:
+            raise InvalidRow(f"compGUID: no company {guid} in the database or the import")
+        return records
+
+
+# --- reading files ---------------------------------------------------------------------------
+
+
+def read_rows(path: Path, names: Sequence[str]) -> Iterator[tuple[int, Values | str]]:
+    """Per data row: its first physical line, and the values of `names` or why it is unreadable.
+
+    Values are stripped strings in the order of `names`, "" for a field the row lacks.
+    """
+    if path.suffix.lower() == ".csv":
+        return _read_csv(path, names)
+    return _read_jsonl(path, names)
+
+
+def _read_csv(path: Path, names: Sequence[str]) -> Iterator[tuple[int, Values | str]]:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle)
+        header = [name.strip() for name in next(reader, [])]
+        width = len(header)
+        # A field missing from the header reads the "" appended after the row's last value.
+        positions = [header.index(name) if name in header else width for name in names]
+        line = reader.line_num + 1
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                yield line, f"unreadable CSV: {error}"
+                line = reader.line_num + 1
+                continue
+            start, line = line, reader.line_num + 1
+            if not values:
+                continue
+            if len(values) != width:
+                yield start, f"the row has {len(values)} values, the header {width} columns"
+                continue
+            values.append("")
+            yield start, [values[i].strip() for i in positions]
+
+
+def _read_jsonl(path: Path, names: Sequence[str]) -> Iterator[tuple[int, Values | str]]:
+    with path.open(encoding="utf-8-sig") as handle:
+        for line, text in enumerate(handle, 1):
+            if not text.strip():
+                continue
+            try:
+                item = json.loads(text)
+            except json.JSONDecodeError as error:
+                yield line, f"invalid JSON: {error.msg} at column {error.colno}"
+                continue
+            if not isinstance(item, dict):
+                yield line, "the line is not a JSON object"
+                continue
+            try:
+                values = [item.get(name, "").strip() for name in names]
+            except AttributeError:  # a number, null, list or object: the slower path
+                try:
+                    values = [_text(name, item.get(name)) for name in names]
+                except InvalidRow as error:
+                    yield line, str(error)
+                    continue
+            yield line, values
+
+
+def _text(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if value is None:
+        return ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise InvalidRow(f"{name}: expected a string or a number, got {type(value).__name__}")
+
+
+# --- rows to records -------------------------------------------------------------------------
+
+
+def company_records(values: Values, updated_at: str) -> tuple[Row, list[str]]:
+    """A companies row and its alias keys from the COMPANY_FIELDS values of one input row.
+
+    Raises InvalidRow naming the field at fault.
+    """
+    row: Row = dict(zip(_COMPANY_TARGETS, values, strict=True))
+    row["guid"] = _guid(row["guid"], "compGUID", _HEX16)
+    if not row["name"]:
+        raise InvalidRow("compName: required")
+    if row["parent_guid"]:
+        row["parent_guid"] = _guid(row["parent_guid"], "compParentGuid", _HEX16)
+    if row["global_hq_guid"]:
+        row["global_hq_guid"] = _guid(row["global_hq_guid"], "compGlobalHqParentGuid", _HEX16)
+    if row["revenue_range"] and row["revenue_range"] not in _REVENUE_RANGES:
+        raise InvalidRow(f"compRevRange: {row['revenue_range']!r} is not a range of contract §4.2")
+    row["employee_count"] = _count(row["employee_count"], "compEmpCount")
+    row["latitude"], row["longitude"] = _point(
+        row["latitude"], row["longitude"], ("compLatitude", "compLongitude")
+    ) or _coordinates(row["city"], row["state"], row["zipcode"], row["country"])
+    row["name_key"] = company_key(row["name"])
+    row["domain"] = registrable_domain(row["website"]) if row["website"] else ""
+    row["updated_at"] = updated_at
+    return row, alias_keys(row["aka"])
+
+
+def alias_keys(aka: str) -> list[str]:
+    """Distinct company keys of each name in a `' | '`-joined list of other names."""
+    keys = (company_key(name.strip()) for name in aka.split("|") if name.strip())
+    return list(dict.fromkeys(key for key in keys if key))
+
+
+def contact_records(values: Values, updated_at: str) -> tuple[Row, Row]:
+    """A contacts row and an employments row from the CONTACT_FIELDS values of one input row.
+
+    Raises InvalidRow naming the field at fault.
+    """
+    guid = _guid(values[0], "conGUID", _HEX32)
+    contact: Row = dict(zip(_CONTACT_TARGETS, values[2:_JOB_START], strict=True))
+    contact["guid"] = guid
+    _complete_name(contact)
+    contact["first_key"] = _person_key(contact["first_name"])
+    contact["last_key"] = _person_key(contact["last_name"])
+    contact["accuracy"] = _choice(contact["accuracy"] or "B", _GRADES, "accuracy")
+    contact["updated_at"] = updated_at
+
+    job: Row = dict(zip(_JOB_TARGETS, values[_JOB_START:], strict=True))
+    job["contact_guid"] = guid
+    job["company_guid"] = _guid(values[1], "compGUID", _HEX16)
+    job["status"] = _choice(job["status"] or "Active", _STATUSES, "recordStatus")
+    if job["email"]:
+        if not _EMAIL.fullmatch(job["email"]):
+            raise InvalidRow(f"conEmail: {job['email']!r} is not an e-mail address")
+        job["email"] = email_key(job["email"])
+    if job["job_started_on"]:
+        job["job_started_on"] = _month(job["job_started_on"], "conJobStartedOn")
+    if job["job_updated_on"]:
+        job["job_updated_on"] = _month(job["job_updated_on"], "conJobUpdatedOn")
+    if not (job["levels"] and job["functions"] and job["sub_functions"]):
+        levels, functions, sub_functions = _classify(job["job_title"])
+        job["levels"] = job["levels"] or levels
+        job["functions"] = job["functions"] or functions
+        job["sub_functions"] = job["sub_functions"] or sub_functions
+    job["latitude"], job["longitude"] = _point(
+        job["latitude"], job["longitude"], ("conWorkLocLatitude", "conWorkLocLongitude")
+    ) or _coordinates(job["work_city"], job["work_state"], job["work_zipcode"], job["work_country"])
+    return contact, job
+
+
+def _complete_name(contact: Row) -> None:
+    """Fill first/middle/last from the full name, or the full name from the parts."""
+    first, last, full = contact["first_name"], contact["last_name"], contact["full_name"]
+    if not full and not (first and last):
+        raise InvalidRow("conFirstName/conLastName: give a first and last name or conFullName")
+    if full and not (first and last):
+        parsed = HumanName(full)
+        contact["first_name"] = first or parsed.first
+        contact["middle_name"] = contact["middle_name"] or parsed.middle
+        contact["last_name"] = last or parsed.last
+    if not full:
+        parts = (first, contact["middle_name"], last)
+        contact["full_name"] = " ".join(part for part in parts if part)
+
+
+def _guid(text: str, name: str, shape: re.Pattern[str]) -> str:
+    guid = text.upper()
+    if not shape.fullmatch(guid):
+        size = 16 if shape is _HEX16 else 32
+        raise InvalidRow(f"{name}: {text!r} is not {size} hexadecimal characters")
+    return guid
+
+
+def _choice(text: str, allowed: dict[str, str], name: str) -> str:
+    try:
+        return allowed[text.casefold()]
+    except KeyError:
+        raise InvalidRow(f"{name}: {text!r} is not one of {', '.join(allowed.values())}") from None
+
+
+def _count(text: str, name: str) -> int | None:
+    if not text:
+        return None
+    try:
+        number = float(text.replace(",", ""))
+    except ValueError:
+        number = math.nan
+    if not number.is_integer():  # also refuses NaN and infinities
+        raise InvalidRow(f"{name}: {text!r} is not a whole number")
+    if number < 0:
+        raise InvalidRow(f"{name}: {text!r} is negative")
+    return int(number)
+
+
+def _point(latitude: str, longitude: str, names: tuple[str, str]) -> tuple[float, float] | None:
+    """The given coordinates, None when both are empty (InvalidRow when one is bad)."""
+    if not latitude and not longitude:
+        return None
+    return _degrees(latitude, names[0], 90.0), _degrees(longitude, names[1], 180.0)
+
+
+def _degrees(text: str, name: str, limit: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidRow(f"{name}: {text!r} is not a number") from None
+    if not -limit <= value <= limit:  # also refuses NaN
+        raise InvalidRow(f"{name}: {text!r} is outside -{limit:g} to {limit:g}")
+    return value
+
+
+@lru_cache(maxsize=4096)
+def _stored_month(text: str) -> str:
+    return month_to_stored(text)
+
+
+def _month(text: str, name: str) -> str:
+    try:
+        return _stored_month(text)
+    except ValueError:
+        raise InvalidRow(f"{name}: {text!r} is not a month like Jan-2020 or 2020-01") from None
+
+
+@lru_cache(maxsize=65_536)
+def _person_key(name: str) -> str:
+    return person_key(name)
+
+
+@lru_cache(maxsize=65_536)
+def _classify(title: str) -> tuple[str, str, str]:
+    """Levels, functions and sub-functions of a job title, each `' | '`-joined."""
+    if not title:
+        return "", "", ""
+    found = titles.classify(title)
+    return JOIN.join(found.levels), JOIN.join(found.functions), JOIN.join(found.sub_functions)
+
+
+@lru_cache(maxsize=65_536)
+def _coordinates(
+    city: str, state: str, zipcode: str, country: str
+) -> tuple[float | None, float | None]:
+    if not (city or zipcode):
+        return None, None
+    return places.coordinates(city, state, zipcode, country) or (None, None)

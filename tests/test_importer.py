@@ -1,0 +1,269 @@
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from server import importer, titles
+from server.importer import ImportReport, RowError, import_files
+from server.records import JOIN
+
+DATA = Path(__file__).parent / "data"
+ACCEPTANCE = Path("/work/shared/acceptance/data")
+NOW = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run(database: Database, **files: Path) -> ImportReport:
+    return import_files(
+        database, companies=files.get("companies"), contacts=files.get("contacts"), now=NOW
+    )
+
+
+def rows(database: Database, table: str, order: str) -> list[dict]:
+    return list(database.query(f"SELECT * FROM {table} ORDER BY {order}"))
+
+
+def company(database: Database, guid: str) -> dict:
+    return database.execute_returning_dicts("SELECT * FROM companies WHERE guid = ?", [guid])[0]
+
+
+def employment(database: Database, contact: str, company: str = "A0A0A0A0A0A0A0A1") -> dict:
+    sql = "SELECT * FROM employments WHERE contact_guid = ? AND company_guid = ?"
+    return database.execute_returning_dicts(sql, [contact, company])[0]
+
+
+def contact(database: Database, guid: str) -> dict:
+    return database.execute_returning_dicts("SELECT * FROM contacts WHERE guid = ?", [guid])[0]
+
+
+@pytest.fixture
+def csv_files() -> dict[str, Path]:
+    return {"companies": DATA / "import_companies.csv", "contacts": DATA / "import_contacts.csv"}
+
+
+def test_csv_import_stores_companies_with_derived_keys(
+    database: Database, csv_files: dict[str, Path]
+) -> None:
+    report = run(database, **csv_files)
+
+    assert report == ImportReport(companies=2, contacts=2, errors=[])
+    lonestar = company(database, "A0A0A0A0A0A0A0A1")
+    assert lonestar["name"] == "Lonestar Works Inc."
+    assert lonestar["name_key"] == "lonestar works"
+    assert lonestar["domain"] == "lonestar-works.com"
+    assert lonestar["employee_count"] == 1200
+    assert lonestar["revenue_range"] == "$10M - $25M"
+    assert lonestar["aka"] == "Lonestar | LSW Holdings"
+    assert lonestar["updated_at"] == "2025-04-10T18:49:51.123+00:00"
+    assert lonestar["latitude"] == pytest.approx(30.27, abs=0.05)
+    acme = company(database, "B0B0B0B0B0B0B0B2")
+    assert acme["employee_count"] is None and acme["domain"] == "acme.de"
+    assert acme["latitude"] == pytest.approx(52.52, abs=0.1)  # Berlin, Germany
+    aliases = rows(database, "company_aliases", "alias_key")
+    assert [(a["company_guid"], a["alias_key"]) for a in aliases] == [
+        ("A0A0A0A0A0A0A0A1", "lonestar"),
+        ("A0A0A0A0A0A0A0A1", "lsw"),
+    ]
+
+
+def test_csv_import_stores_contacts_and_employments(
+    database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+
+    ava = contact(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C001")
+    assert (ava["first_name"], ava["last_name"], ava["full_name"]) == ("Ava", "Stone", "Ava Stone")
+    assert (ava["first_key"], ava["last_key"], ava["accuracy"]) == ("ava", "stone", "A+")
+    job = employment(database, ava["guid"])
+    assert job["email"] == "ava.stone@lonestar-works.com"
+    assert job["status"] == "Active" and job["job_started_on"] == "2020-01"
+    ben = contact(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C002")
+    assert ben["accuracy"] == "B"  # contract §5: an imported contact without a grade
+    ben_job = employment(database, ben["guid"])
+    assert ben_job["job_title"] == 'Engineer, "Platform"'
+    assert ben_job["status"] == "Active" and ben_job["job_started_on"] == "2021-07"
+
+
+def test_jsonl_import_accepts_numbers_and_nulls(tmp_path: Path, database: Database) -> None:
+    companies = [
+        {"compGUID": "A0A0A0A0A0A0A0A1", "compName": "Lonestar", "compEmpCount": 40,
+         "compLatitude": 30.5, "compLongitude": -97.5, "compPhoneNo": None},
+    ]  # fmt: skip
+    contacts = [
+        {"conGUID": "D" * 32, "compGUID": "A0A0A0A0A0A0A0A1", "conFullName": "Dr. Jane Q. Public",
+         "conJobUpdatedOn": "Mar-2024", "recordStatus": "no longer", "extra": [1, 2]},
+    ]  # fmt: skip
+    report = run(
+        database,
+        companies=write(tmp_path, "c.jsonl", "".join(json.dumps(c) + "\n" for c in companies)),
+        contacts=write(tmp_path, "p.ndjson", "\n".join(json.dumps(c) for c in contacts)),
+    )
+
+    assert report == ImportReport(companies=1, contacts=1, errors=[])
+    lonestar = company(database, "A0A0A0A0A0A0A0A1")
+    assert lonestar["employee_count"] == 40
+    assert (lonestar["latitude"], lonestar["longitude"]) == (30.5, -97.5)
+    jane = contact(database, "D" * 32)
+    assert (jane["first_name"], jane["middle_name"], jane["last_name"]) == ("Jane", "Q.", "Public")
+    assert jane["full_name"] == "Dr. Jane Q. Public" and jane["last_key"] == "public"
+    job = employment(database, "D" * 32)
+    assert job["status"] == "No Longer" and job["job_updated_on"] == "2024-03"
+
+
+def test_bad_contact_rows_are_reported_and_good_ones_imported(
+    tmp_path: Path, database: Database
+) -> None:
+    companies = write(tmp_path, "companies.csv", "compGUID,compName\nA0A0A0A0A0A0A0A1,Lonestar\n")
+    contacts = DATA / "import_bad_contacts.csv"
+
+    report = run(database, companies=companies, contacts=contacts)
+
+    assert (report.companies, report.contacts) == (1, 2)
+    assert report.errors[0] == RowError(
+        str(contacts), 3, "conGUID: 'XYZ' is not 32 hexadecimal characters"
+    )
+    assert [(e.file, e.line) for e in report.errors] == [
+        (str(contacts), line) for line in (3, 4, 5, 6, 7, 9, 10, 13)
+    ]
+    fields = ["conGUID", "conFirstName", "compGUID", "conJobStartedOn", "conEmail",
+              "recordStatus", "accuracy", "header"]  # fmt: skip
+    for error, field in zip(report.errors, fields, strict=True):
+        assert field in error.reason, error
+    guids = [row["guid"][-3:] for row in rows(database, "contacts", "guid")]
+    assert guids == ["001", "010"]
+
+
+def test_bad_company_rows_and_bad_json_lines_are_reported(
+    tmp_path: Path, database: Database
+) -> None:
+    lines = [
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A1", "compName": "Good"}),
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A2"}),
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A3", "compName": "Count", "compEmpCount": "many"}),
+        '{"compGUID": "A0A0A0A0A0A0A0A4", "compName": ',
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A5", "compName": "Lat", "compLatitude": 91,
+                    "compLongitude": 0}),
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A7", "compName": {"nested": True}}),
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A", "compName": "Short GUID"}),
+        json.dumps({"compGUID": "A0A0A0A0A0A0A0A9", "compName": "Rev", "compRevRange": "lots"}),
+    ]  # fmt: skip
+    path = write(tmp_path, "companies.jsonl", "\n".join(lines) + "\n")
+
+    report = run(database, companies=path)
+
+    assert report.companies == 1
+    expected = [
+        (2, "compName"), (3, "compEmpCount"), (4, "JSON"), (5, "compLatitude"),
+        (6, "JSON object"), (7, "compName"), (8, "compGUID"), (9, "compRevRange"),
+    ]  # fmt: skip
+    assert [error.line for error in report.errors] == [line for line, _ in expected]
+    for error, (_, field) in zip(report.errors, expected, strict=True):
+        assert field in error.reason and error.file == str(path), error
+
+
+def test_reimport_is_idempotent_and_updates_values(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+    before = {t: rows(database, t, "1, 2") for t in ("companies", "contacts", "employments")}
+    run(database, **csv_files)
+    assert {t: rows(database, t, "1, 2") for t in before} == before
+
+    changed = csv_files["contacts"].read_text().replace("Jan-2020", "Feb-2022")
+    changed = changed.replace("Vice President of Sales", "Chief Executive Officer")
+    report = run(database, contacts=write(tmp_path, "changed.csv", changed))
+
+    assert report.contacts == 2 and not report.errors
+    assert database.table("contacts").count == 2 and database.table("employments").count == 2
+    job = employment(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C001")
+    assert job["job_title"] == "Chief Executive Officer" and job["job_started_on"] == "2022-02"
+    assert job["levels"] == JOIN.join(titles.classify("Chief Executive Officer").levels)
+
+    no_aliases = csv_files["companies"].read_text().replace("Lonestar | LSW Holdings", "")
+    run(database, companies=write(tmp_path, "companies.csv", no_aliases))
+    assert database.table("company_aliases").count == 0
+
+
+def test_levels_and_functions_come_from_the_title_unless_given(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+    derived = titles.classify("Vice President of Sales")
+    job = employment(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C001")
+
+    assert derived.levels and job["levels"] == JOIN.join(derived.levels)
+    assert job["functions"] == JOIN.join(derived.functions)
+    assert job["sub_functions"] == JOIN.join(derived.sub_functions)
+
+    given = "conGUID,compGUID,conFullName,conJobTitleEn,conLevels\n"
+    given += f"{'F' * 32},A0A0A0A0A0A0A0A1,Kim Lee,Vice President of Sales,Owner\n"
+    run(database, contacts=write(tmp_path, "given.csv", given))
+    assert employment(database, "F" * 32)["levels"] == "Owner"
+
+
+def test_work_coordinates_come_from_city_state_and_zip(
+    database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+
+    by_zip = employment(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C001")  # Austin, TX 78701
+    assert (by_zip["latitude"], by_zip["longitude"]) == pytest.approx((30.27, -97.74), abs=0.02)
+    by_city = employment(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C002")  # Austin, TX
+    assert (by_city["latitude"], by_city["longitude"]) == pytest.approx((30.27, -97.74), abs=0.05)
+
+
+def test_a_contact_can_have_left_one_company_for_another(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    moves = (
+        "conGUID,compGUID,conFirstName,conLastName,conJobTitleEn,recordStatus\n"
+        f"{'9' * 32},A0A0A0A0A0A0A0A1,Max,Moss,Account Executive,No Longer\n"
+        f"{'9' * 32},B0B0B0B0B0B0B0B2,Max,Moss,Sales Director,Active\n"
+    )
+    run(database, companies=csv_files["companies"])
+    report = run(database, contacts=write(tmp_path, "moves.csv", moves))
+
+    assert report == ImportReport(companies=0, contacts=2, errors=[])
+    assert database.table("contacts").count == 1
+    jobs = rows(database, "employments", "company_guid")
+    assert [(j["company_guid"], j["status"], j["job_title"]) for j in jobs] == [
+        ("A0A0A0A0A0A0A0A1", "No Longer", "Account Executive"),
+        ("B0B0B0B0B0B0B0B2", "Active", "Sales Director"),
+    ]
+
+
+def test_batches_and_progress_cover_every_line(tmp_path: Path, database: Database) -> None:
+    lines = ["compGUID,compName"] + [f"{i:016X},Company {i}" for i in range(1, 26)]
+    path = write(tmp_path, "many.csv", "\n".join(lines) + "\n")
+    seen: list[int] = []
+
+    report = import_files(database, companies=path, contacts=None, progress=seen.append,
+                          batch_size=10)  # fmt: skip
+
+    assert report.companies == 25 and database.table("companies").count == 25
+    assert sum(seen) == 26 and seen[:2] == [11, 10]
+
+
+def test_unsupported_file_type_is_refused(tmp_path: Path, database: Database) -> None:
+    with pytest.raises(importer.UnsupportedFile, match="csv"):
+        run(database, companies=write(tmp_path, "companies.xlsx", ""))
+
+
+def test_acceptance_fixture_imports_without_errors(database: Database) -> None:
+    report = run(
+        database,
+        companies=ACCEPTANCE / "radius_companies.csv",
+        contacts=ACCEPTANCE / "radius_contacts.csv",
+    )
+
+    assert report == ImportReport(companies=1, contacts=22, errors=[])
+    jobs = rows(database, "employments", "contact_guid")
+    assert all(job["latitude"] is not None and job["levels"] for job in jobs)
