@@ -127,7 +127,7 @@ def m002_contact_data(db: Database) -> None:
             profile_url TEXT NOT NULL DEFAULT '',
             email_pattern TEXT NOT NULL DEFAULT '',
             updated_at TEXT NOT NULL
-        ) WITHOUT ROWID;
+        );
         CREATE INDEX companies_domain ON companies (domain);
         CREATE INDEX companies_name_key ON companies (name_key);
         CREATE INDEX companies_profile_url ON companies (profile_url);
@@ -148,7 +148,7 @@ def m002_contact_data(db: Database) -> None:
             location TEXT NOT NULL DEFAULT '',
             accuracy TEXT NOT NULL DEFAULT 'B' CHECK (accuracy IN ('A+', 'A', 'A-', 'B')),
             updated_at TEXT NOT NULL
-        ) WITHOUT ROWID;
+        );
         CREATE INDEX contacts_profile_url ON contacts (profile_url);
         CREATE TABLE employments (
             contact_guid TEXT NOT NULL REFERENCES contacts (guid) ON DELETE CASCADE,
@@ -172,7 +172,7 @@ def m002_contact_data(db: Database) -> None:
             job_started_on TEXT NOT NULL DEFAULT '',
             job_updated_on TEXT NOT NULL DEFAULT '',
             PRIMARY KEY (contact_guid, company_guid)
-        ) WITHOUT ROWID;
+        );
         CREATE INDEX employments_email ON employments (email) WHERE email != '';
         CREATE INDEX employments_company_geo ON employments (company_guid, latitude, longitude);
         CREATE INDEX contacts_last_first ON contacts (last_key, first_key)
