@@ -41,6 +41,8 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
         "header_map": "dangerous",
         "timeout": 30,
         "graceful_timeout": 10,
+        # One shared socket in $HOME would make two servers on one machine fight over it.
+        "control_socket_disable": True,
         "accesslog": "-",
         "errorlog": "-",
         "access_log_format": '%(h)s "%(r)s" %(s)s %(b)s %(M)sms id=%({x-request-id}o)s',
