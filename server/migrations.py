@@ -178,3 +178,9 @@ def m002_contact_data(db: Database) -> None:
         CREATE INDEX contacts_last_first ON contacts (last_key, first_key)
         """,
     )
+
+
+@MIGRATIONS()
+def m003_company_aliases_by_company(db: Database) -> None:
+    """Index aliases by company: importing replaces a company's aliases by its GUID."""
+    _run(db, "CREATE INDEX company_aliases_company ON company_aliases (company_guid)")

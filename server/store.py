@@ -160,6 +160,33 @@ def sample_employment(db: Database) -> Row | None:
     return next(iter(db.query(sql)), None)
 
 
+def is_empty(db: Database, table: str) -> bool:
+    """Whether `table` has no rows."""
+    return db.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchone()[0] == 1
+
+
+def drop_secondary_indexes(db: Database, tables: Sequence[str]) -> list[str]:
+    """Drop the indexes made by CREATE INDEX on `tables`; return their SQL to make them again.
+
+    Primary keys and UNIQUE constraints stay: they have no SQL of their own in sqlite_master.
+    """
+    marks = ", ".join("?" * len(tables))
+    rows = db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+        f"AND tbl_name IN ({marks}) ORDER BY name",
+        list(tables),
+    ).fetchall()
+    for name, _ in rows:
+        db.execute(f'DROP INDEX "{name}"')
+    return [sql for _, sql in rows]
+
+
+def create_indexes(db: Database, statements: Iterable[str]) -> None:
+    """Run CREATE INDEX statements returned by drop_secondary_indexes."""
+    for sql in statements:
+        db.execute(sql)
+
+
 def counts(db: Database) -> dict[str, int]:
     """Row counts of the contact-data tables and organizations."""
     tables = ("companies", "contacts", "employments", "organizations")

@@ -267,3 +267,39 @@ def test_acceptance_fixture_imports_without_errors(database: Database) -> None:
     assert report == ImportReport(companies=1, contacts=22, errors=[])
     jobs = rows(database, "employments", "contact_guid")
     assert all(job["latitude"] is not None and job["levels"] for job in jobs)
+
+
+def indexes(database: Database) -> list[tuple[str, str]]:
+    sql = "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name"
+    return database.execute(sql).fetchall()
+
+
+def test_loading_empty_tables_rebuilds_their_indexes(
+    database: Database, csv_files: dict[str, Path]
+) -> None:
+    schema = indexes(database)
+
+    run(database, **csv_files)
+
+    assert indexes(database) == schema
+    plan = database.execute(
+        "EXPLAIN QUERY PLAN SELECT * FROM employments WHERE email = 'x@y.com' AND email != ''"
+    ).fetchall()
+    assert "employments_email" in str(plan)
+
+
+def test_a_failed_load_into_empty_tables_leaves_nothing_behind(
+    tmp_path: Path, database: Database
+) -> None:
+    lines = ["compGUID,compName"] + [f"{i:016X},Company {i}" for i in range(1, 26)]
+    path = write(tmp_path, "many.csv", "\n".join(lines) + "\n")
+    schema = indexes(database)
+
+    def interrupt(_lines: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        import_files(database, companies=path, contacts=None, progress=interrupt, batch_size=10)
+
+    assert database.table("companies").count == 0
+    assert indexes(database) == schema

@@ -1,6 +1,17 @@
-import pytest
+import random
 
-from server.normalize import company_key, email_key, fold, person_key, registrable_domain
+import pytest
+from cleanco import basename
+from cleanco.clean import prepare_default_terms
+
+from server.normalize import (
+    company_key,
+    email_key,
+    fold,
+    person_key,
+    registrable_domain,
+    strip_legal_suffixes,
+)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +31,18 @@ from server.normalize import company_key, email_key, fold, person_key, registrab
 )
 def test_company_key(name: str, key: str) -> None:
     assert company_key(name) == key
+
+
+def test_strip_legal_suffixes_agrees_with_cleanco() -> None:
+    # Names built from cleanco's own terms, stacked and repeated, are where order matters.
+    terms = [" ".join(parts) for _, parts in prepare_default_terms()]
+    words = ["Acme", "Nordic", "&", "Co", "Ltd.", "GmbH", "S.A.", "de", "C.V.", "Inc,", "the"]
+    pick = random.Random(7).choice
+    names = [
+        " ".join(pick(words + terms) for _ in range(length)) for length in [1, 2, 3, 4, 5, 6] * 2000
+    ]
+    names += ["", "  ", "Ltd", "Ltd Ltd", "Acme Pte. Ltd.", "Müller GmbH & Co. KG", "X, Inc.,"]
+    assert [strip_legal_suffixes(name) for name in names] == [basename(name) for name in names]
 
 
 @pytest.mark.parametrize(
