@@ -1,0 +1,41 @@
+"""Rate limits (contract §6): what is limited, the decision, its headers, and the backends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from server.limits.base import (
+    DAY,
+    Decision,
+    Kind,
+    Limit,
+    Limiter,
+    LimitStatus,
+    Usage,
+    decide,
+    headers,
+)
+from server.limits.sqlite import SqliteLimiter
+
+__all__ = [
+    "DAY",
+    "Decision",
+    "Kind",
+    "Limit",
+    "LimitStatus",
+    "Limiter",
+    "SqliteLimiter",
+    "Usage",
+    "decide",
+    "headers",
+    "limiter_for",
+]
+
+
+def limiter_for(settings: Mapping[str, Any]) -> Limiter:
+    """The limiter the `RATE_LIMITER` setting names (default "sqlite", over `settings["DB"]`)."""
+    backend = settings.get("RATE_LIMITER", "sqlite")
+    if backend == "sqlite":
+        return SqliteLimiter(settings["DB"])
+    raise ValueError(f"RATE_LIMITER setting: unknown rate limiter {backend!r}; known: sqlite")
