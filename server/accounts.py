@@ -9,11 +9,11 @@ from urllib.parse import urlsplit
 
 from sqlite_utils import Database
 
-from server import keys, store
+from server import admin, audit, keys, store
+from server import credits as credit_ledger
 from server.clock import iso
 from server.db import write
 from server.errors import AlreadyExists, InvalidParameter, NotFound
-from server.normalize import registrable_domain
 
 TIERS = ("enterprise_standard", "enterprise_plus", "pro")
 ORG_STATUSES = ("active", "inactive")
@@ -25,10 +25,13 @@ DEFAULT_PRO_CREDITS = 1_000
 
 
 def cleaned_website(website: str) -> str:
-    """The website reduced to its bare domain: `https://www.acme.co.uk/x` -> `acme.co.uk`."""
+    """The website reduced to its bare host: `https://www.acme.co.uk/x` -> `acme.co.uk`.
+
+    Only a leading `www.` goes: `https://eu.acme.com` stays `eu.acme.com`, as the site it is.
+    """
     text = website.strip()
     host = urlsplit(text if "//" in text else f"//{text}").hostname or ""
-    return registrable_domain(host) or host.removeprefix("www.")
+    return host.removeprefix("www.")
 
 
 def create_organization(
@@ -67,7 +70,7 @@ def create_organization(
         "created_at": stamp,
         "updated_at": stamp,
     }
-    email = admin_email or f"admin@{domain or 'example.com'}"
+    email = admin.normalize_email(admin_email or f"admin@{domain or 'example.com'}")
     value = keys.new_key()
     with write(db):
         if store.organization_named(db, org["name"]):
@@ -75,12 +78,32 @@ def create_organization(
         store.insert_organization(db, org)
         user = _admin_user(org["id"], email, stamp)
         store.insert_user(db, user)
-        store.insert_api_key(
+        key = admin.new_key_row(org["id"], user["id"], email, "admin", value, stamp)
+        store.insert_api_key(db, key, keys.key_hash(value, secret), stamp)
+        detail = {
+            "tier": tier,
+            "credits": org["credits"],
+            "qpsLimit": qps,
+            "dailyRateLimit": daily_limit,
+        }
+        audit.record(
             db,
-            _admin_key(org["id"], user["id"], email, value, stamp),
-            keys.key_hash(value, secret),
-            stamp,
+            now,
+            org_id=org["id"],
+            actor=audit.OPERATOR,
+            action="organization.create",
+            target=org["name"],
+            detail=detail,
         )
+        if org["credits"]:
+            credit_ledger.record(
+                db,
+                now,
+                org_id=org["id"],
+                change=org["credits"],
+                balance=org["credits"],
+                reason="opening balance",
+            )
     return org, value
 
 
@@ -110,19 +133,12 @@ def _admin_user(org_id: str, email: str, stamp: str) -> dict[str, Any]:
     }
 
 
-def _admin_key(org_id: str, user_id: str, email: str, value: str, stamp: str) -> dict[str, Any]:
-    return {
-        "id": str(uuid.uuid4()),
-        "org_id": org_id,
-        "user_id": user_id,
-        "email": email,
-        "role": "admin",
-        "status": "active",
-        "masked": keys.mask(value),
-        "last_used_at": None,
-        "created_at": stamp,
-        "updated_at": stamp,
-    }
+def organization(db: Database, org_id: str) -> dict[str, Any]:
+    """The organization with this id; NotFound otherwise."""
+    org = store.organization(db, org_id)
+    if org is None:
+        raise NotFound(f"No organization with id {org_id}.")
+    return org
 
 
 def list_organizations(db: Database) -> list[dict[str, Any]]:
@@ -137,6 +153,7 @@ def set_status(db: Database, org_id: str, status: str, now: datetime) -> dict[st
     with write(db):
         if not store.set_organization_status(db, org_id, status, iso(now)):
             raise NotFound(f"No organization with id {org_id}.")
+        audit.record(db, now, org_id=org_id, actor=audit.OPERATOR, action=f"organization.{status}")
         org = store.organization(db, org_id)
     assert org is not None
     return org

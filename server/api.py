@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app
-from sqlite_utils import Database
+from flask import Blueprint
 
-from server import db, store
+from server import store
+from server.access import get_db
 
 blueprint = Blueprint("api", __name__)
-
-
-def get_db() -> Database:
-    """The database of the running app, for this thread."""
-    return db.database(current_app.config["DB"])
 
 
 @blueprint.get("/healthz")

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from server import api, config, db, errors
+from server import access, admin_api, api, config, db, errors
 
 _REQUEST_ID_MAX = 128
 
@@ -25,10 +25,12 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     logging.basicConfig(level=settings["LOG_LEVEL"])
     db.connect(settings["DB"]).close()
     errors.init_app(app)
+    access.init_app(app)
     app.before_request(_assign_request_id)
     app.before_request(_refuse_oversize_body)
     app.after_request(_add_request_id)
     app.register_blueprint(api.blueprint)
+    app.register_blueprint(admin_api.blueprint)
     return app
 
 

@@ -17,6 +17,7 @@ DEFAULTS: dict[str, Any] = {
     "HOST": "127.0.0.1",
     "PORT": 8080,
     "WORKERS": 2,
+    "RATE_LIMITER": "sqlite",
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

@@ -184,3 +184,45 @@ def m002_contact_data(db: Database) -> None:
 def m003_company_aliases_by_company(db: Database) -> None:
     """Index aliases by company: importing replaces a company's aliases by its GUID."""
     _run(db, "CREATE INDEX company_aliases_company ON company_aliases (company_guid)")
+
+
+@MIGRATIONS()
+def m004_access(db: Database) -> None:
+    """Audit log, credit ledger, and the request counts that rate limits are checked against."""
+    _run(
+        db,
+        """
+        CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY,
+            org_id TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            target TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '',
+            request_id TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX audit_log_org ON audit_log (org_id, id);
+        CREATE TABLE credit_ledger (
+            id INTEGER PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES organizations (id),
+            change INTEGER NOT NULL,
+            balance INTEGER,
+            reason TEXT NOT NULL,
+            transaction_id TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX credit_ledger_org ON credit_ledger (org_id, id);
+        CREATE TABLE rate_events (
+            bucket TEXT NOT NULL,
+            at REAL NOT NULL
+        );
+        CREATE INDEX rate_events_bucket ON rate_events (bucket, at);
+        CREATE TABLE rate_counts (
+            bucket TEXT NOT NULL,
+            period TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            PRIMARY KEY (bucket, period)
+        ) WITHOUT ROWID
+        """,
+    )

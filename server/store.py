@@ -91,6 +91,133 @@ def set_organization_status(db: Database, org_id: str, status: str, now: str) ->
     return cursor.rowcount == 1
 
 
+def key_by_hash(db: Database, key_hash: str, now: str) -> Row | None:
+    """The key whose value hashes to `key_hash` (unexpired), with its user's and org's state.
+
+    Columns: the api_keys row, `user_status` (None for a key without a user) and the
+    organization's columns prefixed `org_`.
+    """
+    sql = """
+        SELECT k.*, u.status AS user_status, o.name AS org_name, o.status AS org_status,
+               o.tier AS org_tier, o.qps_limit AS org_qps_limit,
+               o.daily_rate_limit AS org_daily_rate_limit,
+               o.discover_per_minute AS org_discover_per_minute
+        FROM api_key_hashes h
+        JOIN api_keys k ON k.id = h.key_id
+        JOIN organizations o ON o.id = k.org_id
+        LEFT JOIN users u ON u.id = k.user_id
+        WHERE h.hash = ? AND (h.expires_at IS NULL OR h.expires_at > ?)
+    """
+    return next(iter(db.query(sql, [key_hash, now])), None)
+
+
+def touch_key(db: Database, key_id: str, now: str) -> None:
+    """Record that a key was used at `now`."""
+    db.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [now, key_id])
+
+
+def keys_of(db: Database, org_id: str) -> list[Row]:
+    """An organization's keys, oldest first, each with `user_status` and its newest expiry."""
+    return list(db.query(f"{_KEYS} WHERE k.org_id = ? ORDER BY k.created_at, k.email", [org_id]))
+
+
+def key_by_email(db: Database, org_id: str, email: str) -> Row | None:
+    """The organization's key for this e-mail address, or None."""
+    rows = db.query(f"{_KEYS} WHERE k.org_id = ? AND k.email = ?", [org_id, email])
+    return next(iter(rows), None)
+
+
+_KEYS = """
+    SELECT k.*, u.status AS user_status,
+           (SELECT max(expires_at) FROM api_key_hashes h WHERE h.key_id = k.id) AS expires_at
+    FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
+"""
+
+
+def set_key_status(db: Database, key_id: str, status: str, now: str) -> None:
+    """Suspend or reactivate a key."""
+    db.execute("UPDATE api_keys SET status = ?, updated_at = ? WHERE id = ?", [status, now, key_id])
+
+
+def rotate_key(
+    db: Database, key_id: str, new_hash: str, masked: str, old_expires_at: str, now: str
+) -> None:
+    """Give a key a new value; its current values stop working at `old_expires_at` (or sooner
+    if they were already due to)."""
+    db.execute(
+        "UPDATE api_key_hashes SET expires_at = min(coalesce(expires_at, ?), ?) WHERE key_id = ?",
+        [old_expires_at, old_expires_at, key_id],
+    )
+    db.table("api_key_hashes").insert(
+        {"hash": new_hash, "key_id": key_id, "expires_at": None, "created_at": now}
+    )
+    db.execute("UPDATE api_keys SET masked = ?, updated_at = ? WHERE id = ?", [masked, now, key_id])
+
+
+def active_admin_keys(db: Database, org_id: str) -> int:
+    """How many admin keys of the organization would be accepted now."""
+    sql = """
+        SELECT count(*) FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
+        WHERE k.org_id = ? AND k.role = 'admin' AND k.status = 'active'
+          AND coalesce(u.status, 'active') = 'active'
+    """
+    return db.execute(sql, [org_id]).fetchone()[0]
+
+
+def users_of(db: Database, org_id: str) -> list[Row]:
+    """An organization's users, oldest first."""
+    sql = "SELECT * FROM users WHERE org_id = ? ORDER BY created_at, email"
+    return list(db.query(sql, [org_id]))
+
+
+def user_by_email(db: Database, org_id: str, email: str) -> Row | None:
+    """The organization's user with this e-mail address, or None."""
+    rows = db.query("SELECT * FROM users WHERE org_id = ? AND email = ?", [org_id, email])
+    return next(iter(rows), None)
+
+
+def set_user_status(db: Database, user_id: str, status: str, now: str) -> None:
+    """Suspend, reactivate or delete a user."""
+    db.execute("UPDATE users SET status = ?, updated_at = ? WHERE id = ?", [status, now, user_id])
+
+
+def insert_audit_entry(db: Database, entry: Row) -> None:
+    """Append one administration action to the audit log."""
+    db.table("audit_log").insert(entry)
+
+
+def audit_entries(db: Database, org_id: str) -> list[Row]:
+    """An organization's audit log, oldest first."""
+    return list(db.query("SELECT * FROM audit_log WHERE org_id = ? ORDER BY id", [org_id]))
+
+
+def change_credits(db: Database, org_id: str, change: int) -> tuple[bool, int | None]:
+    """Add `change` (negative to debit) to a limited balance unless it would go below zero.
+
+    Returns (applied, balance after); an unlimited balance (NULL) is left as it is and
+    reported as (True, None).
+    """
+    row = db.execute(
+        "UPDATE organizations SET credits = credits + ? "
+        "WHERE id = ? AND credits IS NOT NULL AND credits + ? >= 0 RETURNING credits",
+        [change, org_id, change],
+    ).fetchone()
+    if row is not None:
+        return True, row[0]
+    current = db.execute("SELECT credits FROM organizations WHERE id = ?", [org_id]).fetchone()
+    return (current is not None and current[0] is None), None
+
+
+def insert_ledger_entry(db: Database, entry: Row) -> None:
+    """Record one change of an organization's credit balance."""
+    db.table("credit_ledger").insert(entry)
+
+
+def ledger(db: Database, org_id: str) -> list[Row]:
+    """An organization's credit changes, oldest first."""
+    return list(db.query("SELECT * FROM credit_ledger WHERE org_id = ? ORDER BY id", [org_id]))
+
+
 # --- companies and contacts ------------------------------------------------------------------
 
 

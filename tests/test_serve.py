@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.servers import free_port, serve, start, stop
 
 pytestmark = pytest.mark.slow
 
@@ -41,37 +38,6 @@ LAUNCHER = textwrap.dedent(
               gunicorn_options("127.0.0.1", port, 2)).run()
     """
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url: str, process: subprocess.Popen[bytes]) -> None:
-    for _ in range(100):
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited: {process.stdout.read().decode()[-2000:]}")  # type: ignore[union-attr]
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
-
-
-def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    wait_for(f"http://127.0.0.1:{port}/healthz", process)
-    return process
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
@@ -110,17 +76,7 @@ def test_errors_keep_their_shape_through_gunicorn(probe_server: str) -> None:
 
 def test_contactdata_serve_answers_healthz(tmp_path: Path) -> None:
     port = free_port()
-    command = [
-        str(Path(sys.executable).parent / "contactdata"),
-        "serve",
-        "--db",
-        str(tmp_path / "s.db"),
-        "--port",
-        str(port),
-        "--workers",
-        "2",
-    ]
-    process = start(command, port)
+    process = serve(tmp_path / "s.db", port)
     try:
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
     finally:

@@ -1,0 +1,45 @@
+"""The audit log: who did what to which key, user or organization, and when. Never a secret."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
+from server import store
+from server.clock import iso
+
+OPERATOR = "operator (command line)"
+
+
+def record(
+    db: Database,
+    now: datetime,
+    *,
+    org_id: str,
+    actor: str,
+    action: str,
+    target: str = "",
+    detail: dict[str, Any] | None = None,
+    request_id: str = "",
+) -> None:
+    """Append one action to the log (inside the caller's transaction, with the change)."""
+    store.insert_audit_entry(
+        db,
+        {
+            "org_id": org_id,
+            "actor": actor,
+            "action": action,
+            "target": target,
+            "detail": json.dumps(detail, sort_keys=True) if detail else "",
+            "request_id": request_id,
+            "created_at": iso(now),
+        },
+    )
+
+
+def entries(db: Database, org_id: str) -> list[dict[str, Any]]:
+    """An organization's actions, oldest first."""
+    return store.audit_entries(db, org_id)

@@ -1,0 +1,90 @@
+"""Who is calling: an API key value checked against its hash, its user and its organization.
+
+Unknown, malformed and rotated-out keys are indistinguishable to the caller (401); a known
+key whose key, user or organization is not active answers 403 naming which (contract §2).
+Nothing is cached, so a suspension takes effect on the next request in every process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlite_utils import Database
+
+from server import keys, store
+from server.clock import iso
+from server.db import write
+from server.errors import Forbidden, InvalidApiKey, Unauthorized
+
+# A key's last use is written at most this often, so reads do not each take the write lock.
+LAST_USE_RESOLUTION = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The holder of a valid key: the key, its organization and what that allows."""
+
+    key_id: str
+    email: str
+    role: str
+    org_id: str
+    org_name: str
+    org_active: bool
+    tier: str
+    qps_limit: int
+    daily_limit: int
+    discover_per_minute: int
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+def authenticate(db: Database, secret: bytes, value: str | None, now: datetime) -> Caller:
+    """The caller holding key `value`; raises the contract's 401 or 403 otherwise."""
+    if not value:
+        raise Unauthorized("Authentication credentials are missing: send your API key.")
+    if not keys.is_well_formed(value):
+        raise InvalidApiKey("Invalid API key.")
+    row = store.key_by_hash(db, keys.key_hash(value, secret), iso(now))
+    if row is None:
+        raise InvalidApiKey("Invalid API key.")
+    if row["user_status"] == "deleted":
+        raise Forbidden("user_deleted", "The user this key belongs to has been deleted.")
+    if row["user_status"] == "suspend":
+        raise Forbidden("user_suspended", "The user this key belongs to is suspended.")
+    if row["status"] != "active":
+        raise Forbidden("key_suspended", "This API key is suspended.")
+    _note_use(db, row, now)
+    return Caller(
+        key_id=row["id"],
+        email=row["email"],
+        role=row["role"],
+        org_id=row["org_id"],
+        org_name=row["org_name"],
+        org_active=row["org_status"] == "active",
+        tier=row["org_tier"],
+        qps_limit=row["org_qps_limit"],
+        daily_limit=row["org_daily_rate_limit"],
+        discover_per_minute=row["org_discover_per_minute"],
+    )
+
+
+def require_admin(caller: Caller) -> None:
+    """Refuse a non-admin key (administration endpoints)."""
+    if not caller.is_admin:
+        raise Forbidden("admin_required", "This endpoint needs the organization's admin key.")
+
+
+def require_active_organization(caller: Caller) -> None:
+    """Refuse an inactive organization (data calls and update actions)."""
+    if not caller.org_active:
+        raise Forbidden("organization_inactive", f"The organization {caller.org_name} is inactive.")
+
+
+def _note_use(db: Database, row: dict, now: datetime) -> None:
+    last = row["last_used_at"]
+    if last is None or last <= iso(now - LAST_USE_RESOLUTION):
+        with write(db):
+            store.touch_key(db, row["id"], iso(now))

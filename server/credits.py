@@ -1,0 +1,81 @@
+"""Credit balances and their ledger: every change of a balance is one ledger line (contract §4.3).
+
+A balance is a number of credits or unlimited (None). Debits happen inside the data call's
+own transaction, so a call that fails or is rolled back costs nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
+from server import audit, store
+from server.clock import iso
+from server.db import write
+from server.errors import InsufficientCredits, InvalidParameter, NotFound
+
+
+def record(
+    db: Database,
+    now: datetime,
+    *,
+    org_id: str,
+    change: int,
+    balance: int | None,
+    reason: str,
+    transaction_id: str = "",
+) -> None:
+    """Write one ledger line (the balance itself was changed by the caller)."""
+    store.insert_ledger_entry(
+        db,
+        {
+            "org_id": org_id,
+            "change": change,
+            "balance": balance,
+            "reason": reason,
+            "transaction_id": transaction_id,
+            "created_at": iso(now),
+        },
+    )
+
+
+def debit(db: Database, org_id: str, amount: int, now: datetime, transaction_id: str) -> int | None:
+    """Take `amount` credits for a delivered result; the balance after (None: unlimited).
+
+    Raises InsufficientCredits when the balance is smaller than `amount`.
+    """
+    with write(db):
+        applied, balance = store.change_credits(db, org_id, -amount)
+        if not applied:
+            raise InsufficientCredits("Insufficient credits to process the request.")
+        if balance is not None:
+            record(
+                db, now, org_id=org_id, change=-amount, balance=balance, reason="enrichment",
+                transaction_id=transaction_id,
+            )  # fmt: skip
+    return balance
+
+
+def top_up(db: Database, org_id: str, amount: int, now: datetime) -> int:
+    """Add credits to a limited balance (operator); the balance after."""
+    if amount < 1:
+        raise InvalidParameter("The number of credits to add must be at least 1.")
+    with write(db):
+        if store.organization(db, org_id) is None:
+            raise NotFound(f"No organization with id {org_id}.")
+        _, balance = store.change_credits(db, org_id, amount)
+        if balance is None:
+            raise InvalidParameter(f"The organization {org_id} has unlimited credits.")
+        record(db, now, org_id=org_id, change=amount, balance=balance, reason="top-up")
+        audit.record(
+            db, now, org_id=org_id, actor=audit.OPERATOR, action="credits.add",
+            detail={"credits": amount, "balance": balance},
+        )  # fmt: skip
+    return balance
+
+
+def ledger(db: Database, org_id: str) -> list[dict[str, Any]]:
+    """The organization's balance changes, oldest first."""
+    return store.ledger(db, org_id)

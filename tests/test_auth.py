@@ -1,0 +1,96 @@
+"""Authentication: the 401s that reveal nothing, the 403s that say which state, last use."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlite_utils import Database
+
+from server import accounts, auth, keys, store
+from server.errors import Forbidden, InvalidApiKey, Unauthorized
+
+NOW = datetime(2025, 4, 10, 12, 0, tzinfo=UTC)
+SECRET = b"secret"
+
+
+@pytest.fixture
+def admin_key(database: Database) -> str:
+    _, key = accounts.create_organization(
+        database, SECRET, NOW, name="Acme", website="acme.org", tier="enterprise_standard"
+    )
+    return key
+
+
+def test_a_valid_key_gives_its_caller(database: Database, admin_key: str) -> None:
+    caller = auth.authenticate(database, SECRET, admin_key, NOW)
+    assert (caller.role, caller.email, caller.tier) == (
+        "admin",
+        "admin@acme.org",
+        "enterprise_standard",
+    )
+    assert (caller.qps_limit, caller.daily_limit, caller.org_active) == (5, 10_000, True)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (None, Unauthorized),
+        ("", Unauthorized),
+        ("not a key", InvalidApiKey),
+        ("cdk_" + "a" * 38, InvalidApiKey),  # the right shape, a wrong checksum
+        (keys.new_key(), InvalidApiKey),  # well formed, never issued
+    ],
+)
+def test_missing_malformed_and_unknown_keys(
+    database: Database, admin_key: str, value: str | None, error: type
+) -> None:
+    with pytest.raises(error) as raised:
+        auth.authenticate(database, SECRET, value, NOW)
+    if error is InvalidApiKey:
+        assert raised.value.message == "Invalid API key."
+
+
+def test_the_same_key_under_another_secret_is_unknown(database: Database, admin_key: str) -> None:
+    with pytest.raises(InvalidApiKey):
+        auth.authenticate(database, b"another secret", admin_key, NOW)
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ("UPDATE api_keys SET status = 'suspended'", "key_suspended"),
+        ("UPDATE users SET status = 'suspend'", "user_suspended"),
+        ("UPDATE users SET status = 'deleted'", "user_deleted"),
+    ],
+)
+def test_states_that_refuse_a_known_key(
+    database: Database, admin_key: str, change: str, code: str
+) -> None:
+    database.execute(change)
+    with pytest.raises(Forbidden) as raised:
+        auth.authenticate(database, SECRET, admin_key, NOW)
+    assert raised.value.code == code
+
+
+def test_last_use_is_recorded_at_most_once_a_minute(database: Database, admin_key: str) -> None:
+    def last_used() -> str:
+        return next(database.query("SELECT last_used_at FROM api_keys"))["last_used_at"]
+
+    auth.authenticate(database, SECRET, admin_key, NOW)
+    assert last_used() == "2025-04-10T12:00:00.000+00:00"
+    auth.authenticate(database, SECRET, admin_key, NOW + timedelta(seconds=59))
+    assert last_used() == "2025-04-10T12:00:00.000+00:00"
+    auth.authenticate(database, SECRET, admin_key, NOW + timedelta(seconds=60))
+    assert last_used() == "2025-04-10T12:01:00.000+00:00"
+
+
+def test_an_inactive_organization_is_refused_where_it_must_be_active(
+    database: Database, admin_key: str
+) -> None:
+    org_id = store.organizations(database)[0]["id"]
+    accounts.set_status(database, org_id, "inactive", NOW)
+    caller = auth.authenticate(database, SECRET, admin_key, NOW)
+    with pytest.raises(Forbidden) as raised:
+        auth.require_active_organization(caller)
+    assert raised.value.code == "organization_inactive"
