@@ -33,6 +33,7 @@ test: lint
 	$(BIN)/pytest -q
 
 bench: install
+	$(BIN)/python bench/auth.py
 	$(BIN)/python bench/dataset.py
 
 clean:

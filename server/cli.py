@@ -213,6 +213,56 @@ def org_set_status(db_path: Path, org_id: str, status: str) -> None:
     click.echo(f"{row['id']} {row['status']}")
 
 
+@org.command("credits")
+@_DB
+@click.argument("org_id")
+@click.option("--add", "amount", type=click.IntRange(1), help="Credits to add to the balance.")
+def org_credits(db_path: Path, org_id: str, amount: int | None) -> None:
+    """Show an organization's credit balance and its changes, or top it up with --add."""
+    from server import credits
+
+    database = db.connect(db_path)
+    try:
+        if amount is not None:
+            credits.top_up(database, org_id, amount, utcnow())
+        row = accounts.organization(database, org_id)
+    except ServiceError as error:
+        _fail(error)
+    balance = "unlimited" if row["credits"] is None else row["credits"]
+    click.echo(f"{row['id']} credits={balance}  {row['name']}")
+    for entry in credits.ledger(database, org_id):
+        change = f"{entry['change']:+d}"
+        click.echo(
+            f"  {entry['created_at']}  {change:>8}  = {entry['balance']:<8} {entry['reason']}"
+        )
+
+
+@main.command("audit")
+@_DB
+@click.option("--org", "org_id", required=True, help="The organization's id (orgId).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def audit_command(db_path: Path, org_id: str, as_json: bool) -> None:
+    """List an organization's administration actions, oldest first."""
+    from server import audit
+
+    database = db.connect(db_path)
+    try:
+        accounts.organization(database, org_id)
+    except ServiceError as error:
+        _fail(error)
+    entries = audit.entries(database, org_id)
+    if as_json:
+        click.echo(json.dumps(entries))
+        return
+    for entry in entries:
+        detail = f"  {entry['detail']}" if entry["detail"] else ""
+        request_id = f"  request {entry['request_id']}" if entry["request_id"] else ""
+        click.echo(
+            f"{entry['created_at']}  {entry['action']:<20} {entry['target'] or '-':<32} "
+            f"by {entry['actor']}{request_id}{detail}"
+        )
+
+
 @main.command("demo")
 @click.option(
     "--db",

@@ -117,3 +117,82 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
 
     readme = README.read_text()
     assert [v for v in ENVIRONMENT.values() if v not in readme] == []
+
+
+def test_org_credits_shows_and_tops_up_the_ledger(db_path: Path) -> None:
+    created = json.loads(
+        run(
+            "org",
+            "create",
+            "--db",
+            str(db_path),
+            "--name",
+            "Pro Co",
+            "--website",
+            "proco.com",
+            "--tier",
+            "pro",
+            "--credits",
+            "10",
+            "--json",
+        )
+    )
+    org_id = created["orgId"]
+
+    out = run("org", "credits", "--db", str(db_path), org_id, "--add", "25")
+
+    assert f"{org_id} credits=35" in out
+    assert "+10  = 10       opening balance" in out and "+25  = 35       top-up" in out
+    audit = json.loads(run("audit", "--db", str(db_path), "--org", org_id, "--json"))
+    assert [e["action"] for e in audit] == ["organization.create", "credits.add"]
+
+
+def test_org_credits_refuses_unlimited_and_unknown_organizations(db_path: Path) -> None:
+    created = json.loads(
+        run(
+            "org",
+            "create",
+            "--db",
+            str(db_path),
+            "--name",
+            "Big Co",
+            "--website",
+            "big.com",
+            "--tier",
+            "enterprise_plus",
+            "--json",
+        )
+    )
+    assert "credits=unlimited" in run("org", "credits", "--db", str(db_path), created["orgId"])
+    for org_id, message in ((created["orgId"], "unlimited credits"), ("nope", "No organization")):
+        result = CliRunner().invoke(
+            main, ["org", "credits", "--db", str(db_path), org_id, "--add", "5"]
+        )
+        assert result.exit_code == 1 and message in result.output
+
+
+def test_audit_lists_actions_without_secrets(db_path: Path) -> None:
+    created = json.loads(
+        run(
+            "org",
+            "create",
+            "--db",
+            str(db_path),
+            "--name",
+            "Audit Co",
+            "--website",
+            "audit.example",
+            "--tier",
+            "pro",
+            "--json",
+        )
+    )
+    run("org", "set-status", "--db", str(db_path), created["orgId"], "inactive")
+
+    out = run("audit", "--db", str(db_path), "--org", created["orgId"])
+
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert "organization.create" in lines[0] and "Audit Co" in lines[0]
+    assert "organization.inactive" in lines[1] and "by operator (command line)" in lines[1]
+    assert created["adminApiKey"] not in out
