@@ -7,6 +7,8 @@ Nothing is cached, so a suspension takes effect on the next request in every pro
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -14,11 +16,14 @@ from sqlite_utils import Database
 
 from server import keys, store
 from server.clock import iso
-from server.db import write
+from server.db import patience, write
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
 
-# A key's last use is written at most this often, so reads do not each take the write lock.
+# A key's last use is written at most this often, so reads do not each take the write lock,
+# and never waited for long: it is a hint for admins, not worth holding up a request.
 LAST_USE_RESOLUTION = timedelta(seconds=60)
+LAST_USE_PATIENCE_MS = 50
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,10 @@ def require_active_organization(caller: Caller) -> None:
 
 def _note_use(db: Database, row: dict, now: datetime) -> None:
     last = row["last_used_at"]
-    if last is None or last <= iso(now - LAST_USE_RESOLUTION):
-        with write(db):
+    if last is not None and last > iso(now - LAST_USE_RESOLUTION):
+        return
+    try:
+        with patience(db, LAST_USE_PATIENCE_MS), write(db):
             store.touch_key(db, row["id"], iso(now))
+    except sqlite3.OperationalError as error:  # another write holds the database
+        log.info("last use of key %s not recorded: %s", row["id"], error)

@@ -69,6 +69,16 @@ def write(db: Database) -> Iterator[Database]:
     db.conn.execute("COMMIT")
 
 
+@contextmanager
+def patience(db: Database, milliseconds: int) -> Iterator[Database]:
+    """Inside the block, wait at most `milliseconds` for a lock (instead of BUSY_TIMEOUT_MS)."""
+    db.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
+    try:
+        yield db
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
 def schema_version(db: Database) -> list[str]:
     """Names of the migrations applied to `db`, oldest first."""
     return [m.name for m in MIGRATIONS.applied(db)]

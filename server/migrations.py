@@ -188,7 +188,7 @@ def m003_company_aliases_by_company(db: Database) -> None:
 
 @MIGRATIONS()
 def m004_access(db: Database) -> None:
-    """Audit log, credit ledger, and the request counts that rate limits are checked against."""
+    """Audit log and credit ledger."""
     _run(
         db,
         """
@@ -212,17 +212,6 @@ def m004_access(db: Database) -> None:
             transaction_id TEXT NOT NULL DEFAULT '',
             created_at TEXT NOT NULL
         );
-        CREATE INDEX credit_ledger_org ON credit_ledger (org_id, id);
-        CREATE TABLE rate_events (
-            bucket TEXT NOT NULL,
-            at REAL NOT NULL
-        );
-        CREATE INDEX rate_events_bucket ON rate_events (bucket, at);
-        CREATE TABLE rate_counts (
-            bucket TEXT NOT NULL,
-            period TEXT NOT NULL,
-            count INTEGER NOT NULL,
-            PRIMARY KEY (bucket, period)
-        ) WITHOUT ROWID
+        CREATE INDEX credit_ledger_org ON credit_ledger (org_id, id)
         """,
     )

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import db
 from server.limits import (
     Decision,
     Limit,
@@ -30,7 +29,7 @@ def at(seconds: float) -> datetime:
 
 @pytest.fixture
 def limiter(database: Database, db_path: Path) -> SqliteLimiter:
-    """A limiter over a freshly migrated database file."""
+    """A limiter counting in the test's database file (it makes its own tables there)."""
     return SqliteLimiter(db_path)
 
 
@@ -173,7 +172,7 @@ def test_a_limiter_refuses_shared_buckets_and_naive_datetimes(limiter: SqliteLim
 
 def test_limiter_for_chooses_the_backend_the_setting_names(db_path: Path) -> None:
     chosen = limiter_for({"DB": str(db_path)})
-    assert isinstance(chosen, SqliteLimiter) and chosen.path == str(db_path)
+    assert isinstance(chosen, SqliteLimiter) and chosen.path == f"{db_path}.limits"
     with pytest.raises(ValueError, match=r"RATE_LIMITER.*'redis'"):
         limiter_for({"DB": str(db_path), "RATE_LIMITER": "redis"})
 
@@ -181,7 +180,7 @@ def test_limiter_for_chooses_the_backend_the_setting_names(db_path: Path) -> Non
 def _hammer(path: str, start: Barrier, allowed: Queue) -> None:
     """One worker process: 25 hits on the shared bucket at one instant."""
     limiter = SqliteLimiter(path)
-    db.database(path)  # open the connection before the race starts
+    limiter._db()  # open the connection before the race starts
     start.wait()
     allowed.put(sum(limiter.hit([QPS], T0).allowed for _ in range(25)))
 

@@ -34,8 +34,8 @@ __all__ = [
 
 
 def limiter_for(settings: Mapping[str, Any]) -> Limiter:
-    """The limiter the `RATE_LIMITER` setting names (default "sqlite", over `settings["DB"]`)."""
+    """The limiter the `RATE_LIMITER` setting names (default "sqlite": `<DB>.limits`)."""
     backend = settings.get("RATE_LIMITER", "sqlite")
     if backend == "sqlite":
-        return SqliteLimiter(settings["DB"])
+        return SqliteLimiter(f"{settings['DB']}.limits")
     raise ValueError(f"RATE_LIMITER setting: unknown rate limiter {backend!r}; known: sqlite")

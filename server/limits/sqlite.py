@@ -1,21 +1,31 @@
-"""Rate limits counted in the service's SQLite database, shared by all its worker processes.
+"""Rate limits counted in a SQLite file of their own, shared by all the worker processes.
 
-A sliding limit keeps one `rate_events` row per counted request (its bucket and POSIX time),
-pruned to the window on each counted hit; a daily limit keeps a `rate_counts` row per bucket
-and UTC date. Each hit is one BEGIN IMMEDIATE transaction, so no two processes check at once.
+The counts live beside the service's database (`<db>.limits`), not in it: every request
+writes them, and a long write there (an import) must not hold up the gate. A sliding limit
+keeps one `rate_events` row per counted request (its bucket and POSIX time), pruned to the
+window on each counted hit; a daily limit keeps a `rate_counts` row per bucket and UTC date.
+Each hit is one BEGIN IMMEDIATE transaction, so no two processes check at once.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlite_utils import Database
 
-from server.db import database, write
+from server.db import connect, write
 from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day
 
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS rate_events (bucket TEXT NOT NULL, at REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS rate_events_bucket ON rate_events (bucket, at)",
+    "CREATE TABLE IF NOT EXISTS rate_counts (bucket TEXT NOT NULL, period TEXT NOT NULL, "
+    "count INTEGER NOT NULL, PRIMARY KEY (bucket, period)) WITHOUT ROWID",
+)
 _WINDOW = "SELECT count(*), min(at) FROM rate_events WHERE bucket = ? AND at > ?"
 _NTH_OLDEST = "SELECT at FROM rate_events WHERE bucket = ? AND at > ? ORDER BY at LIMIT 1 OFFSET ?"
 _PRUNE = "DELETE FROM rate_events WHERE bucket = ? AND at <= ?"
@@ -29,17 +39,29 @@ _PAST_DAYS = "DELETE FROM rate_counts WHERE bucket = ? AND period < ?"
 
 
 class SqliteLimiter:
-    """The `Limiter` over the SQLite database at `path` (migrated: see `server.db.connect`)."""
+    """The `Limiter` over the SQLite file at `path` (its tables are made on first use)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = path
+        self._local = threading.local()
+
+    def _db(self) -> Database:
+        """This thread's connection; a forked worker opens its own."""
+        opened: tuple[int, Database] | None = getattr(self._local, "opened", None)
+        if opened is None or opened[0] != os.getpid():
+            db = connect(self.path, migrate=False)
+            with write(db):
+                for statement in _SCHEMA:
+                    db.execute(statement)
+            self._local.opened = opened = (os.getpid(), db)
+        return opened[1]
 
     def hit(self, limits: Sequence[Limit], now: datetime) -> Decision:
         """Check all `limits` and count the request in each only if every one admits it."""
         if len({limit.bucket for limit in limits}) < len(limits):
             raise ValueError("each rate limit needs its own bucket")
         now = utc(now)
-        with write(database(self.path)) as db:
+        with write(self._db()) as db:
             usages = [_read(db, limit, now) for limit in limits]
             decision = decide(limits, usages, now)
             if decision.allowed:
