@@ -33,12 +33,12 @@ def main() -> None:
 
 
 @contextmanager
-def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """A progress bar on a terminal; silence otherwise."""
+def _progress(total: Callable[[], int], label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on a terminal (`total` is only counted then); silence otherwise."""
     if not sys.stderr.isatty():
         yield lambda _n: None
         return
-    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+    with click.progressbar(length=total(), label=label, file=sys.stderr) as bar:
         yield bar.update
 
 
@@ -69,7 +69,7 @@ def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
     from server import dataset
 
     database = db.connect(db_path)
-    with _progress(contacts, "contacts") as advance:
+    with _progress(lambda: contacts, "contacts") as advance:
         written = dataset.generate(
             database, companies=companies, contacts=contacts, seed=seed, progress=advance
         )
@@ -86,8 +86,8 @@ def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> Non
 
     if not companies and not contacts:
         raise click.UsageError("give --companies, --contacts or both")
-    total = sum(_line_count(p) for p in (companies, contacts) if p)
-    with _progress(total, "rows") as advance:
+    files = [path for path in (companies, contacts) if path]
+    with _progress(lambda: sum(_line_count(path) for path in files), "rows") as advance:
         try:
             report = importer.import_files(
                 db.connect(db_path), companies=companies, contacts=contacts, progress=advance
