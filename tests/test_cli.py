@@ -17,6 +17,12 @@ def run(*args: str) -> str:
     return result.output
 
 
+def create_org(db_path: Path, name: str, website: str, tier: str, *extra: str) -> dict:
+    """`contactdata org create ... --json`, parsed."""
+    args = ["--name", name, "--website", website, "--tier", tier, *extra, "--json"]
+    return json.loads(run("org", "create", "--db", str(db_path), *args))
+
+
 def test_org_create_json_prints_the_admin_key_once_and_stores_only_its_hash(
     db_path: Path,
 ) -> None:
@@ -49,21 +55,7 @@ def test_org_create_json_prints_the_admin_key_once_and_stores_only_its_hash(
 
 
 def test_org_list_and_set_status(db_path: Path) -> None:
-    created = json.loads(
-        run(
-            "org",
-            "create",
-            "--db",
-            str(db_path),
-            "--name",
-            "Beta",
-            "--website",
-            "beta.io",
-            "--tier",
-            "enterprise_plus",
-            "--json",
-        )
-    )
+    created = create_org(db_path, "Beta", "beta.io", "enterprise_plus")
     listed = json.loads(run("org", "list", "--db", str(db_path), "--json"))
     assert [o["id"] for o in listed] == [created["orgId"]]
     assert listed[0]["credits"] is None and listed[0]["status"] == "active"
@@ -120,23 +112,7 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
 
 
 def test_org_credits_shows_and_tops_up_the_ledger(db_path: Path) -> None:
-    created = json.loads(
-        run(
-            "org",
-            "create",
-            "--db",
-            str(db_path),
-            "--name",
-            "Pro Co",
-            "--website",
-            "proco.com",
-            "--tier",
-            "pro",
-            "--credits",
-            "10",
-            "--json",
-        )
-    )
+    created = create_org(db_path, "Pro Co", "proco.com", "pro", "--credits", "10")
     org_id = created["orgId"]
 
     out = run("org", "credits", "--db", str(db_path), org_id, "--add", "25")
@@ -148,21 +124,7 @@ def test_org_credits_shows_and_tops_up_the_ledger(db_path: Path) -> None:
 
 
 def test_org_credits_refuses_unlimited_and_unknown_organizations(db_path: Path) -> None:
-    created = json.loads(
-        run(
-            "org",
-            "create",
-            "--db",
-            str(db_path),
-            "--name",
-            "Big Co",
-            "--website",
-            "big.com",
-            "--tier",
-            "enterprise_plus",
-            "--json",
-        )
-    )
+    created = create_org(db_path, "Big Co", "big.com", "enterprise_plus")
     assert "credits=unlimited" in run("org", "credits", "--db", str(db_path), created["orgId"])
     for org_id, message in ((created["orgId"], "unlimited credits"), ("nope", "No organization")):
         result = CliRunner().invoke(
@@ -172,21 +134,7 @@ def test_org_credits_refuses_unlimited_and_unknown_organizations(db_path: Path) 
 
 
 def test_audit_lists_actions_without_secrets(db_path: Path) -> None:
-    created = json.loads(
-        run(
-            "org",
-            "create",
-            "--db",
-            str(db_path),
-            "--name",
-            "Audit Co",
-            "--website",
-            "audit.example",
-            "--tier",
-            "pro",
-            "--json",
-        )
-    )
+    created = create_org(db_path, "Audit Co", "audit.example", "pro")
     run("org", "set-status", "--db", str(db_path), created["orgId"], "inactive")
 
     out = run("audit", "--db", str(db_path), "--org", created["orgId"])
