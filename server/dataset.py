@@ -1258,6 +1258,8 @@ def generate(
     generator = _Generator(db, seed, rng)
     counts = {"companies": 0, "company_aliases": 0}
     counts.update(_write_companies(generator, plans, order))
+    with database.write(db):
+        store.index_company_names(db)
     counts.update(_ContactWriter(generator, progress).run())
     return counts
 

@@ -215,3 +215,28 @@ def m004_access(db: Database) -> None:
         CREATE INDEX credit_ledger_org ON credit_ledger (org_id, id)
         """,
     )
+
+
+@MIGRATIONS()
+def m005_matching(db: Database) -> None:
+    """What enrich matching looks people and companies up by.
+
+    Employments carry their contact's name keys, so "this last name at this company" is one
+    index seek even at a company of 50,000 people; company names and aliases get a trigram
+    index for names with typos (filled by `store.index_company_names`).
+    """
+    _run(
+        db,
+        """
+        ALTER TABLE employments ADD COLUMN first_key TEXT NOT NULL DEFAULT '';
+        ALTER TABLE employments ADD COLUMN last_key TEXT NOT NULL DEFAULT '';
+        UPDATE employments SET first_key = c.first_key, last_key = c.last_key
+            FROM contacts c WHERE c.guid = employments.contact_guid;
+        CREATE INDEX employments_company_last ON employments (company_guid, last_key, first_key);
+        CREATE INDEX employments_company_first ON employments (company_guid, first_key);
+        CREATE VIRTUAL TABLE company_name_grams
+            USING fts5 (guid UNINDEXED, names, tokenize = 'trigram', detail = 'none');
+        CREATE VIRTUAL TABLE company_name_gram_counts
+            USING fts5vocab (company_name_grams, 'row')
+        """,
+    )

@@ -6,6 +6,7 @@ implement the same functions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -42,7 +43,14 @@ def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
 
 _UPSERT_COMPANY = _upsert_sql("companies", COMPANY_FIELDS, ["guid"])
 _UPSERT_CONTACT = _upsert_sql("contacts", CONTACT_FIELDS, ["guid"])
-_UPSERT_EMPLOYMENT = _upsert_sql("employments", EMPLOYMENT_FIELDS, ["contact_guid", "company_guid"])
+# An employment carries its contact's name keys (for matching): written with the contact first.
+_UPSERT_EMPLOYMENT = _upsert_sql(
+    "employments", [*EMPLOYMENT_FIELDS, "first_key", "last_key"], ["contact_guid", "company_guid"]
+).replace(
+    ":first_key, :last_key",
+    "(SELECT first_key FROM contacts WHERE guid = :contact_guid), "
+    "(SELECT last_key FROM contacts WHERE guid = :contact_guid)",
+)
 
 
 # --- organizations, users, keys -------------------------------------------------------------
@@ -218,6 +226,108 @@ def ledger(db: Database, org_id: str) -> list[Row]:
     return list(db.query("SELECT * FROM credit_ledger WHERE org_id = ? ORDER BY id", [org_id]))
 
 
+# --- matching --------------------------------------------------------------------------------
+
+_PERSON = (
+    "SELECT e.contact_guid, e.company_guid, e.status, e.email, e.job_title, e.work_country, "
+    "c.first_name, c.middle_name, c.last_name, c.first_key, c.last_key "
+    "FROM employments e JOIN contacts c ON c.guid = e.contact_guid"
+)
+_COMPANY = (
+    "SELECT guid, name, name_key, aka, domain, country, profile_url, parent_guid, global_hq_guid "
+    "FROM companies"
+)
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def people_by_guid(db: Database, guid: str) -> list[Row]:
+    """Every employment of the contact with this GUID, with the contact's names."""
+    return list(db.query(f"{_PERSON} WHERE e.contact_guid = ?", [guid]))
+
+
+def people_by_profile_url(db: Database, url: str) -> list[Row]:
+    """Every employment of the contacts with this profile URL."""
+    sql = f"{_PERSON} WHERE e.contact_guid IN (SELECT guid FROM contacts WHERE profile_url = ?)"
+    return list(db.query(sql, [url]))
+
+
+def people_by_email(db: Database, email: str) -> list[Row]:
+    """The employments whose e-mail address is `email` (an email_key)."""
+    return list(db.query(f"{_PERSON} WHERE e.email = ?", [email]))
+
+
+def people_at_company(
+    db: Database, company_guid: str, last_keys: Sequence[str], first_keys: Sequence[str]
+) -> list[Row]:
+    """A company's employments whose last key is one of `last_keys` or first key one of
+    `first_keys` (each an index seek)."""
+    rows: dict[tuple[str, str], Row] = {}
+    for column, keys in (("last_key", last_keys), ("first_key", first_keys)):
+        if keys:
+            sql = f"{_PERSON} WHERE e.company_guid = ? AND e.{column} IN ({_marks(keys)})"
+            for row in db.query(sql, [company_guid, *keys]):
+                rows[row["contact_guid"], row["company_guid"]] = row
+    return list(rows.values())
+
+
+def people_named(db: Database, last_key: str, first_keys: Sequence[str], limit: int) -> list[Row]:
+    """Employments, at any company, of contacts with this last key and one of these first
+    keys; at most `limit` rows."""
+    sql = f"{_PERSON} WHERE c.last_key = ? AND c.first_key IN ({_marks(first_keys)}) LIMIT ?"
+    return list(db.query(sql, [last_key, *first_keys, limit]))
+
+
+def companies_by_guids(db: Database, guids: Sequence[str]) -> list[Row]:
+    """The companies with these GUIDs."""
+    return list(db.query(f"{_COMPANY} WHERE guid IN ({_marks(guids)})", list(guids)))
+
+
+def companies_by_profile_url(db: Database, url: str) -> list[Row]:
+    """The companies with this profile URL."""
+    return list(db.query(f"{_COMPANY} WHERE profile_url = ?", [url]))
+
+
+def companies_by_domain(db: Database, domain: str) -> list[Row]:
+    """The companies whose registrable domain is `domain`."""
+    return list(db.query(f"{_COMPANY} WHERE domain = ?", [domain]))
+
+
+def companies_by_name_key(db: Database, key: str) -> list[Row]:
+    """The companies whose name key is `key`, then those with `key` as an alias key; each row
+    has `alias` 0 or 1."""
+    sql = (
+        f"SELECT *, 0 AS alias FROM ({_COMPANY} WHERE name_key = :key) UNION ALL "
+        f"SELECT *, 1 AS alias FROM ({_COMPANY} WHERE guid IN "
+        "(SELECT company_guid FROM company_aliases WHERE alias_key = :key))"
+    )
+    return list(db.query(sql, {"key": key}))
+
+
+def company_name_gram_counts(db: Database, grams: Sequence[str]) -> dict[str, int]:
+    """How many companies' names contain each of these trigrams (absent ones are left out)."""
+    sql = f"SELECT term, doc FROM company_name_gram_counts WHERE term IN ({_marks(grams)})"
+    return dict(db.execute(sql, list(grams)).fetchall())
+
+
+def companies_with_gram(db: Database, gram: str) -> list[str]:
+    """GUIDs of the companies whose name or an alias contains the trigram `gram`."""
+    sql = "SELECT guid FROM company_name_grams WHERE company_name_grams MATCH ?"
+    return [guid for (guid,) in db.execute(sql, ['"' + gram.replace('"', '""') + '"'])]
+
+
+def index_company_names(db: Database) -> None:
+    """Rebuild the trigram index of company names and aliases (after companies changed)."""
+    db.execute("DELETE FROM company_name_grams")
+    db.execute(
+        "INSERT INTO company_name_grams (guid, names) "
+        "SELECT c.guid, c.name_key || coalesce((SELECT ' | ' || group_concat(a.alias_key, ' | ') "
+        "FROM company_aliases a WHERE a.company_guid = c.guid), '') FROM companies c"
+    )
+
+
 # --- companies and contacts ------------------------------------------------------------------
 
 
@@ -249,6 +359,32 @@ def upsert_contacts(db: Database, rows: Iterable[Row]) -> None:
 def upsert_employments(db: Database, rows: Iterable[Row]) -> None:
     """Insert or replace employments by (contact, company)."""
     db.conn.executemany(_UPSERT_EMPLOYMENT, rows)
+
+
+def _by_position(sql: str, fields: Sequence[str]) -> str:
+    """`sql` with each `:name` parameter as `?N`, N the name's place in `fields` (from 1)."""
+    return re.sub(r":(\w+)", lambda name: f"?{fields.index(name[1]) + 1}", sql)
+
+
+# Values bound by position: about twice as fast as by name from a dict, for bulk imports.
+_UPSERT_COMPANY_VALUES = _by_position(_UPSERT_COMPANY, COMPANY_FIELDS)
+_UPSERT_CONTACT_VALUES = _by_position(_UPSERT_CONTACT, CONTACT_FIELDS)
+_UPSERT_EMPLOYMENT_VALUES = _by_position(_UPSERT_EMPLOYMENT, EMPLOYMENT_FIELDS)
+
+
+def upsert_company_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
+    """upsert_companies for rows given as the values of COMPANY_FIELDS, in that order."""
+    db.conn.executemany(_UPSERT_COMPANY_VALUES, rows)
+
+
+def upsert_contact_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
+    """upsert_contacts for rows given as the values of CONTACT_FIELDS, in that order."""
+    db.conn.executemany(_UPSERT_CONTACT_VALUES, rows)
+
+
+def upsert_employment_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
+    """upsert_employments for rows given as the values of EMPLOYMENT_FIELDS, in that order."""
+    db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
 
 
 def existing_company_guids(db: Database, guids: Iterable[str]) -> set[str]:
@@ -318,3 +454,51 @@ def counts(db: Database) -> dict[str, int]:
     """Row counts of the contact-data tables and organizations."""
     tables = ("companies", "contacts", "employments", "organizations")
     return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+
+# --- enrich ----------------------------------------------------------------------------------
+
+
+def company(db: Database, guid: str) -> Row | None:
+    """The company with this GUID, or None."""
+    return next(iter(db.query("SELECT * FROM companies WHERE guid = ?", [guid])), None)
+
+
+def contact(db: Database, guid: str) -> Row | None:
+    """The contact with this GUID, or None."""
+    return next(iter(db.query("SELECT * FROM contacts WHERE guid = ?", [guid])), None)
+
+
+def employments_of(db: Database, contact_guid: str) -> list[Row]:
+    """A contact's employments: Active first, then the most recently started."""
+    sql = (
+        "SELECT * FROM employments WHERE contact_guid = ? "
+        "ORDER BY status != 'Active', job_started_on DESC, company_guid"
+    )
+    return list(db.query(sql, [contact_guid]))
+
+
+def has_delivered(db: Database, org_id: str, contact_guid: str) -> bool:
+    """Whether the organization was already delivered this contact (Active or No Longer)."""
+    sql = (
+        "SELECT EXISTS (SELECT 1 FROM transactions WHERE org_id = ? AND contact_guid = ? "
+        "AND record_status IN ('Active', 'No Longer'))"
+    )
+    return db.execute(sql, [org_id, contact_guid]).fetchone()[0] == 1
+
+
+def transaction(db: Database, transaction_id: str) -> Row | None:
+    """The transaction with this id, or None."""
+    rows = db.query("SELECT * FROM transactions WHERE id = ?", [transaction_id])
+    return next(iter(rows), None)
+
+
+def save_transaction(db: Database, row: Row) -> None:
+    """Record a transaction (one with the same id is replaced: a retried CLI row)."""
+    db.table("transactions").insert(row, replace=True)
+
+
+def transactions_of(db: Database, org_id: str) -> list[Row]:
+    """An organization's transactions, oldest first."""
+    sql = "SELECT * FROM transactions WHERE org_id = ? ORDER BY created_at, rowid"
+    return list(db.query(sql, [org_id]))

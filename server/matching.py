@@ -1,0 +1,493 @@
+"""Find the company and contact an enrich input describes, and grade how sure the match is.
+
+Candidates come from the store's indexes (e-mail, GUID, profile URL, domain, company name and
+aliases, near names, contact by company and last name); each is scored with field weights
+and graded A+/A/A-/B, or dropped when two candidates are too close to tell apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from rapidfuzz import fuzz
+from sqlite_utils import Database
+
+from server import names, places, store
+from server.normalize import company_key, email_key, person_key, registrable_domain
+
+
+@dataclass(frozen=True)
+class Query:
+    """An enrich input in the vendor's older field names; every field a stripped string."""
+
+    company_name: str = ""  # companyName / compName
+    company_website: str = ""  # companyWebAddress / compWebsite
+    company_profile_url: str = ""  # companyLnUrl / compLinkedinUrl
+    company_guid: str = ""  # companyGuid / compGuid
+    full_name: str = ""  # contactFullName / conFullName
+    first_name: str = ""  # contactFirstName / conFirstName
+    middle_name: str = ""  # contactMiddleName
+    last_name: str = ""  # contactLastName / conLastName
+    email: str = ""  # contactEmail / conEmail
+    job_title: str = ""  # contactJobTitle / conJobTitle
+    country: str = ""  # contactCountry / country
+    contact_profile_url: str = ""  # contactUrl / conLinkedinUrl
+    contact_guid: str = ""  # contactGuid / conGuid
+
+
+# Query attribute -> the vendor's older input name, for `Match.matched_on`.
+INPUT_NAMES: dict[str, str] = {
+    "company_name": "companyName",
+    "company_website": "companyWebAddress",
+    "company_profile_url": "companyLnUrl",
+    "company_guid": "companyGuid",
+    "full_name": "contactFullName",
+    "first_name": "contactFirstName",
+    "middle_name": "contactMiddleName",
+    "last_name": "contactLastName",
+    "email": "contactEmail",
+    "job_title": "contactJobTitle",
+    "country": "contactCountry",
+    "contact_profile_url": "contactUrl",
+    "contact_guid": "contactGuid",
+}
+
+
+@dataclass(frozen=True)
+class Match:
+    """The record an input matched: a company, and the contact when the input described one.
+
+    `company_guid` is the company the contact was matched at (for a "No Longer" contact, the
+    former employer the input named). `matched_on` lists Query attribute names.
+    """
+
+    company_guid: str
+    contact_guid: str  # "" for a company-only match
+    grade: str  # "A+", "A", "A-" or "B"
+    score: float
+    matched_on: tuple[str, ...]
+
+
+def find(db: Database, query: Query) -> Match | None:
+    """The best match for `query`, or None (No Match) when nothing is sure enough."""
+    probe = Probe.of(query)
+    if probe.wants_contact:
+        found = _find_contact(db, probe)
+        if found is not None:
+            return found
+    return _find_company(db, probe)
+
+
+T = TypeVar("T")
+
+
+# --- what the query says, normalized ----------------------------------------------------------
+
+_PROFILE = re.compile(
+    r"^(?:https?://)?(?:[a-z]{2,3}\.)?(?:www\.)?linkedin\.com/(in|company|pub)/([^/?#]+)", re.I
+)
+# Mailbox providers: an address there says nothing about the person's employer.
+FREE_MAIL_DOMAINS = frozenset(
+    "gmail.com googlemail.com yahoo.com ymail.com hotmail.com outlook.com live.com msn.com "
+    "aol.com icloud.com me.com mac.com proton.me protonmail.com gmx.com gmx.de gmx.net web.de "
+    "mail.com yandex.ru yandex.com mail.ru qq.com 163.com 126.com naver.com orange.fr free.fr "
+    "laposte.net libero.it t-online.de zoho.com fastmail.com hey.com tutanota.com".split()
+)
+
+
+def profile_url(text: str) -> str:
+    """A profile URL in the stored form (`https://www.linkedin.com/in/slug`), or ""."""
+    found = _PROFILE.match(text.strip())
+    if found is None:
+        return ""
+    kind = "in" if found[1].lower() == "pub" else found[1].lower()
+    return f"https://www.linkedin.com/{kind}/{found[2].lower()}"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A query in the forms the store is indexed by."""
+
+    query: Query
+    email: str = ""
+    email_domain: str = ""
+    domain: str = ""
+    company_key: str = ""
+    person: names.PersonName | None = None
+    first_keys: frozenset[str] = frozenset()
+    last_key: str = ""
+    company_url: str = ""
+    contact_url: str = ""
+    country: str = ""
+
+    @classmethod
+    def of(cls, query: Query) -> Probe:
+        email = email_key(query.email) if "@" in query.email else ""
+        person = names.parse(query.full_name, query.first_name, query.middle_name, query.last_name)
+        mail_domain = registrable_domain(email) if email else ""
+        return cls(
+            query=query,
+            email=email,
+            email_domain="" if mail_domain in FREE_MAIL_DOMAINS else mail_domain,
+            domain=registrable_domain(query.company_website) if query.company_website else "",
+            company_key=company_key(query.company_name) if query.company_name else "",
+            person=person,
+            first_keys=names.first_keys(person.first) if person else frozenset(),
+            last_key=person_key(person.last) if person else "",
+            company_url=profile_url(query.company_profile_url),
+            contact_url=profile_url(query.contact_profile_url),
+            country=places.country_code(query.country) or "" if query.country else "",
+        )
+
+    @property
+    def wants_contact(self) -> bool:
+        q = self.query
+        return bool(self.email or q.contact_guid or self.contact_url or self.last_key)
+
+    @property
+    def names_company(self) -> bool:
+        return bool(self.company_key or self.domain or self.email_domain or self.company_url)
+
+
+# --- companies --------------------------------------------------------------------------------
+
+# Scores of the evidence a company candidate can have; each further agreeing field adds BONUS.
+GUID, PROFILE, DOMAIN, NAME, ALIAS, MAIL_DOMAIN = 1.0, 1.0, 0.97, 0.95, 0.92, 0.9
+BONUS = 0.03
+NEAR_NAME = 0.85  # least similarity of a near name (typos) to count, 0..1
+NEAR_NAME_WEIGHT = 0.95  # a near name scores NEAR_NAME_WEIGHT * similarity
+CONFLICT = 0.12  # taken off when a given company name plainly is not the candidate's
+GRAMS_LOOKED_UP = 8  # the rarest trigrams of a name that fetch near-name candidates
+NEAR_CANDIDATES = 12
+
+
+@dataclass
+class CompanyCandidate:
+    """A company the query may mean: its row, best evidence score, and the fields behind it."""
+
+    row: dict[str, Any]
+    evidence: float = 0.0
+    on: set[str] = field(default_factory=set)
+    agreeing: int = 0
+    penalty: float = 0.0
+
+    @property
+    def guid(self) -> str:
+        return self.row["guid"]
+
+    @property
+    def score(self) -> float:
+        return max(0.0, min(1.0, self.evidence + BONUS * self.agreeing) - self.penalty)
+
+    def support(self, score: float, on: str) -> None:
+        if on not in self.on:
+            self.agreeing += 1 if self.on else 0
+            self.on.add(on)
+        self.evidence = max(self.evidence, score)
+
+
+def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
+    """Every company the query's company fields point at, best first."""
+    found: dict[str, CompanyCandidate] = {}
+
+    def add(rows: Iterable[dict[str, Any]], score: float, on: str) -> None:
+        for row in rows:
+            found.setdefault(row["guid"], CompanyCandidate(row)).support(score, on)
+
+    q = probe.query
+    if q.company_guid:
+        add(store.companies_by_guids(db, [q.company_guid.upper()]), GUID, "company_guid")
+    if probe.company_url:
+        add(store.companies_by_profile_url(db, probe.company_url), PROFILE, "company_profile_url")
+    if probe.domain:
+        add(store.companies_by_domain(db, probe.domain), DOMAIN, "company_website")
+    if probe.email_domain:
+        add(store.companies_by_domain(db, probe.email_domain), MAIL_DOMAIN, "email")
+    if probe.company_key:
+        named = store.companies_by_name_key(db, probe.company_key)
+        add((row for row in named if not row["alias"]), NAME, "company_name")
+        add((row for row in named if row["alias"]), ALIAS, "company_name")
+        if not named:
+            for row, similarity in _near_names(db, probe.company_key):
+                add([row], NEAR_NAME_WEIGHT * similarity, "company_name")
+    for candidate in found.values():
+        _check_name_and_country(candidate, probe)
+    return sorted(found.values(), key=lambda c: (-c.score, c.guid))
+
+
+def _check_name_and_country(candidate: CompanyCandidate, probe: Probe) -> None:
+    """A name given beside another identifier must agree with it; a country may disagree."""
+    if probe.company_key and "company_name" not in candidate.on:
+        similarity = company_name_similarity(probe.company_key, candidate.row)
+        if similarity >= NEAR_NAME:
+            candidate.support(NEAR_NAME_WEIGHT * similarity, "company_name")
+        elif similarity < 0.5:
+            candidate.penalty += CONFLICT
+    if probe.country and _country(candidate.row["country"]) not in ("", probe.country):
+        candidate.penalty += 0.01
+
+
+@lru_cache(maxsize=65_536)
+def _country(name: str) -> str:
+    return places.country_code(name) or "" if name else ""
+
+
+def company_name_similarity(key: str, row: dict[str, Any]) -> float:
+    """How alike a company key is to the company's name or one of its aliases, 0..1."""
+    keys = [row["name_key"], *_alias_keys(row["aka"])]
+    return max(fuzz.ratio(key, other) for other in keys) / 100
+
+
+@lru_cache(maxsize=65_536)
+def _alias_keys(aka: str) -> tuple[str, ...]:
+    return tuple(company_key(name.strip()) for name in aka.split("|") if name.strip())
+
+
+def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
+    """Companies whose name or an alias is within a few typos of `key`, with similarity.
+
+    Candidates share the most of the key's rarest trigrams: a typo changes at most three
+    trigrams, and rare ones keep the candidate list short.
+    """
+    grams = sorted({key[i : i + 3] for i in range(len(key) - 2)})
+    if not grams:
+        return []
+    counts = store.company_name_gram_counts(db, grams)
+    rarest = sorted(counts, key=lambda gram: (counts[gram], gram))[:GRAMS_LOOKED_UP]
+    shared = Counter(guid for gram in rarest for guid in store.companies_with_gram(db, gram))
+    guids = [guid for guid, _ in shared.most_common(NEAR_CANDIDATES)]
+    if not guids:
+        return []
+    scored = [
+        (row, company_name_similarity(key, row)) for row in store.companies_by_guids(db, guids)
+    ]
+    return [(row, similarity) for row, similarity in scored if similarity >= NEAR_NAME]
+
+
+def _find_company(db: Database, probe: Probe) -> Match | None:
+    candidates = company_candidates(db, probe)
+    if not candidates:
+        return None
+    chosen, found = _decide([(c, c.score) for c in candidates], _headquarters)
+    if chosen is None:
+        return None
+    return Match(chosen.guid, "", found, chosen.score, _in_order(chosen.on))
+
+
+def _headquarters(tied: Sequence[CompanyCandidate]) -> CompanyCandidate | None:
+    """Of companies that share a name (a group's companies in several countries), the one
+    that is the parent or global headquarters of all the others."""
+    for candidate in tied:
+        others = [c for c in tied if c is not candidate]
+        if all(candidate.guid in (c.row["parent_guid"], c.row["global_hq_guid"]) for c in others):
+            return candidate
+    return None
+
+
+# --- grades -----------------------------------------------------------------------------------
+
+# The least score of each grade, calibrated on bench/enrich.py (see the README).
+GRADES: tuple[tuple[str, float], ...] = (("A+", 0.97), ("A", 0.93), ("A-", 0.88), ("B", 0.80))
+TIE = 0.02  # a runner-up this close cannot be told apart from the best: No Match
+CLOSE = 0.05  # a runner-up this close: one grade lower
+
+
+def grade(score: float, runner_up: float | None = None) -> str | None:
+    """The grade of a match score (None: too low), lowered when a rival came close."""
+    index = next((i for i, (_, least) in enumerate(GRADES) if score >= least), None)
+    if index is None:
+        return None
+    if runner_up is not None and score - runner_up < CLOSE:
+        index += 1
+    return GRADES[index][0] if index < len(GRADES) else None
+
+
+def _decide(
+    scored: Sequence[tuple[T, float]], settle: Callable[[list[T]], T | None] | None = None
+) -> tuple[T | None, str]:
+    """The best-scored item and its grade; (None, "") when too low or tied with a rival.
+
+    `settle(tied)` may pick one of several tied items (graded one lower) instead.
+    """
+    best, score = scored[0]
+    rivals = [item for item, other in scored[1:] if score - other < TIE]
+    runner_up = scored[1][1] if len(scored) > 1 else None
+    if rivals:
+        chosen = settle([best, *rivals]) if settle else None
+        found = grade(score, score) if chosen is not None else None
+        return (chosen, found) if found else (None, "")
+    found = grade(score, runner_up)
+    return (best, found) if found else (None, "")
+
+
+def _in_order(on: Iterable[str]) -> tuple[str, ...]:
+    given = set(on)
+    return tuple(name for name in INPUT_NAMES if name in given)
+
+
+# --- contacts ---------------------------------------------------------------------------------
+
+FIRST_WEIGHT = 0.4  # of a person's name score; the last name carries the rest
+PERSON_WEIGHT = 0.6  # of a name-and-company match; the company's score carries the rest
+PERSON_LEAST = 0.8  # a person scoring lower is not a candidate
+SWAP_COST = 0.03  # first and last name given the wrong way round
+COMPANIES_SEARCHED = 4  # the best company candidates searched for the person
+NAMESAKES = 200  # people with the query's name, at any company, looked at when the company
+# the query names has nobody of that name
+
+
+@dataclass(frozen=True)
+class PersonCandidate:
+    """An employment the query may mean, with its score and the fields behind it."""
+
+    row: dict[str, Any]
+    score: float
+    on: frozenset[str]
+
+    @property
+    def contact_guid(self) -> str:
+        return self.row["contact_guid"]
+
+
+def _find_contact(db: Database, probe: Probe) -> Match | None:
+    companies = company_candidates(db, probe) if probe.names_company else []
+    identified = _identified(db, probe, companies)
+    if identified is not None:
+        return identified
+    if probe.person is None or not probe.names_company:
+        return None
+    people = _people_at(db, probe, companies[:COMPANIES_SEARCHED])
+    if not people or people[0].score < GRADES[-1][1]:
+        people = sorted([*people, *_namesakes(db, probe)], key=_rank)
+    if not people:
+        return None
+    rivals = [(p, p.score) for p in people if p.contact_guid != people[0].contact_guid]
+    chosen, found = _decide([(people[0], people[0].score), *rivals[:1]])
+    if chosen is None:
+        return None
+    return Match(
+        chosen.row["company_guid"], chosen.contact_guid, found, chosen.score, _in_order(chosen.on)
+    )
+
+
+def _rank(person: PersonCandidate) -> tuple[float, str]:
+    return -person.score, person.contact_guid
+
+
+def _identified(db: Database, probe: Probe, companies: Sequence[CompanyCandidate]) -> Match | None:
+    """A contact named by GUID, profile URL or e-mail address: graded by how well the name
+    given (if any) agrees."""
+    lookups = (
+        ("contact_guid", probe.query.contact_guid.upper(), store.people_by_guid),
+        ("contact_profile_url", probe.contact_url, store.people_by_profile_url),
+        ("email", probe.email, store.people_by_email),
+    )
+    for on, value, fetch in lookups:
+        rows = fetch(db, value) if value else []
+        if rows:
+            return _identified_match(db, rows, on, probe, companies)
+    return None
+
+
+# An identified contact whose name differs: still that contact, but less sure.
+NAME_DIFFERS, NAME_UNLIKE = 0.9, 0.82
+
+
+def _identified_match(
+    db: Database,
+    rows: list[dict[str, Any]],
+    on: str,
+    probe: Probe,
+    companies: Sequence[CompanyCandidate],
+) -> Match:
+    by_company = {c.guid: c for c in companies}
+    if by_company and not any(row["company_guid"] in by_company for row in rows):
+        # An address from one employer, the company of another: look at all of them.
+        rows = rows + store.people_by_guid(db, rows[0]["contact_guid"])
+    row = max(rows, key=lambda r: (r["company_guid"] in by_company, r["status"] == "Active"))
+    fields, score = {on}, 1.0
+    if probe.person is not None:
+        similarity = person_similarity(probe.person, row)
+        if similarity >= PERSON_LEAST:
+            fields |= _person_fields(probe.query)
+        else:
+            score = NAME_DIFFERS if similarity >= 0.5 else NAME_UNLIKE
+    if row["company_guid"] in by_company:
+        fields |= by_company[row["company_guid"]].on
+    return Match(
+        row["company_guid"], row["contact_guid"], grade(score) or "B", score, _in_order(fields)
+    )
+
+
+def _people_at(
+    db: Database, probe: Probe, companies: Sequence[CompanyCandidate]
+) -> list[PersonCandidate]:
+    """People at these companies named like the query: same last name, same (or equivalent)
+    first name, or the two swapped; each an index seek."""
+    person = probe.person
+    assert person is not None
+    last_keys = sorted({probe.last_key, person_key(person.first)} - {""})
+    first_keys = sorted((probe.first_keys | {probe.last_key}) - {""})
+    people = [
+        candidate
+        for company in companies
+        for row in store.people_at_company(db, company.guid, last_keys, first_keys)
+        for candidate in _candidate(probe, row, company.score, company.on)
+    ]
+    return sorted(people, key=_rank)
+
+
+def _namesakes(db: Database, probe: Probe) -> list[PersonCandidate]:
+    """People with the query's exact name at companies named like the query's (typos in the
+    company name that found no company)."""
+    if not probe.company_key or not probe.first_keys:
+        return []
+    rows = store.people_named(db, probe.last_key, sorted(probe.first_keys), NAMESAKES)
+    guids = sorted({row["company_guid"] for row in rows})
+    companies = {c["guid"]: c for c in store.companies_by_guids(db, guids)} if guids else {}
+    people = []
+    for row in rows:
+        similarity = company_name_similarity(probe.company_key, companies[row["company_guid"]])
+        if similarity >= NEAR_NAME:
+            score = NEAR_NAME_WEIGHT * similarity
+            people.extend(_candidate(probe, row, score, {"company_name"}))
+    return people
+
+
+def _candidate(
+    probe: Probe, row: dict[str, Any], company_score: float, company_on: Iterable[str]
+) -> list[PersonCandidate]:
+    assert probe.person is not None
+    similarity = person_similarity(probe.person, row)
+    if similarity < PERSON_LEAST:
+        return []
+    score = PERSON_WEIGHT * similarity + (1 - PERSON_WEIGHT) * company_score
+    on = frozenset({*company_on, *_person_fields(probe.query)})
+    return [PersonCandidate(row, score, on)]
+
+
+def person_similarity(person: names.PersonName, row: dict[str, Any]) -> float:
+    """How alike a parsed name is to a contact's (first, middle, last names), 0..1."""
+    direct = _name_pair(person.first, person.last, row)
+    swapped = _name_pair(person.last, person.first, row) - SWAP_COST
+    score = max(direct, swapped)
+    if person.middle and row["middle_name"]:
+        agree = person_key(person.middle)[:1] == person_key(row["middle_name"])[:1]
+        score += 0.02 if agree else -0.05
+    return max(0.0, min(1.0, score))
+
+
+def _name_pair(first: str, last: str, row: dict[str, Any]) -> float:
+    return FIRST_WEIGHT * names.first_name_similarity(first, row["first_name"]) + (
+        1 - FIRST_WEIGHT
+    ) * names.last_name_similarity(last, row["last_name"])
+
+
+def _person_fields(query: Query) -> set[str]:
+    given = ("full_name", "first_name", "middle_name", "last_name")
+    return {name for name in given if getattr(query, name)}

@@ -1,0 +1,339 @@
+"""The matcher on a small literal dataset: each kind of noise a CRM sends, ties, No Match."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from server import db as database
+from server import matching, store
+from server.matching import Query
+from server.normalize import company_key, person_key, registrable_domain
+
+STAMP = "2025-01-01T00:00:00.000+00:00"
+ACME, ACME_UK, NORTHWIND, SIEMENS, SIEMENS_UK, RIVERCREST = (
+    "A000000000000001",
+    "A000000000000002",
+    "B000000000000001",
+    "C000000000000001",
+    "C000000000000002",
+    "D000000000000001",
+)
+ROBERT, JOSE, LIZ, WILLIAM, LEE1, LEE2, ANNA = (f"{n:032X}" for n in range(1, 8))
+
+
+def _company(guid: str, name: str, website: str, **extra: str) -> tuple[dict, list[str]]:
+    row: dict = {field: "" for field in store.COMPANY_FIELDS}
+    row.update(latitude=None, longitude=None, employee_count=None, updated_at=STAMP)
+    row.update(guid=guid, name=name, name_key=company_key(name), website=website)
+    row.update(domain=registrable_domain(website), country="United States")
+    row.update(extra)
+    aliases = [company_key(a) for a in row["aka"].split(" | ") if a]
+    return row, aliases
+
+
+def _person(guid: str, first: str, last: str, jobs: list[tuple[str, str, str]], middle: str = ""):
+    contact: dict = {field: "" for field in store.CONTACT_FIELDS}
+    contact.update(guid=guid, first_name=first, middle_name=middle, last_name=last)
+    contact.update(full_name=" ".join(p for p in (first, middle, last) if p), accuracy="A+")
+    contact.update(first_key=person_key(first), last_key=person_key(last), updated_at=STAMP)
+    contact["profile_url"] = f"https://www.linkedin.com/in/{person_key(first)}-{guid[-6:].lower()}"
+    rows = []
+    for company, status, email in jobs:
+        job: dict = {field: "" for field in store.EMPLOYMENT_FIELDS}
+        job.update(contact_guid=guid, company_guid=company, status=status, email=email)
+        job.update(latitude=None, longitude=None, job_title="Engineer")
+        rows.append(job)
+    return contact, rows
+
+
+COMPANIES = [
+    _company(ACME, "Acme Robotics, Inc.", "https://www.acmerobotics.com", aka="Acme Bots"),
+    _company(NORTHWIND, "Northwind Traders GmbH", "https://northwind.de", country="Germany"),
+    _company(SIEMENS, "Siemens AG", "https://www.siemens.com", country="Germany"),
+    _company(
+        SIEMENS_UK,
+        "Siemens Ltd",
+        "https://www.siemens.co.uk",
+        country="United Kingdom",
+        parent_guid=SIEMENS,
+        global_hq_guid=SIEMENS,
+    ),
+    _company(RIVERCREST, "Rivercrest Institute of Technology", "https://rivercrest.edu"),
+]
+PEOPLE = [
+    _person(ROBERT, "Robert", "Smith", [(ACME, "Active", "robert.smith@acmerobotics.com")]),
+    _person(JOSE, "José", "García López", [(ACME, "Active", "jose.garcia@acmerobotics.com")]),
+    _person(LIZ, "Elizabeth", "Müller", [(NORTHWIND, "Active", "e.mueller@northwind.de")]),
+    _person(
+        WILLIAM,
+        "William",
+        "Chen",
+        [
+            (NORTHWIND, "No Longer", "w.chen@northwind.de"),
+            (ACME, "Active", "william.chen@acmerobotics.com"),
+        ],
+    ),
+    _person(LEE1, "John", "Lee", [(ACME, "Active", "john.lee@acmerobotics.com")]),
+    _person(LEE2, "John", "Lee", [(ACME, "Active", "john.lee2@acmerobotics.com")]),
+    _person(ANNA, "Anna", "Kowalski", [(RIVERCREST, "Active", "")], middle="Maria"),
+]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    path: Path = tmp_path_factory.mktemp("matching") / "m.db"
+    connection = database.connect(path)
+    with database.write(connection):
+        store.upsert_companies(connection, [row for row, _ in COMPANIES])
+        store.replace_company_aliases(
+            connection,
+            [row["guid"] for row, _ in COMPANIES],
+            [(row["guid"], alias) for row, aliases in COMPANIES for alias in aliases],
+        )
+        store.upsert_contacts(connection, [contact for contact, _ in PEOPLE])
+        store.upsert_employments(connection, [job for _, jobs in PEOPLE for job in jobs])
+        store.index_company_names(connection)
+    yield connection
+    connection.close()
+
+
+def _found(db: Database, **fields: str) -> tuple[str, str, str] | None:
+    match = matching.find(db, Query(**fields))
+    return None if match is None else (match.company_guid, match.contact_guid, match.grade)
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "company", "contact"),
+    [
+        ("e-mail only", {"email": "robert.smith@acmerobotics.com"}, ACME, ROBERT),
+        ("e-mail in capitals", {"email": " Robert.Smith@ACMEROBOTICS.com "}, ACME, ROBERT),
+        ("contact GUID", {"contact_guid": ROBERT.lower()}, ACME, ROBERT),
+        (
+            "profile URL without scheme",
+            {"contact_profile_url": f"linkedin.com/in/robert-{ROBERT[-6:].lower()}/"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "name + company",
+            {"first_name": "Robert", "last_name": "Smith", "company_name": "Acme Robotics"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "full name + domain",
+            {"full_name": "Robert Smith", "company_website": "acmerobotics.com"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "Last, First",
+            {"full_name": "Smith, Robert", "company_name": "Acme Robotics"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "nickname",
+            {"first_name": "Bob", "last_name": "Smith", "company_name": "Acme Robotics Inc"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "nickname Liz",
+            {"full_name": "Liz Müller", "company_name": "Northwind Traders"},
+            NORTHWIND,
+            LIZ,
+        ),
+        (
+            "typo in last name",
+            {"first_name": "Robert", "last_name": "Smtih", "company_name": "Acme Robotics"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "typo in first name",
+            {"first_name": "Robret", "last_name": "Smith", "company_website": "acmerobotics.com"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "typo in company name",
+            {"first_name": "Robert", "last_name": "Smith", "company_name": "Acme Robotcs"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "swapped first and last",
+            {"first_name": "Smith", "last_name": "Robert", "company_name": "Acme Robotics"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "no accents, capitals",
+            {"full_name": "JOSE GARCIA LOPEZ", "company_name": "ACME ROBOTICS"},
+            ACME,
+            JOSE,
+        ),
+        (
+            "umlaut spelled out",
+            {"full_name": "Elizabeth Mueller", "company_website": "northwind.de"},
+            NORTHWIND,
+            LIZ,
+        ),
+        (
+            "suffix variant",
+            {"full_name": "Robert Smith", "company_name": "Acme Robotics LLC"},
+            ACME,
+            ROBERT,
+        ),
+        ("alias", {"full_name": "Robert Smith", "company_name": "Acme Bots"}, ACME, ROBERT),
+        (
+            "URL with path",
+            {"full_name": "Robert Smith", "company_website": "http://www.acmerobotics.com/about/"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "URL with subdomain",
+            {"full_name": "Robert Smith", "company_website": "https://shop.acmerobotics.com"},
+            ACME,
+            ROBERT,
+        ),
+        (
+            "middle name in first",
+            {
+                "first_name": "Anna Maria",
+                "last_name": "Kowalski",
+                "company_name": "Rivercrest Institute of Technology",
+            },
+            RIVERCREST,
+            ANNA,
+        ),
+        (
+            "no longer, at the former employer",
+            {"full_name": "William Chen", "company_name": "Northwind Traders"},
+            NORTHWIND,
+            WILLIAM,
+        ),
+        ("no longer, by the old address", {"email": "w.chen@northwind.de"}, NORTHWIND, WILLIAM),
+        ("company name only", {"company_name": "Northwind Traders GmbH"}, NORTHWIND, ""),
+        (
+            "company website only",
+            {"company_website": "https://northwind.de/impressum"},
+            NORTHWIND,
+            "",
+        ),
+        (
+            "company with a typo",
+            {"company_name": "Rivercrest Institute of Tecnology"},
+            RIVERCREST,
+            "",
+        ),
+        ("company GUID", {"company_guid": ACME.lower()}, ACME, ""),
+        (
+            "unknown person at a known company",
+            {"full_name": "Maria Schmidt", "company_name": "Acme Robotics"},
+            ACME,
+            "",
+        ),
+        ("unknown address at a known domain", {"email": "nobody@acmerobotics.com"}, ACME, ""),
+    ],
+)
+def test_finds_the_record_despite_the_noise(
+    db: Database, kind: str, fields: dict[str, str], company: str, contact: str
+) -> None:
+    found = _found(db, **fields)
+    assert found is not None, kind
+    assert found[:2] == (company, contact), kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields"),
+    [
+        ("unknown company", {"company_name": "Globex Heavy Industries"}),
+        ("unknown domain", {"company_website": "globex-heavy.com"}),
+        ("unknown address", {"email": "someone@globex-heavy.com"}),
+        ("free-mail address of nobody", {"email": "robert.smith1984@gmail.com"}),
+        ("person at an unknown company", {"full_name": "Robert Smith", "company_name": "Globex"}),
+    ],
+)
+def test_no_match_when_nothing_fits(db: Database, kind: str, fields: dict[str, str]) -> None:
+    assert _found(db, **fields) is None, kind
+
+
+def test_exact_identifiers_grade_a_plus(db: Database) -> None:
+    assert _found(db, email="robert.smith@acmerobotics.com") == (ACME, ROBERT, "A+")
+    exact = _found(db, first_name="Robert", last_name="Smith", company_website="acmerobotics.com")
+    assert exact == (ACME, ROBERT, "A+")
+
+
+def test_noise_lowers_the_grade(db: Database) -> None:
+    exact = matching.find(db, Query(full_name="Robert Smith", company_name="Acme Robotics"))
+    typo = matching.find(db, Query(full_name="Robert Smtih", company_name="Acme Robotics"))
+    assert exact is not None and typo is not None
+    assert typo.score < exact.score
+    assert matching.GRADES[[g for g, _ in matching.GRADES].index(typo.grade)][1] <= typo.score
+
+
+def test_an_address_whose_name_disagrees_is_graded_lower(db: Database) -> None:
+    found = _found(db, email="robert.smith@acmerobotics.com", full_name="Karen Nakamura")
+    assert found is not None and found[1] == ROBERT and found[2] not in ("A+", "A")
+
+
+def test_two_people_of_one_name_give_only_the_company(db: Database) -> None:
+    assert _found(db, full_name="John Lee", company_name="Acme Robotics")[:2] == (ACME, "")
+
+
+def test_the_address_tells_namesakes_apart(db: Database) -> None:
+    found = _found(db, full_name="John Lee", email="john.lee2@acmerobotics.com")
+    assert found == (ACME, LEE2, "A+")
+
+
+def test_a_shared_name_goes_to_the_headquarters_one_grade_lower(db: Database) -> None:
+    found = matching.find(db, Query(company_name="Siemens"))
+    assert found is not None and found.company_guid == SIEMENS
+    assert found.grade != "A+"
+
+
+def test_matched_on_names_the_fields_the_match_rests_on(db: Database) -> None:
+    found = matching.find(
+        db, Query(first_name="Bob", last_name="Smith", company_website="acmerobotics.com")
+    )
+    assert found is not None
+    assert found.matched_on == ("company_website", "first_name", "last_name")
+    by_mail = matching.find(db, Query(email="robert.smith@acmerobotics.com", country="US"))
+    assert by_mail is not None and by_mail.matched_on == ("email",)
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("https://www.linkedin.com/in/jane-doe-1a2b", "https://www.linkedin.com/in/jane-doe-1a2b"),
+        ("linkedin.com/in/Jane-Doe-1a2b/?trk=x", "https://www.linkedin.com/in/jane-doe-1a2b"),
+        ("http://uk.linkedin.com/pub/jane-doe-1a2b", "https://www.linkedin.com/in/jane-doe-1a2b"),
+        ("https://linkedin.com/company/acme", "https://www.linkedin.com/company/acme"),
+        ("https://example.com/in/jane", ""),
+    ],
+)
+def test_profile_urls_are_read_in_every_usual_form(text: str, stored: str) -> None:
+    assert matching.profile_url(text) == stored
+
+
+@pytest.mark.parametrize(
+    ("score", "runner_up", "grade"),
+    [
+        (1.0, None, "A+"),
+        (0.95, None, "A"),
+        (0.9, None, "A-"),
+        (0.82, None, "B"),
+        (0.7, None, None),
+        (1.0, 0.96, "A"),
+        (0.82, 0.8, None),
+    ],
+)
+def test_grades_follow_the_thresholds(score: float, runner_up: float | None, grade: str) -> None:
+    assert matching.grade(score, runner_up) == grade
