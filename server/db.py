@@ -17,6 +17,8 @@ from sqlite_utils import Database
 from server.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
+CACHE_SIZE = -65536  # KiB when negative: 64 MB
+BULK_CACHE_MB = 512
 _local = threading.local()
 
 
@@ -29,7 +31,7 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
-    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute(f"PRAGMA cache_size = {CACHE_SIZE}")
     db = Database(conn)
     if migrate:
         with write(db):
@@ -67,6 +69,37 @@ def write(db: Database) -> Iterator[Database]:
         db.conn.execute("ROLLBACK")
         raise
     db.conn.execute("COMMIT")
+
+
+@contextmanager
+def bulk_write(db: Database) -> Iterator[Database]:
+    """A write transaction for loading many rows, with a BULK_CACHE_MB page cache.
+
+    When no other connection has the database open it goes through a rollback journal, not
+    the WAL: pages the load adds to the file are written once instead of twice (to the WAL,
+    then at the checkpoint), and the journal, holding the few pages that were there before,
+    undoes a killed load when the database is next opened. WAL mode is back afterwards.
+    """
+    journaled = _leave_wal(db)
+    db.execute(f"PRAGMA cache_size = {-BULK_CACHE_MB * 1024}")
+    try:
+        with write(db):
+            yield db
+    finally:
+        db.execute(f"PRAGMA cache_size = {CACHE_SIZE}")
+        if journaled:
+            db.execute("PRAGMA journal_mode = WAL")
+
+
+def _leave_wal(db: Database) -> bool:
+    """Switch to a rollback journal unless another connection has the database open."""
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        return False
+    try:
+        with patience(db, 0):
+            return db.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+    except sqlite3.OperationalError:  # "database is locked": another connection reads it
+        return False
 
 
 @contextmanager

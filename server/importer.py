@@ -10,14 +10,19 @@ from __future__ import annotations
 import csv
 import json
 import math
+import multiprocessing
 import re
-from collections.abc import Callable, Iterator, Sequence
+import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
-from itertools import islice
+from functools import lru_cache, partial
+from itertools import chain, islice
+from multiprocessing.connection import Connection
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nameparser import HumanName
 from sqlite_utils import Database
@@ -100,8 +105,9 @@ def import_files(
 ) -> ImportReport:
     """Import a companies file, then a contacts file (one row per employment); either optional.
 
-    Rows are written `batch_size` at a time, CHUNKS_PER_TRANSACTION batches per transaction.
-    `progress` is called with the number of lines read since its previous call.
+    A worker process reads and converts `batch_size` rows at a time while this one writes
+    them, CHUNKS_PER_TRANSACTION batches per transaction. `progress` is called with the
+    number of lines read since its previous call.
     """
     for path in (companies, contacts):
         if path is not None and path.suffix.lower() not in SUFFIXES:
@@ -110,122 +116,120 @@ def import_files(
     stamp = iso(now or utcnow())
     advance = progress or (lambda _lines: None)
     known = _CompanyCheck(db)
-    if companies is not None:
-        rows = _Rows(
-            companies, COMPANY_FIELDS, lambda v: known.add(company_records(v, stamp)), report.errors
-        )
-        report.companies = _load(db, rows, _write_companies, advance, batch_size, _COMPANY_TABLES)
-    if contacts is not None:
-        rows = _Rows(
-            contacts,
-            CONTACT_FIELDS,
-            lambda v: known.require(contact_records(v, stamp)),
-            report.errors,
-        )
-        report.contacts = _load(db, rows, _write_contacts, advance, batch_size, _CONTACT_TABLES)
+    files = [
+        (companies, COMPANY_FIELDS, partial(_company_values, updated_at=stamp)),
+        (contacts, CONTACT_FIELDS, partial(_contact_values, updated_at=stamp)),
+    ]
+    with _converted([file for file in files if file[0]], batch_size) as converted:
+        if companies is not None:
+            accepted = _accepted(next(converted), known.add, companies, report.errors)
+            report.companies = _load(db, accepted, _write_companies, advance, _COMPANY_TABLES)
+            with database.write(db):
+                store.index_company_names(db)
+        if contacts is not None:
+            accepted = _accepted(next(converted), known.require, contacts, report.errors)
+            report.contacts = _load(db, accepted, _write_contacts, advance, _CONTACT_TABLES)
     return report
 
 
 _COMPANY_TABLES = ("companies", "company_aliases")
 _CONTACT_TABLES = ("contacts", "employments")
+# The tables whose secondary indexes a load into empty tables drops and builds again at the
+# end. company_aliases keeps its index: replacing a company's aliases deletes them by company.
+_REBUILT = ("companies", "contacts", "employments")
+
+
+class Batch(NamedTuple):
+    """Converted rows of one stretch of a file: `records` start with their line number,
+    `errors` are (line, reason) pairs, `lines` counts the lines since the previous batch."""
+
+    lines: int
+    records: list[tuple[Any, ...]]
+    errors: list[tuple[int, str]]
 
 
 def _load(
     db: Database,
-    rows: _Rows,
+    batches: Iterable[Batch],
     write: Callable[[Database, list[Any]], None],
     advance: Callable[[int], None],
-    batch_size: int,
     tables: Sequence[str],
 ) -> int:
-    """Write every converted row; return how many were written.
+    """Write every batch's records; return how many were written.
 
-    Into empty tables, the whole file is one transaction that drops their secondary indexes
-    and builds them again at the end: sorting once is far faster than inserting a million
-    random keys into B-trees larger than the cache, and a killed import leaves nothing behind.
-    Into tables with rows, batches commit as they go, so readers keep their indexes.
+    Into empty tables, the whole file is one bulk transaction (see `db.bulk_write`) that drops
+    their secondary indexes and builds them again at the end: sorting once is far faster than
+    inserting a million random keys into B-trees larger than the cache, and a killed import
+    leaves nothing behind. Into tables with rows, batches commit as they go, so readers keep
+    their indexes.
     """
     if not all(store.is_empty(db, table) for table in tables):
-        return _write_all(db, rows, write, advance, batch_size)
-    with database.write(db):
-        indexes = store.drop_secondary_indexes(db, tables)
-        written = _write_all(db, rows, write, advance, batch_size)
+        return _write_all(db, batches, write, advance)
+    with database.bulk_write(db):
+        indexes = store.drop_secondary_indexes(db, [t for t in tables if t in _REBUILT])
+        written = _write_all(db, batches, write, advance)
         store.create_indexes(db, indexes)
     return written
 
 
-class _Rows:
-    """The converted good rows of one file; bad rows go to `errors`; `line`: the last line read."""
-
-    def __init__(
-        self,
-        path: Path,
-        names: Sequence[str],
-        convert: Callable[[Values], Any],
-        errors: list[RowError],
-    ) -> None:
-        self.path, self.names, self.convert, self.errors = path, names, convert, errors
-        self.line = 0
-
-    def __iter__(self) -> Iterator[Any]:
-        for line, values in read_rows(self.path, self.names):
-            self.line = line
-            try:
-                if isinstance(values, str):
-                    raise InvalidRow(values)
-                record = self.convert(values)
-            except InvalidRow as error:
-                self.errors.append(RowError(str(self.path), line, str(error)))
-                continue
-            yield record
-
-
 def _write_all(
     db: Database,
-    rows: _Rows,
+    batches: Iterable[Batch],
     write: Callable[[Database, list[Any]], None],
     advance: Callable[[int], None],
-    batch_size: int,
 ) -> int:
-    """Write every converted row in batches; return how many were written.
+    """Write every batch's records; return how many were written.
 
     Several batches share a transaction: each commit rewrites every index page it touched, so
     fewer, larger commits are much faster, while one batch at a time bounds memory.
     """
-    records = iter(rows)
-    written = reported = 0
-    more = True
-    while more:
+    written = 0
+    pending = iter(batches)
+    for first in pending:
         with database.write(db):
-            for _ in range(CHUNKS_PER_TRANSACTION):
-                batch = list(islice(records, batch_size))
-                if not batch:
-                    more = False
-                    break
-                write(db, batch)
-                written += len(batch)
-                advance(rows.line - reported)
-                reported = rows.line
-    if rows.line > reported:
-        advance(rows.line - reported)
+            for batch in chain([first], islice(pending, CHUNKS_PER_TRANSACTION - 1)):
+                write(db, batch.records)
+                written += len(batch.records)
+                advance(batch.lines)
     return written
 
 
-def _write_companies(db: Database, batch: list[tuple[Row, list[str]]]) -> None:
-    aliases = {row["guid"]: keys for row, keys in batch}  # the last row of a GUID wins
-    store.upsert_companies(db, (row for row, _ in batch))
+def _accepted(
+    batches: Iterable[Batch],
+    check: Callable[[list[Any]], tuple[list[Any], list[tuple[int, str]]]],
+    path: Path,
+    errors: list[RowError],
+) -> Iterator[Batch]:
+    """The batches with only the records `check` keeps; every rejected row goes to `errors`,
+    in line order."""
+    for batch in batches:
+        records, refused = check(batch.records)
+        rejected = sorted(batch.errors + refused) if refused else batch.errors
+        errors.extend(RowError(str(path), line, reason) for line, reason in rejected)
+        yield batch._replace(records=records)
+
+
+_GUID = store.CONTACT_FIELDS.index("guid")
+_JOB_COMPANY = store.EMPLOYMENT_FIELDS.index("company_guid")
+_JOB_KEY = itemgetter(store.EMPLOYMENT_FIELDS.index("contact_guid"), _JOB_COMPANY)
+
+
+def _write_companies(db: Database, records: list[tuple[int, tuple[Any, ...], list[str]]]) -> None:
+    aliases = {row[0]: keys for _, row, keys in records}  # the last row of a GUID wins
+    store.upsert_company_values(db, [row for _, row, _ in records])
     store.replace_company_aliases(
         db, aliases, [(guid, key) for guid, keys in aliases.items() for key in keys]
     )
 
 
-def _write_contacts(db: Database, batch: list[tuple[Row, Row]]) -> None:
+def _write_contacts(
+    db: Database, records: list[tuple[int, tuple[Any, ...], tuple[Any, ...]]]
+) -> None:
     # A contact that moved has a row per employment: write it once (the last row wins).
-    contacts = {contact["guid"]: contact for contact, _ in batch}
+    contacts = {contact[_GUID]: contact for _, contact, _ in records}
     # Key order walks each B-tree once per batch instead of jumping between its pages.
-    store.upsert_contacts(db, (contacts[guid] for guid in sorted(contacts)))
-    jobs = sorted((job for _, job in batch), key=lambda j: (j["contact_guid"], j["company_guid"]))
-    store.upsert_employments(db, jobs)
+    store.upsert_contact_values(db, [contacts[guid] for guid in sorted(contacts)])
+    store.upsert_employment_values(db, sorted((job for _, _, job in records), key=_JOB_KEY))
 
 
 class _CompanyCheck:
@@ -235,19 +239,116 @@ class _CompanyCheck:
         self.db = db
         self.exists: dict[str, bool] = {}
 
-    def add(self, records: tuple[Row, list[str]]) -> tuple[Row, list[str]]:
-        """Note a company of this import, so its contacts need no lookup."""
-        self.exists[records[0]["guid"]] = True
-        return records
+    def add(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
+        """Note the companies of this import, so their contacts need no lookup."""
+        self.exists.update((row[0], True) for _, row, _ in records)
+        return records, []
 
-    def require(self, records: tuple[Row, Row]) -> tuple[Row, Row]:
-        guid = records[1]["company_guid"]
-        found = self.exists.get(guid)
-        if found is None:
-            found = self.exists[guid] = bool(store.existing_company_guids(self.db, [guid]))
-        if not found:
-            raise InvalidRow(f"compGUID: no company {guid} in the database or the import")
-        return records
+    def require(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
+        """The contact records whose company exists, and a reason for each of the others."""
+        kept, refused = [], []
+        for record in records:
+            guid = record[2][_JOB_COMPANY]
+            found = self.exists.get(guid)
+            if found is None:
+                found = self.exists[guid] = bool(store.existing_company_guids(self.db, [guid]))
+            if found:
+                kept.append(record)
+            else:
+                reason = f"compGUID: no company {guid} in the database or the import"
+                refused.append((record[0], reason))
+        return kept, refused
+
+
+# --- the worker process ----------------------------------------------------------------------
+
+
+_File = tuple[Path, Sequence[str], Callable[[Values], tuple[Any, ...]]]
+
+
+@contextmanager
+def _converted(files: Sequence[_File], size: int) -> Iterator[Iterator[Iterator[Batch]]]:
+    """Per file, its batches, read and converted by one worker process while the caller writes.
+
+    The files' batch iterators must be used in order. The pipe holds about one batch, so the
+    worker stays a batch or two ahead; it stops when this block ends, also early, and at a
+    broken pipe when this process dies.
+    """
+    context = multiprocessing.get_context("fork")  # the child starts with everything imported
+    receiver, sender = context.Pipe(duplex=False)
+    worker = context.Process(
+        target=_convert_in_worker, args=(receiver, sender, files, size), daemon=True
+    )
+    worker.start()
+    sender.close()
+    try:
+        yield (_received(receiver) for _ in files)
+    finally:
+        receiver.close()
+        worker.terminate()
+        worker.join()
+
+
+def _received(receiver: Connection) -> Iterator[Batch]:
+    """Batches up to the None that ends a file; an exception from the worker is raised."""
+    while (item := receiver.recv()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def _convert_in_worker(
+    receiver: Connection, sender: Connection, files: Sequence[_File], size: int
+) -> None:
+    """The worker: each file's batches then None; or the exception that stopped it."""
+    receiver.close()  # only the parent reads, so the parent's death breaks the pipe
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        for path, names, convert in files:
+            for batch in convert_batches(path, names, convert, size):
+                sender.send(batch)
+            sender.send(None)
+    except BrokenPipeError:
+        return
+    except Exception as error:  # e.g. a file that is not UTF-8: raised again in the parent
+        sender.send(error)
+
+
+def convert_batches(
+    path: Path, names: Sequence[str], convert: Callable[[Values], tuple[Any, ...]], size: int
+) -> Iterator[Batch]:
+    """Read `path` `size` rows at a time; per row, its line and `convert` of its values, or
+    its line and why it was refused."""
+    rows = read_rows(path, names)
+    previous = 0
+    while chunk := list(islice(rows, size)):
+        records, errors = [], []
+        for line, values in chunk:
+            try:
+                if isinstance(values, str):
+                    raise InvalidRow(values)
+                records.append((line, *convert(values)))
+            except InvalidRow as error:
+                errors.append((line, str(error)))
+        yield Batch(chunk[-1][0] - previous, records, errors)
+        previous = chunk[-1][0]
+
+
+_COMPANY_ROW = itemgetter(*store.COMPANY_FIELDS)
+_CONTACT_ROW = itemgetter(*store.CONTACT_FIELDS)
+_JOB_ROW = itemgetter(*store.EMPLOYMENT_FIELDS)
+
+
+def _company_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], list[str]]:
+    """company_records as the values of store.COMPANY_FIELDS, and the alias keys."""
+    row, aliases = company_records(values, updated_at)
+    return _COMPANY_ROW(row), aliases
+
+
+def _contact_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """contact_records as the values of store.CONTACT_FIELDS and store.EMPLOYMENT_FIELDS."""
+    contact, job = contact_records(values, updated_at)
+    return _CONTACT_ROW(contact), _JOB_ROW(job)
 
 
 # --- reading files ---------------------------------------------------------------------------
