@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from server import access, admin_api, api, config, db, errors
+from server import access, admin_api, api, config, db, enrich_api, errors
 
 _REQUEST_ID_MAX = 128
 
@@ -31,6 +31,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.after_request(_add_request_id)
     app.register_blueprint(api.blueprint)
     app.register_blueprint(admin_api.blueprint)
+    app.register_blueprint(enrich_api.blueprint)
     return app
 
 

@@ -13,7 +13,7 @@ import click
 
 from server import accounts, config, db, demo
 from server.clock import utcnow
-from server.errors import ServiceError
+from server.errors import InsufficientCredits, ServiceError
 
 _DB = click.option(
     "--db",
@@ -105,6 +105,43 @@ def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> Non
 def _line_count(path: Path) -> int:
     with path.open("rb") as handle:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+@main.command("enrich")
+@_DB
+@click.option("--org", "org_id", required=True, help="The organization's id (orgId).")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="CSV to write; if it holds rows from an interrupted run, the run continues after them.",
+)
+def enrich_command(db_path: Path, org_id: str, source: Path, target: Path) -> None:
+    """Enrich a CSV of enrich inputs for an organization (charged and recorded as the API)."""
+    from server import enrich
+
+    database = db.connect(db_path)
+    try:
+        who = enrich.requester_for(database, org_id, "cli:enrich")
+        with _progress(lambda: max(_line_count(source) - 1, 0), "rows") as advance:
+            report = enrich.enrich_csv(database, who, source, target, utcnow, advance)
+    except enrich.OutputMismatch as error:
+        raise click.ClickException(str(error)) from None
+    except InsufficientCredits as error:
+        raise click.ClickException(
+            f"{error.message} The rows before it are in {target}; add credits and run the "
+            "same command again to continue."
+        ) from None
+    except ServiceError as error:
+        _fail(error)
+    statuses = " ".join(f"{name}={n}" for name, n in sorted(report.statuses.items()))
+    click.echo(
+        f"enriched rows={report.written} resumed={report.resumed} credits={report.credits} "
+        f"{statuses}".rstrip()
+    )
 
 
 @main.command("export")

@@ -1,0 +1,624 @@
+"""Enrich: an input record in, the vendor's flat result out, charged and recorded (contract §4).
+
+Owns input parsing (both naming schemes), the tier's view of a matched record, the credit
+rule and the transaction row of every call; `matching.find` decides what matched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from server import credits, matching, records, store
+from server.clock import iso
+from server.db import write
+from server.errors import (
+    Forbidden,
+    InsufficientCredits,
+    InvalidParameter,
+    MissingIdentifier,
+    NotFound,
+    ServiceError,
+)
+from server.matching import Match, Query
+
+Row = dict[str, Any]
+Result = dict[str, str]
+
+MAX_VALUE_CHARS = 1000
+MAX_BULK_RECORDS = 100
+DIAL_TIERS = frozenset({"enterprise_plus", "pro"})  # direct dials, current employment
+FREE_REFRESH_TIERS = frozenset({"enterprise_plus"})
+DELIVERED = ("Active", "No Longer")
+NO_MATCH = "No Match"
+
+# Input field -> Query attribute: the older names (v7 reference), then the newer ones.
+OLDER_NAMES: dict[str, str] = {v: k for k, v in matching.INPUT_NAMES.items()}
+NEWER_NAMES: dict[str, str] = {
+    "compName": "company_name",
+    "compWebsite": "company_website",
+    "compLinkedinUrl": "company_profile_url",
+    "compGuid": "company_guid",
+    "conFullName": "full_name",
+    "conFirstName": "first_name",
+    "conLastName": "last_name",
+    "conEmail": "email",
+    "conJobTitle": "job_title",
+    "country": "country",
+    "conLinkedinUrl": "contact_profile_url",
+    "conGuid": "contact_guid",
+}
+INPUT_FIELDS: dict[str, str] = {**OLDER_NAMES, **NEWER_NAMES}
+
+RECORD_FIELDS = ("recordId", "recordStatus", "accuracy", "smarteTransactionId", "matchedOn")
+COMPANY_FIELDS = (
+    "compGUID compName compNameAka compWebsite compPhoneNo compAddr compCity compState "
+    "compZipcode compCountry compGlobalRegions compEmpCount compEmpRange compRevRange "
+    "compIndustry compSicCodes compSicDescription compNaicsCodes compNaicsDescription "
+    "compLegalStatus compParentGuid compGlobalHqParentGuid compWorldwideParentName "
+    "compPubProfileUrl"
+).split()
+CONTACT_FIELDS = (
+    "conGUID conFullName conFirstName conLastName conEmail conJobTitleEn conLevels "
+    "conFunctions conSubFunctions conJobStartedOn conJobUpdatedOn conLoc conPubProfileUrl "
+    "conWorkLocAddr conWorkLocCity conWorkLocState conWorkLocZipcode conWorkLocCountry "
+    "conWorkLocPhoneNo"
+).split()
+DIAL_FIELDS = ("directDial1", "directDial2")
+# Every field of a result, in the order a response shows them.
+OUTPUT_FIELDS: tuple[str, ...] = (*RECORD_FIELDS, *COMPANY_FIELDS, *CONTACT_FIELDS, *DIAL_FIELDS)
+
+_CONTACT_COLUMNS = {
+    name: column
+    for name, column in {**records.CONTACT_COLUMNS, **records.EMPLOYMENT_COLUMNS}.items()
+    if name in CONTACT_FIELDS or name in DIAL_FIELDS
+}
+_MONTH_FIELDS = frozenset({"conJobStartedOn", "conJobUpdatedOn"})
+
+
+@dataclass(frozen=True)
+class Input:
+    """A parsed input record: the query, the caller's recordId, and for each Query attribute
+    the field name the caller spelled it with (for `matchedOn`)."""
+
+    query: Query
+    record_id: str = ""
+    spelled: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who enriches: the organization and its tier, the key (None from the CLI), and where."""
+
+    org_id: str
+    tier: str
+    key_id: str | None
+    endpoint: str
+    request_id: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A delivered (or No Match) result and the credits it cost."""
+
+    transaction_id: str
+    result: Result
+    credits: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A refused record of a bulk call or a file: its transaction id and the error."""
+
+    transaction_id: str
+    error: ServiceError
+
+
+@dataclass(frozen=True)
+class _View:
+    """What the caller's tier sees of a match: record status and the rows shown."""
+
+    status: str
+    company: Row
+    contact: Row
+    job: Row
+    dials: bool
+
+
+# --- input -----------------------------------------------------------------------------------
+
+
+def parse_input(body: Mapping[str, Any]) -> Input:
+    """The Query of an input record in either naming scheme (the older name wins a clash).
+
+    Values must be strings of at most MAX_VALUE_CHARS; null counts as absent; `apikey` and
+    unknown fields are ignored. Raises InvalidParameter or MissingIdentifier.
+    """
+    values: dict[str, str] = {}
+    spelled: dict[str, str] = {}
+    for name, attribute in INPUT_FIELDS.items():
+        text = _text(body, name)
+        if text and attribute not in values:
+            values[attribute], spelled[attribute] = text, name
+    query = Query(**values)
+    if not has_identifier(query):
+        raise MissingIdentifier(_missing_message(uses_newer_names(body)))
+    return Input(query, _text(body, "recordId"), spelled)
+
+
+def _text(body: Mapping[str, Any], name: str) -> str:
+    value = body.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidParameter(f"{name} must be a string, not {_json_type(value)}.")
+    if len(value) > MAX_VALUE_CHARS:
+        raise InvalidParameter(f"{name} is longer than {MAX_VALUE_CHARS} characters.")
+    return value.strip()
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def has_identifier(query: Query) -> bool:
+    """Whether the query names a company or a contact well enough to look for (contract §4.1).
+
+    A contact's name counts only with a company name or web address, which identify a
+    company on their own, so the name never decides.
+    """
+    return any(
+        (
+            query.company_name,
+            query.company_website,
+            query.company_profile_url,
+            query.company_guid,
+            query.email,
+            query.contact_profile_url,
+            query.contact_guid,
+        )
+    )
+
+
+def uses_newer_names(body: Mapping[str, Any]) -> bool:
+    """Whether the caller wrote in the newer naming scheme (and none of the older names)."""
+    newer = any(name in body for name in NEWER_NAMES if name not in OLDER_NAMES)
+    return newer and not any(name in body for name in OLDER_NAMES)
+
+
+def _missing_message(newer: bool) -> str:
+    if newer:
+        return (
+            "At least one identifier is needed: compName, compWebsite, compLinkedinUrl or "
+            "compGuid; or conEmail, conLinkedinUrl or conGuid; or conFullName (or conFirstName "
+            "with conLastName) together with compName or compWebsite."
+        )
+    return (
+        "At least one identifier is needed: companyName, companyWebAddress, companyLnUrl or "
+        "companyGuid; or contactEmail, contactUrl or contactGuid; or contactFullName (or "
+        "contactFirstName with contactLastName) together with companyName or companyWebAddress."
+    )
+
+
+# --- one record ------------------------------------------------------------------------------
+
+
+def enrich(
+    db: Database,
+    who: Requester,
+    body: Mapping[str, Any],
+    now: datetime,
+    transaction_id: str,
+    *,
+    refuse_charges: bool = False,
+) -> Outcome:
+    """Enrich one input record for `who`: match, show what the tier allows, charge, record.
+
+    Every call leaves a transaction row with `transaction_id`, refusals included (their
+    record status is the error code). `refuse_charges` answers 402 instead of charging (a
+    bulk call whose credits ran out). A retried `transaction_id` that already delivered is
+    delivered again for nothing (the CLI's resume).
+    """
+    try:
+        given = parse_input(body)
+        if refuse_charges:
+            raise InsufficientCredits("Insufficient credits to process the request.")
+        match = matching.find(db, given.query)
+        view = _view(db, match, who.tier) if match else None
+        return _deliver(db, who, given, match, view, now, transaction_id)
+    except ServiceError as error:
+        record_failure(db, who, error.code, now, transaction_id)
+        raise
+
+
+def record_failure(
+    db: Database, who: Requester, code: str, now: datetime, transaction_id: str
+) -> None:
+    """Record a refused call (after authentication) under its error code; nothing is charged."""
+    with write(db):
+        prior = store.transaction(db, transaction_id)
+        if prior is None or prior["record_status"] not in DELIVERED:
+            store.save_transaction(db, _transaction_row(transaction_id, who, None, code, 0, now))
+
+
+def _deliver(
+    db: Database,
+    who: Requester,
+    given: Input,
+    match: Match | None,
+    view: _View | None,
+    now: datetime,
+    transaction_id: str,
+) -> Outcome:
+    """Charge and record in one write transaction, so concurrent calls never overdraw."""
+    status = view.status if view else NO_MATCH
+    with write(db):
+        prior = store.transaction(db, transaction_id)
+        replayed = prior is not None and prior["record_status"] in DELIVERED
+        cost = 0 if replayed or match is None or view is None else _cost(db, who, match)
+        if cost:
+            credits.debit(db, who.org_id, cost, now, transaction_id)
+        if not replayed:
+            row = _transaction_row(transaction_id, who, match, status, cost, now)
+            store.save_transaction(db, row)
+    result = build_result(given, match, view, transaction_id)
+    return Outcome(transaction_id, result, cost)
+
+
+def _cost(db: Database, who: Requester, match: Match) -> int:
+    """1 credit per delivery; enterprise_plus refreshes a contact it already had for 0."""
+    if who.tier in FREE_REFRESH_TIERS and match.contact_guid:
+        return 0 if store.has_delivered(db, who.org_id, match.contact_guid) else 1
+    return 1
+
+
+def _transaction_row(
+    transaction_id: str, who: Requester, match: Match | None, status: str, cost: int, now: datetime
+) -> Row:
+    return {
+        "id": transaction_id,
+        "org_id": who.org_id,
+        "key_id": who.key_id,
+        "endpoint": who.endpoint,
+        "request_id": who.request_id,
+        "company_guid": match.company_guid if match else "",
+        "contact_guid": match.contact_guid if match else "",
+        "record_status": status,
+        "accuracy": match.grade if match else "",
+        "credits": cost,
+        "created_at": iso(now),
+    }
+
+
+# --- what a tier sees ------------------------------------------------------------------------
+
+
+def _view(db: Database, match: Match, tier: str) -> _View | None:
+    """The rows shown for a match under `tier` (contract §4.3); None if they vanished."""
+    if not match.contact_guid:
+        company = store.company(db, match.company_guid)
+        return _View("Active", company, {}, {}, dials=False) if company else None
+    contact = store.contact(db, match.contact_guid)
+    jobs = store.employments_of(db, match.contact_guid)
+    if contact is None or not jobs:
+        return None
+    matched = matched_employment(jobs, match.company_guid)
+    job = shown_employment(jobs, matched, tier)
+    company = store.company(db, job["company_guid"]) or {}
+    return _View(matched["status"], company, contact, job, dials=tier in DIAL_TIERS)
+
+
+def matched_employment(jobs: Sequence[Row], company_guid: str) -> Row:
+    """The employment at the matched company (else the first: the current one)."""
+    return next((job for job in jobs if job["company_guid"] == company_guid), jobs[0])
+
+
+def shown_employment(jobs: Sequence[Row], matched: Row, tier: str) -> Row:
+    """The employment a result describes: the matched one, except that tiers with current
+    employment see a No Longer contact's Active employment when there is one."""
+    if matched["status"] != "No Longer" or tier not in DIAL_TIERS:
+        return matched
+    return next((job for job in jobs if job["status"] == "Active"), matched)
+
+
+def build_result(
+    given: Input, match: Match | None, view: _View | None, transaction_id: str
+) -> Result:
+    """The flat result: every OUTPUT_FIELDS field, all strings, "" where there is no value."""
+    result: Result = dict.fromkeys(OUTPUT_FIELDS, "")
+    result["recordId"] = given.record_id
+    result["smarteTransactionId"] = transaction_id
+    result["recordStatus"] = view.status if view else NO_MATCH
+    if match is None or view is None:
+        return result
+    result["accuracy"] = match.grade
+    result["matchedOn"] = records.JOIN.join(
+        given.spelled.get(name, matching.INPUT_NAMES.get(name, name)) for name in match.matched_on
+    )
+    result.update(company_fields(view.company))
+    if view.contact:
+        result.update(contact_fields(view.contact, view.job, dials=view.dials))
+    return result
+
+
+def company_fields(company: Row) -> Result:
+    """The comp* fields of a companies row, formatted per contract §4.2."""
+    shown = {name: _string(company.get(column)) for name, column in records.COMPANY_COLUMNS.items()}
+    shown["compEmpRange"] = records.employee_range(company.get("employee_count"))
+    return shown
+
+
+def contact_fields(contact: Row, job: Row, *, dials: bool) -> Result:
+    """The con* fields of a contact at one employment, and its direct dials (masked) when
+    `dials`, else ""."""
+    merged = {**contact, **job}
+    shown = {name: _string(merged.get(column)) for name, column in _CONTACT_COLUMNS.items()}
+    for name in _MONTH_FIELDS:
+        shown[name] = records.month_to_vendor(shown[name])
+    for name in DIAL_FIELDS:
+        shown[name] = mask_dial(shown[name]) if dials else ""
+    return shown
+
+
+def _string(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def mask_dial(number: str) -> str:
+    """`+1 512-555-0142` -> `+1 512-555-XXXX`: the last four digits become X."""
+    chars, hidden = list(number), 0
+    for index in range(len(chars) - 1, -1, -1):
+        if hidden == 4:
+            break
+        if chars[index].isdigit():
+            chars[index], hidden = "X", hidden + 1
+    return "".join(chars)
+
+
+# --- bulk ------------------------------------------------------------------------------------
+
+
+def bulk_records(body: Mapping[str, Any]) -> list[Any]:
+    """The `records` array of a bulk body: 1 to MAX_BULK_RECORDS items, else InvalidParameter."""
+    items = body.get("records")
+    if not isinstance(items, list) or not items:
+        raise InvalidParameter(
+            f"records must be an array of 1 to {MAX_BULK_RECORDS} input records."
+        )
+    if len(items) > MAX_BULK_RECORDS:
+        raise InvalidParameter(
+            f"records holds {len(items)} records; a bulk call takes at most {MAX_BULK_RECORDS}."
+        )
+    return items
+
+
+def enrich_bulk(
+    db: Database, who: Requester, body: Mapping[str, Any], now: datetime, transaction_id: str
+) -> list[Outcome | Failure]:
+    """Enrich the records of a bulk body in order, each charged and recorded on its own.
+
+    A record that fails does not fail the others; once credits run out, every later record
+    is refused with 402 (charging stops). A body without a valid `records` array is recorded
+    under `transaction_id` and raises.
+    """
+    try:
+        items = bulk_records(body)
+    except ServiceError as error:
+        record_failure(db, who, error.code, now, transaction_id)
+        raise
+    answers: list[Outcome | Failure] = []
+    exhausted = False
+    for index, item in enumerate(items):
+        answer = _bulk_item(db, who, index, item, now, exhausted)
+        exhausted = exhausted or _is_out_of_credits(answer)
+        answers.append(answer)
+    return answers
+
+
+def _bulk_item(
+    db: Database, who: Requester, index: int, item: Any, now: datetime, exhausted: bool
+) -> Outcome | Failure:
+    transaction_id = str(uuid.uuid4())
+    try:
+        if not isinstance(item, dict):
+            refusal = InvalidParameter(f"records[{index}] must be a JSON object.")
+            record_failure(db, who, refusal.code, now, transaction_id)
+            raise refusal
+        return enrich(db, who, item, now, transaction_id, refuse_charges=exhausted)
+    except ServiceError as error:
+        return Failure(transaction_id, error)
+
+
+def _is_out_of_credits(answer: Outcome | Failure) -> bool:
+    return isinstance(answer, Failure) and isinstance(answer.error, InsufficientCredits)
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+@dataclass
+class FileReport:
+    """What `enrich_csv` did: rows found done in the output, rows it wrote, credits taken,
+    and how many rows ended in each record status (or error code)."""
+
+    resumed: int = 0
+    written: int = 0
+    credits: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+class OutputMismatch(ValueError):
+    """An existing output file whose header is not the one this input gives."""
+
+
+def requester_for(db: Database, org_id: str, endpoint: str) -> Requester:
+    """The organization as a requester without a key (the operator's CLI)."""
+    org = store.organization(db, org_id)
+    if org is None:
+        raise NotFound(f"No organization with id {org_id}.")
+    if org["status"] != "active":
+        raise Forbidden("organization_inactive", f"The organization {org['name']} is inactive.")
+    return Requester(org_id=org_id, tier=org["tier"], key_id=None, endpoint=endpoint)
+
+
+def output_header(columns: Sequence[str]) -> list[str]:
+    """The input columns, then every output field and `error`; an output field named like an
+    input column is written `enriched_<name>`."""
+    taken = set(columns)
+    added = [
+        name if name not in taken else f"enriched_{name}" for name in (*OUTPUT_FIELDS, "error")
+    ]
+    return [*columns, *added]
+
+
+def enrich_csv(
+    db: Database,
+    who: Requester,
+    source: Path,
+    target: Path,
+    clock: Callable[[], datetime],
+    progress: Callable[[int], None] = lambda _rows: None,
+    batch_size: int = 100,
+) -> FileReport:
+    """Enrich every row of the CSV `source` into the CSV `target`, streaming both.
+
+    Resumable: when `target` holds N complete rows (an interrupted run), those input rows are
+    skipped and the run continues at row N+1; a partly written last line is cut off. Output is
+    flushed and fsynced every `batch_size` rows. Each row's transaction id is derived from the
+    organization, the output file, the row number and the row's values, so a row charged but
+    lost from the output before a crash is delivered again without a second charge.
+    Stops with InsufficientCredits when credits run out (rows before it are written).
+    """
+    report = FileReport()
+    with source.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        columns = [name.strip() for name in reader.fieldnames or []]
+        reader.fieldnames = columns
+        header = output_header(columns)
+        report.resumed = _resume(target, header)
+        rows = enumerate(reader, 1)
+        _consume(islice(rows, report.resumed))
+        progress(report.resumed)
+        with target.open("a", newline="", encoding="utf-8") as out:
+            writer = csv.writer(out, lineterminator="\n")
+            if out.tell() == 0:
+                writer.writerow(header)
+            try:
+                for number, row in rows:
+                    writer.writerow(_enrich_row(db, who, target, number, row, clock(), report))
+                    progress(1)
+                    if number % batch_size == 0:
+                        _sync(out)
+            finally:
+                _sync(out)
+    return report
+
+
+def _enrich_row(
+    db: Database,
+    who: Requester,
+    target: Path,
+    number: int,
+    row: Mapping[str | None, Any],
+    now: datetime,
+    report: FileReport,
+) -> list[str]:
+    """One output line: the input values, the result fields and the error ("" if none)."""
+    body = {name: value for name, value in row.items() if name is not None}
+    transaction_id = _row_transaction_id(who.org_id, target, number, body)
+    located = replace(who, request_id=f"row {number}")
+    try:
+        outcome = enrich(db, located, body, now, transaction_id)
+        result, problem, status = outcome.result, "", outcome.result["recordStatus"]
+        report.credits += outcome.credits
+    except InsufficientCredits:
+        raise
+    except ServiceError as error:
+        result = dict.fromkeys(OUTPUT_FIELDS, "")
+        result["smarteTransactionId"] = transaction_id
+        result["recordId"] = body.get("recordId") or ""
+        # One line, so that a row cut off inside it can never look complete on resume.
+        problem, status = f"{error.code}: {error.message}".replace("\n", " "), error.code
+    report.written += 1
+    report.statuses[status] = report.statuses.get(status, 0) + 1
+    inputs = [value if isinstance(value, str) else "" for value in body.values()]
+    return [*inputs, *(result[name] for name in OUTPUT_FIELDS), problem]
+
+
+def _row_transaction_id(org_id: str, target: Path, number: int, body: Mapping[str, Any]) -> str:
+    seed = json.dumps([org_id, str(target.resolve()), number, body], sort_keys=True)
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"contactdata:enrich-csv:{seed}"))
+
+
+def _resume(target: Path, header: Sequence[str]) -> int:
+    """How many data rows `target` holds complete, cutting a partial last row off; 0 (and an
+    empty file) when it is missing or its header line was cut short."""
+    if not target.exists():
+        return 0
+    expected = _header_line(header)
+    with target.open("rb") as handle:
+        start = handle.read(len(expected))
+    if not expected.startswith(start):
+        raise OutputMismatch(
+            f"{target} has other columns than this input gives; remove it or choose another "
+            "output file."
+        )
+    rows, end = _complete_rows(target, len(expected), len(header))
+    with target.open("r+b") as handle:
+        handle.truncate(end if len(start) == len(expected) else 0)
+    return rows
+
+
+def _header_line(header: Sequence[str]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(header)
+    return buffer.getvalue().encode("utf-8")
+
+
+def _complete_rows(path: Path, offset: int, width: int) -> tuple[int, int]:
+    """How many complete rows (`width` values, ending in a newline) follow byte `offset`, and
+    the byte offset after the last of them."""
+    consumed, ended = offset, True
+
+    def lines() -> Iterator[str]:
+        nonlocal consumed, ended
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            for raw in handle:
+                consumed, ended = consumed + len(raw), raw.endswith(b"\n")
+                yield raw.decode("utf-8", errors="replace")
+
+    count, end = 0, offset
+    try:
+        for record in csv.reader(lines(), strict=True):
+            if not ended or len(record) != width:
+                break
+            count, end = count + 1, consumed
+    except csv.Error:  # the file ends inside a quoted value
+        pass
+    return count, end
+
+
+def _consume(rows: Iterable[Any]) -> None:
+    for _ in rows:
+        pass
+
+
+def _sync(handle: Any) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
