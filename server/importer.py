@@ -30,7 +30,7 @@ from sqlite_utils import Database
 from server import db as database
 from server import places, store, titles
 from server.clock import iso, utcnow
-from server.normalize import company_key, email_key, person_key, registrable_domain
+from server.normalize import alias_keys, company_key, email_key, person_key, registrable_domain
 from server.records import (
     COMPANY_COLUMNS,
     COMPANY_EXTRA_COLUMNS,
@@ -450,13 +450,7 @@ def company_records(values: Values, updated_at: str) -> tuple[Row, list[str]]:
     row["name_key"] = company_key(row["name"])
     row["domain"] = registrable_domain(row["website"]) if row["website"] else ""
     row["updated_at"] = updated_at
-    return row, alias_keys(row["aka"])
-
-
-def alias_keys(aka: str) -> list[str]:
-    """Distinct company keys of each name in a `' | '`-joined list of other names."""
-    keys = (company_key(name.strip()) for name in aka.split("|") if name.strip())
-    return list(dict.fromkeys(key for key in keys if key))
+    return row, list(alias_keys(row["aka"]))
 
 
 def contact_records(values: Values, updated_at: str) -> tuple[Row, Row]:

@@ -8,17 +8,25 @@ and graded A+/A/A-/B, or dropped when two candidates are too close to tell apart
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import product
 from typing import Any, TypeVar
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 from sqlite_utils import Database
 
 from server import names, places, store
-from server.normalize import company_key, email_key, person_key, registrable_domain
+from server.normalize import (
+    alias_keys,
+    company_key,
+    email_key,
+    fold,
+    person_key,
+    registrable_domain,
+)
 
 
 @dataclass(frozen=True)
@@ -159,11 +167,15 @@ class Probe:
 # Scores of the evidence a company candidate can have; each further agreeing field adds BONUS.
 GUID, PROFILE, DOMAIN, NAME, ALIAS, MAIL_DOMAIN = 1.0, 1.0, 0.97, 0.95, 0.92, 0.9
 BONUS = 0.03
-NEAR_NAME = 0.85  # least similarity of a near name (typos) to count, 0..1
-NEAR_NAME_WEIGHT = 0.95  # a near name scores NEAR_NAME_WEIGHT * similarity
+NEAR_NAME = 0.85  # least similarity of a name given beside another identifier, 0..1
+NEAR_NAME_WEIGHT = 0.95  # a name with typos scores NEAR_NAME_WEIGHT * similarity
+EXACT_NAME = 0.97  # the name as the company has it, legal suffix and all
 CONFLICT = 0.12  # taken off when a given company name plainly is not the candidate's
-GRAMS_LOOKED_UP = 8  # the rarest trigrams of a name that fetch near-name candidates
-NEAR_CANDIDATES = 12
+# Misspelt company names: words of FUZZY_WORD letters may hold one typo, of LONG_WORD two (a
+# typo may leave SHORTEST_TYPO); at most MAX_EDITS in a name, each costing TYPO_COST.
+FUZZY_WORD, LONG_WORD, SHORTEST_TYPO, MAX_EDITS, TYPO_COST = 4, 6, 3, 2, 0.04
+CORRECTIONS = 3  # known words tried in place of a misspelt one
+CORRECTED_KEYS = 9  # corrected names looked up
 
 
 @dataclass
@@ -211,6 +223,8 @@ def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
     if probe.company_key:
         named = store.companies_by_name_key(db, probe.company_key)
         add((row for row in named if not row["alias"]), NAME, "company_name")
+        exact = _plain(q.company_name)
+        add((row for row in named if _plain(row["name"]) == exact), EXACT_NAME, "company_name")
         add((row for row in named if row["alias"]), ALIAS, "company_name")
         if not named:
             for row, similarity in _near_names(db, probe.company_key):
@@ -232,6 +246,11 @@ def _check_name_and_country(candidate: CompanyCandidate, probe: Probe) -> None:
         candidate.penalty += 0.01
 
 
+def _plain(name: str) -> str:
+    """A company name without case, accents, punctuation or spaces: "Acme, Inc." = "ACME INC"."""
+    return fold(name).replace(" ", "")
+
+
 @lru_cache(maxsize=65_536)
 def _country(name: str) -> str:
     return places.country_code(name) or "" if name else ""
@@ -239,34 +258,85 @@ def _country(name: str) -> str:
 
 def company_name_similarity(key: str, row: dict[str, Any]) -> float:
     """How alike a company key is to the company's name or one of its aliases, 0..1."""
-    keys = [row["name_key"], *_alias_keys(row["aka"])]
+    keys = [row["name_key"], *alias_keys(row["aka"])]
     return max(fuzz.ratio(key, other) for other in keys) / 100
 
 
-@lru_cache(maxsize=65_536)
-def _alias_keys(aka: str) -> tuple[str, ...]:
-    return tuple(company_key(name.strip()) for name in aka.split("|") if name.strip())
-
-
 def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
-    """Companies whose name or an alias is within a few typos of `key`, with similarity.
+    """Companies whose name or an alias is `key` with its misspelt words corrected, with the
+    similarity of `typo_similarity`.
 
-    Candidates share the most of the key's rarest trigrams: a typo changes at most three
-    trigrams, and rare ones keep the candidate list short.
+    A word of `key` that no company name has is replaced by the known words within its
+    allowed edits (`allowed_edits`); every combination within MAX_EDITS is looked up exactly.
     """
-    grams = sorted({key[i : i + 3] for i in range(len(key) - 2)})
-    if not grams:
-        return []
-    counts = store.company_name_gram_counts(db, grams)
-    rarest = sorted(counts, key=lambda gram: (counts[gram], gram))[:GRAMS_LOOKED_UP]
-    shared = Counter(guid for gram in rarest for guid in store.companies_with_gram(db, gram))
-    guids = [guid for guid, _ in shared.most_common(NEAR_CANDIDATES)]
-    if not guids:
-        return []
-    scored = [
-        (row, company_name_similarity(key, row)) for row in store.companies_by_guids(db, guids)
+    words = key.split()
+    fuzzy = [word for word in words if len(word) >= SHORTEST_TYPO]
+    known = store.known_company_words(db, fuzzy) if fuzzy else set()
+    options: list[list[tuple[str, int]]] = []
+    for word in words:
+        if len(word) < SHORTEST_TYPO or word in known:
+            options.append([(word, 0)])
+        elif fixes := _corrections(db, word):
+            options.append(fixes)
+        else:
+            return []
+    keys = sorted(
+        (sum(edits for _, edits in combination), " ".join(word for word, _ in combination))
+        for combination in product(*options)
+    )
+    found: dict[str, tuple[dict[str, Any], float]] = {}
+    for edits, corrected in keys[:CORRECTED_KEYS]:
+        if 0 < edits <= MAX_EDITS:
+            for row in store.companies_by_name_key(db, corrected):
+                found.setdefault(row["guid"], (row, 1 - TYPO_COST * edits))
+    return list(found.values())
+
+
+def _corrections(db: Database, word: str) -> list[tuple[str, int]]:
+    """Known company name words that `word` may be a misspelling of, with their edits: the
+    closest first, then the most used (CORRECTIONS at most)."""
+    choices = dict(store.company_words_like(db, word[0], len(word) - 2, len(word) + 2))
+    close = process.extract(word, choices.keys(), scorer=OSA.distance, score_cutoff=2, limit=None)
+    fits = [
+        (int(edits), -choices[choice], choice)
+        for choice, edits, _ in close
+        if edits <= allowed_edits(word, choice)
     ]
-    return [(row, similarity) for row, similarity in scored if similarity >= NEAR_NAME]
+    return [(choice, edits) for edits, _, choice in sorted(fits)[:CORRECTIONS]]
+
+
+def allowed_edits(word: str, other: str) -> int:
+    """How many typos may tell two words apart: none when the longer has fewer than
+    FUZZY_WORD letters, one when it has fewer than LONG_WORD, else two."""
+    longer = max(len(word), len(other))
+    return 0 if longer < FUZZY_WORD else 1 if longer < LONG_WORD else 2
+
+
+def typo_similarity(key: str, other: str) -> float:
+    """How alike two company keys are when one may be the other with typos, 0..1.
+
+    1 when equal; 1 - TYPO_COST per edit when they have the same words but for misspellings
+    that keep each word's first letter, fit `allowed_edits` and add up to MAX_EDITS; else 0.
+    """
+    if key == other:
+        return 1.0
+    words, others = key.split(), other.split()
+    if len(words) != len(others):
+        return 0.0
+    total = 0
+    for word, stored in zip(words, others, strict=True):
+        if word != stored:
+            allowed = allowed_edits(word, stored)
+            edits = OSA.distance(word, stored, score_cutoff=allowed)
+            if word[0] != stored[0] or edits > allowed:
+                return 0.0
+            total += edits
+    return 1 - TYPO_COST * total if total <= MAX_EDITS else 0.0
+
+
+def _typo_similarity_to(key: str, row: dict[str, Any]) -> float:
+    """`typo_similarity` of a key to a company's name or closest alias."""
+    return max(typo_similarity(key, other) for other in (row["name_key"], *alias_keys(row["aka"])))
 
 
 def _find_company(db: Database, probe: Probe) -> Match | None:
@@ -333,6 +403,8 @@ def _in_order(on: Iterable[str]) -> tuple[str, ...]:
 # --- contacts ---------------------------------------------------------------------------------
 
 FIRST_WEIGHT = 0.4  # of a person's name score; the last name carries the rest
+FIRST_LEAST = names.INITIAL  # a first name less alike than an agreeing initial is another
+LAST_LEAST = 0.8  # a last name less alike is another
 PERSON_WEIGHT = 0.6  # of a name-and-company match; the company's score carries the rest
 PERSON_LEAST = 0.8  # a person scoring lower is not a candidate
 SWAP_COST = 0.03  # first and last name given the wrong way round
@@ -452,8 +524,8 @@ def _namesakes(db: Database, probe: Probe) -> list[PersonCandidate]:
     companies = {c["guid"]: c for c in store.companies_by_guids(db, guids)} if guids else {}
     people = []
     for row in rows:
-        similarity = company_name_similarity(probe.company_key, companies[row["company_guid"]])
-        if similarity >= NEAR_NAME:
+        similarity = _typo_similarity_to(probe.company_key, companies[row["company_guid"]])
+        if similarity:
             score = NEAR_NAME_WEIGHT * similarity
             people.extend(_candidate(probe, row, score, {"company_name"}))
     return people
@@ -483,9 +555,13 @@ def person_similarity(person: names.PersonName, row: dict[str, Any]) -> float:
 
 
 def _name_pair(first: str, last: str, row: dict[str, Any]) -> float:
-    return FIRST_WEIGHT * names.first_name_similarity(first, row["first_name"]) + (
-        1 - FIRST_WEIGHT
-    ) * names.last_name_similarity(last, row["last_name"])
+    """The weighted similarity of a first and last name to a contact's; 0 when either is
+    plainly another name (below FIRST_LEAST or LAST_LEAST), however alike the other."""
+    first_score = names.first_name_similarity(first, row["first_name"])
+    last_score = names.last_name_similarity(last, row["last_name"])
+    if first_score < FIRST_LEAST or last_score < LAST_LEAST:
+        return 0.0
+    return FIRST_WEIGHT * first_score + (1 - FIRST_WEIGHT) * last_score
 
 
 def _person_fields(query: Query) -> set[str]:

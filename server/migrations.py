@@ -8,6 +8,9 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from server import store
+from server.normalize import alias_keys, company_key
+
 MIGRATIONS = Migrations("contactdata")
 
 
@@ -222,8 +225,9 @@ def m005_matching(db: Database) -> None:
     """What enrich matching looks people and companies up by.
 
     Employments carry their contact's name keys, so "this last name at this company" is one
-    index seek even at a company of 50,000 people; company names and aliases get a trigram
-    index for names with typos (filled by `store.index_company_names`).
+    index seek even at a company of 50,000 people; the words of company names and aliases are
+    a table, for correcting a misspelt name a word at a time (filled by
+    `store.index_company_names`).
     """
     _run(
         db,
@@ -234,9 +238,23 @@ def m005_matching(db: Database) -> None:
             FROM contacts c WHERE c.guid = employments.contact_guid;
         CREATE INDEX employments_company_last ON employments (company_guid, last_key, first_key);
         CREATE INDEX employments_company_first ON employments (company_guid, first_key);
-        CREATE VIRTUAL TABLE company_name_grams
-            USING fts5 (guid UNINDEXED, names, tokenize = 'trigram', detail = 'none');
-        CREATE VIRTUAL TABLE company_name_gram_counts
-            USING fts5vocab (company_name_grams, 'row')
+        CREATE TABLE company_name_words (word TEXT PRIMARY KEY, companies INTEGER NOT NULL)
+            WITHOUT ROWID
         """,
     )
+
+
+@MIGRATIONS()
+def m006_company_keys_without_partnership_forms(db: Database) -> None:
+    """Company keys drop the legal forms "SCP" and "(Partnerschaft) mbB" now: key again the
+    companies and aliases whose keys change, then the name words."""
+    rows = db.execute("SELECT guid, name, name_key, aka FROM companies").fetchall()
+    changed = [(guid, name, aka) for guid, name, key, aka in rows if company_key(name) != key]
+    db.conn.executemany(
+        "UPDATE companies SET name_key = ? WHERE guid = ?",
+        [(company_key(name), guid) for guid, name, _ in changed],
+    )
+    aliased = [(guid, aka) for guid, _, _, aka in rows if aka]
+    keys = {guid: alias_keys(aka) for guid, aka in aliased}
+    store.replace_company_aliases(db, keys, [(guid, k) for guid, ks in keys.items() for k in ks])
+    store.index_company_names(db)

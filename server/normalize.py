@@ -20,7 +20,7 @@ _UNDECOMPOSABLE = str.maketrans(
 # Long forms cleanco leaves in place, and words that add nothing to a company's identity.
 _EXTRA_SUFFIXES = re.compile(
     r"\s+(aktiengesellschaft|gesellschaft mit beschrankter haftung|incorporated|corporation"
-    r"|company|limited|holdings?|group|co)$"
+    r"|company|limited|holdings?|group|co|partg mbb|partnerschaft mbb|mbb|scp)$"
 )
 
 
@@ -78,6 +78,13 @@ def company_key(name: str) -> str:
         if shorter == folded or not shorter:
             return folded
         folded = shorter
+
+
+@lru_cache(maxsize=65_536)
+def alias_keys(aka: str) -> tuple[str, ...]:
+    """Distinct company keys of each name in a `' | '`-joined list of other names."""
+    keys = (company_key(name.strip()) for name in aka.split("|") if name.strip())
+    return tuple(dict.fromkeys(key for key in keys if key))
 
 
 def person_key(name: str) -> str:

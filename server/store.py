@@ -7,6 +7,7 @@ implement the same functions.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -256,7 +257,7 @@ def people_by_profile_url(db: Database, url: str) -> list[Row]:
 
 def people_by_email(db: Database, email: str) -> list[Row]:
     """The employments whose e-mail address is `email` (an email_key)."""
-    return list(db.query(f"{_PERSON} WHERE e.email = ?", [email]))
+    return list(db.query(f"{_PERSON} WHERE e.email = ? AND e.email != ''", [email]))
 
 
 def people_at_company(
@@ -306,25 +307,35 @@ def companies_by_name_key(db: Database, key: str) -> list[Row]:
     return list(db.query(sql, {"key": key}))
 
 
-def company_name_gram_counts(db: Database, grams: Sequence[str]) -> dict[str, int]:
-    """How many companies' names contain each of these trigrams (absent ones are left out)."""
-    sql = f"SELECT term, doc FROM company_name_gram_counts WHERE term IN ({_marks(grams)})"
-    return dict(db.execute(sql, list(grams)).fetchall())
+def known_company_words(db: Database, words: Sequence[str]) -> set[str]:
+    """Those of `words` that are a word of some company's name or alias key."""
+    sql = f"SELECT word FROM company_name_words WHERE word IN ({_marks(words)})"
+    return {word for (word,) in db.execute(sql, list(words))}
 
 
-def companies_with_gram(db: Database, gram: str) -> list[str]:
-    """GUIDs of the companies whose name or an alias contains the trigram `gram`."""
-    sql = "SELECT guid FROM company_name_grams WHERE company_name_grams MATCH ?"
-    return [guid for (guid,) in db.execute(sql, ['"' + gram.replace('"', '""') + '"'])]
+def company_words_like(
+    db: Database, first: str, shortest: int, longest: int
+) -> list[tuple[str, int]]:
+    """The words of company name and alias keys that begin with the letter `first` and have
+    `shortest` to `longest` letters, with how many names and aliases hold each."""
+    sql = (
+        "SELECT word, companies FROM company_name_words WHERE word >= ? AND word < ? "
+        "AND length(word) BETWEEN ? AND ?"
+    )
+    following = chr(ord(first) + 1)
+    return db.execute(sql, [first, following, shortest, longest]).fetchall()
 
 
 def index_company_names(db: Database) -> None:
-    """Rebuild the trigram index of company names and aliases (after companies changed)."""
-    db.execute("DELETE FROM company_name_grams")
-    db.execute(
-        "INSERT INTO company_name_grams (guid, names) "
-        "SELECT c.guid, c.name_key || coalesce((SELECT ' | ' || group_concat(a.alias_key, ' | ') "
-        "FROM company_aliases a WHERE a.company_guid = c.guid), '') FROM companies c"
+    """Rebuild the table of company name words (after companies changed)."""
+    keys = db.execute(
+        "SELECT guid, name_key FROM companies UNION SELECT company_guid, alias_key "
+        "FROM company_aliases"
+    )
+    words = Counter(word for _, key in keys for word in set(key.split()))
+    db.execute("DELETE FROM company_name_words")
+    db.conn.executemany(
+        "INSERT INTO company_name_words (word, companies) VALUES (?, ?)", sorted(words.items())
     )
 
 

@@ -337,3 +337,47 @@ def test_profile_urls_are_read_in_every_usual_form(text: str, stored: str) -> No
 )
 def test_grades_follow_the_thresholds(score: float, runner_up: float | None, grade: str) -> None:
     assert matching.grade(score, runner_up) == grade
+
+
+@pytest.mark.parametrize(
+    ("key", "other", "similarity"),
+    [
+        ("acme robotics", "acme robotics", 1.0),
+        ("acme robotcs", "acme robotics", 0.96),  # one deletion
+        ("acme rbootics", "acme robotics", 0.96),  # one transposition
+        ("acmee robotcs", "acme robotics", 0.92),  # one edit in each of two words
+        ("acme rbtcs", "acme robotics", 0.0),  # three edits
+        ("lng manufacturing", "lang manufacturing", 0.96),  # a typo may leave three letters
+        ("senio technologies", "kinio technologies", 0.0),  # another first letter
+        ("kari shipping", "tri shipping", 0.0),
+        ("birchsight investments", "brightsight investments", 0.0),
+        ("reyes solutions", "reyes it solutions", 0.0),  # a word more is another company
+        ("trip shipping", "trim shipping", 0.96),  # four letters allow one edit...
+        ("trip shipping", "trump shipping", 0.0),
+        ("omega", "omgea", 0.96),
+        ("omega", "omqqa", 0.0),  # ...and so do five
+    ],
+)
+def test_typo_similarity_allows_few_edits_in_long_words(
+    key: str, other: str, similarity: float
+) -> None:
+    assert matching.typo_similarity(key, other) == pytest.approx(similarity)
+
+
+def test_a_made_up_name_near_a_real_one_is_no_match(db: Database) -> None:
+    assert _found(db, company_name="Rivercrest Institute of Tecnology")[0] == RIVERCREST
+    assert _found(db, company_name="Rivercrest Institute of Teknolojy") is None  # 3 edits
+    assert _found(db, company_name="Silvercrest Institute of Technology") is None
+    assert _found(db, company_name="Northwind Trade Services") is None
+
+
+def test_the_exact_legal_name_tells_same_named_companies_apart(db: Database) -> None:
+    with_suffix = matching.find(db, Query(company_name="Siemens Ltd"))
+    assert with_suffix is not None and with_suffix.company_guid == SIEMENS_UK
+    assert with_suffix.grade == "A"  # one lower: Siemens AG shares the name
+
+
+def test_a_different_first_name_is_not_the_person(db: Database) -> None:
+    found = _found(db, first_name="Karen", last_name="Smith", company_name="Acme Robotics")
+    assert found is not None and found[:2] == (ACME, "")
+    assert _found(db, first_name="Vera", last_name="Chen", company_name="Acme Robotics")[1] == ""
