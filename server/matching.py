@@ -505,10 +505,14 @@ def _people_at(
     assert person is not None
     last_keys = sorted({probe.last_key, person_key(person.first)} - {""})
     first_keys = sorted((probe.first_keys | {probe.last_key}) - {""})
+    if not companies:
+        return []
+    by_guid = {company.guid: company for company in companies}
+    rows = store.people_at_companies(db, list(by_guid), last_keys, first_keys)
     people = [
         candidate
-        for company in companies
-        for row in store.people_at_company(db, company.guid, last_keys, first_keys)
+        for row in rows
+        for company in [by_guid[row["company_guid"]]]
         for candidate in _candidate(probe, row, company.score, company.on)
     ]
     return sorted(people, key=_rank)

@@ -42,6 +42,19 @@ def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
     )
 
 
+def _rows(db: Database, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
+    """The rows of a query as dicts (leaner than sqlite-utils' `query`, on hot paths)."""
+    cursor = db.conn.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _first(db: Database, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    """The first row of a query as a dict, or None."""
+    rows = _rows(db, sql, params)
+    return rows[0] if rows else None
+
+
 _UPSERT_COMPANY = _upsert_sql("companies", COMPANY_FIELDS, ["guid"])
 _UPSERT_CONTACT = _upsert_sql("contacts", CONTACT_FIELDS, ["guid"])
 # An employment carries its contact's name keys (for matching): written with the contact first.
@@ -77,19 +90,19 @@ def insert_api_key(db: Database, key: Row, key_hash: str, now: str) -> None:
 
 def organization(db: Database, org_id: str) -> Row | None:
     """The organization with this id, or None."""
-    rows = db.query("SELECT * FROM organizations WHERE id = ?", [org_id])
+    rows = _rows(db, "SELECT * FROM organizations WHERE id = ?", [org_id])
     return next(iter(rows), None)
 
 
 def organization_named(db: Database, name: str) -> Row | None:
     """The organization with this exact name, or None."""
-    rows = db.query("SELECT * FROM organizations WHERE name = ?", [name])
+    rows = _rows(db, "SELECT * FROM organizations WHERE name = ?", [name])
     return next(iter(rows), None)
 
 
 def organizations(db: Database) -> list[Row]:
     """Every organization, oldest first."""
-    return list(db.query("SELECT * FROM organizations ORDER BY created_at, name"))
+    return _rows(db, "SELECT * FROM organizations ORDER BY created_at, name")
 
 
 def set_organization_status(db: Database, org_id: str, status: str, now: str) -> bool:
@@ -117,7 +130,7 @@ def key_by_hash(db: Database, key_hash: str, now: str) -> Row | None:
         LEFT JOIN users u ON u.id = k.user_id
         WHERE h.hash = ? AND (h.expires_at IS NULL OR h.expires_at > ?)
     """
-    return next(iter(db.query(sql, [key_hash, now])), None)
+    return _first(db, sql, [key_hash, now])
 
 
 def touch_key(db: Database, key_id: str, now: str) -> None:
@@ -127,12 +140,12 @@ def touch_key(db: Database, key_id: str, now: str) -> None:
 
 def keys_of(db: Database, org_id: str) -> list[Row]:
     """An organization's keys, oldest first, each with `user_status` and its newest expiry."""
-    return list(db.query(f"{_KEYS} WHERE k.org_id = ? ORDER BY k.created_at, k.email", [org_id]))
+    return _rows(db, f"{_KEYS} WHERE k.org_id = ? ORDER BY k.created_at, k.email", [org_id])
 
 
 def key_by_email(db: Database, org_id: str, email: str) -> Row | None:
     """The organization's key for this e-mail address, or None."""
-    rows = db.query(f"{_KEYS} WHERE k.org_id = ? AND k.email = ?", [org_id, email])
+    rows = _rows(db, f"{_KEYS} WHERE k.org_id = ? AND k.email = ?", [org_id, email])
     return next(iter(rows), None)
 
 
@@ -176,12 +189,12 @@ def active_admin_keys(db: Database, org_id: str) -> int:
 def users_of(db: Database, org_id: str) -> list[Row]:
     """An organization's users, oldest first."""
     sql = "SELECT * FROM users WHERE org_id = ? ORDER BY created_at, email"
-    return list(db.query(sql, [org_id]))
+    return _rows(db, sql, [org_id])
 
 
 def user_by_email(db: Database, org_id: str, email: str) -> Row | None:
     """The organization's user with this e-mail address, or None."""
-    rows = db.query("SELECT * FROM users WHERE org_id = ? AND email = ?", [org_id, email])
+    rows = _rows(db, "SELECT * FROM users WHERE org_id = ? AND email = ?", [org_id, email])
     return next(iter(rows), None)
 
 
@@ -197,7 +210,7 @@ def insert_audit_entry(db: Database, entry: Row) -> None:
 
 def audit_entries(db: Database, org_id: str) -> list[Row]:
     """An organization's audit log, oldest first."""
-    return list(db.query("SELECT * FROM audit_log WHERE org_id = ? ORDER BY id", [org_id]))
+    return _rows(db, "SELECT * FROM audit_log WHERE org_id = ? ORDER BY id", [org_id])
 
 
 def change_credits(db: Database, org_id: str, change: int) -> tuple[bool, int | None]:
@@ -224,7 +237,7 @@ def insert_ledger_entry(db: Database, entry: Row) -> None:
 
 def ledger(db: Database, org_id: str) -> list[Row]:
     """An organization's credit changes, oldest first."""
-    return list(db.query("SELECT * FROM credit_ledger WHERE org_id = ? ORDER BY id", [org_id]))
+    return _rows(db, "SELECT * FROM credit_ledger WHERE org_id = ? ORDER BY id", [org_id])
 
 
 # --- matching --------------------------------------------------------------------------------
@@ -246,54 +259,54 @@ def _marks(values: Sequence[Any]) -> str:
 
 def people_by_guid(db: Database, guid: str) -> list[Row]:
     """Every employment of the contact with this GUID, with the contact's names."""
-    return list(db.query(f"{_PERSON} WHERE e.contact_guid = ?", [guid]))
+    return _rows(db, f"{_PERSON} WHERE e.contact_guid = ?", [guid])
 
 
 def people_by_profile_url(db: Database, url: str) -> list[Row]:
     """Every employment of the contacts with this profile URL."""
     sql = f"{_PERSON} WHERE e.contact_guid IN (SELECT guid FROM contacts WHERE profile_url = ?)"
-    return list(db.query(sql, [url]))
+    return _rows(db, sql, [url])
 
 
 def people_by_email(db: Database, email: str) -> list[Row]:
     """The employments whose e-mail address is `email` (an email_key)."""
-    return list(db.query(f"{_PERSON} WHERE e.email = ? AND e.email != ''", [email]))
+    return _rows(db, f"{_PERSON} WHERE e.email = ? AND e.email != ''", [email])
 
 
-def people_at_company(
-    db: Database, company_guid: str, last_keys: Sequence[str], first_keys: Sequence[str]
+def people_at_companies(
+    db: Database, company_guids: Sequence[str], last_keys: Sequence[str], first_keys: Sequence[str]
 ) -> list[Row]:
-    """A company's employments whose last key is one of `last_keys` or first key one of
-    `first_keys` (each an index seek)."""
-    rows: dict[tuple[str, str], Row] = {}
-    for column, keys in (("last_key", last_keys), ("first_key", first_keys)):
-        if keys:
-            sql = f"{_PERSON} WHERE e.company_guid = ? AND e.{column} IN ({_marks(keys)})"
-            for row in db.query(sql, [company_guid, *keys]):
-                rows[row["contact_guid"], row["company_guid"]] = row
-    return list(rows.values())
+    """The employments at these companies whose last key is one of `last_keys` or first key
+    one of `first_keys` (index seeks, one query)."""
+    companies = _marks(company_guids)
+    sql = (
+        f"{_PERSON} WHERE e.company_guid IN ({companies}) AND e.last_key IN ({_marks(last_keys)}) "
+        f"UNION {_PERSON} WHERE e.company_guid IN ({companies}) "
+        f"AND e.first_key IN ({_marks(first_keys)})"
+    )
+    return _rows(db, sql, [*company_guids, *last_keys, *company_guids, *first_keys])
 
 
 def people_named(db: Database, last_key: str, first_keys: Sequence[str], limit: int) -> list[Row]:
     """Employments, at any company, of contacts with this last key and one of these first
     keys; at most `limit` rows."""
     sql = f"{_PERSON} WHERE c.last_key = ? AND c.first_key IN ({_marks(first_keys)}) LIMIT ?"
-    return list(db.query(sql, [last_key, *first_keys, limit]))
+    return _rows(db, sql, [last_key, *first_keys, limit])
 
 
 def companies_by_guids(db: Database, guids: Sequence[str]) -> list[Row]:
     """The companies with these GUIDs."""
-    return list(db.query(f"{_COMPANY} WHERE guid IN ({_marks(guids)})", list(guids)))
+    return _rows(db, f"{_COMPANY} WHERE guid IN ({_marks(guids)})", list(guids))
 
 
 def companies_by_profile_url(db: Database, url: str) -> list[Row]:
     """The companies with this profile URL."""
-    return list(db.query(f"{_COMPANY} WHERE profile_url = ?", [url]))
+    return _rows(db, f"{_COMPANY} WHERE profile_url = ?", [url])
 
 
 def companies_by_domain(db: Database, domain: str) -> list[Row]:
     """The companies whose registrable domain is `domain`."""
-    return list(db.query(f"{_COMPANY} WHERE domain = ?", [domain]))
+    return _rows(db, f"{_COMPANY} WHERE domain = ?", [domain])
 
 
 def companies_by_name_key(db: Database, key: str) -> list[Row]:
@@ -304,7 +317,7 @@ def companies_by_name_key(db: Database, key: str) -> list[Row]:
         f"SELECT *, 1 AS alias FROM ({_COMPANY} WHERE guid IN "
         "(SELECT company_guid FROM company_aliases WHERE alias_key = :key))"
     )
-    return list(db.query(sql, {"key": key}))
+    return _rows(db, sql, {"key": key})
 
 
 def known_company_words(db: Database, words: Sequence[str]) -> set[str]:
@@ -431,7 +444,7 @@ def sample_employment(db: Database) -> Row | None:
         "JOIN companies c ON c.guid = e.company_guid "
         "WHERE e.status = 'Active' AND e.email != '' ORDER BY e.contact_guid LIMIT 1"
     )
-    return next(iter(db.query(sql)), None)
+    return _first(db, sql)
 
 
 def is_empty(db: Database, table: str) -> bool:
@@ -472,12 +485,12 @@ def counts(db: Database) -> dict[str, int]:
 
 def company(db: Database, guid: str) -> Row | None:
     """The company with this GUID, or None."""
-    return next(iter(db.query("SELECT * FROM companies WHERE guid = ?", [guid])), None)
+    return _first(db, "SELECT * FROM companies WHERE guid = ?", [guid])
 
 
 def contact(db: Database, guid: str) -> Row | None:
     """The contact with this GUID, or None."""
-    return next(iter(db.query("SELECT * FROM contacts WHERE guid = ?", [guid])), None)
+    return _first(db, "SELECT * FROM contacts WHERE guid = ?", [guid])
 
 
 def employments_of(db: Database, contact_guid: str) -> list[Row]:
@@ -486,7 +499,7 @@ def employments_of(db: Database, contact_guid: str) -> list[Row]:
         "SELECT * FROM employments WHERE contact_guid = ? "
         "ORDER BY status != 'Active', job_started_on DESC, company_guid"
     )
-    return list(db.query(sql, [contact_guid]))
+    return _rows(db, sql, [contact_guid])
 
 
 def has_delivered(db: Database, org_id: str, contact_guid: str) -> bool:
@@ -500,16 +513,17 @@ def has_delivered(db: Database, org_id: str, contact_guid: str) -> bool:
 
 def transaction(db: Database, transaction_id: str) -> Row | None:
     """The transaction with this id, or None."""
-    rows = db.query("SELECT * FROM transactions WHERE id = ?", [transaction_id])
+    rows = _rows(db, "SELECT * FROM transactions WHERE id = ?", [transaction_id])
     return next(iter(rows), None)
 
 
 def save_transaction(db: Database, row: Row) -> None:
     """Record a transaction (one with the same id is replaced: a retried CLI row)."""
-    db.table("transactions").insert(row, replace=True)
+    columns, values = ", ".join(row), ", ".join(f":{name}" for name in row)
+    db.execute(f"INSERT OR REPLACE INTO transactions ({columns}) VALUES ({values})", row)
 
 
 def transactions_of(db: Database, org_id: str) -> list[Row]:
     """An organization's transactions, oldest first."""
     sql = "SELECT * FROM transactions WHERE org_id = ? ORDER BY created_at, rowid"
-    return list(db.query(sql, [org_id]))
+    return _rows(db, sql, [org_id])
