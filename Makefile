@@ -32,9 +32,12 @@ format: install
 test: lint
 	$(BIN)/pytest -q
 
+# bench/enrich.py drives the server with wrk (a Debian package); it builds var/bench-full.db once.
 bench: install
+	command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 	$(BIN)/python bench/auth.py
 	$(BIN)/python bench/dataset.py
+	$(BIN)/python bench/enrich.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

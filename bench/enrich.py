@@ -1,0 +1,742 @@
+"""Benchmark: enrich match quality by grade and query kind, matcher latency, HTTP throughput.
+
+    .venv/bin/python bench/enrich.py                            # full size, var/bench-full.db
+    .venv/bin/python bench/enrich.py --db /work/bench-data/full.db
+    .venv/bin/python bench/enrich.py --small                    # demo size, var/bench-demo.db
+    .venv/bin/python bench/enrich.py --small --show-queries 3   # build queries, print samples
+
+Data: the 100,000-company / 1,000,000-contact dataset (seed 7), built with `contactdata
+demo-data` when `--db` does not exist; `--small` uses the demo size (5,000 / 100,000). The
+database is only read (opened read-only, except by the matcher's own connection).
+
+Queries (noise model: bench/enrich_queries.py): 9,000 contacts (employments, so a "No Longer"
+contact is asked for at its former employer and must come back as that contact) and 3,000
+companies sampled with `--seed`, one noisy query each; queries that fit another record as well
+as theirs (two people of one name at one company, two companies of one name) are left out.
+Plus 2,000 queries for records not in the database, each checked to be absent.
+
+Scoring. A returned match is correct when every GUID it carries is the expected one: the
+contact and company GUIDs for a contact query, the company GUID for a company query. A
+company-only match to a contact query, or to a made-up person at an existing company, is
+correct when its company is: it counts as "company only", not as recall. Precision = correct
+/ returned; recall = queries answered with the expected record / queries; a false match on an
+absent record is any returned contact, or a company other than the one the query named.
+
+Speed: every query through `matching.find` in-process after a warm-up, each timed; then the
+app under gunicorn (server/serve.py settings, bench/hello_app.py adds GET /hello) on a copy
+of the database with one unlimited enterprise_plus organization, driven by wrk: hello, then
+enrich (POSTs rotating over 500 known queries), then hello again, 2 connections per worker.
+
+Targets (issue 4), printed with pass/FAIL: A+ precision >= 99.5%; precision over all returned
+>= 99%; recall >= 97% on queries with an e-mail or a name with a company name or website;
+false matches on absent records <= 0.5%; latency p50 <= 1 ms and p99 <= 5 ms; enrich
+throughput >= 50% of hello's. Writes bench/results/enrich.txt (full size) and every failure
+(wrong match, miss, company-only answer to a contact query) to `--failures`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from enrich_queries import (
+    BenchQuery,
+    Company,
+    Contact,
+    absent_queries,
+    known_queries,
+)
+from rapidfuzz.distance import Levenshtein
+
+from server import accounts, matching
+from server import db as database
+from server.clock import utcnow
+from server.matching import Match, Query
+from server.names import first_keys
+from server.normalize import company_key, fold, person_key, registrable_domain
+from server.records import JOIN
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+RESULTS = HERE / "results" / "enrich.txt"
+CLI = str(Path(sys.executable).parent / "contactdata")
+SIZES = {"full": (100_000, 1_000_000), "small": (5_000, 100_000)}
+DEFAULT_DBS = {"full": ROOT / "var" / "bench-full.db", "small": ROOT / "var" / "bench-demo.db"}
+CONTACT_QUERIES, COMPANY_QUERIES, ABSENT_QUERIES = 9_000, 3_000, 2_000
+WARM_UP = 1_000
+HTTP_BODIES = 500
+SECRET = "bench-enrich-secret"
+GRADES = ("A+", "A", "A-", "B")
+
+# --- data ------------------------------------------------------------------------------------
+
+
+def ensure_database(path: Path, size: str) -> None:
+    """Build the dataset at `path` with `contactdata demo-data` (seed 7) unless it exists."""
+    if path.exists():
+        return
+    companies, contacts = SIZES[size]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"building {path} ({companies:,} companies, {contacts:,} contacts)...", flush=True)
+    command = [CLI, "demo-data", "--db", str(path), "--companies", str(companies)]
+    subprocess.run([*command, "--contacts", str(contacts), "--seed", "7"], check=True)
+
+
+def read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write to the database at `path`."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def _company(guid: str, name: str, aka: str, domain: str, country: str) -> Company:
+    return Company(guid, name, tuple(a for a in aka.split(JOIN) if a), domain, country)
+
+
+def _sample_rowids(conn: sqlite3.Connection, table: str, n: int, rng: random.Random) -> list[int]:
+    (top,) = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()
+    return sorted(rng.sample(range(1, top + 1), min(n, top)))
+
+
+def _in_chunks(ids: Sequence[int], size: int = 500) -> Iterable[tuple[str, Sequence[int]]]:
+    for start in range(0, len(ids), size):
+        chunk = ids[start : start + size]
+        yield ",".join("?" * len(chunk)), chunk
+
+
+def sample_contacts(conn: sqlite3.Connection, n: int, rng: random.Random) -> list[Contact]:
+    """`n` employments drawn at random, each as the contact at that company."""
+    found = []
+    for marks, chunk in _in_chunks(_sample_rowids(conn, "employments", n, rng)):
+        rows = conn.execute(
+            "SELECT c.guid, c.first_name, c.middle_name, c.last_name, e.email, e.status, "
+            "e.job_title, co.guid, co.name, co.aka, co.domain, co.country "
+            "FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
+            "JOIN companies co ON co.guid = e.company_guid "
+            f"WHERE e.rowid IN ({marks}) ORDER BY e.rowid",
+            chunk,
+        )
+        for guid, first, middle, last, email, status, title, *company in rows:
+            found.append(
+                Contact(guid, first, middle, last, email, status, _company(*company), title)
+            )
+    return found
+
+
+def sample_companies(conn: sqlite3.Connection, n: int, rng: random.Random) -> list[Company]:
+    """`n` companies drawn at random."""
+    found = []
+    for marks, chunk in _in_chunks(_sample_rowids(conn, "companies", n, rng)):
+        rows = conn.execute(
+            "SELECT guid, name, aka, domain, country FROM companies "
+            f"WHERE rowid IN ({marks}) ORDER BY rowid",
+            chunk,
+        )
+        found.extend(_company(*row) for row in rows)
+    return found
+
+
+class Ground:
+    """What the database holds, to reject queries that are ambiguous or not really absent."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.by_first_word: dict[str, list[str]] = defaultdict(list)
+        keys = conn.execute(
+            "SELECT name_key FROM companies UNION SELECT alias_key FROM company_aliases"
+        )
+        for (key,) in keys:
+            self.by_first_word[key.split(" ")[0] if key else ""].append(key)
+
+    def companies_named(self, name: str) -> set[str]:
+        """GUIDs of companies whose name or alias has the key of `name`."""
+        key = company_key(name)
+        rows = self.conn.execute(
+            "SELECT guid FROM companies WHERE name_key = ?1 "
+            "UNION SELECT company_guid FROM company_aliases WHERE alias_key = ?1",
+            (key,),
+        )
+        return {guid for (guid,) in rows}
+
+    def near_company_name(self, name: str) -> bool:
+        """Some company's name or alias key is within 2 edits of the key of `name` (among
+        those with the same first word)."""
+        key = company_key(name)
+        bucket = self.by_first_word.get(key.split(" ")[0], ())
+        return any(Levenshtein.distance(key, other, score_cutoff=2) <= 2 for other in bucket)
+
+    def companies_at(self, website: str) -> set[str]:
+        """GUIDs of companies at the registrable domain of `website`."""
+        domain = registrable_domain(website)
+        rows = self.conn.execute("SELECT guid FROM companies WHERE domain = ?", (domain,))
+        return {guid for (guid,) in rows}
+
+    def email_known(self, email: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM employments WHERE email = ? AND email != ''", (email.casefold(),)
+        )
+        return row.fetchone() is not None
+
+    def people(self, companies: set[str], keys: set[tuple[str, str]]) -> set[str]:
+        """Contacts at `companies` with any of the (first key, last key) `keys`, nicknames
+        counted as the same first name."""
+        found = set()
+        for first, last in keys:
+            for first_key in first_keys(first) | {first}:
+                rows = self.conn.execute(
+                    "SELECT e.company_guid, c.guid FROM contacts c JOIN employments e "
+                    "ON e.contact_guid = c.guid WHERE c.last_key = ? AND c.first_key = ?",
+                    (last, first_key),
+                )
+                found |= {guid for company, guid in rows if company in companies}
+        return found
+
+    def contact_keys(self, guid: str) -> tuple[str, str]:
+        row = self.conn.execute("SELECT first_key, last_key FROM contacts WHERE guid = ?", (guid,))
+        return row.fetchone()
+
+    def company_name(self, guid: str) -> str:
+        row = self.conn.execute("SELECT name FROM companies WHERE guid = ?", (guid,)).fetchone()
+        return row[0] if row else ""
+
+    def rejected(self, case: BenchQuery) -> bool:
+        """True when a known record's query fits another record as well, or an absent one's
+        fits a record that exists."""
+        q = case.query
+        named = self.companies_named(q.company_name) if q.company_name else set()
+        at = self.companies_at(q.company_website) if q.company_website else set()
+        if case.absent:
+            return self._exists(case, named, at)
+        if case.contact_guid:
+            if q.email:
+                return False
+            names = query_name_keys(q) | {self.contact_keys(case.contact_guid)}
+            names |= {(last, first) for first, last in names}
+            return bool(self.people({case.company_guid} | named | at, names) - {case.contact_guid})
+        original = self.companies_named(self.company_name(case.company_guid))
+        return bool((named | at | original) - {case.company_guid})
+
+    def _exists(self, case: BenchQuery, named: set[str], at: set[str]) -> bool:
+        q = case.query
+        if q.email and (
+            self.email_known(q.email) or (not case.company_guid and self.companies_at(q.email))
+        ):
+            return True
+        if not case.company_guid and (named or at or self.near_company_name(q.company_name)):
+            return True
+        names = query_name_keys(q)
+        names |= {(last, first) for first, last in names}
+        return bool(names and self.people({case.company_guid} | named | at, names))
+
+
+def query_name_keys(q: Query) -> set[tuple[str, str]]:
+    """The (first key, last key) a query names, if any."""
+    if q.first_name and q.last_name:
+        return {(person_key(q.first_name), person_key(q.last_name))}
+    words = fold(q.full_name).split()
+    return {(words[0], words[-1])} if len(words) >= 2 else set()
+
+
+def build_queries(conn: sqlite3.Connection, seed: int, absent: int) -> list[BenchQuery]:
+    """The known and absent queries, in a seeded shuffled order."""
+    rng = random.Random(seed)
+    ground = Ground(conn)
+    contacts = sample_contacts(conn, int(CONTACT_QUERIES * 1.1), rng)
+    companies = sample_companies(conn, int(COMPANY_QUERIES * 1.1), rng)
+    known = known_queries(rng, contacts, [], ground.rejected)[:CONTACT_QUERIES]
+    known += known_queries(rng, [], companies, ground.rejected)[:COMPANY_QUERIES]
+    made_up = absent_queries(rng, absent, contacts, companies, ground.rejected)
+    cases = known + made_up
+    rng.shuffle(cases)
+    return cases
+
+
+# --- in-process run and scoring ----------------------------------------------------------------
+
+
+def run_matcher(path: Path, cases: Sequence[BenchQuery]) -> list[tuple[Match | None, int]]:
+    """Each query through `matching.find` after a warm-up: (match, nanoseconds) per query."""
+    db = database.connect(path, migrate=False)
+    for case in cases[:WARM_UP]:
+        matching.find(db, case.query)
+    results = []
+    for case in cases:
+        started = time.perf_counter_ns()
+        match = matching.find(db, case.query)
+        results.append((match, time.perf_counter_ns() - started))
+    return results
+
+
+def outcome(case: BenchQuery, match: Match | None) -> str:
+    """ "right", "company only" (the right company, no contact, where a contact was asked for
+    or none exists), "wrong", or "none" (No Match)."""
+    if match is None:
+        return "none"
+    if match.company_guid != case.company_guid:
+        return "wrong"
+    if match.contact_guid:
+        return "right" if match.contact_guid == case.contact_guid else "wrong"
+    return "company only" if case.contact_guid or case.absent else "right"
+
+
+@dataclass
+class Tally:
+    """Outcomes of a group of queries."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, result: str) -> None:
+        self.counts[result] += 1
+
+    @property
+    def n(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def returned(self) -> int:
+        return self.n - self.counts["none"]
+
+    def precision(self) -> float | None:
+        correct = self.counts["right"] + self.counts["company only"]
+        return correct / self.returned if self.returned else None
+
+    def share(self, result: str) -> float | None:
+        return self.counts[result] / self.n if self.n else None
+
+
+def identifying(q: Query) -> bool:
+    """An e-mail, or a person's name with a company name or website."""
+    name = (q.first_name and q.last_name) or len(q.full_name.split()) >= 2
+    return bool(q.email or (name and (q.company_name or q.company_website)))
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "     -" if value is None else f"{value * 100:6.{digits}f}%"
+
+
+def quality_report(
+    cases: Sequence[BenchQuery], results: Sequence[tuple[Match | None, int]]
+) -> tuple[list[str], dict[str, float | None]]:
+    """The per-kind and per-grade tables, and the figures the targets are checked on."""
+    kinds: dict[str, Tally] = defaultdict(Tally)
+    grades: dict[str, Tally] = defaultdict(Tally)
+    groups: dict[str, Tally] = defaultdict(Tally)
+    for case, (match, _) in zip(cases, results, strict=True):
+        result = outcome(case, match)
+        kinds[case.kind].add(result)
+        if match is not None:
+            grades[match.grade].add(result)
+            groups["returned"].add(result)
+        groups["absent" if case.absent else "known"].add(result)
+        if not case.absent and case.contact_guid and identifying(case.query):
+            groups["identifying"].add(result)
+        if case.former:
+            groups["former"].add(result)
+    lines = [
+        f"{'query kind':<38} {'n':>6} {'prec':>7} {'recall':>7} {'no match':>8} "
+        f"{'co. only':>8} {'wrong':>7}"
+    ]
+    for kind in sorted(
+        kinds, key=lambda k: (k.split(":")[0] != "contact", k.startswith("absent"), k)
+    ):
+        t = kinds[kind]
+        recall = None if kind.startswith("absent") else t.share("right")
+        lines.append(
+            f"{kind:<38} {t.n:>6,} {pct(t.precision())} {pct(recall)} {pct(t.share('none')):>8} "
+            f"{pct(t.share('company only')):>8} {pct(t.share('wrong'))}"
+        )
+    lines += ["", f"{'grade':<6} {'returned':>8} {'share':>7} {'precision':>9}"]
+    returned = groups["returned"].n or 1
+    for grade in GRADES:
+        t = grades[grade]
+        lines.append(f"{grade:<6} {t.n:>8,} {pct(t.n / returned)} {pct(t.precision(), 2):>9}")
+    former = groups["former"]
+    lines += [
+        "",
+        f'"No Longer" contacts at their former employer: {former.n:,} queries, precision '
+        f"{pct(former.precision())}, recall {pct(former.share('right'))}",
+    ]
+    figures = {
+        "a_plus": grades["A+"].precision(),
+        "precision": groups["returned"].precision(),
+        "recall": groups["identifying"].share("right"),
+        "recall_n": groups["identifying"].n,
+        "false": groups["absent"].share("wrong"),
+        "absent_company_only": groups["absent"].share("company only"),
+        "absent_n": groups["absent"].n,
+    }
+    return lines, figures
+
+
+def percentile(sorted_ns: Sequence[int], p: float) -> float:
+    """The p-th percentile (nearest rank) in milliseconds."""
+    rank = max(0, min(len(sorted_ns) - 1, round(p / 100 * len(sorted_ns)) - 1))
+    return sorted_ns[rank] / 1e6
+
+
+def latency(results: Sequence[tuple[Match | None, int]]) -> dict[str, float]:
+    ns = sorted(elapsed for _, elapsed in results)
+    return {
+        "p50": percentile(ns, 50),
+        "p99": percentile(ns, 99),
+        "p99.9": percentile(ns, 99.9),
+        "max": ns[-1] / 1e6,
+        "mean": sum(ns) / len(ns) / 1e6,
+    }
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+
+def _describe_query(q: Query) -> str:
+    return "  ".join(f"{name}={value!r}" for name, value in vars(q).items() if value)
+
+
+def _describe(conn: sqlite3.Connection, company_guid: str, contact_guid: str) -> str:
+    parts = []
+    if contact_guid:
+        row = conn.execute(
+            "SELECT c.full_name, e.status, e.email FROM contacts c LEFT JOIN employments e "
+            "ON e.contact_guid = c.guid AND e.company_guid = ? WHERE c.guid = ?",
+            (company_guid, contact_guid),
+        ).fetchone()
+        name, status, email = row or ("?", "", "")
+        parts.append(f"contact {contact_guid} {name!r} <{email or '-'}> {status or 'not there'}")
+    if company_guid:
+        row = conn.execute(
+            "SELECT name, domain, aka FROM companies WHERE guid = ?", (company_guid,)
+        ).fetchone()
+        name, domain, aka = row or ("?", "", "")
+        parts.append(f"at {company_guid} {name!r} {domain}" + (f" aka {aka!r}" if aka else ""))
+    return " ".join(parts) or "nothing (absent record)"
+
+
+def write_failures(
+    path: Path,
+    conn: sqlite3.Connection,
+    cases: Sequence[BenchQuery],
+    results: Sequence[tuple[Match | None, int]],
+) -> int:
+    """Every wrong match, miss and company-only answer to a contact query, grouped by kind."""
+    failed = [
+        (case, match, result)
+        for case, (match, _) in zip(cases, results, strict=True)
+        if (result := outcome(case, match)) == "wrong" or (not case.absent and result != "right")
+    ]
+    failed.sort(key=lambda item: (item[0].kind, item[2]))
+    lines = [f"{len(failed):,} failures of {len(cases):,} queries", ""]
+    for case, match, result in failed:
+        got = "No Match"
+        if match is not None:
+            got = (
+                f"{match.grade} score {match.score:.3f} on {','.join(match.matched_on)}: "
+                + _describe(conn, match.company_guid, match.contact_guid)
+            )
+        lines += [
+            f"[{case.kind}] {result}" + (" (No Longer)" if case.former else ""),
+            f"  query:    {_describe_query(case.query)}",
+            f"  expected: {_describe(conn, case.company_guid, case.contact_guid)}",
+            f"  got:      {got}",
+        ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return len(failed)
+
+
+# --- HTTP throughput --------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def copy_with_org(source: Path, target: Path) -> str:
+    """Copy the database (SQLite backup, consistent) and add one unlimited enterprise_plus
+    organization with limits no benchmark reaches; returns its admin key."""
+    with read_only(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    db = database.connect(target)
+    _, key = accounts.create_organization(
+        db, SECRET.encode(), utcnow(), name="Enrich bench", website="bench.example",
+        tier="enterprise_plus", qps=10**6, daily_limit=10**9, discover_per_minute=10**6,
+    )  # fmt: skip
+    db.conn.close()
+    return key
+
+
+def start_server(path: Path, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
+    """bench/hello_app.py under gunicorn on `path`; returns once /hello answers."""
+    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
+    command = [sys.executable, str(HERE / "hello_app.py"), "--db", str(path), "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*command, "--workers", str(workers)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    for _ in range(600):
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/hello", timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.1)
+    stop_server(process)
+    raise RuntimeError("server did not start in 60 s")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=30)
+
+
+def post_enrich(port: int, key: str, body: dict[str, str]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v7/enrich",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "apikey": key},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, {}
+
+
+def lua_script(bodies: Sequence[dict[str, str]], key: str, path: str = "/v7/enrich") -> str:
+    """A wrk script POSTing `bodies` to `path` in turn, each thread from its own offset."""
+    items = ",\n".join(f"  [==[{json.dumps(body)}]==]" for body in bodies)
+    return f"""local bodies = {{
+{items}
+}}
+local headers = {{ ["Content-Type"] = "application/json", ["apikey"] = "{key}" }}
+local i = 0
+function setup(thread)
+  thread:set("offset", math.random(#bodies))
+end
+function init(args)
+  i = offset or 0
+end
+function request()
+  i = i % #bodies + 1
+  return wrk.format("POST", "{path}", headers, bodies[i])
+end
+"""
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk(url: str, connections: int, seconds: int, script: Path | None) -> dict[str, float]:
+    """Run wrk; requests/s, p50 and p99 in ms, and responses that were not 2xx/3xx."""
+    command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    output = subprocess.run(
+        [*command, *(["-s", str(script)] if script else []), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    def latency_at(p: str) -> float:
+        number, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M).groups()  # type: ignore[union-attr]
+        return float(number) * _UNITS[unit]
+
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),  # type: ignore[union-attr]
+        "p50": latency_at("50"),
+        "p99": latency_at("99"),
+        "errors": float(errors.group(1)) if errors else 0.0,
+    }
+
+
+def http_report(
+    path: Path, cases: Sequence[BenchQuery], workers: int, seconds: int, work: Path
+) -> tuple[list[str], float | None]:
+    """Throughput of /hello and /v7/enrich on one server; the lines and enrich/hello."""
+    copy = work / "http.db"
+    started = time.perf_counter()
+    key = copy_with_org(path, copy)
+    lines = [f"database copied for the server in {time.perf_counter() - started:.0f} s"]
+    known = [case for case in cases if not case.absent]
+    bodies = [case.body() for case in random.Random(1).sample(known, HTTP_BODIES)]
+    port = free_port()
+    server = start_server(copy, port, workers, work / "server.log")
+    try:
+        status, _ = post_enrich(port, key, bodies[0])
+        if status != 200:
+            return [*lines, f"POST /v7/enrich answers HTTP {status}: enrich not measured"], None
+        agree = sum(
+            post_enrich(port, key, case.body())[1].get("conGUID", "") == case.contact_guid
+            for case in [c for c in known if c.contact_guid][:50]
+        )
+        lines.append(f"HTTP answers with the expected conGUID: {agree}/50 contact queries")
+        script, floor = work / "enrich.lua", work / "floor.lua"
+        script.write_text(lua_script(bodies, key))
+        floor.write_text(lua_script(bodies, key, "/floor"))
+        base = f"http://127.0.0.1:{port}"
+        runs = [
+            ("hello", wrk(f"{base}/hello", 2 * workers, seconds, None)),
+            ("enrich", wrk(f"{base}/v7/enrich", 2 * workers, seconds, script)),
+            ("floor", wrk(f"{base}/floor", 2 * workers, seconds, floor)),
+            ("hello again", wrk(f"{base}/hello", 2 * workers, seconds, None)),
+        ]
+    finally:
+        stop_server(server)
+    for name, run in runs:
+        lines.append(
+            f"{name:<12} {run['rps']:8,.0f} req/s  p50 {run['p50']:6.2f} ms  p99 "
+            f"{run['p99']:6.2f} ms  non-2xx {run['errors']:,.0f}"
+        )
+    hello = (runs[0][1]["rps"] + runs[3][1]["rps"]) / 2
+    enrich_share, floor_share = runs[1][1]["rps"] / hello, runs[2][1]["rps"] / hello
+    lines.append(
+        f"enrich / hello {enrich_share:.0%}; floor / hello {floor_share:.0%} (floor: an enrich "
+        "call without matching, see bench/hello_app.py)"
+    )
+    return lines, runs[1][1]["rps"] / hello
+
+
+# --- main --------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    """What the figures were measured on."""
+    return (
+        f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
+    )
+
+
+def target_lines(figures: dict[str, float | None], speed: dict[str, float]) -> list[str]:
+    """Each target with its figure and pass/FAIL."""
+
+    def check(label: str, value: float | None, shown: str, goal: str, ok: bool) -> str:
+        mark = "-" if value is None else ("pass" if ok else "FAIL")
+        return f"{label:<52} {shown:>9}  target {goal:<8} {mark}"
+
+    def as_pct(key: str, digits: int = 2) -> str:
+        value = figures.get(key)
+        return "-" if value is None else f"{value * 100:.{digits}f}%"
+
+    a_plus, precision, recall = figures["a_plus"], figures["precision"], figures["recall"]
+    false, ratio = figures["false"], figures.get("http")
+    return [
+        check("A+ precision", a_plus, as_pct("a_plus"), ">= 99.5%", (a_plus or 0) >= 0.995),
+        check("precision over all returned matches", precision, as_pct("precision"), ">= 99%",
+              (precision or 0) >= 0.99),
+        check(f"recall, e-mail or name + company/domain (n={figures['recall_n']:,.0f})", recall,
+              as_pct("recall"), ">= 97%", (recall or 0) >= 0.97),
+        check(f"false matches on absent records (n={figures['absent_n']:,.0f})", false,
+              as_pct("false"), "<= 0.5%", (false if false is not None else 1) <= 0.005),
+        check("in-process latency p50", speed["p50"], f"{speed['p50']:.3f} ms", "<= 1 ms",
+              speed["p50"] <= 1),
+        check("in-process latency p99", speed["p99"], f"{speed['p99']:.3f} ms", "<= 5 ms",
+              speed["p99"] <= 5),
+        check("HTTP enrich throughput / hello", ratio, as_pct("http", 0), ">= 50%",
+              (ratio or 0) >= 0.5),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, help="dataset (default var/bench-full.db, built)")
+    parser.add_argument("--small", action="store_true", help="demo size: var/bench-demo.db")
+    parser.add_argument("--seed", type=int, default=7, help="query sampling seed")
+    parser.add_argument("--absent", type=int, default=ABSENT_QUERIES)
+    parser.add_argument("--failures", type=Path, default=ROOT / "var" / "enrich-failures.txt")
+    parser.add_argument("--show-queries", type=int, metavar="N", help="print N per kind, stop")
+    parser.add_argument("--no-http", action="store_true", help="skip the HTTP throughput part")
+    parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
+    parser.add_argument("--workers", type=int, default=2)
+    options = parser.parse_args()
+    size = "small" if options.small else "full"
+    path = options.db or DEFAULT_DBS[size]
+    ensure_database(path, size)
+    conn = read_only(path)
+    (companies,), (contacts,) = (
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone() for t in ("companies", "contacts")
+    )
+    lines = [
+        f"bench/enrich.py on {machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"database {path}: {companies:,} companies, {contacts:,} contacts",
+    ]
+    print("\n".join(lines), flush=True)
+    started = time.perf_counter()
+    cases = build_queries(conn, options.seed, options.absent)
+    kinds = Counter(case.kind.split(":")[0] for case in cases)
+    lines.append(
+        f"queries (seed {options.seed}): {kinds['contact']:,} contact, {kinds['company']:,} "
+        f"company, {kinds['absent']:,} absent; built in {time.perf_counter() - started:.1f} s"
+    )
+    print(lines[-1], flush=True)
+    if options.show_queries:
+        show_queries(cases, options.show_queries)
+        return
+    results = run_matcher(path, cases)
+    table, figures = quality_report(cases, results)
+    speed = latency(results)
+    lines += ["", *table, ""]
+    lines.append(
+        f"in-process find(): p50 {speed['p50']:.3f} ms  p99 {speed['p99']:.3f} ms  p99.9 "
+        f"{speed['p99.9']:.3f} ms  max {speed['max']:.1f} ms  mean {speed['mean']:.3f} ms "
+        f"({len(results):,} calls after {WARM_UP:,} warm-up)"
+    )
+    lines.append(
+        f"absent records answered company-only (made-up person, right company): "
+        f"{pct(figures['absent_company_only'])}"
+    )
+    n_failed = write_failures(options.failures, conn, cases, results)
+    print("\n".join(lines[3:]), flush=True)
+    if not options.no_http:
+        with tempfile.TemporaryDirectory(prefix="bench-enrich-") as work:
+            http_lines, figures["http"] = http_report(
+                path, cases, options.workers, options.seconds, Path(work)
+            )
+        heading = (
+            f"HTTP: gunicorn, {options.workers} sync workers; wrk, {2 * options.workers} "
+            f"connections, {options.seconds} s per run"
+        )
+        lines += ["", heading, *http_lines]
+        print("\n".join(lines[-len(http_lines) - 1 :]), flush=True)
+    lines += ["", *target_lines(figures, speed)]
+    print("\n".join(lines[-7:]))
+    print(f"{n_failed:,} failures written to {options.failures}")
+    if size == "full":
+        RESULTS.parent.mkdir(exist_ok=True)
+        RESULTS.write_text("\n".join(lines) + "\n")
+
+
+def show_queries(cases: Sequence[BenchQuery], per_kind: int) -> None:
+    """A few queries of each kind, for reading the noise model at work."""
+    shown: Counter[str] = Counter()
+    for case in sorted(cases, key=lambda c: c.kind):
+        if shown[case.kind] < per_kind:
+            shown[case.kind] += 1
+            print(f"{case.kind:<36} {json.dumps(case.body(), ensure_ascii=False)}")
+    print(Counter(case.kind for case in cases).most_common())
+
+
+if __name__ == "__main__":
+    main()

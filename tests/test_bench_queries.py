@@ -1,0 +1,220 @@
+"""The enrich benchmark's query generator: each noise kind does what it says, for a seed."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from rapidfuzz.distance import OSA
+
+from bench.enrich_queries import (
+    ABSENT_KINDS,
+    COMPANY_KINDS,
+    CONTACT_KINDS,
+    NICKNAMES,
+    BenchQuery,
+    Company,
+    Contact,
+    absent_queries,
+    case_change,
+    company_query,
+    contact_query,
+    known_queries,
+    misspell,
+    nickname,
+    nickname_table,
+    split_suffix,
+    strip_accents,
+    suffix_variant,
+    typo,
+    url_variant,
+)
+from server.normalize import fold, registrable_domain
+
+ACME = Company("A" * 16, "Acme Widgets, Inc.", ("Acme", "AWI"), "acme-widgets.com", "United States")
+MULLER = Company("B" * 16, "Müller Präzisionstechnik GmbH", (), "mueller-praezision.de", "Germany")
+ROBERT = Contact("1" * 32, "Robert", "James", "Whitaker", "robert.whitaker@acme-widgets.com",
+                 "Active", ACME, "Sales Manager")  # fmt: skip
+JOSE = Contact("2" * 32, "José", "", "Núñez", "jnunez@mueller-praezision.de", "No Longer", MULLER)
+CONTACTS = [ROBERT, JOSE]
+COMPANIES = [ACME, MULLER]
+
+
+def rngs(n: int = 200) -> list[random.Random]:
+    return [random.Random(seed) for seed in range(n)]
+
+
+@pytest.mark.parametrize("edit", ["substitution", "deletion", "insertion", "transposition"])
+def test_an_edit_changes_one_place_and_never_the_first_letter(edit: str) -> None:
+    lengths = {"substitution": 0, "deletion": -1, "insertion": 1, "transposition": 0}
+    for rng in rngs():
+        wrong = misspell(rng, "Whitaker", edit)
+        assert wrong[0] == "W"
+        assert len(wrong) == len("Whitaker") + lengths[edit]
+        assert OSA.distance(wrong, "Whitaker") == 1
+
+
+def test_a_typo_is_one_or_two_edits_in_a_long_enough_word() -> None:
+    for rng in rngs():
+        wrong = typo(rng, "Acme Widgets")
+        assert wrong is not None and [w[0] for w in wrong.split()] == ["A", "W"]
+        assert 1 <= OSA.distance(wrong, "Acme Widgets") <= 2
+    assert typo(random.Random(1), "Li Bo") is None
+
+
+def test_accents_are_stripped_and_case_changes_apply_to_every_text() -> None:
+    assert strip_accents("José Núñez, Müller") == "Jose Nunez, Muller"
+    seen = set()
+    for rng in rngs(50):
+        change, texts = case_change(rng, ["José", "Müller GmbH"])
+        seen.add(change)
+        expected = {"upper": ["JOSÉ", "MÜLLER GMBH"], "lower": ["josé", "müller gmbh"]}
+        assert texts == expected.get(change, ["Jose", "Muller GmbH"])
+    assert seen == {"upper", "lower", "strip accents"}
+    assert {case_change(rng, ["Smith"])[0] for rng in rngs(50)} == {"upper", "lower"}
+
+
+def test_nicknames_come_from_the_matchers_table() -> None:
+    assert {"Bob", "Bobby", "Rob"} <= set(nickname_table()["robert"])
+    assert "Bill" in nickname_table()["william"]
+    assert {nickname(rng, "Robert", NICKNAMES) for rng in rngs(50)} == {"Bob", "Rob", "Bobby"}
+    assert nickname(random.Random(1), "Wolfgang", NICKNAMES) is None
+
+
+def test_legal_suffixes_are_dropped_changed_or_added() -> None:
+    assert split_suffix("Acme Widgets, Inc.") == ("Acme Widgets", "Inc.")
+    assert split_suffix("Matthews Facility Services Pty Ltd") == (
+        "Matthews Facility Services",
+        "Pty Ltd",
+    )
+    assert split_suffix("Acme") == ("Acme", "")
+    variants = {suffix_variant(rng, "Acme Widgets, Inc.") for rng in rngs(50)}
+    assert ("drop", "Acme Widgets") in variants
+    assert {name for how, name in variants if how == "change"} <= {
+        f"Acme Widgets {s}" for s in ("Incorporated", "Inc", "LLC", "Corp.")
+    }
+    how, name = suffix_variant(random.Random(1), "Brightport")
+    assert how == "add" and split_suffix(name)[0] == "Brightport" and split_suffix(name)[1]
+
+
+def test_url_variants_keep_the_registrable_domain() -> None:
+    urls = {url_variant(rng, "acme-widgets.co.uk") for rng in rngs()}
+    assert len(urls) > 30
+    assert all(registrable_domain(url) == "acme-widgets.co.uk" for url in urls)
+    assert any(url.startswith("http://") for url in urls)
+    assert any(url.endswith("/") for url in urls)
+
+
+def _names(case: BenchQuery) -> tuple[str, str]:
+    q = case.query
+    if q.full_name:
+        words = q.full_name.split()
+        return words[0], words[-1]
+    return q.first_name, q.last_name
+
+
+def test_each_contact_kind_makes_the_query_its_docstring_describes() -> None:
+    for rng in rngs(50):
+        email = contact_query(rng, ROBERT, "email")
+        assert email and vars(email.query)["email"].lower() == ROBERT.email
+        assert {k for k, v in vars(email.query).items() if v} == {"email"}
+        full = contact_query(rng, ROBERT, "full record")
+        assert full and full.query.email == ROBERT.email and full.query.company_name == ACME.name
+        assert full.query.job_title == "Sales Manager" and full.query.country == "United States"
+        assert registrable_domain(full.query.company_website) == ACME.domain
+        named = contact_query(rng, ROBERT, "name + company")
+        assert named and _names(named) == ("Robert", "Whitaker") and named.query.company_name
+        domain = contact_query(rng, ROBERT, "name + domain")
+        assert domain and registrable_domain(domain.query.company_website) == ACME.domain
+        assert not domain.query.company_name
+        dropped = contact_query(rng, ROBERT, "dropped fields")
+        assert dropped and (dropped.query.email or dropped.query.company_name
+                            or dropped.query.company_website)  # fmt: skip
+        assert not (dropped.query.email and dropped.query.company_name
+                    and dropped.query.company_website and dropped.query.last_name)  # fmt: skip
+        typo_case = contact_query(rng, ROBERT, "name typo")
+        assert typo_case and _names(typo_case) != ("Robert", "Whitaker")
+        first, last = _names(typo_case)
+        assert OSA.distance(first + " " + last, "Robert Whitaker") in (1, 2)
+        company_typo = contact_query(rng, ROBERT, "company typo")
+        assert company_typo and company_typo.query.company_name.endswith(", Inc.")
+        assert 1 <= OSA.distance(company_typo.query.company_name, ACME.name) <= 2
+        swapped = contact_query(rng, ROBERT, "swapped names")
+        assert swapped and _names(swapped) == ("Whitaker", "Robert")
+        nick = contact_query(rng, ROBERT, "nickname")
+        assert nick and _names(nick)[1] == "Whitaker"
+        assert _names(nick)[0] in nickname_table()["robert"]
+        alias = contact_query(rng, ROBERT, "alias")
+        assert alias and alias.query.company_name in ACME.aka
+        suffix = contact_query(rng, ROBERT, "legal suffix")
+        assert suffix and split_suffix(suffix.query.company_name)[0] == "Acme Widgets"
+        assert suffix.query.company_name != ACME.name
+    for case in (email, full, named, nick):
+        assert (case.company_guid, case.contact_guid, case.absent) == (
+            ACME.guid,
+            ROBERT.guid,
+            False,
+        )
+
+
+def test_case_and_accent_changes_reach_names_and_company() -> None:
+    changed = [contact_query(rng, JOSE, "case/accent") for rng in rngs(50)]
+    assert all(case and fold(" ".join(_names(case))) == "jose nunez" for case in changed)
+    stripped = [case for case in changed if case and "Jose" in _names(case)]
+    assert stripped and all(c.query.company_name.startswith("Muller Prazision") for c in stripped)
+
+
+def test_a_no_longer_contact_is_expected_at_its_former_employer() -> None:
+    case = contact_query(random.Random(1), JOSE, "name + company")
+    assert case and case.former and case.company_guid == MULLER.guid
+    assert case.contact_guid == JOSE.guid
+
+
+def test_kinds_that_do_not_apply_say_so() -> None:
+    assert contact_query(random.Random(1), replace(JOSE, first="Zorblat"), "nickname") is None
+    assert contact_query(random.Random(1), JOSE, "alias") is None
+    assert company_query(random.Random(1), MULLER, "alias") is None
+
+
+def test_company_kinds_ask_for_the_company_alone() -> None:
+    for rng in rngs(20):
+        for kind in COMPANY_KINDS:
+            case = company_query(rng, ACME, kind)
+            assert case and case.kind == f"company: {kind}"
+            assert (case.company_guid, case.contact_guid) == (ACME.guid, "")
+            assert set(case.body()) in ({"companyName"}, {"companyWebAddress"})
+
+
+def test_queries_are_the_same_for_a_seed_and_rejected_ones_are_replaced() -> None:
+    def build(seed: int) -> list[BenchQuery]:
+        rng = random.Random(seed)
+        return known_queries(rng, CONTACTS * 20, COMPANIES * 10) + absent_queries(
+            rng, 20, CONTACTS, COMPANIES
+        )
+
+    assert build(7) == build(7)
+    assert build(7) != build(8)
+    assert {case.kind.removeprefix("contact: ") for case in build(7)} & set(CONTACT_KINDS)
+    no_email = known_queries(random.Random(1), [ROBERT] * 30, [], lambda q: bool(q.query.email))
+    assert len(no_email) == 30 and not any(case.query.email for case in no_email)
+
+
+def test_absent_queries_cover_every_kind_and_expect_no_contact() -> None:
+    found = absent_queries(random.Random(3), 14, CONTACTS, COMPANIES)
+    assert [case.kind for case in found[:7]] == [f"absent: {kind}" for kind in ABSENT_KINDS]
+    for case in found:
+        assert case.absent and case.contact_guid == ""
+        at_known = case.kind in {"absent: person + company name", "absent: person + website",
+                                 "absent: e-mail at known domain"}  # fmt: skip
+        assert (case.company_guid in {ACME.guid, MULLER.guid}) == at_known
+        if case.kind == "absent: e-mail at known domain":
+            assert case.query.email.split("@")[1] in {ACME.domain, MULLER.domain}
+
+
+def test_the_body_uses_the_contract_names() -> None:
+    case = contact_query(random.Random(2), ROBERT, "full record")
+    assert case is not None
+    body = case.body()
+    assert {"companyName", "companyWebAddress", "contactEmail", "contactJobTitle"} <= set(body)
+    assert all(isinstance(value, str) and value for value in body.values())
