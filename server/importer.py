@@ -210,8 +210,12 @@ def _accepted(
 
 
 _GUID = store.CONTACT_FIELDS.index("guid")
+_NAME_KEYS = itemgetter(
+    store.CONTACT_FIELDS.index("first_key"), store.CONTACT_FIELDS.index("last_key")
+)
 _JOB_COMPANY = store.EMPLOYMENT_FIELDS.index("company_guid")
-_JOB_KEY = itemgetter(store.EMPLOYMENT_FIELDS.index("contact_guid"), _JOB_COMPANY)
+_JOB_CONTACT = store.EMPLOYMENT_FIELDS.index("contact_guid")
+_JOB_KEY = itemgetter(_JOB_CONTACT, _JOB_COMPANY)
 
 
 def _write_companies(db: Database, records: list[tuple[int, tuple[Any, ...], list[str]]]) -> None:
@@ -229,7 +233,9 @@ def _write_contacts(
     contacts = {contact[_GUID]: contact for _, contact, _ in records}
     # Key order walks each B-tree once per batch instead of jumping between its pages.
     store.upsert_contact_values(db, [contacts[guid] for guid in sorted(contacts)])
-    store.upsert_employment_values(db, sorted((job for _, _, job in records), key=_JOB_KEY))
+    jobs = sorted((job for _, _, job in records), key=_JOB_KEY)
+    keyed = [job + _NAME_KEYS(contacts[job[_JOB_CONTACT]]) for job in jobs]
+    store.upsert_employment_values(db, keyed)
 
 
 class _CompanyCheck:
@@ -370,7 +376,7 @@ def _read_csv(path: Path, names: Sequence[str]) -> Iterator[tuple[int, Values | 
         header = [name.strip() for name in next(reader, [])]
         width = len(header)
         # A field missing from the header reads the "" appended after the row's last value.
-        positions = [header.index(name) if name in header else width for name in names]
+        pick = itemgetter(*[header.index(name) if name in header else width for name in names])
         line = reader.line_num + 1
         while True:
             try:
@@ -388,7 +394,7 @@ def _read_csv(path: Path, names: Sequence[str]) -> Iterator[tuple[int, Values | 
                 yield start, f"the row has {len(values)} values, the header {width} columns"
                 continue
             values.append("")
-            yield start, [values[i].strip() for i in positions]
+            yield start, list(map(str.strip, pick(values)))
 
 
 def _read_jsonl(path: Path, names: Sequence[str]) -> Iterator[tuple[int, Values | str]]:

@@ -393,7 +393,12 @@ def _by_position(sql: str, fields: Sequence[str]) -> str:
 # Values bound by position: about twice as fast as by name from a dict, for bulk imports.
 _UPSERT_COMPANY_VALUES = _by_position(_UPSERT_COMPANY, COMPANY_FIELDS)
 _UPSERT_CONTACT_VALUES = _by_position(_UPSERT_CONTACT, CONTACT_FIELDS)
-_UPSERT_EMPLOYMENT_VALUES = _by_position(_UPSERT_EMPLOYMENT, EMPLOYMENT_FIELDS)
+# Employments with their contact's name keys given, not looked up, for bulk imports.
+_KEYED_EMPLOYMENT_FIELDS = (*EMPLOYMENT_FIELDS, "first_key", "last_key")
+_UPSERT_EMPLOYMENT_VALUES = _by_position(
+    _upsert_sql("employments", _KEYED_EMPLOYMENT_FIELDS, ["contact_guid", "company_guid"]),
+    _KEYED_EMPLOYMENT_FIELDS,
+)
 
 
 def upsert_company_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
@@ -407,7 +412,8 @@ def upsert_contact_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
 
 
 def upsert_employment_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
-    """upsert_employments for rows given as the values of EMPLOYMENT_FIELDS, in that order."""
+    """upsert_employments for rows given as the values of EMPLOYMENT_FIELDS, in that order,
+    then the contact's first and last name keys."""
     db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
 
 

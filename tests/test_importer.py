@@ -83,6 +83,7 @@ def test_csv_import_stores_contacts_and_employments(
     assert (ava["first_key"], ava["last_key"], ava["accuracy"]) == ("ava", "stone", "A+")
     job = employment(database, ava["guid"])
     assert job["email"] == "ava.stone@lonestar-works.com"
+    assert (job["first_key"], job["last_key"]) == ("ava", "stone")  # for matching at a company
     assert job["status"] == "Active" and job["job_started_on"] == "2020-01"
     ben = contact(database, "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C002")
     assert ben["accuracy"] == "B"  # contract §5: an imported contact without a grade
