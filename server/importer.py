@@ -8,9 +8,11 @@ nothing. Files are streamed; only one batch is held in memory.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import multiprocessing
+import os
 import re
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -270,48 +272,74 @@ class _CompanyCheck:
 
 
 _File = tuple[Path, Sequence[str], Callable[[Values], tuple[Any, ...]]]
+# Processes converting rows beside the one writing them: the writer needs about half a core.
+CONVERTERS = max(1, min(os.cpu_count() or 1, 4))
 
 
 @contextmanager
 def _converted(files: Sequence[_File], size: int) -> Iterator[Iterator[Iterator[Batch]]]:
-    """Per file, its batches, read and converted by one worker process while the caller writes.
+    """Per file, its batches, read and converted by CONVERTERS worker processes while the
+    caller writes.
 
-    The files' batch iterators must be used in order. The pipe holds about one batch, so the
-    worker stays a batch or two ahead; it stops when this block ends, also early, and at a
-    broken pipe when this process dies.
+    Worker k of n converts batches k, k + n, ... of each file (each reads the whole file:
+    reading is cheap next to converting), and the caller takes them in turn, so batches come
+    in file order. The files' batch iterators must be used in order. Each pipe holds about
+    one batch, so a worker stays a batch or two ahead; workers stop when this block ends,
+    also early, and at a broken pipe when this process dies.
     """
     context = multiprocessing.get_context("fork")  # the child starts with everything imported
-    receiver, sender = context.Pipe(duplex=False)
-    worker = context.Process(
-        target=_convert_in_worker, args=(receiver, sender, files, size), daemon=True
-    )
-    worker.start()
-    sender.close()
+    receivers, workers = [], []
+    for share in range(CONVERTERS):
+        receiver, sender = context.Pipe(duplex=False)
+        worker = context.Process(
+            target=_convert_in_worker,
+            args=(receiver, sender, files, size, (share, CONVERTERS)),
+            daemon=True,
+        )
+        worker.start()
+        sender.close()
+        receivers.append(receiver)
+        workers.append(worker)
     try:
-        yield (_received(receiver) for _ in files)
+        yield (_received(receivers) for _ in files)
     finally:
-        receiver.close()
-        worker.terminate()
-        worker.join()
+        for receiver, worker in zip(receivers, workers, strict=True):
+            receiver.close()
+            worker.terminate()
+            worker.join()
 
 
-def _received(receiver: Connection) -> Iterator[Batch]:
-    """Batches up to the None that ends a file; an exception from the worker is raised."""
-    while (item := receiver.recv()) is not None:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+def _received(receivers: Sequence[Connection]) -> Iterator[Batch]:
+    """One file's batches, from the workers in turn, up to the first None (the workers after
+    it have no batch left either: their None is taken too); a worker's exception is raised."""
+    for turn in itertools.count():
+        item = receivers[turn % len(receivers)].recv()
+        if item is None:
+            for later in range(turn + 1, turn + len(receivers)):
+                _raise_if_error(receivers[later % len(receivers)].recv())
+            return
+        yield _raise_if_error(item)
+
+
+def _raise_if_error(item: Any) -> Any:
+    if isinstance(item, BaseException):
+        raise item
+    return item
 
 
 def _convert_in_worker(
-    receiver: Connection, sender: Connection, files: Sequence[_File], size: int
+    receiver: Connection,
+    sender: Connection,
+    files: Sequence[_File],
+    size: int,
+    share: tuple[int, int],
 ) -> None:
-    """The worker: each file's batches then None; or the exception that stopped it."""
+    """A worker: its share of each file's batches then None; or the exception that stopped it."""
     receiver.close()  # only the parent reads, so the parent's death breaks the pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     try:
         for path, names, convert in files:
-            for batch in convert_batches(path, names, convert, size):
+            for batch in convert_batches(path, names, convert, size, share):
                 sender.send(batch)
             sender.send(None)
     except BrokenPipeError:
@@ -321,13 +349,23 @@ def _convert_in_worker(
 
 
 def convert_batches(
-    path: Path, names: Sequence[str], convert: Callable[[Values], tuple[Any, ...]], size: int
+    path: Path,
+    names: Sequence[str],
+    convert: Callable[[Values], tuple[Any, ...]],
+    size: int,
+    share: tuple[int, int] = (0, 1),
 ) -> Iterator[Batch]:
     """Read `path` `size` rows at a time; per row, its line and `convert` of its values, or
-    its line and why it was refused."""
+    its line and why it was refused. With `share` (k, n), only batches k, k + n, ..."""
     rows = read_rows(path, names)
     previous = 0
-    while chunk := list(islice(rows, size)):
+    for number in itertools.count():
+        chunk = list(islice(rows, size))
+        if not chunk:
+            return
+        lines, previous = chunk[-1][0] - previous, chunk[-1][0]
+        if number % share[1] != share[0]:
+            continue
         records, errors = [], []
         for line, values in chunk:
             try:
@@ -336,8 +374,7 @@ def convert_batches(
                 records.append((line, *convert(values)))
             except InvalidRow as error:
                 errors.append((line, str(error)))
-        yield Batch(chunk[-1][0] - previous, records, errors)
-        previous = chunk[-1][0]
+        yield Batch(lines, records, errors)
 
 
 _COMPANY_ROW = itemgetter(*store.COMPANY_FIELDS)
