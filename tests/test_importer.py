@@ -304,3 +304,33 @@ def test_a_failed_load_into_empty_tables_leaves_nothing_behind(
 
     assert database.table("companies").count == 0
     assert indexes(database) == schema
+
+
+def test_several_converters_keep_file_order_and_report_every_bad_row(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importer, "CONVERTERS", 3)
+    lines = ["compGUID,compName"]
+    for i in range(1, 41):
+        lines.append(f"{i:016X},Company {i}" if i % 7 else f"not-a-guid-{i},Broken {i}")
+    path = write(tmp_path, "many.csv", "\n".join(lines) + "\n")
+    seen: list[int] = []
+
+    report = import_files(database, companies=path, contacts=None, progress=seen.append,
+                          batch_size=4)  # fmt: skip
+
+    assert report.companies == 35 and database.table("companies").count == 35
+    assert [error.line for error in report.errors] == [8, 15, 22, 29, 36]
+    assert sum(seen) == 41 and len(seen) == 10
+
+
+def test_a_file_that_is_not_utf8_is_refused_with_several_converters(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importer, "CONVERTERS", 2)
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("compGUID,compName\nA0A0A0A0A0A0A0A1,Caf\xe9 M\xfcller\n".encode("latin-1"))
+
+    with pytest.raises(ValueError, match="utf-8"):
+        import_files(database, companies=path, contacts=None)
+    assert database.table("companies").count == 0
