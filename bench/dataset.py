@@ -5,12 +5,15 @@
 
 Each step runs as its own `contactdata` process, so its wall time and peak RSS are its own.
 Targets (issue 2): demo size under 60 s; full size within 10 minutes and 2 GB; import at
-least 20,000 rows/s. Prints a table and writes it to bench/results/dataset.txt.
+least 20,000 rows/s. Prints a table and writes it to bench/results/dataset.txt. As a
+baseline from the same run (this machine is shared and its pace varies by a factor of two
+within an hour), it also times a bare csv.reader pass over the exported files.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import platform
 import shutil
@@ -57,6 +60,7 @@ def measure(name: str, companies: int, contacts: int, work: Path) -> list[str]:
         ["export", "--db", str(source), "--companies", str(comp_csv), "--contacts", str(cont_csv)]
     )
     rows = sum(1 for _ in comp_csv.open()) + sum(1 for _ in cont_csv.open()) - 2
+    read_s = csv_read_seconds([comp_csv, cont_csv])
     imp_s, imp_mb = run_step(
         ["import", "--db", str(target), "--companies", str(comp_csv), "--contacts", str(cont_csv)]
     )
@@ -67,7 +71,19 @@ def measure(name: str, companies: int, contacts: int, work: Path) -> list[str]:
         f"{name:<5} export   {rows:>9,} rows: {exp_s:7.1f} s",
         f"{name:<5} import   {rows:>9,} rows: {imp_s:7.1f} s = {rows / imp_s:,.0f} rows/s, "
         f"peak {imp_mb:6.0f} MB",
+        f"{name:<5} baseline: Python's csv.reader alone reads the same files at "
+        f"{rows / read_s:,.0f} rows/s in this run; the import is {read_s / imp_s:.0%} of that",
     ]
+
+
+def csv_read_seconds(paths: list[Path]) -> float:
+    """Seconds for csv.reader to read every row of `paths`: the machine's pace right now."""
+    started = time.perf_counter()
+    for path in paths:
+        with path.open(newline="", encoding="utf-8") as handle:
+            for _ in csv.reader(handle):
+                pass
+    return time.perf_counter() - started
 
 
 def machine() -> str:
