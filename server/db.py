@@ -18,7 +18,7 @@ from server.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
 CACHE_SIZE = -65536  # KiB when negative: 64 MB
-BULK_CACHE_MB = 512
+BULK_CACHE_MB = 1024
 _local = threading.local()
 
 
