@@ -8,9 +8,6 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from server import store
-from server.normalize import alias_keys, company_key
-
 MIGRATIONS = Migrations("contactdata")
 
 
@@ -248,6 +245,9 @@ def m005_matching(db: Database) -> None:
 def m006_company_keys_without_partnership_forms(db: Database) -> None:
     """Company keys drop the legal forms "SCP" and "(Partnerschaft) mbB" now: key again the
     companies and aliases whose keys change, then the name words."""
+    from server import store  # here, not at the top: normalize loads tldextract's suffix list
+    from server.normalize import alias_keys, company_key
+
     rows = db.execute("SELECT guid, name, name_key, aka FROM companies").fetchall()
     changed = [(guid, name, aka) for guid, name, key, aka in rows if company_key(name) != key]
     db.conn.executemany(
