@@ -34,3 +34,11 @@ def app(db_path: Path) -> Flask:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture(scope="session")
+def enrich_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The enrich tests' dataset (tests/data/enrich_*.csv) imported once; tests copy it."""
+    from tests.test_enrich import build_dataset
+
+    return build_dataset(tmp_path_factory.mktemp("enrich-dataset"))

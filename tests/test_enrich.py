@@ -75,14 +75,9 @@ def make_requester(database: Database, tier: str, credit_balance: int | None = N
     return enrich.requester_for(database, org["id"], "/v7/enrich")
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_dataset(tmp_path_factory.mktemp("dataset"))
-
-
 @pytest.fixture
-def loaded(dataset: Path, db_path: Path) -> Iterator[Database]:
-    connection = copy_dataset(dataset, db_path)
+def loaded(enrich_dataset: Path, db_path: Path) -> Iterator[Database]:
+    connection = copy_dataset(enrich_dataset, db_path)
     yield connection
     connection.close()
 

@@ -19,7 +19,6 @@ from tests.test_enrich import (
     BEN_OLD_EMAIL,
     NOBODY,
     NOW,
-    build_dataset,
     copy_dataset,
 )
 
@@ -50,14 +49,9 @@ class Org:
         return row["credits"]
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_dataset(tmp_path_factory.mktemp("dataset"))
-
-
 @pytest.fixture
-def app(db_path: Path, dataset: Path) -> Flask:
-    copy_dataset(dataset, db_path).close()
+def app(db_path: Path, enrich_dataset: Path) -> Flask:
+    copy_dataset(enrich_dataset, db_path).close()
     return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW})
 
 

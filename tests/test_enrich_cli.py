@@ -14,7 +14,7 @@ from sqlite_utils import Database
 from server import accounts, credits, store
 from server.cli import main
 from server.enrich import OUTPUT_FIELDS
-from tests.test_enrich import AVA, NOW, build_dataset, copy_dataset
+from tests.test_enrich import AVA, NOW, copy_dataset
 
 ROWS = [
     # recordId, contactEmail, conEmail, companyGuid, note
@@ -38,14 +38,9 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_dataset(tmp_path_factory.mktemp("dataset"))
-
-
 @pytest.fixture
-def database(dataset: Path, db_path: Path) -> Iterator[Database]:
-    connection = copy_dataset(dataset, db_path)
+def database(enrich_dataset: Path, db_path: Path) -> Iterator[Database]:
+    connection = copy_dataset(enrich_dataset, db_path)
     yield connection
     connection.close()
 
