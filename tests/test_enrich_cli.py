@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,10 +10,10 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
-from server import accounts, credits, store
+from server import credits, store
 from server.cli import main
 from server.enrich import OUTPUT_FIELDS
-from tests.test_enrich import AVA, NOW, copy_dataset
+from tests.test_enrich import AVA, NOW, copy_dataset, make_requester
 
 ROWS = [
     # recordId, contactEmail, conEmail, companyGuid, note
@@ -46,16 +45,7 @@ def database(enrich_dataset: Path, db_path: Path) -> Iterator[Database]:
 
 
 def make_org(database: Database, credit_balance: int) -> str:
-    org, _ = accounts.create_organization(
-        database,
-        b"secret",
-        NOW,
-        name=f"pro-{uuid.uuid4().hex[:6]}",
-        website="https://example.org",
-        tier="pro",
-        credits=credit_balance,
-    )
-    return org["id"]
+    return make_requester(database, "pro", credit_balance).org_id
 
 
 def run(db_path: Path, org_id: str, source: Path, target: Path) -> Result:
@@ -138,9 +128,7 @@ def test_running_out_of_credits_stops_and_a_rerun_after_a_top_up_finishes(
 ) -> None:
     org_id = make_org(database, 2)
     target = tmp_path / "out.csv"
-    result = CliRunner().invoke(
-        main, ["enrich", "--db", str(db_path), "--org", org_id, str(source), "-o", str(target)]
-    )
+    result = run(db_path, org_id, source, target)
     assert result.exit_code == 1 and "add credits" in result.output
     assert [row["recordId"] for row in read(target)] == ["r1", "r2"]
     credits.top_up(database, org_id, 10, NOW)
@@ -156,16 +144,11 @@ def test_an_output_with_other_columns_is_left_alone(
     org_id = make_org(database, 100)
     target = tmp_path / "out.csv"
     target.write_text("something,else\n1,2\n")
-    result = CliRunner().invoke(
-        main, ["enrich", "--db", str(db_path), "--org", org_id, str(source), "-o", str(target)]
-    )
+    result = run(db_path, org_id, source, target)
     assert result.exit_code == 1 and "other columns" in result.output
     assert target.read_text() == "something,else\n1,2\n"
 
 
 def test_an_unknown_organization_is_refused(db_path: Path, source: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main,
-        ["enrich", "--db", str(db_path), "--org", "nope", str(source), "-o", str(tmp_path / "o")],
-    )
+    result = run(db_path, "nope", source, tmp_path / "o")
     assert result.exit_code == 1 and "No organization with id nope" in result.output
