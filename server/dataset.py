@@ -1135,7 +1135,8 @@ class _ContactWriter:
             current = self._employment(person, company, title, "Active", started, None)
             jobs = [current]
         self.contacts.append(self._contact_row(person, current))
-        self.employments.extend(job.row for job in jobs)
+        keys = {"first_key": person.first_key, "last_key": person.last_key}
+        self.employments.extend({**job.row, **keys} for job in jobs)
         if len(self.contacts) >= CONTACT_BATCH:
             self._flush()
 

@@ -57,13 +57,10 @@ def _first(db: Database, sql: str, params: Sequence[Any] = ()) -> Row | None:
 
 _UPSERT_COMPANY = _upsert_sql("companies", COMPANY_FIELDS, ["guid"])
 _UPSERT_CONTACT = _upsert_sql("contacts", CONTACT_FIELDS, ["guid"])
-# An employment carries its contact's name keys (for matching): written with the contact first.
+# An employment row also carries its contact's name keys, for matching people at a company.
+KEYED_EMPLOYMENT_FIELDS = (*EMPLOYMENT_FIELDS, "first_key", "last_key")
 _UPSERT_EMPLOYMENT = _upsert_sql(
-    "employments", [*EMPLOYMENT_FIELDS, "first_key", "last_key"], ["contact_guid", "company_guid"]
-).replace(
-    ":first_key, :last_key",
-    "(SELECT first_key FROM contacts WHERE guid = :contact_guid), "
-    "(SELECT last_key FROM contacts WHERE guid = :contact_guid)",
+    "employments", KEYED_EMPLOYMENT_FIELDS, ["contact_guid", "company_guid"]
 )
 
 
@@ -381,7 +378,7 @@ def upsert_contacts(db: Database, rows: Iterable[Row]) -> None:
 
 
 def upsert_employments(db: Database, rows: Iterable[Row]) -> None:
-    """Insert or replace employments by (contact, company)."""
+    """Insert or replace employments by (contact, company); rows have KEYED_EMPLOYMENT_FIELDS."""
     db.conn.executemany(_UPSERT_EMPLOYMENT, rows)
 
 
@@ -393,12 +390,7 @@ def _by_position(sql: str, fields: Sequence[str]) -> str:
 # Values bound by position: about twice as fast as by name from a dict, for bulk imports.
 _UPSERT_COMPANY_VALUES = _by_position(_UPSERT_COMPANY, COMPANY_FIELDS)
 _UPSERT_CONTACT_VALUES = _by_position(_UPSERT_CONTACT, CONTACT_FIELDS)
-# Employments with their contact's name keys given, not looked up, for bulk imports.
-_KEYED_EMPLOYMENT_FIELDS = (*EMPLOYMENT_FIELDS, "first_key", "last_key")
-_UPSERT_EMPLOYMENT_VALUES = _by_position(
-    _upsert_sql("employments", _KEYED_EMPLOYMENT_FIELDS, ["contact_guid", "company_guid"]),
-    _KEYED_EMPLOYMENT_FIELDS,
-)
+_UPSERT_EMPLOYMENT_VALUES = _by_position(_UPSERT_EMPLOYMENT, KEYED_EMPLOYMENT_FIELDS)
 
 
 def upsert_company_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
@@ -412,8 +404,7 @@ def upsert_contact_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
 
 
 def upsert_employment_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
-    """upsert_employments for rows given as the values of EMPLOYMENT_FIELDS, in that order,
-    then the contact's first and last name keys."""
+    """upsert_employments for rows given as the values of KEYED_EMPLOYMENT_FIELDS, in order."""
     db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
 
 

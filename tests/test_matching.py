@@ -46,6 +46,7 @@ def _person(guid: str, first: str, last: str, jobs: list[tuple[str, str, str]], 
         job: dict = {field: "" for field in store.EMPLOYMENT_FIELDS}
         job.update(contact_guid=guid, company_guid=company, status=status, email=email)
         job.update(latitude=None, longitude=None, job_title="Engineer")
+        job.update(first_key=contact["first_key"], last_key=contact["last_key"])
         rows.append(job)
     return contact, rows
 
