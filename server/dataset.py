@@ -27,7 +27,7 @@ from phonenumbers import PhoneNumber, PhoneNumberFormat, PhoneNumberType
 from sqlite_utils import Database
 
 from server import db as database
-from server import industry, places, store, titles
+from server import facets, industry, places, store, titles
 from server.clock import iso
 from server.normalize import company_key, fold, person_key, registrable_domain
 from server.records import JOIN, REVENUE_RANGES
@@ -1134,8 +1134,13 @@ class _ContactWriter:
             started = max(end - min(int(rng.expovariate(1 / 40)), 300), FIRST_MONTH)
             current = self._employment(person, company, title, "Active", started, None)
             jobs = [current]
-        self.contacts.append(self._contact_row(person, current))
-        keys = {"first_key": person.first_key, "last_key": person.last_key}
+        contact = self._contact_row(person, current)
+        self.contacts.append(contact)
+        keys = {
+            "first_key": person.first_key,
+            "last_key": person.last_key,
+            "grade": facets.grade_rank(contact["accuracy"]),
+        }
         self.employments.extend({**job.row, **keys} for job in jobs)
         if len(self.contacts) >= CONTACT_BATCH:
             self._flush()
@@ -1198,6 +1203,16 @@ class _ContactWriter:
             "job_started_on": _month_text(started),
             "job_updated_on": _month_text(updated),
         }
+        facet_values = facets.job_facets(
+            title,
+            levels,
+            functions,
+            office.place.city,
+            office.state,
+            office.zipcode,
+            office.place.country,
+        )
+        row.update(zip(store.JOB_FACET_FIELDS, facet_values, strict=True))
         return _Job(row, updated, office)
 
     def _contact_row(self, person: _Person, current: _Job) -> Row:

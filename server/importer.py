@@ -32,7 +32,7 @@ from nameparser import HumanName
 from sqlite_utils import Database
 
 from server import db as database
-from server import places, store, titles
+from server import facets, places, store, titles
 from server.clock import iso, utcnow
 from server.normalize import alias_keys, company_key, email_key, person_key, registrable_domain
 from server.records import (
@@ -217,6 +217,7 @@ _GUID = store.CONTACT_FIELDS.index("guid")
 _NAME_KEYS = itemgetter(
     store.CONTACT_FIELDS.index("first_key"), store.CONTACT_FIELDS.index("last_key")
 )
+_ACCURACY = store.CONTACT_FIELDS.index("accuracy")
 _JOB_COMPANY = store.EMPLOYMENT_FIELDS.index("company_guid")
 _JOB_CONTACT = store.EMPLOYMENT_FIELDS.index("contact_guid")
 _JOB_KEY = itemgetter(_JOB_CONTACT, _JOB_COMPANY)
@@ -238,8 +239,13 @@ def _write_contacts(
     # Key order walks each B-tree once per batch instead of jumping between its pages.
     store.upsert_contact_values(db, [contacts[guid] for guid in sorted(contacts)])
     jobs = sorted((job for _, _, job in records), key=_JOB_KEY)
-    keyed = [job + _NAME_KEYS(contacts[job[_JOB_CONTACT]]) for job in jobs]
+    keyed = [job + _contact_keys(contacts[job[_JOB_CONTACT]]) for job in jobs]
     store.upsert_employment_values(db, keyed)
+
+
+def _contact_keys(contact: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The values of store.CONTACT_KEY_FIELDS an employment takes from its contact row."""
+    return (*_NAME_KEYS(contact), facets.GRADE_RANKS[contact[_ACCURACY]])
 
 
 class _CompanyCheck:
@@ -399,7 +405,7 @@ def convert_batches(
 
 _COMPANY_ROW = itemgetter(*store.COMPANY_FIELDS)
 _CONTACT_ROW = itemgetter(*store.CONTACT_FIELDS)
-_JOB_ROW = itemgetter(*store.EMPLOYMENT_FIELDS)
+_JOB_ROW = itemgetter(*store.EMPLOYMENT_FIELDS, *store.JOB_FACET_FIELDS)
 
 
 def _company_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], list[str]]:
@@ -409,7 +415,8 @@ def _company_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], l
 
 
 def _contact_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """contact_records as the values of store.CONTACT_FIELDS and store.EMPLOYMENT_FIELDS."""
+    """contact_records as the values of store.CONTACT_FIELDS, and of store.EMPLOYMENT_FIELDS
+    then store.JOB_FACET_FIELDS."""
     contact, job = contact_records(values, updated_at)
     return _CONTACT_ROW(contact), _JOB_ROW(job)
 
@@ -558,9 +565,12 @@ def contact_records(values: Values, updated_at: str) -> tuple[Row, Row]:
         job["levels"] = job["levels"] or levels
         job["functions"] = job["functions"] or functions
         job["sub_functions"] = job["sub_functions"] or sub_functions
+    where = (job["work_city"], job["work_state"], job["work_zipcode"], job["work_country"])
     job["latitude"], job["longitude"] = _point(
         job["latitude"], job["longitude"], ("conWorkLocLatitude", "conWorkLocLongitude")
-    ) or _coordinates(job["work_city"], job["work_state"], job["work_zipcode"], job["work_country"])
+    ) or _coordinates(*where)
+    facet_values = facets.job_facets(job["job_title"], job["levels"], job["functions"], *where)
+    job.update(zip(store.JOB_FACET_FIELDS, facet_values, strict=True))
     return contact, job
 
 

@@ -258,3 +258,53 @@ def m006_company_keys_without_partnership_forms(db: Database) -> None:
     keys = {guid: alias_keys(aka) for guid, aka in aliased}
     store.replace_company_aliases(db, keys, [(guid, k) for guid, ks in keys.items() for k in ks])
     store.index_company_names(db)
+
+
+@MIGRATIONS()
+def m007_discover(db: Database) -> None:
+    """What discover filters and sorts a company's people by (see server/facets.py), and one
+    index of current employments that answers a discover query without reading the table.
+
+    The index leads with employments_company_geo's columns, so it replaces that one.
+    """
+    from server import facets, places  # here, not at the top: places builds tables when used
+
+    for name, arity, function in (
+        ("level_rank", 1, facets.level_rank),
+        ("level_bits", 1, facets.level_bits),
+        ("function_bits", 1, facets.function_bits),
+        ("title_key", 1, facets.title_key),
+        ("place_key", 4, places.place_key),
+        ("grade_rank", 1, facets.grade_rank),
+    ):
+        db.conn.create_function(name, arity, function, deterministic=True)
+    _run(
+        db,
+        f"""
+        ALTER TABLE employments ADD COLUMN level_rank INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE employments ADD COLUMN level_bits INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE employments ADD COLUMN function_bits INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE employments ADD COLUMN title_key TEXT NOT NULL DEFAULT '';
+        ALTER TABLE employments ADD COLUMN place_key TEXT NOT NULL DEFAULT '';
+        ALTER TABLE employments ADD COLUMN grade INTEGER NOT NULL DEFAULT 0;
+        UPDATE employments SET
+            level_rank = level_rank(levels),
+            level_bits = level_bits(levels),
+            function_bits = function_bits(functions),
+            title_key = title_key(job_title),
+            place_key = place_key(work_city, work_state, work_zipcode, work_country),
+            grade = (SELECT grade_rank(c.accuracy) FROM contacts c WHERE c.guid = contact_guid);
+        DROP INDEX employments_company_geo;
+        {DISCOVER_INDEX}
+        """,
+    )
+
+
+# Current employments of a company by grade, then by latitude for radius searches; the rest
+# of the columns are what discover filters, sorts and pages by.
+DISCOVER_INDEX = """
+CREATE INDEX employments_discover ON employments (
+    company_guid, grade, latitude, longitude, level_rank, last_key, first_key, contact_guid,
+    level_bits, function_bits, title_key, place_key
+) WHERE status = 'Active'
+"""

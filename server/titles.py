@@ -1279,3 +1279,84 @@ def classify(title: str) -> TitleClass:
     levels = _levels(tokens)
     functions, subs = _functions(tokens, levels)
     return TitleClass(levels, functions, subs)
+
+
+# --- naming the taxonomy in a filter ---------------------------------------------------------
+
+# fmt: off
+_LEVEL_NAMES: dict[str, tuple[str, ...]] = {
+    CXO: ("Founder/CXO", "founder", "founders", "cxo", "c-level", "c level", "c-suite",
+          "c suite", "chief"),
+    BOARD: ("Board Members/Trustee", "board", "board member", "board members", "trustee",
+            "trustees"),
+    VP: ("VP", "VPs", "SVP", "EVP", "AVP", "vice presidents"),
+    MD: ("MD", "managing directors"),
+    DIRECTOR: ("director", "directors"),
+    HEAD: ("head", "heads"),
+    MANAGER: ("manager", "managers"),
+    STAFF: ("Staff/Principal", "staff", "principal"),
+    BELOW: ("Below Manager", "individual contributor", "individual contributors"),
+}
+_FUNCTION_NAMES: dict[str, tuple[str, ...]] = {
+    "Top Management": ("top management",),
+    "Administration": ("admin",),
+    "Legal /Regulatory & Compliance": ("legal", "regulatory", "compliance"),
+    "Accounting and related": ("accounting",),
+    "Sales": ("sales",),
+    "Marketing": ("marketing",),
+    "Information Technology": ("IT",),
+    "Engineering and Development": ("engineering", "development", "R&D"),
+    "Miscellaneous": (),
+    "Operations and related": ("operations", "ops"),
+    "Supply Chain Management": ("supply chain",),
+    "Facility Operations": ("facilities", "facility"),
+    "Finance/Banking/Insurance": ("finance", "banking", "insurance"),
+    "Human Resources and related": ("HR", "human resources", "people"),
+    "Communications/Public Relations": ("communications", "public relations", "PR"),
+    "Medical & Wellness": ("medical", "wellness"),
+    "Education / Teaching": ("education", "teaching"),
+}
+# fmt: on
+
+
+@dataclass(frozen=True)
+class TaxonomyTerms:
+    """The levels and functions a filter names; an empty set leaves that side open."""
+
+    levels: frozenset[str]
+    functions: frozenset[str]
+
+
+def _taxonomy_vocabulary() -> dict[str, tuple[str, str]]:
+    """Normalized phrase -> ("level" or "function", taxonomy value); the value's own name too."""
+    vocabulary: dict[str, tuple[str, str]] = {}
+    for kind, named in (("level", _LEVEL_NAMES), ("function", _FUNCTION_NAMES)):
+        for value, phrases in named.items():
+            for key in _phrase_keys((value, *phrases)):
+                vocabulary[key] = (kind, value)
+    return vocabulary
+
+
+_TAXONOMY_WORDS = _taxonomy_vocabulary()
+_TAXONOMY_LONGEST = max(len(phrase.split()) for phrase in _TAXONOMY_WORDS)
+
+
+@lru_cache(maxsize=1024)
+def taxonomy_terms(text: str) -> TaxonomyTerms | None:
+    """The levels and functions `text` names when it is nothing but their names ("VP",
+    "Marketing", "Director of Sales", "VP Sales and Marketing"); None for any other text."""
+    words = normalize_title(text).split()
+    found: dict[str, set[str]] = {"level": set(), "function": set()}
+    i = 0
+    while i < len(words):
+        for size in range(min(_TAXONOMY_LONGEST, len(words) - i), 0, -1):
+            hit = _TAXONOMY_WORDS.get(" ".join(words[i : i + size]))
+            if hit is not None:
+                found[hit[0]].add(hit[1])
+                i += size
+                break
+        else:
+            return None
+    if not words:
+        return None
+    return TaxonomyTerms(frozenset(found["level"]), frozenset(found["function"]))
