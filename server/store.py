@@ -618,8 +618,10 @@ def people_by_levels_and_functions(
 def people_details(db: Database, company_guid: str, contact_guids: Sequence[str]) -> list[Row]:
     """Each of these contacts with their employment at the company (order not kept)."""
     sql = (
-        "SELECT e.*, c.first_name, c.middle_name, c.last_name, c.full_name, c.profile_url, "
-        "c.accuracy FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
+        "SELECT e.contact_guid, e.job_title, e.levels, e.functions, e.sub_functions, e.email, "
+        "e.work_city, e.work_state, e.work_country, e.work_zipcode, e.work_phone, "
+        "e.direct_dial1, e.direct_dial2, c.first_name, c.last_name, c.full_name, "
+        "c.profile_url, c.accuracy FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
         f"WHERE e.company_guid = ? AND e.contact_guid IN ({_marks(contact_guids)})"
     )
     return _rows(db, sql, [company_guid, *contact_guids])

@@ -12,7 +12,19 @@ from server.errors import InvalidJson, InvalidParameter, UnsupportedMediaType
 
 M = TypeVar("M", bound=BaseModel)
 # pydantic's error types and what the field should have been, in the caller's terms.
-_EXPECTED = {"string_type": "a string", "int_type": "a whole number", "bool_type": "true or false"}
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+    "list_type": "an array",
+}
+# Bound violations, in the caller's terms, from the context pydantic reports.
+_BOUNDS = {
+    "greater_than_equal": "must be at least {ge}",
+    "less_than_equal": "must be at most {le}",
+    "too_long": "must hold at most {max_length} entries",
+    "string_too_long": "must be at most {max_length} characters long",
+}
 
 
 def json_body() -> dict[str, Any]:
@@ -47,13 +59,26 @@ def parse(model: type[M]) -> M:
 
 
 def _field_problem(problem: Any) -> str:
-    field = ".".join(str(part) for part in problem["loc"]) or "body"
+    field = _field_name(problem["loc"])
     if problem["type"] == "missing":
         return f"{field} is required."
     wanted = _EXPECTED.get(problem["type"])
     if wanted:
         return f"{field} must be {wanted}, not {_json_type(problem.get('input'))}."
+    bound = _BOUNDS.get(problem["type"])
+    if bound:
+        given = problem.get("input")
+        shown = f"{len(given)}" if isinstance(given, list | str) else json.dumps(given)
+        return f"{field} {bound.format(**problem.get('ctx', {}))}, not {shown}."
     return f"{field}: {problem['msg']}."
+
+
+def _field_name(location: tuple[Any, ...]) -> str:
+    """A field path as JSON callers write it: `records[2].email`."""
+    name = ""
+    for part in location:
+        name += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return name.lstrip(".") or "body"
 
 
 def _json_type(value: Any) -> str:

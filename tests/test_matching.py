@@ -46,7 +46,8 @@ def _person(guid: str, first: str, last: str, jobs: list[tuple[str, str, str]], 
         job: dict = {field: "" for field in store.EMPLOYMENT_FIELDS}
         job.update(contact_guid=guid, company_guid=company, status=status, email=email)
         job.update(latitude=None, longitude=None, job_title="Engineer")
-        job.update(zip(store.JOB_FACET_FIELDS, facets.job_facets("Engineer", *[""] * 6)))
+        facet_values = facets.job_facets("Engineer", *[""] * 6)
+        job.update(zip(store.JOB_FACET_FIELDS, facet_values, strict=True))
         job.update(first_key=contact["first_key"], last_key=contact["last_key"], grade=0)
         rows.append(job)
     return contact, rows

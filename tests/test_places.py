@@ -17,6 +17,8 @@ from server.places import (
     haversine_miles,
     largest_cities,
     locate,
+    location_tokens,
+    place_key,
     us_state_code,
     us_state_name,
 )
@@ -421,3 +423,35 @@ def test_results_are_frozen() -> None:
     assert found is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         found.city = "Dallas"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        (("Austin", "TX", "78701", "United States"), "|c:US|s:TX|t:austin|z:78701|"),
+        (("round rock", "Texas", "", ""), "|c:US|s:TX|t:round rock|"),
+        (("Cologne", "", "", "Deutschland"), "|c:DE|t:koln|"),  # GeoNames' name: Köln
+        (("Toronto", "Ontario", "", "CA"), "|c:CA|s:ON|t:toronto|"),
+        (("Smallville", "KS", "", ""), "|c:US|s:KS|t:smallville|"),  # unknown town: its name
+        (("", "", "", ""), ""),
+    ],
+)
+def test_place_key(address: tuple[str, str, str, str], key: str) -> None:
+    assert place_key(*address) == key
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("Austin, TX", ("|c:US|", "|s:TX|", "|t:austin|")),
+        ("78701", ("|z:78701|",)),
+        ("Texas", ("|c:US|", "|s:TX|")),
+        ("Germany", ("|c:DE|",)),
+        ("München", ("|c:DE|", "|t:munich|")),
+    ],
+)
+def test_location_tokens_are_in_the_place_keys_of_addresses_there(
+    text: str, tokens: tuple[str, ...]
+) -> None:
+    location = locate(text)
+    assert location is not None and location_tokens(location) == tokens

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from server.titles import FUNCTIONS, LEVELS, TitleClass, classify, normalize_title
+from server.titles import FUNCTIONS, LEVELS, TitleClass, classify, normalize_title, taxonomy_terms
 
 CXO, BOARD, VP, MD, DIRECTOR, HEAD, MANAGER, STAFF, BELOW = LEVELS
 
@@ -725,3 +725,27 @@ def test_classify_is_cached():
     first = classify("Director of Sales")
     assert classify("Director of Sales") is first
     assert classify.cache_info().hits == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "levels", "functions"),
+    [
+        ("VP", {"VP"}, set()),
+        ("SVP", {"VP"}, set()),
+        ("Directors", {"Director"}, set()),
+        ("C-Level", {"Founder/CXO"}, set()),
+        ("Marketing", set(), {"Marketing"}),
+        ("IT", set(), {"Information Technology"}),
+        ("Director of Sales", {"Director"}, {"Sales"}),
+        ("VP, Sales & Marketing", {"VP"}, {"Sales", "Marketing"}),
+        ("Human Resources and related", set(), {"Human Resources and related"}),
+    ],
+)
+def test_taxonomy_terms_of_a_filter(text: str, levels: set[str], functions: set[str]) -> None:
+    terms = taxonomy_terms(text)
+    assert terms is not None and (terms.levels, terms.functions) == (levels, functions)
+
+
+@pytest.mark.parametrize("text", ["CTO", "Software Engineer", "Head of Procurement", "", "&"])
+def test_other_titles_name_no_taxonomy_terms(text: str) -> None:
+    assert taxonomy_terms(text) is None
