@@ -477,6 +477,11 @@ def create_indexes(db: Database, statements: Iterable[str]) -> None:
         db.execute(sql)
 
 
+def organization_count(db: Database) -> int:
+    """How many organizations there are (the table is small: a cheap readiness probe)."""
+    return db.execute("SELECT count(*) FROM organizations").fetchone()[0]
+
+
 def counts(db: Database) -> dict[str, int]:
     """Row counts of the contact-data tables and organizations."""
     tables = ("companies", "contacts", "employments", "organizations")
