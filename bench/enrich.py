@@ -38,19 +38,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
-import re
-import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -64,10 +55,24 @@ from enrich_queries import (
     known_queries,
 )
 from rapidfuzz.distance import Levenshtein
+from serving import (
+    DEFAULT_DBS,
+    copy_with_org,
+    ensure_database,
+    free_port,
+    lua_script,
+    machine,
+    percentile,
+    post,
+    read_only,
+    start_server,
+    stop_server,
+    wrk,
+    wrk_line,
+)
 
-from server import accounts, matching
 from server import db as database
-from server.clock import utcnow
+from server import matching
 from server.matching import Match, Query
 from server.names import first_keys
 from server.normalize import company_key, fold, person_key, registrable_domain
@@ -76,32 +81,12 @@ from server.records import JOIN
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 RESULTS = HERE / "results" / "enrich.txt"
-CLI = str(Path(sys.executable).parent / "contactdata")
-SIZES = {"full": (100_000, 1_000_000), "small": (5_000, 100_000)}
-DEFAULT_DBS = {"full": ROOT / "var" / "bench-full.db", "small": ROOT / "var" / "bench-demo.db"}
 CONTACT_QUERIES, COMPANY_QUERIES, ABSENT_QUERIES = 9_000, 3_000, 2_000
 WARM_UP = 1_000
 HTTP_BODIES = 500
-SECRET = "bench-enrich-secret"
 GRADES = ("A+", "A", "A-", "B")
 
 # --- data ------------------------------------------------------------------------------------
-
-
-def ensure_database(path: Path, size: str) -> None:
-    """Build the dataset at `path` with `contactdata demo-data` (seed 7) unless it exists."""
-    if path.exists():
-        return
-    companies, contacts = SIZES[size]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    print(f"building {path} ({companies:,} companies, {contacts:,} contacts)...", flush=True)
-    command = [CLI, "demo-data", "--db", str(path), "--companies", str(companies)]
-    subprocess.run([*command, "--contacts", str(contacts), "--seed", "7"], check=True)
-
-
-def read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write to the database at `path`."""
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
 def _company(guid: str, name: str, aka: str, domain: str, country: str) -> Company:
@@ -383,12 +368,6 @@ def quality_report(
     return lines, figures
 
 
-def percentile(sorted_ns: Sequence[int], p: float) -> float:
-    """The p-th percentile (nearest rank) in milliseconds."""
-    rank = max(0, min(len(sorted_ns) - 1, round(p / 100 * len(sorted_ns)) - 1))
-    return sorted_ns[rank] / 1e6
-
-
 def latency(results: Sequence[tuple[Match | None, int]]) -> dict[str, float]:
     ns = sorted(elapsed for _, elapsed in results)
     return {
@@ -461,114 +440,8 @@ def write_failures(
 # --- HTTP throughput --------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def copy_with_org(source: Path, target: Path) -> str:
-    """Copy the database (SQLite backup, consistent) and add one unlimited enterprise_plus
-    organization with limits no benchmark reaches; returns its admin key."""
-    with read_only(source) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    db = database.connect(target)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), utcnow(), name="Enrich bench", website="bench.example",
-        tier="enterprise_plus", qps=10**6, daily_limit=10**9, discover_per_minute=10**6,
-    )  # fmt: skip
-    db.conn.close()
-    return key
-
-
-def start_server(path: Path, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
-    """bench/hello_app.py under gunicorn on `path`; returns once /hello answers."""
-    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
-    command = [sys.executable, str(HERE / "hello_app.py"), "--db", str(path), "--port", str(port)]
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*command, "--workers", str(workers)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    for _ in range(600):
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/hello", timeout=1):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    stop_server(process)
-    raise RuntimeError("server did not start in 60 s")
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=30)
-
-
 def post_enrich(port: int, key: str, body: dict[str, str]) -> tuple[int, dict[str, object]]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/v7/enrich",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "apikey": key},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, {}
-
-
-def lua_script(bodies: Sequence[dict[str, str]], key: str, path: str = "/v7/enrich") -> str:
-    """A wrk script POSTing `bodies` to `path` in turn, each thread from its own offset."""
-    items = ",\n".join(f"  [==[{json.dumps(body)}]==]" for body in bodies)
-    return f"""local bodies = {{
-{items}
-}}
-local headers = {{ ["Content-Type"] = "application/json", ["apikey"] = "{key}" }}
-local i = 0
-function setup(thread)
-  thread:set("offset", math.random(#bodies))
-end
-function init(args)
-  i = offset or 0
-end
-function request()
-  i = i % #bodies + 1
-  return wrk.format("POST", "{path}", headers, bodies[i])
-end
-"""
-
-
-_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-
-
-def wrk(url: str, connections: int, seconds: int, script: Path | None) -> dict[str, float]:
-    """Run wrk; requests/s, p50 and p99 in ms, and responses that were not 2xx/3xx."""
-    command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency"]
-    output = subprocess.run(
-        [*command, *(["-s", str(script)] if script else []), url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-
-    def latency_at(p: str) -> float:
-        number, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M).groups()  # type: ignore[union-attr]
-        return float(number) * _UNITS[unit]
-
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),  # type: ignore[union-attr]
-        "p50": latency_at("50"),
-        "p99": latency_at("99"),
-        "errors": float(errors.group(1)) if errors else 0.0,
-    }
+    return post(port, "/v7/enrich", {"apikey": key}, body)
 
 
 def http_report(
@@ -577,7 +450,7 @@ def http_report(
     """Throughput of /hello and /v7/enrich on one server; the lines and enrich/hello."""
     copy = work / "http.db"
     started = time.perf_counter()
-    key = copy_with_org(path, copy)
+    key = copy_with_org(path, copy, "Enrich bench")
     lines = [f"database copied for the server in {time.perf_counter() - started:.0f} s"]
     known = [case for case in cases if not case.absent]
     bodies = [case.body() for case in random.Random(1).sample(known, HTTP_BODIES)]
@@ -593,8 +466,8 @@ def http_report(
         )
         lines.append(f"HTTP answers with the expected conGUID: {agree}/50 contact queries")
         script, floor = work / "enrich.lua", work / "floor.lua"
-        script.write_text(lua_script(bodies, key))
-        floor.write_text(lua_script(bodies, key, "/floor"))
+        script.write_text(lua_script(bodies, {"apikey": key}, "/v7/enrich"))
+        floor.write_text(lua_script(bodies, {"apikey": key}, "/floor"))
         base = f"http://127.0.0.1:{port}"
         runs = [
             ("hello", wrk(f"{base}/hello", 2 * workers, seconds, None)),
@@ -604,11 +477,7 @@ def http_report(
         ]
     finally:
         stop_server(server)
-    for name, run in runs:
-        lines.append(
-            f"{name:<12} {run['rps']:8,.0f} req/s  p50 {run['p50']:6.2f} ms  p99 "
-            f"{run['p99']:6.2f} ms  non-2xx {run['errors']:,.0f}"
-        )
+    lines += [wrk_line(name, run) for name, run in runs]
     hello = (runs[0][1]["rps"] + runs[3][1]["rps"]) / 2
     enrich_share, floor_share = runs[1][1]["rps"] / hello, runs[2][1]["rps"] / hello
     lines.append(
@@ -619,14 +488,6 @@ def http_report(
 
 
 # --- main --------------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    """What the figures were measured on."""
-    return (
-        f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
-    )
 
 
 def target_lines(figures: dict[str, float | None], speed: dict[str, float]) -> list[str]:

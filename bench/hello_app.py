@@ -1,8 +1,11 @@
-"""The service app plus two baseline routes, served as `contactdata serve` serves, for
-bench/enrich.py: `/hello` answers a tiny JSON object; `/floor` does what every enrich call
-must besides matching (authenticate, count the rate limits, parse the body, one write
+"""The service app plus baseline routes, served as `contactdata serve` serves, for the
+benchmarks: `/hello` answers a tiny JSON object; `/floor` does what every enrich call must
+besides matching (authenticate, count the rate limits, parse the body, one write
 transaction, answer a No Match result of every field), so its throughput is the most
-enrich could reach with a matcher that took no time.
+enrich could reach with a matcher that took no time; `/discover-floor` likewise does what a
+discover call must besides finding the people (authenticate, count the rate limits, parse
+and check the body, show the people of a page and send them), showing the same people (read
+once per process) every time.
 
     .venv/bin/python bench/hello_app.py --db var/bench-full.db --port 8099 --workers 2
 """
@@ -15,7 +18,7 @@ from typing import Any
 
 from flask import Flask, Response, jsonify
 
-from server import access, app, config, db, enrich, serve, wire
+from server import access, app, auth, config, db, discover, enrich, serve, store, wire
 
 
 def create_app(settings: dict[str, Any]) -> Flask:
@@ -35,14 +38,39 @@ def create_app(settings: dict[str, Any]) -> Flask:
             database.execute("INSERT INTO bench_floor VALUES (?)", [str(uuid.uuid4())])
         return jsonify(enrich.build_result(given, None, None, str(uuid.uuid4())))
 
+    page: list[dict[str, Any]] = []  # the people of the first page asked for, per process
+
+    @service.post("/discover-floor")
+    def discover_floor() -> dict[str, Any]:
+        caller = access.admit(access.key_from_headers("Api-Key"), discover=True)
+        auth.require_active_organization(caller)
+        request = wire.parse(discover.DiscoverRequest)
+        if not page:
+            page.extend(_people(access.get_db(), request))
+        people = [discover.contact_fields(row, dials=True, miles=row["miles"]) for row in page]
+        data = {"company_guid": request.company_guid, "total_count": len(people)}
+        return {"message": "Contacts fetched successfully", "data": {**data, "contacts": people}}
+
     return service
+
+
+def _people(database: db.Database, request: discover.DiscoverRequest) -> list[dict[str, Any]]:
+    """The people of the request's page, with their distances, as discover reads them."""
+    wanted = discover.plan_of(database, request).wanted
+    offset = (request.page_number - 1) * request.page_size
+    _, found = store.people_page(database, wanted, offset, request.page_size)
+    rows = store.people_details(database, wanted.company_guid, [guid for guid, _ in found])
+    by_guid = {row["contact_guid"]: row for row in rows}
+    return [{**by_guid[guid], "miles": miles} for guid, miles in found]
 
 
 class _HelloGunicorn(serve._Gunicorn):
     """server/serve.py's gunicorn, loading the app with the hello route."""
 
     def load(self) -> Flask:
-        return create_app(self._settings)
+        service = create_app(self._settings)
+        serve.warm_up()
+        return service
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ class DiscoverRequest(BaseModel):
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
     """A request read: what to find, and how to answer."""
 
     wanted: store.PeopleFilter
@@ -64,7 +64,7 @@ class _Plan:
 
 def discover(db: Database, tier: str, request: DiscoverRequest) -> dict[str, Any]:
     """The response body of a discover call by an organization of `tier`."""
-    plan = _plan(db, request)
+    plan = plan_of(db, request)
     if plan.stats:
         return {"message": "Contacts counted successfully", "data": _stats(db, plan)}
     return {"message": "Contacts fetched successfully", "data": _page(db, plan, tier)}
@@ -73,7 +73,8 @@ def discover(db: Database, tier: str, request: DiscoverRequest) -> dict[str, Any
 # --- reading the request ---------------------------------------------------------------------
 
 
-def _plan(db: Database, request: DiscoverRequest) -> _Plan:
+def plan_of(db: Database, request: DiscoverRequest) -> Plan:
+    """What a request asks for, checked: raises the contract error of the first problem."""
     guid = _company_guid(request.company_guid)
     mode = MODES.get(request.mode.strip().casefold())
     if mode is None:
@@ -98,7 +99,7 @@ def _plan(db: Database, request: DiscoverRequest) -> _Plan:
         raise NotFound(f"No company has company_guid {guid}.")
     paged = request.pagination_required
     paged = request.pagination if paged is None else paged
-    return _Plan(
+    return Plan(
         wanted=wanted,
         stats=mode == "Stats",
         paged=bool(paged),
@@ -155,7 +156,7 @@ def _place_terms(texts: list[str]) -> tuple[store.PlaceTerm, ...]:
 # --- answering -------------------------------------------------------------------------------
 
 
-def _stats(db: Database, plan: _Plan) -> dict[str, Any]:
+def _stats(db: Database, plan: Plan) -> dict[str, Any]:
     combinations = store.people_by_levels_and_functions(db, plan.wanted)
     by_level = dict.fromkeys(facets.LEVEL_BITS, 0)
     by_function = dict.fromkeys(facets.FUNCTION_BITS, 0)
@@ -173,7 +174,7 @@ def _stats(db: Database, plan: _Plan) -> dict[str, Any]:
     }
 
 
-def _page(db: Database, plan: _Plan, tier: str) -> dict[str, Any]:
+def _page(db: Database, plan: Plan, tier: str) -> dict[str, Any]:
     size = plan.page_size if plan.paged else plan.max_contacts
     number = plan.page_number if plan.paged else 1
     offset = (number - 1) * size
@@ -194,24 +195,19 @@ def _page(db: Database, plan: _Plan, tier: str) -> dict[str, Any]:
 
 
 def _contacts(
-    db: Database, plan: _Plan, found: list[tuple[str, float | None]], *, dials: bool
+    db: Database, plan: Plan, found: list[tuple[str, float | None]], *, dials: bool
 ) -> list[dict[str, Any]]:
     if not found:
         return []
     rows = store.people_details(db, plan.wanted.company_guid, [guid for guid, _ in found])
     by_guid = {row["contact_guid"]: row for row in rows}
-    shown = []
-    for guid, miles in found:
-        contact = contact_fields(by_guid[guid], dials=dials)
-        if plan.wanted.radius_miles is not None:
-            contact["distance_miles"] = round(miles, 1)
-        shown.append(contact)
-    return shown
+    return [contact_fields(by_guid[guid], dials=dials, miles=miles) for guid, miles in found]
 
 
-def contact_fields(row: dict[str, Any], *, dials: bool) -> dict[str, Any]:
-    """One person of a discover answer; direct dials masked, and only when `dials`."""
-    return {
+def contact_fields(row: dict[str, Any], *, dials: bool, miles: float | None) -> dict[str, Any]:
+    """One person of a discover answer: direct dials masked, and only when `dials`; the
+    distance when there is one (a radius was given)."""
+    shown = {
         "contact_guid": row["contact_guid"],
         "contact_full_name": row["full_name"],
         "contact_first_name": row["first_name"],
@@ -231,6 +227,9 @@ def contact_fields(row: dict[str, Any], *, dials: bool) -> dict[str, Any]:
         "contact_direct_dial2": mask_dial(row["direct_dial2"]) if dials else "",
         "contact_profile_url": row["profile_url"],
     }
+    if miles is not None:
+        shown["distance_miles"] = round(miles, 1)
+    return shown
 
 
 def _listed(joined: str) -> list[str]:

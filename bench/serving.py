@@ -1,0 +1,187 @@
+"""What the benchmarks share: the 1M-contact dataset, a copy of it served by gunicorn with an
+organization no limit stops, wrk runs against it, and the machine the figures came from."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from server import accounts
+from server import db as database
+from server.clock import utcnow
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+CLI = str(Path(sys.executable).parent / "contactdata")
+SIZES = {"full": (100_000, 1_000_000), "small": (5_000, 100_000)}
+DEFAULT_DBS = {"full": ROOT / "var" / "bench-full.db", "small": ROOT / "var" / "bench-demo.db"}
+SECRET = "bench-secret"
+
+
+def ensure_database(path: Path, size: str) -> None:
+    """Build the dataset at `path` with `contactdata demo-data` (seed 7) unless it exists."""
+    if path.exists():
+        return
+    companies, contacts = SIZES[size]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"building {path} ({companies:,} companies, {contacts:,} contacts)...", flush=True)
+    command = [CLI, "demo-data", "--db", str(path), "--companies", str(companies)]
+    subprocess.run([*command, "--contacts", str(contacts), "--seed", "7"], check=True)
+
+
+def read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write to the database at `path`."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def percentile(sorted_ns: Sequence[int], p: float) -> float:
+    """The p-th percentile (nearest rank) in milliseconds of nanosecond timings."""
+    rank = max(0, min(len(sorted_ns) - 1, round(p / 100 * len(sorted_ns)) - 1))
+    return sorted_ns[rank] / 1e6
+
+
+def machine() -> str:
+    """What the figures were measured on."""
+    return (
+        f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
+    )
+
+
+# --- serving ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def copy_with_org(source: Path, target: Path, name: str) -> str:
+    """Copy the database (SQLite backup, consistent; migrated) and add one unlimited
+    enterprise_plus organization with limits no benchmark reaches; returns its admin key."""
+    with read_only(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    db = database.connect(target)
+    _, key = accounts.create_organization(
+        db, SECRET.encode(), utcnow(), name=name, website="bench.example",
+        tier="enterprise_plus", qps=10**6, daily_limit=10**9, discover_per_minute=10**6,
+    )  # fmt: skip
+    db.conn.close()
+    return key
+
+
+def start_server(path: Path, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
+    """bench/hello_app.py under gunicorn on `path`; returns once /hello answers."""
+    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
+    command = [sys.executable, str(HERE / "hello_app.py"), "--db", str(path), "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*command, "--workers", str(workers)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    for _ in range(600):
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/hello", timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.1)
+    stop_server(process)
+    raise RuntimeError("server did not start in 60 s")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=30)
+
+
+def post(port: int, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+    """POST a JSON body; the status and the JSON answer ({} for an HTTP error)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **headers},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, {}
+
+
+# --- wrk -------------------------------------------------------------------------------------
+
+
+def lua_script(bodies: Sequence[Any], headers: dict[str, str], path: str) -> str:
+    """A wrk script POSTing `bodies` to `path` in turn, each thread from its own offset."""
+    items = ",\n".join(f"  [==[{json.dumps(body)}]==]" for body in bodies)
+    sent = {"Content-Type": "application/json", **headers}
+    header_table = ", ".join(f'["{name}"] = "{value}"' for name, value in sent.items())
+    return f"""local bodies = {{
+{items}
+}}
+local headers = {{ {header_table} }}
+local i = 0
+function setup(thread)
+  thread:set("offset", math.random(#bodies))
+end
+function init(args)
+  i = offset or 0
+end
+function request()
+  i = i % #bodies + 1
+  return wrk.format("POST", "{path}", headers, bodies[i])
+end
+"""
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk(url: str, connections: int, seconds: int, script: Path | None) -> dict[str, float]:
+    """Run wrk; requests/s, p50 and p99 in ms, and responses that were not 2xx/3xx."""
+    command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    output = subprocess.run(
+        [*command, *(["-s", str(script)] if script else []), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    def latency_at(p: str) -> float:
+        number, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M).groups()  # type: ignore[union-attr]
+        return float(number) * _UNITS[unit]
+
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),  # type: ignore[union-attr]
+        "p50": latency_at("50"),
+        "p99": latency_at("99"),
+        "errors": float(errors.group(1)) if errors else 0.0,
+    }
+
+
+def wrk_line(name: str, run: dict[str, float]) -> str:
+    """One wrk run as a line of a results file."""
+    return (
+        f"{name:<12} {run['rps']:8,.0f} req/s  p50 {run['p50']:6.2f} ms  p99 "
+        f"{run['p99']:6.2f} ms  non-2xx {run['errors']:,.0f}"
+    )
