@@ -1,0 +1,488 @@
+"""Mapping files: which payload values feed enrich, and which result fields go to which CRM
+property, transformed how and written under which overwrite policy. Pure: data in, data out.
+
+One YAML file per platform (mappings/*.yaml), loaded into a strict model (unknown keys are
+errors)::
+
+    platform: hubspot                      # lower-case name, unique in a directory
+    record_id: [object.objectId, vid]      # paths into the payload: the first present wins
+    input:                                 # enrich input field (enrich's newer names) -> paths
+      conEmail: [properties.email.value, inputFields.email, email]
+    output:                                # enrich result field -> CRM property, in order
+      - field: conJobTitleEn
+        property: jobtitle
+        transforms: [strip]                # optional: names from TRANSFORMS, applied in order
+        policy: overwrite_if_ours          # optional: fill_if_empty (the default),
+                                           # overwrite_if_ours, always or never (see may_write)
+
+A path is dict keys and list indexes joined by dots (`identities.0.value`). A payload value
+is present unless it is None, "", "[[unknown]]" or not a string, number or boolean. Every
+problem of a file names the file, the line and the field (`output[2].policy`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import phonenumbers
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
+
+from server.enrich import NEWER_NAMES, OLDER_NAMES, OUTPUT_FIELDS
+from server.normalize import registrable_domain
+from server.records import JOIN  # how enrich joins the values of a multi-valued field
+
+UNKNOWN = "[[unknown]]"  # a placeholder other enrichment tools write; counts as empty
+Policy = Literal["fill_if_empty", "overwrite_if_ours", "always", "never"]
+Problem = tuple[tuple[Any, ...], str, int | None]  # where, what, and the line if known
+
+_NEWER_BY_ATTRIBUTE = {attribute: name for name, attribute in NEWER_NAMES.items()}
+_MASKED = re.compile(r"[Xx*]{2,}")  # enrich masks the last digits of a direct dial
+
+
+class MappingError(Exception):
+    """A mapping file that cannot be used; `problems` says "file, line N, field: what" each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+def is_empty(value: Any) -> bool:
+    """Whether a value counts as empty: None, "", blanks, "[[unknown]]" or an empty list."""
+    if isinstance(value, str):
+        return value.strip() in ("", UNKNOWN)
+    return value is None or (isinstance(value, list) and not value)
+
+
+def value_at(payload: Any, path: str) -> Any:
+    """The value at a dotted path of dict keys and list indexes; None where there is none."""
+    value = payload
+    for key in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return None
+    return value
+
+
+def _payload_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float) and not is_empty(value):
+        return str(value).strip()
+    return ""
+
+
+def _present(payload: Any, paths: Iterable[str]) -> Iterator[str]:
+    """The texts at `paths` of a payload, in order, absent and empty ones left out."""
+    for path in paths:
+        text = _payload_text(value_at(payload, path))
+        if text:
+            yield text
+
+
+def _text(value: Any) -> str:
+    """A value as the text a CRM would hold, to compare ours with theirs."""
+    if is_empty(value):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return JOIN.join(_text(item) for item in value)
+    return str(value).strip()
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    return _text(ours) == _text(theirs)
+
+
+# --- transforms ------------------------------------------------------------------------------
+
+
+def _strings(function: Callable[[str], Any]) -> Callable[[Any], Any]:
+    """`function` over a string, or over each item of a list; other values pass unchanged."""
+
+    def apply(value: Any) -> Any:
+        if isinstance(value, list):
+            return [apply(item) for item in value]
+        return function(value) if isinstance(value, str) else value
+
+    return apply
+
+
+def _integer(text: str) -> int | str:
+    """`"1,200"` or `"1200"` -> 1200; "" and anything else but a whole number -> ""."""
+    whole = re.fullmatch(r"([+-]?\d+)(?:\.0*)?", re.sub(r"[,\s]", "", text))
+    return int(whole[1]) if whole else ""
+
+
+def _e164(text: str) -> str:
+    """A phone number in E.164 (`+15125550100`); "" for a masked, local or invalid one."""
+    if not text.strip() or _MASKED.search(text):
+        return ""
+    try:
+        number = phonenumbers.parse(text, None)
+    except phonenumbers.NumberParseException:
+        return ""
+    if not phonenumbers.is_valid_number(number):
+        return ""
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+def _domain(text: str) -> str:
+    return registrable_domain(text) if text.strip() else ""
+
+
+def _split(value: Any) -> Any:
+    """`"a | b"` -> `["a", "b"]` (split on "|", parts stripped), "" -> `[]`; a list stays."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split("|") if part.strip()]
+    return value
+
+
+def _first(value: Any) -> Any:
+    """The first item of a list or of a `' | '`-joined string ("" when there is none)."""
+    items = _split(value)
+    if isinstance(items, list):
+        return items[0] if items else ""
+    return items
+
+
+TRANSFORMS: dict[str, Callable[[Any], Any]] = {
+    "strip": _strings(str.strip),
+    "lower": _strings(str.lower),
+    "upper": _strings(str.upper),
+    "integer": _strings(_integer),
+    "split": _split,
+    "first": _first,
+    "e164": _strings(_e164),
+    "domain": _strings(_domain),
+}
+
+
+# --- policies --------------------------------------------------------------------------------
+
+
+def may_write(policy: str, current: Any, ours: Any = None) -> bool:
+    """Whether `policy` lets a new value replace the CRM's `current` one; `ours` is what we
+    last wrote to that property (None when we never did).
+
+    fill_if_empty: only into an empty field. overwrite_if_ours: into an empty field or one
+    still holding what we wrote, so a user's edit wins. always: anything. never: nothing.
+    """
+    if policy in ("always", "never"):
+        return policy == "always"
+    if is_empty(current):
+        return True
+    return policy == "overwrite_if_ours" and not is_empty(ours) and _same(current, ours)
+
+
+# --- the model -------------------------------------------------------------------------------
+
+
+def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
+    return f"unknown {kind} {name!r}; {hint}"
+
+
+def _input_name(name: str) -> str:
+    if name in NEWER_NAMES:
+        return name
+    newer = _NEWER_BY_ATTRIBUTE.get(OLDER_NAMES.get(name, ""))
+    if newer:
+        raise ValueError(f"{name!r} is enrich's older name; write {newer!r}")
+    raise ValueError(_unknown("enrich input field", name, NEWER_NAMES))
+
+
+def _output_name(name: str) -> str:
+    if name not in OUTPUT_FIELDS:
+        raise ValueError(_unknown("enrich result field", name, OUTPUT_FIELDS))
+    return name
+
+
+def _transform_name(name: str) -> str:
+    if name not in TRANSFORMS:
+        raise ValueError(_unknown("transform", name, TRANSFORMS))
+    return name
+
+
+def _dotted_path(path: str) -> str:
+    if not all(key and key == key.strip() for key in path.split(".")):
+        raise ValueError(f"{path!r} is not a dotted path (keys and indexes joined by dots)")
+    return path
+
+
+def _property_name(name: str) -> str:
+    if not name or re.search(r"\s", name):
+        raise ValueError(f"{name!r} is not a property name (no spaces, not empty)")
+    return name
+
+
+def _platform_name(name: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(f"{name!r} is not a platform name (lower-case letters, digits, _)")
+    return name
+
+
+_Paths = Annotated[tuple[Annotated[str, AfterValidator(_dotted_path)], ...], Field(min_length=1)]
+
+
+class Rule(BaseModel):
+    """One output: an enrich result field, its transforms, the CRM property and the policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: Annotated[str, AfterValidator(_output_name)]
+    property: Annotated[str, AfterValidator(_property_name)]
+    transforms: tuple[Annotated[str, AfterValidator(_transform_name)], ...] = ()
+    policy: Policy = "fill_if_empty"
+
+    def value(self, result: dict[str, Any]) -> Any:
+        """This rule's field of an enrich result, transformed ("" when it is empty)."""
+        value = result.get(self.field)
+        value = "" if is_empty(value) else value
+        for name in self.transforms:
+            value = TRANSFORMS[name](value)
+        return value
+
+
+class Mapping(BaseModel):
+    """One platform's mapping file (see the module docstring for its shape)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    platform: Annotated[str, AfterValidator(_platform_name)]
+    record_paths: _Paths = Field(alias="record_id")
+    input: dict[Annotated[str, AfterValidator(_input_name)], _Paths] = Field(min_length=1)
+    output: tuple[Rule, ...] = Field(min_length=1)
+
+    def record_id(self, payload: Any) -> str | None:
+        """The CRM record id in a payload: the first present `record_id` path, as text."""
+        return next(_present(payload, self.record_paths), None)
+
+    def enrich_input(self, payload: Any) -> dict[str, str]:
+        """The enrich body for a payload: each input field found, as text."""
+        found = {name: next(_present(payload, paths), "") for name, paths in self.input.items()}
+        return {name: text for name, text in found.items() if text}
+
+    def outputs(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Every mapped property with its transformed value (synchronous responses)."""
+        return {rule.property: rule.value(result) for rule in self.output}
+
+    def changes(
+        self, result: dict[str, Any], current: dict[str, Any], ours: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The properties to write back, given the CRM's `current` values and `ours`, what we
+        last wrote to each: what each rule's policy allows, leaving out empty values (we never
+        clear a field) and values the CRM already holds."""
+        ours = ours or {}
+        written: dict[str, Any] = {}
+        for rule in self.output:
+            value, now = rule.value(result), current.get(rule.property)
+            if is_empty(value) or _same(value, now):
+                continue
+            if may_write(rule.policy, now, ours.get(rule.property)):
+                written[rule.property] = value
+        return written
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def load(path: str | Path) -> Mapping:
+    """The mapping in a YAML file; MappingError names the file, line and field of each problem."""
+    path = Path(path)
+    data, root = _parse(path)
+    if root is None:
+        raise MappingError([f"{path}, line 1: the file is empty; a mapping needs {_top_keys()}"])
+    problems = [*_duplicate_keys(root), *_duplicate_properties(data)]
+    try:
+        mapping = Mapping.model_validate(data)
+    except ValidationError as error:
+        problems += _schema_problems(error)
+    if problems:
+        raise MappingError(_described(path, root, problems))
+    return mapping
+
+
+def load_all(directory: str | Path) -> dict[str, Mapping]:
+    """The mappings of a directory's *.yaml files by platform; one MappingError lists the
+    problems of every file."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise MappingError([f"{directory}: not a directory"])
+    mappings: dict[str, Mapping] = {}
+    files: dict[str, Path] = {}
+    problems: list[str] = []
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            mapping = load(path)
+        except MappingError as error:
+            problems += error.problems
+            continue
+        if mapping.platform in mappings:
+            clash = f"platform {mapping.platform!r} is already mapped by {files[mapping.platform]}"
+            problems += _described(path, _parse(path)[1], [(("platform",), clash, None)])
+            continue
+        mappings[mapping.platform], files[mapping.platform] = mapping, path
+    if problems:
+        raise MappingError(problems)
+    return mappings
+
+
+def check(path: str | Path) -> list[str]:
+    """The problems of a mapping file, one line each naming file, line and field; [] if fine."""
+    try:
+        load(path)
+    except MappingError as error:
+        return error.problems
+    return []
+
+
+def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
+    """A file's YAML as data and as nodes (which know their lines); None, None when empty."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise MappingError([f"{path}: cannot be read ({error.strerror})"]) from None
+    except UnicodeDecodeError:
+        raise MappingError([f"{path}, line 1: not UTF-8 text"]) from None
+    try:
+        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        near = _key_before(text, line)
+        where = f", near {near}" if near else ""
+        reason = getattr(error, "problem", None) or str(error)
+        raise MappingError([f"{path}, line {line}{where}: not valid YAML: {reason}"]) from None
+
+
+def _key_before(text: str, line: int) -> str:
+    """The last mapping key the YAML scanner read at or before `line` (1-based), or ""."""
+    key, after_key = "", False
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if token.start_mark.line >= line:
+                break
+            if after_key and isinstance(token, yaml.ScalarToken):
+                key = token.value
+            after_key = isinstance(token, yaml.KeyToken)
+    except yaml.YAMLError:
+        pass
+    return key
+
+
+def _duplicate_keys(node: yaml.Node | None, loc: tuple[Any, ...] = ()) -> Iterator[Problem]:
+    """Keys given twice in one YAML mapping (PyYAML would silently keep the last)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            name = str(key.value)
+            if name in seen:
+                yield (*loc, name), "this key is given twice", key.start_mark.line + 1
+            seen.add(name)
+            yield from _duplicate_keys(value, (*loc, name))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _duplicate_keys(item, (*loc, index))
+
+
+def _duplicate_properties(data: Any) -> Iterator[Problem]:
+    """Outputs writing a property an earlier output already writes (read from the raw data,
+    so that they show with the file's other problems)."""
+    rules = data.get("output") if isinstance(data, dict) else None
+    first: dict[str, int] = {}
+    for index, rule in enumerate(rules if isinstance(rules, list) else []):
+        name = rule.get("property") if isinstance(rule, dict) else None
+        earlier = first.setdefault(name, index) if isinstance(name, str) else index
+        if earlier != index:
+            clash = f"property {name!r} is already written by output[{earlier}]"
+            yield ("output", index, "property"), clash, None
+
+
+def _schema_problems(error: ValidationError) -> list[Problem]:
+    """The model's errors, less a list's "too short" that only its items' own errors caused."""
+    details = error.errors()
+    above = {detail["loc"][:depth] for detail in details for depth in range(len(detail["loc"]))}
+    return [
+        (detail["loc"], _message(detail), None)
+        for detail in details
+        if not (detail["type"] == "too_short" and detail["loc"] in above)
+    ]
+
+
+_MESSAGES = {
+    "missing": "this required key is missing",
+    "too_short": "give at least one",
+    "tuple_type": "expected a list, like [a, b]",
+    "dict_type": "expected keys with values",
+    "model_type": "expected keys with values",
+    "string_type": "expected text",
+}
+
+
+def _message(detail: ErrorDetails) -> str:
+    """A pydantic error in the mapping file's terms."""
+    kind, loc = detail["type"], detail["loc"]
+    if kind == "extra_forbidden":
+        model = Rule if loc[0] == "output" else Mapping
+        allowed = ", ".join(field.alias or name for name, field in model.model_fields.items())
+        return f"unknown key; the keys here are {allowed}"
+    if kind in _MESSAGES:
+        return _MESSAGES[kind]
+    if kind == "literal_error":
+        return f"unknown value {detail['input']!r}; use {detail.get('ctx', {}).get('expected')}"
+    return detail["msg"].removeprefix("Value error, ")
+
+
+def _described(path: Path, root: yaml.Node | None, problems: Iterable[Problem]) -> list[str]:
+    """Problems as "file, line N, field: what", in the order of their lines."""
+    found = sorted((line or _line(root, loc), _where(loc), what) for loc, what, line in problems)
+    return [f"{path}, line {line}, {where}: {what}" for line, where, what in found]
+
+
+def _top_keys() -> str:
+    return ", ".join(field.alias or name for name, field in Mapping.model_fields.items())
+
+
+def _where(loc: Iterable[Any]) -> str:
+    """A location as a field name: `output[2].transforms[0]`, `input.conEmail`."""
+    text = ""
+    for part in loc:
+        if part == "[key]":
+            continue
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "top level"
+
+
+def _line(node: yaml.Node | None, loc: Iterable[Any]) -> int:
+    """The 1-based line of the deepest node of `loc` present in the file (a key's own line)."""
+    line = node.start_mark.line if node else 0
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if str(k.value) == str(part)), None)
+            if pair is None:
+                break
+            key, node = pair
+            line = key.start_mark.line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return line + 1
