@@ -56,7 +56,7 @@ def serve(db_path: Path, host: str, port: int, workers: int) -> None:
     from server.serve import serve as run
 
     db.connect(db_path).close()
-    run(config.load({"DB": str(db_path)}), host, port, workers)
+    run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
 
 
 @main.command("demo-data")
@@ -318,4 +318,13 @@ def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
     demo.ensure_database(db_path)
     for line in demo.instructions(db_path, demo.ensure_organizations(db_path), host, port):
         click.echo(line)
-    run(config.load({"DB": str(db_path)}), host, port, workers)
+    run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
+
+
+def _app_factory() -> str:
+    """The app `serve` and `demo` run: the service's, unless the entry point named another
+    (the connector's `contactdata` serves the connector's app, which includes the service)."""
+    from server.serve import DEFAULT_FACTORY
+
+    options = click.get_current_context().find_root().obj or {}
+    return str(options.get("app_factory", DEFAULT_FACTORY))

@@ -18,6 +18,8 @@ DEFAULTS: dict[str, Any] = {
     "PORT": 8080,
     "WORKERS": 2,
     "RATE_LIMITER": "sqlite",
+    # Where platforms reach this server: the base of the webhook URLs connections print.
+    "PUBLIC_URL": "http://127.0.0.1:8080",
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
+DEFAULT_FACTORY = "server.app:create_app"
+
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
-    """gunicorn configured from a dict, loading the app in each worker."""
+    """gunicorn configured from a dict, loading the app in each worker from `factory`
+    ("module:function"; the connector serves its own app, which includes the service)."""
 
-    def __init__(self, settings: dict[str, Any], options: dict[str, Any]) -> None:
+    def __init__(
+        self, settings: dict[str, Any], options: dict[str, Any], factory: str = DEFAULT_FACTORY
+    ) -> None:
         self._settings = settings
         self._options = options
+        self._factory = factory
         super().__init__()
 
     def load_config(self) -> None:
@@ -21,9 +28,9 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             self.cfg.set(name, value)
 
     def load(self) -> Flask:
-        from server.app import create_app
-
-        app = create_app(self._settings)
+        module, name = self._factory.split(":")
+        create_app = getattr(importlib.import_module(module), name)
+        app: Flask = create_app(self._settings)
         warm_up()
         return app
 
@@ -60,6 +67,8 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
     }
 
 
-def serve(settings: dict[str, Any], host: str, port: int, workers: int) -> None:
-    """Serve the app until stopped."""
-    _Gunicorn(settings, gunicorn_options(host, port, workers)).run()
+def serve(
+    settings: dict[str, Any], host: str, port: int, workers: int, factory: str = DEFAULT_FACTORY
+) -> None:
+    """Serve the app `factory` makes until stopped."""
+    _Gunicorn(settings, gunicorn_options(host, port, workers), factory).run()

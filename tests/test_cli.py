@@ -4,8 +4,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
+from connector.cli import main
 from server import keys, store
-from server.cli import main
 from server.db import connect
 
 README = Path(__file__).resolve().parents[1] / "README.md"

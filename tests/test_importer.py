@@ -10,7 +10,7 @@ from server.importer import ImportReport, RowError, import_files
 from server.records import JOIN
 
 DATA = Path(__file__).parent / "data"
-ACCEPTANCE = Path("/work/shared/acceptance/data")
+ACCEPTANCE = Path(__file__).parent / "data"  # the acceptance check's radius files, copied
 NOW = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)
 
 

@@ -1,0 +1,21 @@
+"""The product's application: the contact-data service plus the connector's webhook routes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from connector import connections, mappings, receiver, store
+from server.app import create_app as create_service_app
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """The service's app (settings, database, errors, API) with the connector migrated and
+    its routes under /hooks."""
+    app = create_service_app(test_config)
+    app.extensions["mappings"] = mappings.load_all(connections.MAPPINGS)  # a bad file stops us
+    store.connect(app.config["DB"]).close()
+    app.register_blueprint(receiver.blueprint)
+    return app

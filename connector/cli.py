@@ -1,0 +1,121 @@
+"""The `contactdata` command line: the service's commands (server/cli.py) and the connector's
+(connections, mapping checks)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+import server
+from connector import connections, mappings, store
+from server.cli import _DB, main
+from server.clock import utcnow
+from server.config import load
+from server.errors import ServiceError
+
+__all__ = ["main", "run"]
+
+
+def run() -> None:
+    """The `contactdata` entry point: every command, serving the connector's app."""
+    main(obj={"app_factory": "connector.app:create_app"})
+
+
+@main.group()
+def connection() -> None:
+    """Bind a platform account to an organization key: add, list, show, remove."""
+
+
+@connection.command("add")
+@_DB
+@click.option("--name", required=True)
+@click.option("--platform", required=True, type=click.Choice(list(connections.PLATFORMS)))
+@click.option("--api-key", required=True, help="An API key of the organization to enrich for.")
+@click.option("--mapping", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--crm-base-url", default="", help="The CRM's API base URL (CRMs only).")
+@click.option("--crm-token", default="", help="The CRM API token (CRMs only).")
+@click.option("--secret", default="", help="The secret the platform signs with, if it issues one.")
+@click.option(
+    "--salesforce-org-id",
+    "salesforce_org_ids",
+    multiple=True,
+    help="A Salesforce organization allowed to send (repeat for several; salesforce only).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def connection_add(db_path: Path, as_json: bool, **options: Any) -> None:
+    """Add a connection; print its id, inbound secret (shown only this once) and webhook URLs."""
+    settings = load({"DB": str(db_path)})
+    try:
+        added = connections.add(
+            store.connect(db_path), server.key_secret(settings), utcnow(), **options
+        )
+    except (connections.InvalidConnection, ServiceError) as error:
+        raise click.ClickException(str(error)) from None
+    urls = connections.urls(added.row, settings["PUBLIC_URL"], added.secret)
+    summary = {"id": added.row["id"], "secret": added.secret, **urls}
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    click.echo(f"connection {added.row['name']} ({added.row['platform']}) id {added.row['id']}")
+    click.echo(f"inbound secret (shown once, paste it into the platform now): {added.secret}")
+    click.echo(f"enrich URL: {urls['enrichUrl']}")
+    click.echo(f"events URL: {urls['eventsUrl']}")
+
+
+@connection.command("list")
+@_DB
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def connection_list(db_path: Path, as_json: bool) -> None:
+    """List connections (secrets by their last characters only)."""
+    rows = [connections.shown(row) for row in store.connections(store.connect(db_path))]
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(f"{row['id']}  {row['platform']:<10}  org {row['org_id']}  {row['name']}")
+
+
+@connection.command("show")
+@_DB
+@click.argument("connection_id")
+def connection_show(db_path: Path, connection_id: str) -> None:
+    """Show one connection and its webhook URLs, as JSON."""
+    settings = load({"DB": str(db_path)})
+    row = store.connection(store.connect(db_path), connection_id)
+    if row is None:
+        raise click.ClickException(f"no connection {connection_id}")
+    click.echo(
+        json.dumps(
+            {**connections.shown(row), **connections.urls(row, settings["PUBLIC_URL"])}, indent=2
+        )
+    )
+
+
+@connection.command("remove")
+@_DB
+@click.argument("connection_id")
+def connection_remove(db_path: Path, connection_id: str) -> None:
+    """Remove a connection: its webhook URLs stop working at once."""
+    if not connections.remove(store.connect(db_path), connection_id):
+        raise click.ClickException(f"no connection {connection_id}")
+    click.echo(f"removed connection {connection_id}")
+
+
+@main.group()
+def mapping() -> None:
+    """Check mapping files (mappings/*.yaml)."""
+
+
+@mapping.command("check")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def mapping_check(path: Path) -> None:
+    """Validate a mapping file: every problem with its line, or "ok"; exit 1 on problems."""
+    problems = mappings.check(path)
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise SystemExit(1)
+    click.echo(f"{path}: ok")

@@ -1,0 +1,169 @@
+"""Connections: one platform account bound to one organization key, one mapping file, an
+inbound secret and, for CRMs, the CRM's API base URL and token. Adding, listing, showing and
+removing them; secret values are sealed at rest and shown in full only when first made."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+import server
+from connector import mappings, outbound, sealing, store
+
+MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """How a platform signs what it sends, and whether it is a CRM we write back to."""
+
+    signing: str  # "hubspot", "standard-webhooks" or "url-secret"
+    crm: bool
+    issues_secret: bool  # the platform makes the secret (HubSpot's app secret): --secret needed
+
+
+PLATFORMS: dict[str, Platform] = {
+    "hubspot": Platform("hubspot", crm=True, issues_secret=True),
+    "salesforce": Platform("url-secret", crm=True, issues_secret=False),
+    "zapier": Platform("standard-webhooks", crm=False, issues_secret=False),
+    "make": Platform("standard-webhooks", crm=False, issues_secret=False),
+    "n8n": Platform("standard-webhooks", crm=False, issues_secret=False),
+}
+
+
+class InvalidConnection(ValueError):
+    """A connection that cannot be added as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class Added:
+    """A new connection, with its inbound secret in full (shown this once)."""
+
+    row: Row
+    secret: str
+
+
+def add(
+    db: Database,
+    server_secret: bytes,
+    now: datetime,
+    *,
+    name: str,
+    platform: str,
+    api_key: str,
+    mapping: Path | None = None,
+    crm_base_url: str = "",
+    crm_token: str = "",
+    secret: str = "",
+    salesforce_org_ids: tuple[str, ...] = (),
+) -> Added:
+    """Check and save a connection; raises InvalidConnection (or the key's ServiceError)."""
+    kind = PLATFORMS.get(platform)
+    if kind is None:
+        raise InvalidConnection(f"platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
+    if not name.strip():
+        raise InvalidConnection("name: give the connection a name")
+    if store.connection_named(db, name.strip()):
+        raise InvalidConnection(f"a connection named {name.strip()!r} already exists")
+    caller = server.authenticate(db, server_secret, api_key, now)
+    mapping_path = _mapping(mapping, platform)
+    inbound = secret or _new_secret(kind, platform)
+    allowed = _allowed_organizations(platform, salesforce_org_ids)
+    base_url, token = _crm(kind, platform, crm_base_url, crm_token)  # last: it resolves names
+    row = {
+        "id": str(uuid.uuid4()),
+        "name": name.strip(),
+        "platform": platform,
+        "org_id": caller.org_id,
+        "api_key_sealed": sealing.seal(server_secret, api_key),
+        "api_key_hint": sealing.hint(api_key),
+        "mapping": str(mapping_path),
+        "secret_sealed": sealing.seal(server_secret, inbound),
+        "secret_hint": sealing.hint(inbound),
+        "crm_base_url": base_url,
+        "crm_token_sealed": sealing.seal(server_secret, token) if token else "",
+        "crm_token_hint": sealing.hint(token) if token else "",
+        "allowed_organizations": ",".join(allowed),
+        "created_at": server.iso(now),
+    }
+    with server.write(db):
+        store.insert_connection(db, row)
+    return Added(row, inbound)
+
+
+def _mapping(mapping: Path | None, platform: str) -> Path:
+    path = (mapping or MAPPINGS / f"{platform}.yaml").resolve()
+    if not path.is_file():
+        raise InvalidConnection(f"mapping: no file {path}")
+    try:
+        loaded = mappings.load(path)
+    except mappings.MappingError as error:
+        raise InvalidConnection(f"mapping: {error}") from None
+    if loaded.platform != platform:
+        raise InvalidConnection(f"mapping: {path} is for {loaded.platform}, not {platform}")
+    return path
+
+
+def _crm(kind: Platform, platform: str, base_url: str, token: str) -> tuple[str, str]:
+    if not kind.crm:
+        if base_url or token:
+            raise InvalidConnection(f"{platform} is not a CRM: give no --crm-base-url or token")
+        return "", ""
+    if not (base_url and token):
+        raise InvalidConnection(f"{platform} is written back to: give --crm-base-url and token")
+    try:
+        return outbound.check_crm_url(base_url), token
+    except outbound.UnsafeUrl as error:
+        raise InvalidConnection(f"crm-base-url: {error}") from None
+
+
+def _allowed_organizations(platform: str, ids: tuple[str, ...]) -> list[str]:
+    """Salesforce signs nothing: its messages are taken only from the organizations named."""
+    cleaned = [i.strip() for i in ids if i.strip()]
+    if platform != "salesforce":
+        if cleaned:
+            raise InvalidConnection("--salesforce-org-id is for salesforce connections only")
+        return []
+    if not cleaned or not all(len(i) in (15, 18) and i.isalnum() for i in cleaned):
+        raise InvalidConnection(
+            "salesforce: give --salesforce-org-id, the 15- or 18-character id of each "
+            "Salesforce organization allowed to send (Setup > Company Information)"
+        )
+    return cleaned
+
+
+def _new_secret(kind: Platform, platform: str) -> str:
+    if kind.issues_secret:
+        raise InvalidConnection(f"{platform} issues the secret it signs with: give --secret")
+    if kind.signing == "standard-webhooks":
+        return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+    return secrets.token_urlsafe(24)
+
+
+def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str]:
+    """The connection's webhook URLs; Salesforce's carry the secret (`secret` when known)."""
+    base = f"{public_url.rstrip('/')}/hooks/{row['id']}"
+    events = f"{base}/events"
+    if PLATFORMS[row["platform"]].signing == "url-secret":
+        events += f"?key={secret or '<secret>'}"
+    return {"enrichUrl": f"{base}/enrich", "eventsUrl": events}
+
+
+def shown(row: Row) -> Row:
+    """A connection as listed: secrets only by their last characters."""
+    hidden = ("api_key_sealed", "secret_sealed", "crm_token_sealed")
+    return {name: value for name, value in row.items() if name not in hidden}
+
+
+def remove(db: Database, connection_id: str) -> bool:
+    """Delete a connection; whether there was one."""
+    with server.write(db):
+        return store.delete_connection(db, connection_id)

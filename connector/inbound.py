@@ -1,0 +1,133 @@
+"""What platforms send, read into events: the platform's event id (to deduplicate on), the CRM
+record's id when the payload names it, and the record's fields as the mapping reads them.
+Pure: verified raw bytes in, events out; `Unparseable` when the bytes are not what the
+platform sends.
+
+- HubSpot workflow "Send a webhook" (a full contact, `vid` and `properties`): one event, keyed
+  by portal, contact and a hash of the body (HubSpot gives no event id).
+- HubSpot Webhooks API (a JSON array of thin events): one event each, keyed by subscription,
+  event id, time and object (HubSpot says `eventId` alone is not unique); the record must be
+  fetched before enriching.
+- HubSpot custom workflow action execution requests: keyed by `callbackId`.
+- Salesforce Outbound Messages (SOAP): one event per `Notification`, keyed by its `Id`; the
+  organization id comes along, for the allow-list.
+- Zapier, Make, n8n (flat JSON): one event, keyed by the Standard Webhooks `webhook-id`, or a
+  hash of the body when the sender gave none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from defusedxml import ElementTree
+from defusedxml.common import DefusedXmlException
+
+_SOAP = "{http://schemas.xmlsoap.org/soap/envelope/}"
+_OUTBOUND = "{http://soap.sforce.com/2005/09/outbound}"
+_NIL = "{http://www.w3.org/2001/XMLSchema-instance}nil"
+SALESFORCE_ACK = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n'
+    b'<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">'
+    b'<soapenv:Body><notificationsResponse xmlns="http://soap.sforce.com/2005/09/outbound">'
+    b"<Ack>true</Ack></notificationsResponse></soapenv:Body></soapenv:Envelope>"
+)
+
+
+class Unparseable(ValueError):
+    """A body that is not what the platform sends; the message says what was wrong."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change of one CRM record, as the platform reported it."""
+
+    key: str
+    record_id: str
+    payload: dict[str, Any]
+    thin: bool = False  # only ids: the record must be read from the CRM first
+    source: dict[str, str] = field(default_factory=dict)  # e.g. Salesforce's OrganizationId
+
+
+def events(platform: str, body: bytes, headers: Mapping[str, str]) -> list[Event]:
+    """The events in a verified request body from `platform`."""
+    if platform == "salesforce":
+        return salesforce_events(body)
+    document = _json(body)
+    if platform == "hubspot":
+        return hubspot_events(document, body)
+    if not isinstance(document, dict):
+        raise Unparseable("the body must be a JSON object")
+    key = headers.get("webhook-id") or _digest(body)
+    return [Event(key, "", document)]
+
+
+def hubspot_events(document: Any, body: bytes) -> list[Event]:
+    """A Webhooks API batch, a workflow webhook's contact, or a custom action's request."""
+    if isinstance(document, list):
+        return [_hubspot_subscription_event(item) for item in document]
+    if not isinstance(document, dict):
+        raise Unparseable("the body must be a JSON object or array")
+    if "callbackId" in document:
+        record = document.get("object") or {}
+        return [Event(str(document["callbackId"]), str(record.get("objectId", "")), document)]
+    if "vid" in document:
+        key = f"{document.get('portal-id', '')}:{document['vid']}:{_digest(body)}"
+        return [Event(key, str(document["vid"]), document)]
+    return [Event(_digest(body), str(document.get("hs_object_id", "")), document)]
+
+
+def _hubspot_subscription_event(item: Any) -> Event:
+    if not isinstance(item, dict) or "objectId" not in item or "eventId" not in item:
+        raise Unparseable("each event of a HubSpot batch needs eventId and objectId")
+    parts = (item.get("subscriptionId"), item["eventId"], item.get("occurredAt"), item["objectId"])
+    key = ":".join(str(part) for part in parts)
+    return Event(key, str(item["objectId"]), item, thin=True)
+
+
+def salesforce_events(body: bytes) -> list[Event]:
+    """The notifications of an Outbound Message, each with its sObject's fields."""
+    try:
+        root = ElementTree.fromstring(body)
+    except (ElementTree.ParseError, DefusedXmlException) as error:
+        raise Unparseable(f"the body is not a SOAP message: {error}") from None
+    notifications = root.find(f"{_SOAP}Body/{_OUTBOUND}notifications")
+    if notifications is None:
+        raise Unparseable("the SOAP body holds no Outbound Message notifications")
+    organization = notifications.findtext(f"{_OUTBOUND}OrganizationId", "").strip()
+    found = [
+        _salesforce_event(item, organization)
+        for item in notifications.findall(f"{_OUTBOUND}Notification")
+    ]
+    if not found:
+        raise Unparseable("the Outbound Message holds no Notification")
+    return found
+
+
+def _salesforce_event(notification: Any, organization: str) -> Event:
+    key = notification.findtext(f"{_OUTBOUND}Id", "").strip()
+    record = notification.find(f"{_OUTBOUND}sObject")
+    if not key or record is None:
+        raise Unparseable("a Notification needs an Id and an sObject")
+    fields: dict[str, Any] = {
+        child.tag.rsplit("}", 1)[-1]: (child.text or "").strip()
+        for child in record
+        if child.get(_NIL) != "true"
+    }
+    sobject_type = record.get("{http://www.w3.org/2001/XMLSchema-instance}type", "")
+    fields["attributes"] = {"type": sobject_type.rsplit(":", 1)[-1]}
+    return Event(key, fields.get("Id", ""), fields, source={"OrganizationId": organization})
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Unparseable(f"the body is not JSON: {error}") from None
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()

@@ -1,0 +1,138 @@
+"""Webhook routes. `POST /hooks/<connection_id>/events`: verify the raw bytes, read the
+events, store each once (by the platform's event id), then acknowledge: 2xx for accepted and
+duplicate events alike, 401 for a bad signature, 400 for a body the platform would not send,
+503 with Retry-After when the store cannot take it. Never a redirect, never 410."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import sqlite3
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+
+import server
+from connector import connections, inbound, sealing, signatures, store
+from server import ServiceError
+
+blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
+RETRY_AFTER_SECONDS = 30
+Row = dict[str, Any]
+
+
+class UnknownConnection(ServiceError):
+    status, code = 404, "not_found"
+
+
+class BadSignature(ServiceError):
+    status, code = 401, "invalid_signature"
+
+
+class InvalidPayload(ServiceError):
+    status, code = 400, "invalid_payload"
+
+
+class StoreUnavailable(ServiceError):
+    status, code = 503, "unavailable"
+
+
+@blueprint.post("/<connection_id>/events")
+def receive_events(connection_id: str) -> Response:
+    """Accept a platform's events for later enrichment and write-back."""
+    link = _connection(connection_id)
+    body = request.get_data(cache=True)
+    key = _verify(link, body)
+    found = _events(link, body, key)
+    try:
+        with server.write(server.get_db()) as db:
+            store.add_events(db, [_row(link, event) for event in found])
+    except sqlite3.OperationalError:
+        current_app.logger.exception("events of connection %s not stored", connection_id)
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        raise StoreUnavailable(
+            "The events could not be stored; send them again.", headers=headers
+        ) from None
+    return _acknowledgement(link, len(found))
+
+
+def _connection(connection_id: str) -> Row:
+    link = store.connection(server.get_db(), connection_id)
+    if link is None:
+        raise UnknownConnection(f"No connection {connection_id}.")
+    return link
+
+
+def _secret(link: Row) -> str:
+    return sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["secret_sealed"])
+
+
+def _verify(link: Row, body: bytes) -> str:
+    """Check the request came from the platform; the sender's event id when it gave one."""
+    kind = connections.PLATFORMS[link["platform"]].signing
+    secret = _secret(link)
+    try:
+        if kind == "hubspot":
+            version = request.headers.get("X-HubSpot-Signature-Version", "v2")
+            fallback = "v1" if version == "v1" else "v2"
+            signatures.verify_hubspot(
+                secret, request.method, request.url, body, request.headers, server.now(),
+                fallback=fallback,
+            )  # fmt: skip
+            return ""
+        if kind == "standard-webhooks":
+            return _verify_standard_webhooks(secret, body)
+        if not hmac.compare_digest(request.args.get("key", "").encode(), secret.encode()):
+            raise BadSignature("The key in the URL is not this connection's.")
+        return ""
+    except signatures.SignatureError as error:
+        raise BadSignature(f"The request signature does not verify: {error}") from None
+
+
+def _verify_standard_webhooks(secret: str, body: bytes) -> str:
+    """A Standard Webhooks signature, or, from senders that cannot sign (Zapier's Webhooks
+    step), the secret itself as a bearer token."""
+    if "webhook-signature" in request.headers:
+        return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+    sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    if sent and hmac.compare_digest(sent.encode(), secret.encode()):
+        return ""
+    raise BadSignature(
+        "Sign the request (Standard Webhooks) or send the connection's secret as "
+        "'Authorization: Bearer <secret>'."
+    )
+
+
+def _events(link: Row, body: bytes, sender_id: str) -> list[inbound.Event]:
+    headers = {"webhook-id": sender_id} if sender_id else {}
+    try:
+        found = inbound.events(link["platform"], body, headers)
+    except inbound.Unparseable as error:
+        raise InvalidPayload(f"The body is not a {link['platform']} event: {error}") from None
+    allowed = [org for org in link["allowed_organizations"].split(",") if org]
+    for event in found:
+        organization = event.source.get("OrganizationId")
+        if organization is not None and not signatures.salesforce_organization_allowed(
+            organization, allowed
+        ):
+            raise BadSignature(f"Salesforce organization {organization} is not allowed to send.")
+    return found
+
+
+def _row(link: Row, event: inbound.Event) -> Row:
+    return {
+        "connection_id": link["id"],
+        "event_key": event.key,
+        "record_id": event.record_id,
+        "payload": json.dumps(event.payload),
+        "thin": int(event.thin),
+        "received_at": server.iso(server.now()),
+    }
+
+
+def _acknowledgement(link: Row, count: int) -> Response:
+    if link["platform"] == "salesforce":
+        return Response(inbound.SALESFORCE_ACK, status=200, content_type="text/xml; charset=utf-8")
+    return current_app.response_class(
+        json.dumps({"accepted": count}), status=200, mimetype="application/json"
+    )

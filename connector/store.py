@@ -1,0 +1,122 @@
+"""All SQL of the connector: its own migrations (set "connector") and every read and write of
+its tables, in the service's database file. Rows go in and come out as plain dicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+import server
+
+Row = dict[str, Any]
+MIGRATIONS = Migrations("connector")
+
+
+@MIGRATIONS()
+def m001_connections(db: Database) -> None:
+    """Connections: one platform account bound to an organization key, a mapping and an
+    inbound secret. Secret values are sealed (see connector/sealing.py), never stored plain."""
+    db.execute(
+        """
+        CREATE TABLE connections (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            platform TEXT NOT NULL,
+            org_id TEXT NOT NULL REFERENCES organizations (id),
+            api_key_sealed TEXT NOT NULL,
+            api_key_hint TEXT NOT NULL,
+            mapping TEXT NOT NULL,
+            secret_sealed TEXT NOT NULL,
+            secret_hint TEXT NOT NULL,
+            crm_base_url TEXT NOT NULL DEFAULT '',
+            crm_token_sealed TEXT NOT NULL DEFAULT '',
+            crm_token_hint TEXT NOT NULL DEFAULT '',
+            allowed_organizations TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+
+
+@MIGRATIONS()
+def m002_events(db: Database) -> None:
+    """Accepted events: stored before the sender is answered, one per platform event id and
+    connection, and worked off from here (status, attempts, when next due, last error)."""
+    for statement in (
+        """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            event_key TEXT NOT NULL,
+            record_id TEXT NOT NULL DEFAULT '',
+            payload TEXT NOT NULL,
+            thin INTEGER NOT NULL DEFAULT 0,
+            received_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'done', 'dead')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            due_at TEXT NOT NULL,
+            last_error TEXT NOT NULL DEFAULT '',
+            UNIQUE (connection_id, event_key)
+        )
+        """,
+        "CREATE INDEX events_due ON events (status, due_at)",
+    ):
+        db.execute(statement)
+
+
+def connect(path: str | Path) -> Database:
+    """The database at `path`, with the service's migrations and then the connector's."""
+    db = server.connect(path)
+    with server.write(db):
+        MIGRATIONS.apply(db)
+    return db
+
+
+def insert_connection(db: Database, row: Row) -> None:
+    db.table("connections").insert(row)
+
+
+def connection(db: Database, connection_id: str) -> Row | None:
+    """The connection with this id, or None."""
+    rows = db.execute("SELECT * FROM connections WHERE id = ?", [connection_id])
+    names = [column[0] for column in rows.description]
+    found = rows.fetchone()
+    return dict(zip(names, found, strict=True)) if found else None
+
+
+def connection_named(db: Database, name: str) -> Row | None:
+    """The connection with this name, or None."""
+    row = db.execute("SELECT id FROM connections WHERE name = ?", [name]).fetchone()
+    return connection(db, row[0]) if row else None
+
+
+def connections(db: Database) -> list[Row]:
+    """Every connection, oldest first."""
+    return list(db.query("SELECT * FROM connections ORDER BY created_at, id"))
+
+
+def add_events(db: Database, rows: list[Row]) -> int:
+    """Store events not stored yet (by connection and event key); how many were new."""
+    before = db.conn.total_changes
+    db.conn.executemany(
+        "INSERT OR IGNORE INTO events (connection_id, event_key, record_id, payload, thin, "
+        "received_at, due_at) VALUES (:connection_id, :event_key, :record_id, :payload, :thin, "
+        ":received_at, :received_at)",
+        rows,
+    )
+    return db.conn.total_changes - before
+
+
+def events_of(db: Database, connection_id: str) -> list[Row]:
+    """A connection's events, oldest first."""
+    sql = "SELECT * FROM events WHERE connection_id = ? ORDER BY id"
+    return list(db.query(sql, [connection_id]))
+
+
+def delete_connection(db: Database, connection_id: str) -> bool:
+    """Remove a connection; whether there was one."""
+    return db.execute("DELETE FROM connections WHERE id = ?", [connection_id]).rowcount == 1

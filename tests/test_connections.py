@@ -1,0 +1,120 @@
+"""Connections from the command line: what `connection add` checks, prints and stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from connector import sealing, store
+from connector.cli import main
+from server import accounts, db
+from tests.test_receiver import NOW, SECRET
+
+
+@pytest.fixture
+def key(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    monkeypatch.setenv("CONTACTDATA_PUBLIC_URL", "https://hooks.acme.example")
+    _, value = accounts.create_organization(
+        db.connect(db_path), SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    return value
+
+
+def _run(db_path: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, [*args[:2], "--db", str(db_path), *args[2:]])
+
+
+def _add(db_path: Path, key: str, *args: str) -> Result:
+    return _run(db_path, "connection", "add", "--api-key", key, *args)
+
+
+def test_add_prints_the_id_secret_and_urls_once(db_path: Path, key: str) -> None:
+    result = _add(db_path, key, "--name", "Zaps", "--platform", "zapier", "--json")
+    assert result.exit_code == 0, result.output
+    added = json.loads(result.output)
+    assert set(added) == {"id", "secret", "enrichUrl", "eventsUrl"}
+    assert added["secret"].startswith("whsec_")
+    assert added["enrichUrl"] == f"https://hooks.acme.example/hooks/{added['id']}/enrich"
+    assert added["eventsUrl"] == f"https://hooks.acme.example/hooks/{added['id']}/events"
+    row = store.connection(store.connect(db_path), added["id"])
+    assert row is not None and added["secret"] not in json.dumps(row) and key not in json.dumps(row)
+    assert sealing.unseal(SECRET.encode(), row["secret_sealed"]) == added["secret"]
+    listed = _run(db_path, "connection", "list", "--json")
+    assert added["secret"] not in listed.output and key not in listed.output
+    assert json.loads(listed.output)[0]["secret_hint"] == "…" + added["secret"][-4:]
+
+
+def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    result = _add(
+        db_path, key, "--name", "SF", "--platform", "salesforce", "--json",
+        "--crm-base-url", "http://127.0.0.1:9", "--crm-token", "tok",
+        "--salesforce-org-id", "00D000000000062",
+    )  # fmt: skip
+    added = json.loads(result.output)
+    assert added["eventsUrl"].endswith(f"/events?key={added['secret']}")
+    shown = json.loads(_run(db_path, "connection", "show", added["id"]).output)
+    assert shown["eventsUrl"].endswith("/events?key=<secret>")
+    assert shown["allowed_organizations"] == "00D000000000062"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--platform", "hubspot", "--crm-base-url", "https://x.example", "--crm-token", "t"),
+         "issues the secret it signs with: give --secret"),
+        (("--platform", "hubspot", "--secret", "s"), "give --crm-base-url and token"),
+        (("--platform", "hubspot", "--secret", "s", "--crm-base-url", "http://api.hubapi.com",
+          "--crm-token", "t"), "must start with https://"),
+        (("--platform", "zapier", "--crm-base-url", "https://x.example"), "not a CRM"),
+        (("--platform", "salesforce", "--crm-base-url", "https://x.example", "--crm-token", "t"),
+         "give --salesforce-org-id"),
+        (("--platform", "zapier", "--salesforce-org-id", "00D000000000062"),
+         "for salesforce connections only"),
+        (("--platform", "pipedream",), "Invalid value for '--platform'"),
+    ],
+)  # fmt: skip
+def test_add_refuses_what_cannot_work(
+    db_path: Path, key: str, args: tuple[str, ...], words: str
+) -> None:
+    result = _add(db_path, key, "--name", "x", *args)
+    assert result.exit_code != 0 and words in result.output, result.output
+
+
+def test_add_needs_a_valid_key_and_a_new_name(db_path: Path, key: str) -> None:
+    bad = _run(
+        db_path, "connection", "add", "--api-key", "cdk_nope", "--name", "a", "--platform", "make"
+    )
+    assert bad.exit_code == 1 and "Invalid API key" in bad.output
+    assert _add(db_path, key, "--name", "a", "--platform", "make").exit_code == 0
+    again = _add(db_path, key, "--name", "a", "--platform", "n8n")
+    assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_remove(db_path: Path, key: str) -> None:
+    added = json.loads(_add(db_path, key, "--name", "a", "--platform", "n8n", "--json").output)
+    assert _run(db_path, "connection", "remove", added["id"]).exit_code == 0
+    assert _run(db_path, "connection", "remove", added["id"]).exit_code == 1
+    assert json.loads(_run(db_path, "connection", "list", "--json").output) == []
+
+
+def test_mapping_check_names_file_line_and_field(tmp_path: Path) -> None:
+    assert CliRunner().invoke(main, ["mapping", "check", "mappings/zapier.yaml"]).exit_code == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("platform: zapier\nrecord_id: [id]\ninput:\n  conEmail: [email]\noutput:\n"
+                   "  - {field: conJobTitleEn, property: title, transforms: [lowr]}\n")  # fmt: skip
+    result = CliRunner().invoke(main, ["mapping", "check", str(bad)])
+    assert result.exit_code == 1
+    assert f"{bad}, line 6" in result.output and "lowr" in result.output
+
+
+def test_add_refuses_a_mapping_for_another_platform(db_path: Path, key: str) -> None:
+    result = _add(
+        db_path, key, "--name", "x", "--platform", "n8n", "--mapping", "mappings/make.yaml"
+    )
+    assert result.exit_code == 1 and "is for make, not n8n" in result.output

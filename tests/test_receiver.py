@@ -1,0 +1,259 @@
+"""`POST /hooks/<id>/events` through the connector's app: each platform's sample, signed for
+real, stored once and acknowledged the way its sender expects; refusals in the contract shape."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from connector import connections, signatures, store
+from connector.app import create_app
+from server import accounts, db
+
+PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
+SECRET = "test-secret"
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+HUBSPOT_SECRET = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
+SALESFORCE_ORG = "00Do0000000xxxxxxx"  # the sample's (redacted) organization id
+WORKFLOW = (PLATFORMS / "hubspot_workflow_webhook.json").read_bytes()
+BATCH = (PLATFORMS / "hubspot_webhooks_api_event_batch.json").read_bytes()
+OUTBOUND_MESSAGE = (PLATFORMS / "salesforce_outbound_message.xml").read_bytes()
+ZAP = (PLATFORMS / "zapier_webhooks_post_action.json").read_bytes()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
+
+
+@pytest.fixture
+def links(app: Flask, db_path: Path) -> dict[str, connections.Added]:
+    database = store.connect(db_path)
+    _, key = accounts.create_organization(
+        database, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
+    add = lambda name, platform, **extra: connections.add(  # noqa: E731
+        database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra
+    )
+    return {
+        "hubspot": add("hs", "hubspot", secret=HUBSPOT_SECRET, **crm),
+        "salesforce": add("sf", "salesforce", salesforce_org_ids=(SALESFORCE_ORG,), **crm),
+        "zapier": add("zap", "zapier"),
+    }
+
+
+def _events(db_path: Path, link: connections.Added) -> list[dict[str, Any]]:
+    return store.events_of(db.connect(db_path), link.row["id"])
+
+
+def _hubspot_v3(
+    client: FlaskClient, link: connections.Added, body: bytes, at: datetime
+) -> TestResponse:
+    url = f"http://localhost/hooks/{link.row['id']}/events"
+    stamp = str(int(at.timestamp() * 1000))
+    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, int(stamp))
+    headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    return client.post(url, data=body, headers={**headers, "Content-Type": "application/json"})
+
+
+def _zapier(client: FlaskClient, link: connections.Added, body: bytes, msg_id: str) -> TestResponse:
+    stamp = int(NOW.timestamp())
+    headers = {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(stamp),
+        "webhook-signature": signatures.sign_standard_webhooks(link.secret, msg_id, stamp, body),
+    }
+    return client.post(f"/hooks/{link.row['id']}/events", data=body, headers=headers)
+
+
+def _assert_error(response: TestResponse, status: int, code: str) -> None:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.get_json()["error"]["code"] == code
+
+
+# --- HubSpot ---------------------------------------------------------------------------------
+
+
+def test_a_hubspot_workflow_webhook_is_stored_once(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    for _ in range(2):  # HubSpot retries: the second delivery is a duplicate
+        response = _hubspot_v3(client, links["hubspot"], WORKFLOW, NOW)
+        assert response.status_code == 200 and response.get_json() == {"accepted": 1}
+    (event,) = _events(db_path, links["hubspot"])
+    assert (event["record_id"], event["thin"], event["status"]) == ("3234574", 0, "pending")
+    assert json.loads(event["payload"])["vid"] == 3234574
+
+
+def test_a_hubspot_webhooks_api_batch_is_stored_as_thin_events(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    url = f"/hooks/{links['hubspot'].row['id']}/events"
+    headers = {
+        "X-HubSpot-Signature-Version": "v1",
+        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, BATCH),
+    }
+    assert client.post(url, data=BATCH, headers=headers).status_code == 200
+    (event,) = _events(db_path, links["hubspot"])
+    assert (event["record_id"], event["thin"], event["event_key"]) == (
+        "123",
+        1,
+        "12345:1:1564113600000:123",
+    )
+
+
+def test_hubspot_signatures_older_than_five_minutes_or_wrong_are_refused(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    _assert_error(
+        _hubspot_v3(client, links["hubspot"], WORKFLOW, NOW - timedelta(seconds=301)),
+        401,
+        "invalid_signature",
+    )
+    tampered = WORKFLOW.replace(b"3234574", b"3234575", 1)
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
+    stamp = str(int(NOW.timestamp() * 1000))
+    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, WORKFLOW, int(stamp))
+    headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    _assert_error(client.post(url, data=tampered, headers=headers), 401, "invalid_signature")
+    assert _events(db_path, links["hubspot"]) == []
+
+
+# --- Salesforce ------------------------------------------------------------------------------
+
+
+def test_a_salesforce_outbound_message_is_acked_after_it_is_stored(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["salesforce"]
+    url = f"/hooks/{link.row['id']}/events?key={link.secret}"
+    response = client.post(url, data=OUTBOUND_MESSAGE, content_type="text/xml")
+    assert response.status_code == 200 and response.mimetype == "text/xml"
+    assert b"<Ack>true</Ack>" in response.data
+    (event,) = _events(db_path, link)
+    assert (event["event_key"], event["record_id"]) == ("04lo0000000xxxxxxx", "003o000000xxxxxxxxx")
+    assert json.loads(event["payload"])["LastName"] == "dude"
+
+
+def test_salesforce_needs_the_url_key_and_an_allowed_organization(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["salesforce"]
+    base = f"/hooks/{link.row['id']}/events"
+    _assert_error(client.post(f"{base}?key=wrong", data=OUTBOUND_MESSAGE), 401, "invalid_signature")
+    _assert_error(client.post(base, data=OUTBOUND_MESSAGE), 401, "invalid_signature")
+    other = OUTBOUND_MESSAGE.replace(SALESFORCE_ORG.encode(), b"00D5e000000AbCdEFG")
+    _assert_error(client.post(f"{base}?key={link.secret}", data=other), 401, "invalid_signature")
+    assert _events(db_path, link) == []
+
+
+# --- Standard Webhooks senders ---------------------------------------------------------------
+
+
+def test_zapier_events_are_keyed_by_webhook_id(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["zapier"]
+    assert _zapier(client, link, ZAP, "msg_1").status_code == 200
+    assert _zapier(client, link, ZAP, "msg_1").status_code == 200  # a redelivery
+    assert _zapier(client, link, ZAP, "msg_2").status_code == 200
+    assert [e["event_key"] for e in _events(db_path, link)] == ["msg_1", "msg_2"]
+
+
+def test_a_sender_that_cannot_sign_may_send_the_secret_as_a_bearer_token(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["zapier"]
+    url = f"/hooks/{link.row['id']}/events"
+    bearer = {"Authorization": f"Bearer {link.secret}"}
+    assert client.post(url, data=ZAP, headers=bearer).status_code == 200
+    _assert_error(client.post(url, data=ZAP), 401, "invalid_signature")
+    _assert_error(
+        client.post(url, data=ZAP, headers={"Authorization": "Bearer x"}), 401, "invalid_signature"
+    )
+    assert len(_events(db_path, link)) == 1
+
+
+# --- refusals and failures -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("platform", "body"),
+    [("zapier", b"not json"), ("zapier", b"[1, 2]"), ("salesforce", b'{"a": 1}')],
+)
+def test_a_body_the_platform_would_not_send_is_400(
+    client: FlaskClient, links: dict[str, connections.Added], platform: str, body: bytes
+) -> None:
+    link = links[platform]
+    url = f"/hooks/{link.row['id']}/events?key={link.secret}"
+    headers = {"Authorization": f"Bearer {link.secret}"}
+    _assert_error(client.post(url, data=body, headers=headers), 400, "invalid_payload")
+
+
+def test_unknown_connections_and_other_methods(client: FlaskClient, links: dict[str, Any]) -> None:
+    _assert_error(client.post("/hooks/nope/events", data=ZAP), 404, "not_found")
+    _assert_error(
+        client.get(f"/hooks/{links['zapier'].row['id']}/events"), 405, "method_not_allowed"
+    )
+
+
+def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    client.get("/healthz")  # this thread's connection exists; make it give up quickly
+    db.database(db_path).execute("PRAGMA busy_timeout = 50")
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        response = _zapier(client, links["zapier"], ZAP, "msg_locked")
+    finally:
+        holder.execute("ROLLBACK")
+    _assert_error(response, 503, "unavailable")
+    assert response.headers["Retry-After"] == "30"
+    assert _zapier(client, links["zapier"], ZAP, "msg_locked").status_code == 200  # the retry
+
+
+def test_twenty_concurrent_copies_of_one_event_make_one_event(
+    app: Flask, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["zapier"]
+
+    def send(_: int) -> int:
+        return _zapier(app.test_client(), link, ZAP, "msg_same").status_code
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        statuses = list(pool.map(send, range(20)))
+    assert statuses == [200] * 20
+    assert len(_events(db_path, link)) == 1
+
+
+def test_removing_a_connection_closes_its_urls(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["zapier"]
+    assert connections.remove(store.connect(db_path), link.row["id"])
+    _assert_error(_zapier(client, link, ZAP, "msg_after"), 404, "not_found")
