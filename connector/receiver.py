@@ -1,19 +1,29 @@
-"""Webhook routes. `POST /hooks/<connection_id>/events`: verify the raw bytes, read the
-events, store each once (by the platform's event id), then acknowledge: 2xx for accepted and
-duplicate events alike, 401 for a bad signature, 400 for a body the platform would not send,
-503 with Retry-After when the store cannot take it. Never a redirect, never 410."""
+"""Webhook routes.
+
+`POST /hooks/<connection_id>/events`: verify the raw bytes, read the events, store each once
+(by the platform's event id), then acknowledge: 2xx for accepted and duplicate events alike,
+401 for a bad signature, 400 for a body the platform would not send, 503 with Retry-After
+when the store cannot take it. Never a redirect, never 410.
+
+`POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
+(mapped as the connection's mapping says) out, in the same response; a HubSpot custom
+workflow action gets them as `outputFields` with `hs_execution_state`.
+"""
 
 from __future__ import annotations
 
 import hmac
 import json
 import sqlite3
+import uuid
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
 import server
-from connector import connections, inbound, sealing, signatures, store
+from connector import connections, inbound, mappings, sealing, signatures, store
 from server import ServiceError
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
@@ -54,6 +64,64 @@ def receive_events(connection_id: str) -> Response:
             "The events could not be stored; send them again.", headers=headers
         ) from None
     return _acknowledgement(link, len(found))
+
+
+@blueprint.post("/<connection_id>/enrich")
+def enrich_now(connection_id: str) -> Response:
+    """Enrich the record an automation step sent and answer with the mapped fields."""
+    link = _connection(connection_id)
+    body = request.get_data(cache=True)
+    _verify(link, body)
+    payload = _json_object(body)
+    mapping = _mapping(link["mapping"])
+    custom_action = link["platform"] == "hubspot" and "callbackId" in payload
+    try:
+        outcome = server.enrich_with_key(
+            server.get_db(),
+            current_app.config["KEY_SECRET_BYTES"],
+            sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"]),
+            mapping.enrich_input(payload),
+            server.now(),
+            str(uuid.uuid4()),
+            f"/hooks/{link['id']}/enrich",
+        )
+    except ServiceError as error:
+        if not custom_action:
+            raise
+        failed = {"hs_execution_state": "FAIL_CONTINUE", "contactdata_error": error.message}
+        return _json({"outputFields": failed})
+    fields = mapping.outputs(outcome.result)
+    answer = (
+        {"outputFields": {**fields, "hs_execution_state": "SUCCESS"}} if custom_action else fields
+    )
+    response = _json(answer)
+    response.headers["smarteTransactionId"] = outcome.transaction_id
+    response.headers["credits-deducted"] = str(outcome.credits)
+    return response
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidPayload(f"The body is not JSON: {error}.") from None
+    if not isinstance(payload, dict):
+        raise InvalidPayload("The body must be a JSON object.")
+    return payload
+
+
+@lru_cache(maxsize=64)
+def _loaded(path: str, modified: int) -> mappings.Mapping:
+    return mappings.load(path)
+
+
+def _mapping(path: str) -> mappings.Mapping:
+    """The connection's mapping, read again only when its file changes."""
+    return _loaded(path, Path(path).stat().st_mtime_ns)
+
+
+def _json(data: Any) -> Response:
+    return current_app.response_class(json.dumps(data), status=200, mimetype="application/json")
 
 
 def _connection(connection_id: str) -> Row:
@@ -133,6 +201,4 @@ def _row(link: Row, event: inbound.Event) -> Row:
 def _acknowledgement(link: Row, count: int) -> Response:
     if link["platform"] == "salesforce":
         return Response(inbound.SALESFORCE_ACK, status=200, content_type="text/xml; charset=utf-8")
-    return current_app.response_class(
-        json.dumps({"accepted": count}), status=200, mimetype="application/json"
-    )
+    return _json({"accepted": count})

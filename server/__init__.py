@@ -8,13 +8,16 @@ from server.auth import Caller, authenticate
 from server.clock import iso
 from server.config import key_secret
 from server.db import connect, write
+from server.enrich import Outcome, enrich_with_key
 from server.errors import ServiceError
 
 __all__ = [
     "Caller",
+    "Outcome",
     "ServiceError",
     "authenticate",
     "connect",
+    "enrich_with_key",
     "get_db",
     "iso",
     "key_secret",

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import credits, matching, records, store
+from server import auth, credits, matching, records, store
 from server.clock import iso
 from server.db import write
 from server.errors import (
@@ -464,6 +464,24 @@ class FileReport:
 
 class OutputMismatch(ValueError):
     """An existing output file whose header is not the one this input gives."""
+
+
+def enrich_with_key(
+    db: Database,
+    secret: bytes,
+    api_key: str,
+    body: Mapping[str, Any],
+    now: datetime,
+    transaction_id: str,
+    endpoint: str,
+) -> Outcome:
+    """Enrich as the holder of `api_key` (the connector, for a connection's organization):
+    authenticated, charged and recorded as an API call is; no rate limits, since the platform
+    sending the events sets the pace."""
+    caller = auth.authenticate(db, secret, api_key, now)
+    auth.require_active_organization(caller)
+    who = Requester(caller.org_id, caller.tier, caller.key_id, endpoint)
+    return enrich(db, who, body, now, transaction_id)
 
 
 def requester_for(db: Database, org_id: str, endpoint: str) -> Requester:

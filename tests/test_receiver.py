@@ -17,7 +17,7 @@ from werkzeug.test import TestResponse
 
 from connector import connections, signatures, store
 from connector.app import create_app
-from server import accounts, db
+from server import accounts, db, importer
 
 PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 SECRET = "test-secret"
@@ -71,9 +71,9 @@ def _events(db_path: Path, link: connections.Added) -> list[dict[str, Any]]:
 
 
 def _hubspot_v3(
-    client: FlaskClient, link: connections.Added, body: bytes, at: datetime
+    client: FlaskClient, link: connections.Added, body: bytes, at: datetime, route: str = "events"
 ) -> TestResponse:
-    url = f"http://localhost/hooks/{link.row['id']}/events"
+    url = f"http://localhost/hooks/{link.row['id']}/{route}"
     stamp = str(int(at.timestamp() * 1000))
     signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, int(stamp))
     headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
@@ -257,3 +257,70 @@ def test_removing_a_connection_closes_its_urls(
     link = links["zapier"]
     assert connections.remove(store.connect(db_path), link.row["id"])
     _assert_error(_zapier(client, link, ZAP, "msg_after"), 404, "not_found")
+
+
+# --- synchronous enrich ----------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+AVA = "ava.adams@lonestar-discover.com"  # in tests/data/discover_contacts.csv
+
+
+@pytest.fixture
+def people(links: dict[str, connections.Added], db_path: Path) -> None:
+    importer.import_files(
+        db.connect(db_path),
+        companies=DATA / "discover_companies.csv",
+        contacts=DATA / "discover_contacts.csv",
+    )
+
+
+def test_a_zap_gets_the_enriched_fields_in_the_response(
+    client: FlaskClient, links: dict[str, connections.Added], people: None
+) -> None:
+    link = links["zapier"]
+    body = json.dumps({"email": AVA.upper(), "first_name": "Ava"}).encode()
+    headers = {"Authorization": f"Bearer {link.secret}"}
+    response = client.post(f"/hooks/{link.row['id']}/enrich", data=body, headers=headers)
+    assert response.status_code == 200, response.get_json()
+    fields = response.get_json()
+    assert (fields["record_status"], fields["job_title"], fields["company"]) == (
+        "Active",
+        "Vice President of Sales",
+        "Lonestar Discover Works Inc.",
+    )
+    assert fields["job_levels"] == ["VP"] and fields["company_domain"] == "lonestar-discover.com"
+    assert response.headers["credits-deducted"] == "1" and response.headers["smarteTransactionId"]
+
+
+def test_an_unknown_person_is_answered_with_what_is_known(
+    client: FlaskClient, links: dict[str, connections.Added], people: None
+) -> None:
+    link = links["zapier"]
+    headers = {"Authorization": f"Bearer {link.secret}"}
+    body = json.dumps({"email": "nobody@nowhere-at-all.example"}).encode()
+    response = client.post(f"/hooks/{link.row['id']}/enrich", data=body, headers=headers)
+    assert response.get_json()["record_status"] == "No Match"
+    assert response.headers["credits-deducted"] == "0"
+    nothing = client.post(f"/hooks/{link.row['id']}/enrich", data=b'{"age": 3}', headers=headers)
+    _assert_error(nothing, 400, "missing_identifier")
+    _assert_error(
+        client.post(f"/hooks/{link.row['id']}/enrich", data=b"{"), 401, "invalid_signature"
+    )
+
+
+def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
+    client: FlaskClient, links: dict[str, connections.Added], people: None
+) -> None:
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"]["properties"]["email"] = AVA
+    response = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert response.status_code == 200, response.get_json()
+    output = response.get_json()["outputFields"]
+    assert (
+        output["hs_execution_state"] == "SUCCESS"
+        and output["jobtitle"] == "Vice President of Sales"
+    )
+    request["object"]["properties"] = {}  # nothing to enrich by: the workflow goes on, told why
+    response = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    failed = response.get_json()["outputFields"]
+    assert failed["hs_execution_state"] == "FAIL_CONTINUE" and failed["contactdata_error"]
