@@ -1,0 +1,227 @@
+"""What every CRM adapter offers, what a write did, and how outbound HTTP failures are
+classified, once for all adapters: 429, 5xx, timeouts and resets are `Retriable`; redirects
+and other 4xx are `Permanent`, with the CRM's own message.
+
+Adapters send through `send` (never following redirects), hand an answer they did not
+recognize to `classify`, and report refused properties with `write_dropping`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+
+import httpx
+
+MESSAGE_LIMIT = 300  # characters of a CRM's error text kept in a reason
+DELAY_SECONDS = re.compile(r"\d+(\.\d+)?")  # Retry-After in seconds (RFC 9110: digits)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one record's write did: the properties the CRM accepted, with the values sent,
+    and those it refused (property -> why, e.g. it does not exist)."""
+
+    written: dict[str, Any]
+    dropped: dict[str, str] = field(default_factory=dict)
+
+
+class Retriable(Exception):
+    """A failure worth trying again, after `retry_after` seconds when the CRM said how long."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class Permanent(Exception):
+    """A failure that trying again will not change: the reason says what to fix."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Adapter(Protocol):
+    """One CRM's contacts, read and written over an injected `httpx.Client`."""
+
+    platform: str
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The current values of `properties` (None where empty); Permanent if no record."""
+        ...
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Write `properties` to one record, dropping those the CRM refuses as unknown."""
+        ...
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """Write several records in as few calls as the CRM allows: each record's outcome.
+        A failure of a whole call worth retrying raises Retriable."""
+        ...
+
+
+def send(client: httpx.Client, method: str, url: str, **options: Any) -> httpx.Response:
+    """`client.request` without following redirects; timeouts and connection failures
+    become Retriable."""
+    try:
+        return client.request(method, url, follow_redirects=False, **options)
+    except httpx.TimeoutException as error:
+        raise Retriable(f"{method} {url} timed out ({type(error).__name__})") from error
+    except httpx.TransportError as error:
+        raise Retriable(f"{method} {url} failed: {type(error).__name__}: {error}") from error
+
+
+def classify(response: httpx.Response, now: datetime | None = None) -> None:
+    """Nothing for a 2xx answer; otherwise raise: 429 and 5xx Retriable (honoring
+    Retry-After), redirects and other 4xx Permanent, with the CRM's message."""
+    status = response.status_code
+    if 200 <= status < 300:
+        return
+    reason = f"{status} {response.reason_phrase}: {error_message(response)}".rstrip(": ")
+    if status == 429 or status >= 500:
+        raise Retriable(reason, retry_after(response, now))
+    if 300 <= status < 400:
+        where = response.headers.get("location", "nowhere")
+        raise Permanent(f"{status} redirect to {where} not followed: check the CRM base URL")
+    raise Permanent(reason)
+
+
+def retry_after(response: httpx.Response, now: datetime | None = None) -> float | None:
+    """Seconds the Retry-After header asks for, given in seconds or as an HTTP-date (then
+    counted from the answer's Date header, else `now`); None when absent or unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if DELAY_SECONDS.fullmatch(value):
+        return float(value)
+    when, sent = _http_date(value), _http_date(response.headers.get("date", ""))
+    if when is None:
+        return None
+    return max(0.0, (when - (sent or now or datetime.now(UTC))).total_seconds())
+
+
+def _http_date(text: str) -> datetime | None:
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def error_message(response: httpx.Response) -> str:
+    """The CRM's own words for an error: the `message` of a JSON object, the messages of a
+    JSON array (Salesforce), or the start of the text."""
+    body = json_body(response)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return _short(body["message"])
+    if isinstance(body, list):
+        messages = [_described(item) for item in body if isinstance(item, dict)]
+        return _short("; ".join(message for message in messages if message))
+    return _short(response.text)
+
+
+def _described(error: dict[str, Any]) -> str:
+    code, message = error.get("errorCode") or error.get("statusCode"), error.get("message")
+    return ": ".join(str(part) for part in (code, message) if part)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The answer's JSON, or None when it has none."""
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def chunks(changes: dict[str, dict[str, Any]], size: int) -> Iterator[dict[str, dict[str, Any]]]:
+    """`changes` in consecutive slices of at most `size` records."""
+    items = list(changes.items())
+    for start in range(0, len(items), size):
+        yield dict(items[start : start + size])
+
+
+def matching(properties: dict[str, Any], refused: dict[str, str]) -> dict[str, str]:
+    """The properties of `properties` named in `refused` (names compared case-insensitively,
+    as Salesforce does), each with the CRM's reason."""
+    reasons = {name.lower(): why for name, why in refused.items()}
+    return {name: reasons[name.lower()] for name in properties if name.lower() in reasons}
+
+
+def without(properties: dict[str, Any], dropped: dict[str, str]) -> dict[str, Any]:
+    """`properties` less the dropped ones."""
+    return {name: value for name, value in properties.items() if name not in dropped}
+
+
+Refusal = dict[str, str]  # properties a CRM refused as unknown or not writable -> why
+Outcome = WriteResult | Permanent | Refusal  # one record's answer to one batch call
+
+
+def write_dropping(
+    attempt: Callable[[dict[str, Any]], Refusal], properties: dict[str, Any]
+) -> WriteResult:
+    """Write with `attempt`, which sends properties and returns those the CRM refused as
+    unknown or not writable (empty when it wrote them). Drops the refused ones and sends the
+    rest again, as long as each refusal names properties still sent (HubSpot names all the
+    unknown ones at once, Salesforce may name one an answer): a refusal naming none is
+    Permanent."""
+    sending, dropped = dict(properties), {}
+    while sending:
+        refused = attempt(sending)
+        if not refused:
+            break
+        newly = matching(sending, refused)
+        if not newly:
+            raise Permanent(f"refused: {_listed(refused)}")
+        dropped.update(newly)
+        sending = without(sending, newly)
+    return WriteResult(written=sending, dropped=dropped)
+
+
+def write_many_dropping(
+    attempt: Callable[[dict[str, dict[str, Any]]], dict[str, Outcome]],
+    changes: dict[str, dict[str, Any]],
+) -> dict[str, WriteResult | Permanent]:
+    """`write_dropping` for batch calls: `attempt` sends records and answers each one's
+    outcome. Refused records go again without the refused properties; one refused for
+    properties it does not have (the whole call was refused) goes again as it is, as long as
+    some record drops something each round."""
+    outcomes: dict[str, WriteResult | Permanent] = {}
+    dropped: dict[str, Refusal] = {key: {} for key in changes}
+    pending = dict(changes)
+    while pending:
+        refusals = {}
+        for key, outcome in attempt(pending).items():
+            if isinstance(outcome, dict):
+                refusals[key] = outcome
+            elif isinstance(outcome, WriteResult):
+                outcomes[key] = WriteResult(written=outcome.written, dropped=dropped[key])
+            else:
+                outcomes[key] = outcome
+        newly = {key: matching(pending[key], refused) for key, refused in refusals.items()}
+        if not any(newly.values()):
+            outcomes.update(
+                {key: Permanent(f"refused: {_listed(refusals[key])}") for key in refusals}
+            )
+            break
+        for key in refusals:
+            dropped[key].update(newly[key])
+        pending = {key: without(pending[key], newly[key]) for key in refusals}
+        outcomes.update({key: WriteResult({}, dropped[key]) for key in pending if not pending[key]})
+        pending = {key: values for key, values in pending.items() if values}
+    return outcomes
+
+
+def _listed(refused: Refusal) -> str:
+    return "; ".join(f"{name}: {why}" for name, why in refused.items())

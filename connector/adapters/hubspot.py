@@ -1,0 +1,213 @@
+"""HubSpot contacts over the CRM v3 objects API: read and update one contact, and batch
+updates of up to 100 contacts a call. Values always go as strings ("" clears a property).
+
+Failures beyond `base.classify`: a 400 VALIDATION_ERROR naming PROPERTY_DOESNT_EXIST
+properties drops them and sends the rest once more; 401 is a token expired or revoked; 429
+waits as its policy says:
+
+- TEN_SECONDLY_ROLLING (and any other burst policy): Retry-After in seconds when HubSpot
+  sends it, else X-HubSpot-RateLimit-Interval-Milliseconds, else the 10 s window.
+- DAILY: Retry-After when sent, else 24 hours. HubSpot resets the daily limit at midnight in
+  the account's time zone, which we do not know: waiting for the next midnight UTC would come
+  up to 12 h early for accounts west of UTC (the Americas) and up to 14 h late east of it, and
+  an early retry is refused again, costing a call and one of the worker's attempts. We take
+  the safe side: 24 h, by when every time zone has passed midnight. Never early, at most a
+  day late.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from connector.adapters.base import (
+    Outcome,
+    Permanent,
+    Refusal,
+    Retriable,
+    WriteResult,
+    chunks,
+    classify,
+    error_message,
+    json_body,
+    retry_after,
+    send,
+    write_dropping,
+    write_many_dropping,
+)
+
+BATCH_SIZE = 100
+BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says how long
+DAILY_WAIT_SECONDS = 24 * 3600.0  # see the module docstring
+CONTACTS = "/crm/v3/objects/contacts"
+
+
+class HubSpot:
+    """HubSpot contacts, over a client the caller builds; `token` is an OAuth access token or
+    a private-app token."""
+
+    platform = "hubspot"
+
+    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The contact's current values of `properties`, None where empty."""
+        params = {"properties": ",".join(properties)} if properties else None
+        response = self._send("GET", _contact(record_id), params=params)
+        self._check(response)
+        body = json_body(response)
+        values = (body.get("properties") if isinstance(body, dict) else None) or {}
+        return {name: values.get(name) for name in properties}
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Update one contact; unknown properties are dropped and reported."""
+        return write_dropping(lambda sent: self._update(record_id, sent), properties)
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """Update contacts 100 a call; each contact's outcome."""
+        outcomes: dict[str, WriteResult | Permanent] = {}
+        for chunk in chunks(changes, BATCH_SIZE):
+            outcomes.update(write_many_dropping(self._update_batch, chunk))
+        return outcomes
+
+    def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
+        body = {"properties": _strings(properties)}
+        response = self._send("PATCH", _contact(record_id), json=body)
+        refused = _unknown_properties(response)
+        if not refused:
+            self._check(response)
+        return refused
+
+    def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
+        inputs = [{"id": key, "properties": _strings(values)} for key, values in changes.items()]
+        response = self._send("POST", f"{CONTACTS}/batch/update", json={"inputs": inputs})
+        refused = _unknown_properties(response)
+        if refused:
+            return dict.fromkeys(changes, refused)
+        try:
+            self._check(response)
+        except Permanent as failure:  # the whole call refused: every record's outcome
+            return dict.fromkeys(changes, failure)
+        return _batch_outcomes(changes, json_body(response))
+
+    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+
+    def _check(self, response: httpx.Response) -> None:
+        """Raise for a failed answer: 401 and 429 HubSpot's way, the rest as `classify`."""
+        if response.status_code == 401:
+            raise Permanent("token expired or revoked")
+        if response.status_code == 429:
+            raise _rate_limited(response)
+        classify(response)
+
+
+def _contact(record_id: str) -> str:
+    return f"{CONTACTS}/{quote(str(record_id), safe='')}"
+
+
+def _strings(properties: dict[str, Any]) -> dict[str, str]:
+    """Values as HubSpot takes them: strings, booleans "true"/"false", None "" (clears),
+    lists joined with ";" (multiple checkboxes)."""
+    return {name: _string(value) for name, value in properties.items()}
+
+
+def _string(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ";".join(_string(item) for item in value)
+    return str(value)
+
+
+def _unknown_properties(response: httpx.Response) -> Refusal:
+    """The properties a 400 VALIDATION_ERROR says do not exist, each with HubSpot's message."""
+    body = json_body(response)
+    if response.status_code != 400 or not isinstance(body, dict):
+        return {}
+    if body.get("category") != "VALIDATION_ERROR":
+        return {}
+    return _nonexistent(body.get("errors"))
+
+
+def _nonexistent(errors: Any) -> Refusal:
+    refused: Refusal = {}
+    for error in _dicts(errors):
+        if error.get("code") == "PROPERTY_DOESNT_EXIST":
+            names = _listed(_context(error).get("propertyName"))
+            refused.update(dict.fromkeys(names, str(error.get("message") or "does not exist")))
+    return refused
+
+
+def _batch_outcomes(changes: dict[str, dict[str, Any]], body: Any) -> dict[str, Outcome]:
+    """Each record's outcome from a 200 or 207 answer: in `results`, written; named by an
+    error's context (ids or objectWriteTraceId), that error; in neither, refused with the
+    errors no record was named in."""
+    body = body if isinstance(body, dict) else {}
+    found = {str(result.get("id")) for result in _dicts(body.get("results"))}
+    outcomes: dict[str, Outcome] = {
+        key: WriteResult(written=dict(values)) for key, values in changes.items() if key in found
+    }
+    unnamed: list[str] = []
+    for error in _dicts(body.get("errors")):
+        named = [key for key in _named(error) if key in changes]
+        outcome = _nonexistent(error.get("errors")) or Permanent(_describe(error))
+        outcomes.update(dict.fromkeys(named, outcome))
+        if not named:
+            unnamed.append(_describe(error))
+    why = "; ".join(unnamed) or "HubSpot's answer left this contact out (merged or deleted?)"
+    return {key: outcomes.get(key, Permanent(why)) for key in changes}
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _named(error: dict[str, Any]) -> list[str]:
+    context = _context(error)
+    return _listed(context.get("ids")) + _listed(context.get("objectWriteTraceId"))
+
+
+def _context(error: dict[str, Any]) -> dict[str, Any]:
+    """An error's context; in the documented samples it is sometimes a string."""
+    context = error.get("context")
+    return context if isinstance(context, dict) else {}
+
+
+def _listed(value: Any) -> list[str]:
+    """A context value as a list of strings (HubSpot gives lists; a lone string counts)."""
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _describe(error: dict[str, Any]) -> str:
+    return ": ".join(str(part) for part in (error.get("category"), error.get("message")) if part)
+
+
+def _rate_limited(response: httpx.Response) -> Retriable:
+    """A 429 as Retriable, waiting as its policy says (see the module docstring)."""
+    body = json_body(response)
+    policy = body.get("policyName") if isinstance(body, dict) else None
+    reason = f"429 rate limited ({policy or 'no policy named'}): {error_message(response)}"
+    wait = retry_after(response)
+    if wait is None and policy == "DAILY":
+        wait = DAILY_WAIT_SECONDS
+    if wait is None:
+        wait = _interval(response) or BURST_WAIT_SECONDS
+    return Retriable(reason, wait)
+
+
+def _interval(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers["x-hubspot-ratelimit-interval-milliseconds"]) / 1000
+    except (KeyError, ValueError):
+        return None

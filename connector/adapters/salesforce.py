@@ -1,0 +1,186 @@
+"""Salesforce contacts over the REST API: read and update one Contact, and sObject Collections
+updates of up to 200 a call (allOrNone false: each record is written or refused alone).
+
+Failures beyond `base.classify`: INVALID_FIELD and INVALID_FIELD_FOR_INSERT_UPDATE drop the
+fields named (by `fields`, or the message's "No such column 'X'") and send the rest again,
+on reads too, so a custom field missing from the org does not block the others.
+UNABLE_TO_LOCK_ROW is Retriable; 401 is a token expired or revoked (refreshing it is the
+caller's business). 403 REQUEST_LIMIT_EXCEEDED is Retriable after an hour: the org's API
+limit counts requests over a rolling 24 hours, so room comes back as the oldest calls age
+out, not at a fixed reset; an hour retries about 24 times a day at most, and the worker's
+growing backoff stretches that further.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from connector.adapters.base import (
+    Outcome,
+    Permanent,
+    Refusal,
+    Retriable,
+    WriteResult,
+    chunks,
+    classify,
+    error_message,
+    json_body,
+    matching,
+    retry_after,
+    send,
+    write_dropping,
+    write_many_dropping,
+)
+
+API_VERSION = "v62.0"
+BATCH_SIZE = 200
+REQUEST_LIMIT_WAIT_SECONDS = 3600.0  # see the module docstring
+FIELD_ERRORS = frozenset({"INVALID_FIELD", "INVALID_FIELD_FOR_INSERT_UPDATE"})
+NO_SUCH_COLUMN = re.compile(r"No such column '([^']+)'")
+
+
+class Salesforce:
+    """Salesforce contacts, over a client the caller builds; `base_url` is the org's instance
+    URL and `token` an OAuth access token."""
+
+    platform = "salesforce"
+
+    def __init__(
+        self, base_url: str, token: str, client: httpx.Client, api_version: str = API_VERSION
+    ) -> None:
+        self.base_url = f"{base_url.rstrip('/')}/services/data/{api_version}"
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The Contact's current values of `properties` (field API names, any case), None
+        where empty or where the org has no such field."""
+        record = self._record(record_id, list(properties))
+        values = {name.lower(): value for name, value in record.items()}
+        return {name: values.get(name.lower()) for name in properties}
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Update one Contact; fields refused as unknown or not writable are dropped."""
+        return write_dropping(lambda sent: self._update(record_id, sent), properties)
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """Update Contacts 200 a call; each Contact's outcome. A locked row anywhere makes the
+        whole call Retriable: writes are idempotent, so doing the others again is harmless."""
+        outcomes: dict[str, WriteResult | Permanent] = {}
+        for chunk in chunks(changes, BATCH_SIZE):
+            outcomes.update(write_many_dropping(self._update_batch, chunk))
+        return outcomes
+
+    def _record(self, record_id: str, fields: list[str]) -> dict[str, Any]:
+        params = {"fields": ",".join(fields)} if fields else None
+        response = self._send("GET", _contact(record_id), params=params)
+        unknown = matching(dict.fromkeys(fields), _refused_fields(response))
+        if unknown:
+            return self._record(record_id, [name for name in fields if name not in unknown])
+        self._check(response)
+        body = json_body(response)
+        return body if isinstance(body, dict) else {}
+
+    def _update(self, record_id: str, fields: dict[str, Any]) -> Refusal:
+        response = self._send("PATCH", _contact(record_id), json=_values(fields))
+        refused = _refused_fields(response)
+        if not refused:
+            self._check(response)
+        return refused
+
+    def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
+        records = [
+            {"attributes": {"type": "Contact"}, "id": key, **_values(fields)}
+            for key, fields in changes.items()
+        ]
+        body = {"allOrNone": False, "records": records}
+        response = self._send("PATCH", "/composite/sobjects", json=body)
+        refused = _refused_fields(response)
+        if refused:
+            return dict.fromkeys(changes, refused)
+        try:
+            self._check(response)
+        except Permanent as failure:  # the whole call refused: every record's outcome
+            return dict.fromkeys(changes, failure)
+        return _save_results(changes, json_body(response))
+
+    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+
+    def _check(self, response: httpx.Response) -> None:
+        """Raise for a failed answer: Salesforce's error codes first, then `classify`."""
+        codes = _error_codes(json_body(response))
+        if response.status_code == 401:
+            raise Permanent("token expired or revoked")
+        reason = f"{response.status_code}: {error_message(response)}"
+        if "REQUEST_LIMIT_EXCEEDED" in codes:
+            raise Retriable(reason, retry_after(response) or REQUEST_LIMIT_WAIT_SECONDS)
+        if "UNABLE_TO_LOCK_ROW" in codes:
+            raise Retriable(reason, retry_after(response))
+        classify(response)
+
+
+def _contact(record_id: str) -> str:
+    return f"/sobjects/Contact/{quote(str(record_id), safe='')}"
+
+
+def _values(fields: dict[str, Any]) -> dict[str, Any]:
+    """Values as Salesforce takes them: lists joined with ";" (multi-select picklists)."""
+    return {
+        name: ";".join(map(str, value)) if isinstance(value, list | tuple) else value
+        for name, value in fields.items()
+    }
+
+
+def _error_codes(body: Any) -> set[str]:
+    errors = body if isinstance(body, list) else []
+    return {str(error.get("errorCode")) for error in errors if isinstance(error, dict)}
+
+
+def _refused_fields(response: httpx.Response) -> Refusal:
+    """The fields a 400 error array refuses as unknown or not writable, with the reason."""
+    body = json_body(response)
+    return _field_errors(body) if response.status_code == 400 else {}
+
+
+def _field_errors(errors: Any) -> Refusal:
+    """Fields named by field errors, in either envelope: {errorCode, message, fields} (one
+    resource) or {statusCode, message, fields} (a collection's SaveResult)."""
+    refused: Refusal = {}
+    for error in errors if isinstance(errors, list) else []:
+        if not isinstance(error, dict):
+            continue
+        code = error.get("errorCode") or error.get("statusCode")
+        if code in FIELD_ERRORS:
+            message = str(error.get("message") or "")
+            names = error.get("fields") or NO_SUCH_COLUMN.findall(message)
+            refused.update(dict.fromkeys(names, f"{code}: {message}"))
+    return refused
+
+
+def _save_results(changes: dict[str, dict[str, Any]], body: Any) -> dict[str, Outcome]:
+    """Each record's outcome from the SaveResults, which come in the order of the request."""
+    results = body if isinstance(body, list) else []
+    outcomes: dict[str, Outcome] = {}
+    for (key, fields), result in zip(changes.items(), results, strict=False):
+        outcomes[key] = _saved(fields, result if isinstance(result, dict) else {})
+    left_out = Permanent("Salesforce's answer left this record out")
+    return {key: outcomes.get(key, left_out) for key in changes}
+
+
+def _saved(fields: dict[str, Any], result: dict[str, Any]) -> Outcome:
+    if result.get("success") is True:
+        return WriteResult(written=dict(fields))
+    errors = [error for error in result.get("errors") or [] if isinstance(error, dict)]
+    if "UNABLE_TO_LOCK_ROW" in {error.get("statusCode") for error in errors}:
+        raise Retriable(f"UNABLE_TO_LOCK_ROW: {_messages(errors)}")
+    return _field_errors(errors) or Permanent(_messages(errors) or "refused without a reason")
+
+
+def _messages(errors: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{error.get('statusCode')}: {error.get('message')}" for error in errors)
