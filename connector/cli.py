@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import json
+import random
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import click
+import httpx
 
 import server
-from connector import connections, mappings, store
+from connector import connections, mappings, store, worker
 from server.cli import _DB, main
 from server.clock import utcnow
 from server.config import load
@@ -119,3 +123,70 @@ def mapping_check(path: Path) -> None:
     if problems:
         raise SystemExit(1)
     click.echo(f"{path}: ok")
+
+
+@main.command("worker")
+@_DB
+@click.option("--once", is_flag=True, help="Work off the events due now, then stop.")
+@click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
+              help="Seconds to wait when no event is due.")  # fmt: skip
+def worker_command(db_path: Path, once: bool, idle: float) -> None:
+    """Work off stored events: enrich each record and write it back to its CRM (run one)."""
+    settings = load({"DB": str(db_path)})
+    with httpx.Client(timeout=httpx.Timeout(10.0), follow_redirects=False) as client:
+        work = worker.Worker(
+            store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
+        )
+        stopping = _stop_on_sigterm()
+        while not stopping:
+            outcomes = work.run_due()
+            if outcomes:
+                click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
+            if once:
+                return
+            if not outcomes:
+                time.sleep(idle)
+
+
+def _stop_on_sigterm() -> list[int]:
+    """A list that becomes non-empty at SIGTERM, so the loop ends between events."""
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda number, _frame: stopping.append(number))
+    return stopping
+
+
+@main.group()
+def deliveries() -> None:
+    """Stored events and what became of them; retry dead letters."""
+
+
+@deliveries.command("list")
+@_DB
+@click.option("--status", type=click.Choice(["pending", "done", "dead"]))
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def deliveries_list(db_path: Path, status: str | None, limit: int, as_json: bool) -> None:
+    """The latest events, newest first: status, attempts and the last error."""
+    rows = store.recent_events(store.connect(db_path), limit, status)
+    shown = [{k: v for k, v in row.items() if k != "payload"} for row in rows]
+    if as_json:
+        click.echo(json.dumps(shown))
+        return
+    for row in shown:
+        click.echo(
+            f"{row['id']:>6}  {row['status']:<7}  attempts={row['attempts']}  "
+            f"record={row['record_id'] or '-'}  {row['received_at']}  {row['last_error']}"
+        )
+
+
+@deliveries.command("retry")
+@_DB
+@click.argument("event_id", type=int)
+def deliveries_retry(db_path: Path, event_id: int) -> None:
+    """Make a dead event due again now."""
+    db = store.connect(db_path)
+    with server.write(db):
+        retried = store.retry_event(db, event_id, server.iso(utcnow()))
+    if not retried:
+        raise click.ClickException(f"no dead event {event_id}")
+    click.echo(f"event {event_id} is due again")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -315,6 +316,16 @@ def load(path: str | Path) -> Mapping:
     if problems:
         raise MappingError(_described(path, root, problems))
     return mapping
+
+
+def load_current(path: str | Path) -> Mapping:
+    """`load`, kept until the file changes: for a file read on every request or event."""
+    return _load_cached(str(path), Path(path).stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path: str, modified: int) -> Mapping:
+    return load(path)
 
 
 def load_all(directory: str | Path) -> dict[str, Mapping]:

@@ -16,8 +16,6 @@ import hmac
 import json
 import sqlite3
 import uuid
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -73,7 +71,7 @@ def enrich_now(connection_id: str) -> Response:
     body = request.get_data(cache=True)
     _verify(link, body)
     payload = _json_object(body)
-    mapping = _mapping(link["mapping"])
+    mapping = mappings.load_current(link["mapping"])
     custom_action = link["platform"] == "hubspot" and "callbackId" in payload
     try:
         outcome = server.enrich_with_key(
@@ -108,16 +106,6 @@ def _json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise InvalidPayload("The body must be a JSON object.")
     return payload
-
-
-@lru_cache(maxsize=64)
-def _loaded(path: str, modified: int) -> mappings.Mapping:
-    return mappings.load(path)
-
-
-def _mapping(path: str) -> mappings.Mapping:
-    """The connection's mapping, read again only when its file changes."""
-    return _loaded(path, Path(path).stat().st_mtime_ns)
 
 
 def _json(data: Any) -> Response:

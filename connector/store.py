@@ -76,6 +76,28 @@ def connect(path: str | Path) -> Database:
     return db
 
 
+@MIGRATIONS()
+def m003_records(db: Database) -> None:
+    """The transaction cache: per connection and CRM record, what was last enriched and
+    written (the transaction, the matched GUIDs, a fingerprint of the input, the values
+    written, for overwrite_if_ours) and when."""
+    db.execute(
+        """
+        CREATE TABLE records (
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            record_id TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            contact_guid TEXT NOT NULL DEFAULT '',
+            company_guid TEXT NOT NULL DEFAULT '',
+            input_fingerprint TEXT NOT NULL,
+            written TEXT NOT NULL DEFAULT '{}',
+            enriched_at TEXT NOT NULL,
+            PRIMARY KEY (connection_id, record_id)
+        ) WITHOUT ROWID
+        """
+    )
+
+
 def insert_connection(db: Database, row: Row) -> None:
     db.table("connections").insert(row)
 
@@ -115,6 +137,61 @@ def events_of(db: Database, connection_id: str) -> list[Row]:
     """A connection's events, oldest first."""
     sql = "SELECT * FROM events WHERE connection_id = ? ORDER BY id"
     return list(db.query(sql, [connection_id]))
+
+
+def due_events(db: Database, now: str, limit: int) -> list[Row]:
+    """Pending events whose time has come, oldest due first."""
+    sql = (
+        "SELECT * FROM events WHERE status = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?"
+    )
+    return list(db.query(sql, [now, limit]))
+
+
+def finish_event(db: Database, event_id: int, status: str, error: str = "") -> None:
+    """Mark an event done, or dead with the reason."""
+    db.execute(
+        "UPDATE events SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+        [status, error, event_id],
+    )
+
+
+def postpone_event(db: Database, event_id: int, due_at: str, error: str) -> None:
+    """Count a failed attempt and make the event due again at `due_at`."""
+    db.execute(
+        "UPDATE events SET attempts = attempts + 1, due_at = ?, last_error = ? WHERE id = ?",
+        [due_at, error, event_id],
+    )
+
+
+def retry_event(db: Database, event_id: int, now: str) -> bool:
+    """Make a dead event pending again, due now; whether there was one."""
+    sql = (
+        "UPDATE events SET status = 'pending', due_at = ?, last_error = '' "
+        "WHERE id = ? AND status = 'dead'"
+    )
+    return db.execute(sql, [now, event_id]).rowcount == 1
+
+
+def recent_events(db: Database, limit: int, status: str | None = None) -> list[Row]:
+    """The latest events of every connection (of one status), newest first."""
+    if status is None:
+        return list(db.query("SELECT * FROM events ORDER BY id DESC LIMIT ?", [limit]))
+    sql = "SELECT * FROM events WHERE status = ? ORDER BY id DESC LIMIT ?"
+    return list(db.query(sql, [status, limit]))
+
+
+def record(db: Database, connection_id: str, record_id: str) -> Row | None:
+    """The transaction cache entry of a CRM record, or None."""
+    sql = "SELECT * FROM records WHERE connection_id = ? AND record_id = ?"
+    rows = list(db.query(sql, [connection_id, record_id]))
+    return rows[0] if rows else None
+
+
+def save_record(db: Database, row: Row) -> None:
+    """Replace the transaction cache entry of a CRM record."""
+    columns = ", ".join(row)
+    values = ", ".join(f":{name}" for name in row)
+    db.execute(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", row)
 
 
 def delete_connection(db: Database, connection_id: str) -> bool:

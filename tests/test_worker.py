@@ -1,0 +1,197 @@
+"""The write-back worker against a fake HubSpot (httpx.MockTransport): enrich, write back
+what the mapping allows, exactly once; retries, dead letters and retrying them."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from sqlite_utils import Database
+
+from connector import connections, store, worker
+from connector.cli import main
+from server import accounts, importer
+from tests.test_receiver import DATA, NOW, SECRET
+
+AVA = "ava.adams@lonestar-discover.com"
+CRM = "http://127.0.0.1:9"
+
+
+class FakeHubSpot:
+    """Contacts by id; records every request; answers with what `failures` holds first."""
+
+    def __init__(self) -> None:
+        self.contacts: dict[str, dict[str, Any]] = {"501": {"email": AVA, "jobtitle": ""}}
+        self.requests: list[httpx.Request] = []
+        self.failures: list[httpx.Response] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if self.failures:
+            return self.failures.pop(0)
+        record_id = request.url.path.rsplit("/", 1)[-1]
+        if record_id not in self.contacts:
+            return httpx.Response(404, json={"status": "error", "message": "Object not found"})
+        if request.method == "PATCH":
+            self.contacts[record_id].update(json.loads(request.content)["properties"])
+        properties = self.contacts[record_id]
+        return httpx.Response(200, json={"id": record_id, "properties": properties})
+
+    def patches(self) -> list[dict[str, Any]]:
+        return [json.loads(r.content)["properties"] for r in self.requests if r.method == "PATCH"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def crm() -> FakeHubSpot:
+    return FakeHubSpot()
+
+
+@pytest.fixture
+def setup(
+    db_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Database, worker.Worker, connections.Added, Clock]]:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    _, key = accounts.create_organization(
+        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=10
+    )
+    link = connections.add(
+        db, SECRET.encode(), NOW, name="hs", platform="hubspot", api_key=key,
+        secret="hubspot-app-secret", crm_base_url=CRM, crm_token="pat-na1-token",
+    )  # fmt: skip
+    clock = Clock()
+    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+        yield db, worker.Worker(db, SECRET.encode(), clock, client, random.Random(7)), link, clock
+
+
+def _event(db: Database, link: connections.Added, key: str, thin: bool = False) -> None:
+    payload = {"vid": 501, "properties": {"email": {"value": AVA}}}
+    row = {
+        "connection_id": link.row["id"],
+        "event_key": key,
+        "record_id": "501",
+        "payload": json.dumps({} if thin else payload),
+        "thin": int(thin),
+        "received_at": "2026-11-23T12:00:00.000+00:00",
+    }
+    with store.server.write(db):
+        store.add_events(db, [row])
+
+
+def _only_event(db: Database, link: connections.Added) -> dict[str, Any]:
+    (event,) = store.events_of(db, link.row["id"])
+    return event
+
+
+def _credits(db: Database) -> int:
+    return db.execute("SELECT credits FROM organizations WHERE name = 'Acme'").fetchone()[0]
+
+
+def test_an_event_is_enriched_and_written_back_once(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = setup
+    _event(db, link, "e1")
+    assert work.run_due() == {"done": 1}
+    (written,) = crm.patches()
+    assert written["jobtitle"] == "Vice President of Sales"
+    assert written["company"] == "Lonestar Discover Works Inc." and "email" not in written
+    assert crm.requests[0].headers["Authorization"] == "Bearer pat-na1-token"
+    assert _only_event(db, link)["status"] == "done" and _credits(db) == 9
+    cached = store.record(db, link.row["id"], "501")
+    assert cached is not None and json.loads(cached["written"])["jobtitle"] == written["jobtitle"]
+
+    # the worker died before marking the event done: done again, neither charged nor written
+    db.execute("UPDATE events SET status = 'pending'")
+    assert work.run_due() == {"done": 1}
+    assert len(crm.patches()) == 1 and _credits(db) == 9
+
+
+def test_a_thin_event_reads_the_record_first(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = setup
+    _event(db, link, "thin-1", thin=True)
+    assert work.run_due() == {"done": 1}
+    assert crm.requests[0].method == "GET" and "email" in crm.requests[0].url.params["properties"]
+    assert crm.patches()[0]["jobtitle"] == "Vice President of Sales"
+
+
+def test_a_value_the_user_set_is_kept(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = setup
+    crm.contacts["501"]["jobtitle"] = "Chief Revenue Wizard"  # overwrite_if_ours: not ours
+    _event(db, link, "e1")
+    work.run_due()
+    assert "jobtitle" not in crm.patches()[0]
+
+
+def test_429_waits_at_least_retry_after_then_succeeds(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, clock = setup
+    _event(db, link, "e1")
+    crm.failures.append(httpx.Response(429, headers={"Retry-After": "120"}, json={}))
+    assert work.run_due() == {"retry": 1}
+    event = _only_event(db, link)
+    assert event["attempts"] == 1 and event["due_at"] >= "2026-11-23T12:02:00"
+    assert work.run_due() == {}  # not due yet
+    clock.now += timedelta(seconds=300)
+    assert work.run_due() == {"done": 1}
+
+
+def test_timeouts_back_off_and_give_up_into_a_dead_letter(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, clock = setup
+    _event(db, link, "e1")
+
+    def timeout(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    waits = []
+    with httpx.Client(transport=httpx.MockTransport(timeout)) as client:
+        failing = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
+        for _ in range(worker.MAX_ATTEMPTS):
+            clock.now += timedelta(hours=7)
+            failing.run_due()
+            waits.append(_only_event(db, link)["due_at"])
+    event = _only_event(db, link)
+    assert event["status"] == "dead" and "gave up after 12 attempts" in event["last_error"]
+    assert [work.backoff(n) <= min(6 * 3600, 30 * 2**n) for n in range(12)] == [True] * 12
+
+
+def test_a_permanent_failure_is_a_dead_letter_that_can_be_retried(
+    setup: Any, crm: FakeHubSpot, db_path: Path
+) -> None:
+    db, work, link, clock = setup
+    _event(db, link, "e1")
+    crm.failures.append(httpx.Response(401, json={"message": "expired"}))
+    assert work.run_due() == {"dead": 1}
+    event = _only_event(db, link)
+    assert "token expired or revoked" in event["last_error"]
+    listed = CliRunner().invoke(main, ["deliveries", "list", "--db", str(db_path), "--json"])
+    assert json.loads(listed.output)[0]["status"] == "dead"
+    retried = CliRunner().invoke(
+        main, ["deliveries", "retry", "--db", str(db_path), str(event["id"])]
+    )
+    assert retried.exit_code == 0, retried.output
+    clock.now = datetime.now(UTC)  # the command made it due at the real time
+    assert work.run_due() == {"done": 1}
+
+
+def test_a_person_we_do_not_know_gets_only_the_record_status(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = setup
+    crm.contacts["501"]["email"] = "nobody@nowhere-at-all.example"
+    _event(db, link, "thin-2", thin=True)
+    assert work.run_due() == {"done": 1}
+    assert crm.patches() == [{"contactdata_record_status": "No Match"}] and _credits(db) == 10
