@@ -34,6 +34,7 @@ MAX_ATTEMPTS = 12
 BACKOFF_FIRST_SECONDS = 30.0
 BACKOFF_CAP_SECONDS = 6 * 3600.0
 NO_CREDITS_WAIT_SECONDS = 3600.0  # an organization out of credits may be topped up
+FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same input, is left
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
 
@@ -88,6 +89,10 @@ class Worker:
         current = adapter.read(record_id, _readable(mapping))
         payload = current if event["thin"] else json.loads(event["payload"])
         given = mapping.enrich_input(payload)
+        cached = store.record(self.db, link["id"], record_id)
+        ours = json.loads(cached["written"]) if cached else {}
+        if cached and self._fresh(cached, given, ours):
+            return f"unchanged since {cached['enriched_at']}: not enriched again"
         outcome = server.enrich_with_key(
             self.db,
             self.secret,
@@ -97,18 +102,23 @@ class Worker:
             str(uuid.uuid5(_EVENTS, f"{link['id']}:{event['event_key']}")),
             f"/hooks/{link['id']}/events",
         )
-        cached = store.record(self.db, link["id"], record_id)
-        ours = json.loads(cached["written"]) if cached else {}
         changes = mapping.changes(outcome.result, current, ours)
         result = adapter.write(record_id, changes) if changes else None
         written = {**ours, **(result.written if result else {})}
+        now = server.iso(self.clock())
         with server.write(self.db):
             store.save_record(
                 self.db,
-                _cache_row(link, record_id, outcome, given, written, server.iso(self.clock())),
+                _cache_row(link, record_id, outcome, _fingerprint(given, written), written, now),
             )
         dropped = result.dropped if result else {}
         return "; ".join(f"{name}: {why}" for name, why in dropped.items())
+
+    def _fresh(self, cached: Row, given: Row, ours: Row) -> bool:
+        """Whether the record was enriched within FRESH_FOR from the same input: then an
+        event (our own write echoed back, a user editing another field) needs no enrich."""
+        recent = cached["enriched_at"] >= server.iso(self.clock() - FRESH_FOR)
+        return recent and cached["input_fingerprint"] == _fingerprint(given, ours)
 
     def _adapter(self, link: Row) -> Adapter:
         if not connections.PLATFORMS[link["platform"]].crm:
@@ -144,11 +154,17 @@ def _readable(mapping: mappings.Mapping) -> list[str]:
     return list(dict.fromkeys([*(rule.property for rule in mapping.output), *plain]))
 
 
+def _fingerprint(given: Row, ours: Row) -> str:
+    """The enrich input as the user gave it: inputs holding a value we wrote (a company name
+    we filled in) are left out, so our own write does not count as a change."""
+    written = {str(value) for value in ours.values()}
+    return json.dumps({k: v for k, v in given.items() if v not in written}, sort_keys=True)
+
+
 def _cache_row(
-    link: Row, record_id: str, outcome: server.Outcome, given: Row, written: Row, now: str
+    link: Row, record_id: str, outcome: server.Outcome, fingerprint: str, written: Row, now: str
 ) -> Row:
     """The transaction cache entry after enriching a record."""
-    fingerprint = json.dumps(given, sort_keys=True)
     return {
         "connection_id": link["id"],
         "record_id": record_id,

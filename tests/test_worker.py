@@ -195,3 +195,20 @@ def test_a_person_we_do_not_know_gets_only_the_record_status(setup: Any, crm: Fa
     _event(db, link, "thin-2", thin=True)
     assert work.run_due() == {"done": 1}
     assert crm.patches() == [{"contactdata_record_status": "No Match"}] and _credits(db) == 10
+
+
+def test_an_echo_of_our_own_write_is_not_enriched_again_until_it_is_stale(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = setup
+    _event(db, link, "e1", thin=True)
+    work.run_due()
+    assert _credits(db) == 9
+    _event(db, link, "echo", thin=True)  # HubSpot tells us about the properties we just wrote
+    assert work.run_due() == {"done": 1}
+    assert _credits(db) == 9 and len(crm.patches()) == 1
+    assert "not enriched again" in store.events_of(db, link.row["id"])[-1]["last_error"]
+    clock.now += worker.FRESH_FOR + timedelta(days=1)
+    _event(db, link, "a month later", thin=True)
+    assert work.run_due() == {"done": 1}
+    assert _credits(db) == 8  # pro pays for a refresh
