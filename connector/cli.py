@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import signal
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ import httpx
 
 import server
 from connector import connections, mappings, store, worker
+from server import demo as service_demo
 from server.cli import _DB, main
 from server.clock import utcnow
 from server.config import load
@@ -26,6 +31,26 @@ __all__ = ["main", "run"]
 def run() -> None:
     """The `contactdata` entry point: every command, serving the connector's app."""
     main(obj={"app_factory": "connector.app:create_app"})
+
+
+def _with_worker(serve: Callable[..., None]) -> Callable[..., None]:
+    """`demo`, with the write-back worker running beside the server until it stops."""
+
+    @functools.wraps(serve)
+    def demo(db_path: Path, **options: Any) -> None:
+        service_demo.ensure_database(db_path)  # first: building it needs the file to itself
+        command = [sys.executable, "-m", "connector.cli", "worker", "--db", str(db_path)]
+        worker_process = subprocess.Popen(command)
+        try:
+            serve(db_path=db_path, **options)
+        finally:
+            worker_process.terminate()
+            worker_process.wait(timeout=30)
+
+    return demo
+
+
+main.commands["demo"].callback = _with_worker(main.commands["demo"].callback)
 
 
 @main.group()
@@ -190,3 +215,7 @@ def deliveries_retry(db_path: Path, event_id: int) -> None:
     if not retried:
         raise click.ClickException(f"no dead event {event_id}")
     click.echo(f"event {event_id} is due again")
+
+
+if __name__ == "__main__":
+    run()

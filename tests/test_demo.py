@@ -1,10 +1,15 @@
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
+
+import httpx
+import pytest
 
 from server import demo, keys, store
 from server.db import connect
+from tests.servers import CONTACTDATA, free_port, start, stop
 
 
 def test_demo_builds_once_makes_one_org_per_tier_and_prints_how_to_call_them(
@@ -34,3 +39,22 @@ def test_demo_builds_once_makes_one_org_per_tier_and_prints_how_to_call_them(
     for org in orgs:
         assert f"'Api-Key: {org['adminApiKey']}'" in text
         assert f"'API_KEY: {org['adminApiKey']}'" in text
+
+
+@pytest.mark.slow
+def test_contactdata_demo_serves_the_connector_and_runs_the_worker(tmp_path: Path) -> None:
+    path = tmp_path / "demo.db"
+    demo.ensure_database(path, companies=20, contacts=200, seed=3)
+    port = free_port()
+    process = start([CONTACTDATA, "demo", "--db", str(path), "--port", str(port)], port)
+    try:
+        unknown = httpx.post(f"http://127.0.0.1:{port}/hooks/nope/events", content=b"{}")
+        assert unknown.json()["error"]["code"] == "not_found"  # the connector's routes are served
+        children = subprocess.run(
+            ["pgrep", "-f", f"connector.cli worker --db {path}"], capture_output=True, text=True
+        )
+        assert children.stdout.split(), "no worker process"
+    finally:
+        stop(process)
+    leftover = subprocess.run(["pgrep", "-f", f"worker --db {path}"], capture_output=True)
+    assert leftover.returncode == 1  # the worker stopped with the server
