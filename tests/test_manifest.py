@@ -1,4 +1,5 @@
 import json
+import typing
 import tomllib
 from pathlib import Path
 
@@ -10,3 +11,42 @@ def test_manifest_names_the_package_and_its_version() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert manifest["name"] == project["name"]
     assert manifest["version"] == project["version"]
+
+
+def _manifest() -> dict:
+    return json.loads((ROOT / "manifest.json").read_text())
+
+
+def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
+    from connector import connections
+    from connector.adapters import ADAPTERS
+
+    platforms = {p["id"]: p for p in _manifest()["platforms"]}
+    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")}
+    assert set(platforms) == set(connections.PLATFORMS) == mapping_files
+    crms = {name for name, kind in connections.PLATFORMS.items() if kind.crm}
+    assert crms == set(ADAPTERS) == {name for name, p in platforms.items() if p["crm"]}
+    assert all(p["mapping"] == f"mappings/{name}.yaml" for name, p in platforms.items())
+    assert all("writeBack" in platforms[name] for name in crms)
+
+
+def test_actions_list_the_fields_of_the_code() -> None:
+    from server import discover, enrich
+
+    actions = {a["key"]: a for a in _manifest()["actions"]}
+    assert actions["enrich"]["inputFields"] == sorted(enrich.INPUT_FIELDS)
+    assert actions["enrich"]["outputFields"] == list(enrich.OUTPUT_FIELDS)
+    assert actions["discover"]["inputFields"] == list(discover.DiscoverRequest.model_fields)
+
+
+def test_policies_transforms_and_retries_are_those_of_the_code() -> None:
+    from connector import mappings, worker
+
+    manifest = _manifest()
+    assert manifest["writeBackPolicies"]["transforms"] == sorted(mappings.TRANSFORMS)
+    assert manifest["writeBackPolicies"]["policies"] == list(typing.get_args(mappings.Policy))
+    retry = manifest["retry"]
+    assert retry["maxAttempts"] == worker.MAX_ATTEMPTS
+    assert retry["backoff"]["capSeconds"] == worker.BACKOFF_CAP_SECONDS
+    secrets = {k for k, v in manifest["configuration"]["properties"].items() if v.get("x-secret")}
+    assert secrets == {"apiKey", "crmToken", "secret"}
