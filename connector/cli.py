@@ -167,9 +167,9 @@ def worker_command(db_path: Path, once: bool, idle: float) -> None:
             outcomes = work.run_due()
             if outcomes:
                 click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
-            if once:
-                return
             if not outcomes:
+                if once:
+                    return
                 time.sleep(idle)
 
 
