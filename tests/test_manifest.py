@@ -1,6 +1,6 @@
 import json
-import typing
 import tomllib
+import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
