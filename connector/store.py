@@ -3,6 +3,7 @@ its tables, in the service's database file. Rows go in and come out as plain dic
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,14 @@ def m003_records(db: Database) -> None:
         ) WITHOUT ROWID
         """
     )
+
+
+@MIGRATIONS()
+def m004_pending_writes(db: Database) -> None:
+    """A record's write-back intent (JSON), committed before the CRM is called and cleared
+    once its answer is recorded: a worker killed in between finishes that write instead of
+    matching again."""
+    db.execute("ALTER TABLE records ADD COLUMN pending TEXT NOT NULL DEFAULT ''")
 
 
 def insert_connection(db: Database, row: Row) -> None:
@@ -192,6 +201,15 @@ def save_record(db: Database, row: Row) -> None:
     columns = ", ".join(row)
     values = ", ".join(f":{name}" for name in row)
     db.execute(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", row)
+
+
+def record_written(db: Database, connection_id: str, record_id: str, written: Row) -> None:
+    """Add `written` to what a record holds of ours and clear its pending write."""
+    db.execute(
+        "UPDATE records SET written = json_patch(written, ?), pending = '' "
+        "WHERE connection_id = ? AND record_id = ?",
+        [json.dumps(written), connection_id, record_id],
+    )
 
 
 def delete_connection(db: Database, connection_id: str) -> bool:

@@ -87,10 +87,12 @@ class Worker:
         if not record_id:
             raise Permanent("the event names no CRM record")
         current = adapter.read(record_id, _readable(mapping))
-        payload = current if event["thin"] else json.loads(event["payload"])
-        given = mapping.enrich_input(payload)
         cached = store.record(self.db, link["id"], record_id)
         ours = json.loads(cached["written"]) if cached else {}
+        if cached and cached["pending"]:  # killed while writing: finish that write
+            return self._write(link, adapter, record_id, json.loads(cached["pending"]), current)
+        payload = current if event["thin"] else json.loads(event["payload"])
+        given = mapping.enrich_input(payload)
         if cached and self._fresh(cached, given, ours):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         outcome = server.enrich_with_key(
@@ -103,15 +105,25 @@ class Worker:
             f"/hooks/{link['id']}/events",
         )
         changes = mapping.changes(outcome.result, current, ours)
-        result = adapter.write(record_id, changes) if changes else None
-        written = {**ours, **(result.written if result else {})}
-        now = server.iso(self.clock())
-        with server.write(self.db):
-            store.save_record(
-                self.db,
-                _cache_row(link, record_id, outcome, _fingerprint(given, written), written, now),
-            )
+        fingerprint = _fingerprint(given, {**ours, **changes})
+        row = _cache_row(link, record_id, outcome, fingerprint, ours, server.iso(self.clock()))
+        with server.write(self.db):  # the intent first: a kill from here on is finished above
+            store.save_record(self.db, {**row, "pending": json.dumps(changes)})
+        return self._write(link, adapter, record_id, changes, current)
+
+    def _write(self, link: Row, adapter: Adapter, record_id: str, intent: Row, current: Row) -> str:
+        """Send what of `intent` the CRM does not hold yet, then record it as written; a note
+        on what the CRM refused, if anything."""
+        unsent = {k: v for k, v in intent.items() if str(v) != str(current.get(k))}
+        result = adapter.write(record_id, unsent) if unsent else None
         dropped = result.dropped if result else {}
+        with server.write(self.db):
+            store.record_written(
+                self.db,
+                link["id"],
+                record_id,
+                {k: v for k, v in intent.items() if k not in dropped},
+            )
         return "; ".join(f"{name}: {why}" for name, why in dropped.items())
 
     def _fresh(self, cached: Row, given: Row, ours: Row) -> bool:

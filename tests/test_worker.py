@@ -212,3 +212,37 @@ def test_an_echo_of_our_own_write_is_not_enriched_again_until_it_is_stale(
     _event(db, link, "a month later", thin=True)
     assert work.run_due() == {"done": 1}
     assert _credits(db) == 8  # pro pays for a refresh
+
+
+MOVER = "rosa.ruiz@lonestar-discover.com"  # No Longer at Lonestar, Active at Hill Country
+
+
+def test_a_worker_killed_between_the_crm_write_and_its_record_does_not_write_twice(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = setup
+    crm.contacts["501"] = {"email": MOVER}
+    _event(db, link, "e1", thin=True)
+    assert work.run_due() == {"done": 1}
+    (first,) = crm.patches()
+    # what a kill after HubSpot applied the PATCH, before the worker recorded it, leaves:
+    db.execute("UPDATE records SET written = '{}', pending = ?", [json.dumps(first)])
+    db.execute("UPDATE events SET status = 'pending'")
+    assert work.run_due() == {"done": 1}
+    assert crm.patches() == [first]  # the company we wrote did not change the match
+    cached = store.record(db, link.row["id"], "501")
+    assert cached is not None and json.loads(cached["written"]) == first and not cached["pending"]
+
+
+def test_a_write_that_failed_after_its_intent_was_saved_is_finished(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = setup
+    _event(db, link, "e1", thin=True)
+    crm.failures += [httpx.Response(200, json={"id": "501", "properties": crm.contacts["501"]})]
+    crm.failures += [httpx.Response(503, json={})]  # the GET answers, the PATCH fails
+    assert work.run_due() == {"retry": 1}
+    assert store.record(db, link.row["id"], "501")["pending"]  # type: ignore[index]
+    clock.now += timedelta(hours=7)
+    assert work.run_due() == {"done": 1}
+    assert crm.patches()[-1]["jobtitle"] == "Vice President of Sales" and _credits(db) == 9

@@ -1,0 +1,424 @@
+"""Kill -9 at random moments: 1,000 HubSpot Webhooks API events sent while the web server and
+the worker are killed and restarted; afterwards every event was written back to the CRM
+exactly once, and the database is intact."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import queue
+import random
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from connector import connections, signatures, store
+from server import accounts, importer
+from tests.servers import CONTACTDATA, free_port, wait_for
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).parent / "data"
+EVENTS = 1000
+KILLS_EACH = 10  # at least, of the web server and of the worker
+# Seconds each lives (once up) before it is killed. A worker's restart costs a second of CPU,
+# which the web server, booting for 5 to 10 s (places tables in each gunicorn worker), misses.
+LIFETIMES = {"web": (0.3, 1.5), "worker": (1.5, 4.0)}
+SECRET = "crash-test-secret"
+HUBSPOT_SECRET = "hubspot-app-secret"
+CRM_LATENCY = 0.02  # seconds HubSpot takes to answer, after it applied a change
+CHAOS_SECONDS = 150.0  # the senders and the chaos give up after this long
+DRAIN_SECONDS = 30.0
+SEED = 3
+Row = dict[str, Any]
+
+
+class FakeHubSpot(ThreadingHTTPServer):
+    """HubSpot contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id}, with every
+    request of each contact logged (when, method, properties patched)."""
+
+    daemon_threads = True
+
+    def __init__(self, contacts: dict[str, Row]) -> None:
+        super().__init__(("127.0.0.1", 0), _HubSpotHandler)
+        self.contacts = contacts
+        self.lock = threading.Lock()
+        self.log: dict[str, list[tuple[float, str, Row | None]]] = defaultdict(list)
+        self.requests = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def patches(self) -> Counter[str]:
+        """PATCH requests applied, per contact id."""
+        with self.lock:
+            return Counter(
+                {key: sum(m == "PATCH" for _, m, _ in log) for key, log in self.log.items()}
+            )
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A worker killed mid-request is expected: no traceback."""
+
+
+class _HubSpotHandler(BaseHTTPRequestHandler):
+    server: FakeHubSpot
+
+    def do_GET(self) -> None:
+        self._answer(None)
+
+    def do_PATCH(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        body = self.rfile.read(length)
+        if len(body) < length:
+            return  # the worker died while sending: HubSpot applies nothing
+        self._answer(json.loads(body)["properties"])
+
+    def _answer(self, changed: Row | None) -> None:
+        record_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
+        hub = self.server
+        with hub.lock:
+            hub.requests += 1
+            contact = hub.contacts.get(record_id)
+            if contact is not None:
+                contact.update(changed or {})
+                hub.log[record_id].append((time.monotonic(), self.command, changed))
+                contact = dict(contact)
+        time.sleep(CRM_LATENCY)  # a worker killed now: the change is applied, not recorded
+        if contact is None:
+            self._send(404, {"status": "error", "message": "Object not found"})
+        else:
+            self._send(200, {"id": record_id, "properties": contact})
+
+    def _send(self, status: int, answer: Row) -> None:
+        body = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+class Processes:
+    """`contactdata serve` and `contactdata worker`, each in its own process group, killed
+    with SIGKILL and started again; every process ever started, for the cleanup."""
+
+    def __init__(self, db: Path, port: int, logs: Path, crm: FakeHubSpot) -> None:
+        self.commands = {
+            "web": [CONTACTDATA, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
+            "worker": [CONTACTDATA, "worker", "--db", str(db), "--idle", "0.05"],
+        }
+        self.health = f"http://127.0.0.1:{port}/healthz"
+        self.logs, self.crm = logs, crm
+        self.env = {
+            **os.environ,
+            "CONTACTDATA_KEY_SECRET": SECRET,
+            "CONTACTDATA_ALLOW_PRIVATE_CRM_URLS": "1",
+        }
+        self.started: list[subprocess.Popen[bytes]] = []
+        self.current: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+        self.kills: Counter[str] = Counter()
+        self.unexpected: list[str] = []
+        self.lock = threading.Lock()
+        self.stopped = False
+
+    def start(self, name: str) -> None:
+        """Start one; the web server is up when /healthz answers, the worker when it first
+        calls the CRM (or after 3 s, when nothing is due)."""
+        log = self.logs / f"{name}-{self.kills[name]}.log"
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                self.commands[name], stdout=output, stderr=subprocess.STDOUT,
+                env=self.env, start_new_session=True,
+            )  # fmt: skip
+        with self.lock:
+            self.started.append(process)
+            if self.stopped:  # the test ended while this one was being restarted
+                _killpg(process)
+                raise RuntimeError(f"{name} started after the end")
+        self.current[name] = (process, log)
+        if name == "web":
+            try:
+                wait_for(self.health, process)
+            except Exception as error:
+                raise RuntimeError(f"the web server did not start: {_tail(log)}") from error
+            return
+        seen, deadline = self.crm.requests, time.monotonic() + 3
+        while self.crm.requests == seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL to the whole group (gunicorn's forked workers too), then start again."""
+        self.check_running(name)
+        _killpg(self.current[name][0])
+        self.kills[name] += 1
+        self.start(name)
+
+    def check_running(self, name: str) -> None:
+        """Note a process that exited without being killed: a crash of its own."""
+        process, log = self.current[name]
+        if process.poll() is not None:
+            self.unexpected.append(f"{name} exited by itself ({process.returncode}): {_tail(log)}")
+
+    def kill_all(self) -> None:
+        """Kill every process group started, and any started from now on."""
+        with self.lock:
+            self.stopped = True
+        for process in self.started:
+            _killpg(process)
+
+
+def _killpg(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is gone already
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=15)
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:]
+
+
+def _contacts() -> dict[str, Row]:
+    """1,000 HubSpot contacts holding only an e-mail: the dataset's people, and every tenth
+    one nobody knows (written back as No Match)."""
+    with (DATA / "discover_contacts.csv").open() as rows:
+        emails = [row["conEmail"] for row in csv.DictReader(rows)]
+    return {
+        str(100001 + n): {
+            "email": f"someone{n}@unknown-{n}.example" if n % 10 == 9 else emails[n % len(emails)]
+        }
+        for n in range(EVENTS)
+    }
+
+
+def _batches(record_ids: list[str], rng: random.Random) -> list[bytes]:
+    """One event per contact, shuffled into Webhooks API batches of 1 to 5 events."""
+    events = [_event(n, record_id) for n, record_id in enumerate(record_ids)]
+    rng.shuffle(events)
+    batches = []
+    while events:
+        size = rng.randint(1, 5)
+        batches.append(json.dumps(events[:size]).encode())
+        events = events[size:]
+    return batches
+
+
+def _event(n: int, record_id: str) -> Row:
+    """A HubSpot Webhooks API event: a contact's e-mail changed (ids only)."""
+    return {
+        "eventId": 7000 + n, "subscriptionId": 4242, "portalId": 62515,
+        "occurredAt": 1795000000000 + n, "subscriptionType": "contact.propertyChange",
+        "attemptNumber": 0, "objectId": int(record_id), "propertyName": "email",
+        "changeSource": "CRM", "appId": 54321,
+    }  # fmt: skip
+
+
+class Senders:
+    """Threads that POST signed batches, each until it gets a 2xx, as HubSpot retries; the
+    batches are released a share per life of the web server, so that every life takes some."""
+
+    def __init__(self, url: str, batches: list[bytes], deadline: float) -> None:
+        self.url, self.deadline = url, deadline
+        self.held = list(reversed(batches))
+        self.share = -(-len(batches) // KILLS_EACH)
+        self.todo: queue.Queue[bytes] = queue.Queue()
+        self.acknowledged = 0
+        self.refusals: list[str] = []
+        self.lock = threading.Lock()
+
+    def release(self) -> None:
+        """Let the next share of the batches be sent."""
+        for _ in range(min(self.share, len(self.held))):
+            self.todo.put(self.held.pop())
+
+    def run(self, threads: int) -> list[threading.Thread]:
+        """The sending threads, not started."""
+        return [threading.Thread(target=self._send_all, daemon=True) for _ in range(threads)]
+
+    def all_acknowledged(self) -> bool:
+        return self.acknowledged == EVENTS
+
+    def _send_all(self) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not self.all_acknowledged() and time.monotonic() < self.deadline:
+                try:
+                    batch = self.todo.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                self._send(client, batch)
+                time.sleep(0.05)  # spread a share over the web server's life
+
+    def _send(self, client: httpx.Client, batch: bytes) -> None:
+        headers = {
+            "Content-Type": "application/json",
+            "X-HubSpot-Signature-Version": "v1",
+            "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, batch),
+        }
+        while time.monotonic() < self.deadline:
+            try:
+                response = client.post(self.url, content=batch, headers=headers)
+            except httpx.TransportError:
+                time.sleep(0.05)  # down, or killed mid-request: send again
+                continue
+            if response.status_code >= 500:
+                time.sleep(0.05)
+                continue
+            with self.lock:
+                if response.is_success:
+                    self.acknowledged += len(json.loads(batch))
+                else:
+                    self.refusals.append(f"{response.status_code} {response.text[:300]}")
+            return
+
+
+def _chaos(processes: Processes, name: str, senders: Senders, errors: list[str]) -> None:
+    """Kill `name` at a random moment of its life, and start it again, until every event was
+    acknowledged and it was killed KILLS_EACH times; a web server's new life lets the senders
+    send another share."""
+    rng = random.Random(f"{SEED}:{name}")
+    try:
+        while time.monotonic() < senders.deadline and not (
+            senders.all_acknowledged() and processes.kills[name] >= KILLS_EACH
+        ):
+            time.sleep(rng.uniform(*LIFETIMES[name]))
+            processes.kill(name)
+            if name == "web":
+                senders.release()
+    except Exception as error:  # reported by the test
+        errors.append(f"{name}: {error!r}")
+        senders.deadline = 0.0  # the others stop too: the test has failed
+
+
+@pytest.fixture
+def crm() -> Iterator[FakeHubSpot]:
+    hub = FakeHubSpot(_contacts())
+    thread = threading.Thread(target=hub.serve_forever, daemon=True)
+    thread.start()
+    yield hub
+    hub.shutdown()
+    hub.server_close()
+
+
+def _setup(db_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The dataset, a pro organization with plenty of credits, and its HubSpot connection."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    now = datetime.now(UTC)
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    _, key = accounts.create_organization(
+        db, SECRET.encode(), now, name="Acme", website="acme.example", tier="pro", credits=5000
+    )
+    link = connections.add(
+        db, SECRET.encode(), now, name="hs", platform="hubspot", api_key=key,
+        secret=HUBSPOT_SECRET, crm_base_url=crm.url, crm_token="pat-na1-token",
+    )  # fmt: skip
+    db.close()
+    return link.row["id"]
+
+
+def _query(db_path: Path, sql: str) -> list[tuple[Any, ...]]:
+    with contextlib.closing(sqlite3.connect(db_path, timeout=10)) as db:
+        return db.execute(sql).fetchall()
+
+
+def _wait_until_worked_off(db_path: Path, processes: Processes) -> dict[str, int]:
+    """Event counts by status, once none is pending (or the drain timed out)."""
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while True:
+        counts = dict(_query(db_path, "SELECT status, count(*) FROM events GROUP BY status"))
+        if sum(counts.values()) >= EVENTS and not counts.get("pending"):
+            return counts
+        if time.monotonic() > deadline:
+            return counts
+        processes.check_running("worker")
+        time.sleep(0.2)
+
+
+def test_every_event_is_written_back_exactly_once_through_kill_9(
+    tmp_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db_path = tmp_path / "crash.db"
+    connection_id = _setup(db_path, crm, monkeypatch)
+    port = free_port()
+    processes = Processes(db_path, port, tmp_path, crm)
+    began = time.monotonic()
+    url = f"http://127.0.0.1:{port}/hooks/{connection_id}/events"
+    batches = _batches(list(crm.contacts), random.Random(SEED))
+    senders = Senders(url, batches, began + CHAOS_SECONDS)
+    errors: list[str] = []
+    threads: list[threading.Thread] = []
+    try:
+        processes.start("web")
+        processes.start("worker")
+        senders.release()
+        chaos_threads = [
+            threading.Thread(target=_chaos, args=(processes, name, senders, errors))
+            for name in ("web", "worker")
+        ]
+        for thread in [*senders.run(4), *chaos_threads]:
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join(timeout=CHAOS_SECONDS + 30)
+        chaos = time.monotonic() - began
+        statuses = _wait_until_worked_off(db_path, processes)
+    finally:
+        senders.deadline = 0.0  # ends the senders and the chaos if the test failed
+        processes.kill_all()
+
+    print(
+        f"\nchaos {chaos:.1f} s, kills {dict(processes.kills)}, "
+        f"total {time.monotonic() - began:.1f} s, {_reruns(crm)}"
+    )
+    assert errors == [] and senders.refusals == [] and processes.unexpected == []
+    assert senders.acknowledged == EVENTS
+    assert min(processes.kills[name] for name in ("web", "worker")) >= KILLS_EACH
+    assert _query(db_path, "SELECT count(*) FROM events") == [(EVENTS,)]
+    assert statuses == {"done": EVENTS}, _not_done(db_path)
+    patches = crm.patches()
+    missing = [key for key in crm.contacts if patches[key] == 0]
+    twice = {key: crm.log[key] for key in crm.contacts if patches[key] > 1}
+    assert missing == [] and twice == {}, (missing, twice)
+    assert _query(db_path, "PRAGMA integrity_check") == [("ok",)]
+    assert _query(db_path, CHARGED_TWICE) == []
+
+
+CHARGED_TWICE = """
+    SELECT transaction_id, count(*) FROM credit_ledger WHERE reason = 'enrichment'
+    GROUP BY transaction_id HAVING count(*) > 1
+"""
+
+
+def _not_done(db_path: Path) -> list[tuple[Any, ...]]:
+    sql = "SELECT id, record_id, status, attempts, last_error FROM events WHERE status != 'done'"
+    return _query(db_path, sql)[:20]
+
+
+def _reruns(crm: FakeHubSpot) -> str:
+    """How often a contact was read again after a kill: at all, and after its PATCH was
+    applied (the worker died between the CRM's write and the event's commit)."""
+    again = after_write = 0
+    for log in crm.log.values():
+        methods = [method for _, method, _ in log]
+        again += methods.count("GET") > 1
+        after_write += "PATCH" in methods and "GET" in methods[methods.index("PATCH") :]
+    return f"contacts read again {again}, read again after their PATCH {after_write}"
