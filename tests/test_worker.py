@@ -18,7 +18,7 @@ from sqlite_utils import Database
 from connector import connections, store, worker
 from connector.cli import main
 from server import accounts, importer
-from tests.test_receiver import DATA, NOW, SECRET
+from tests.test_receiver import DATA, NOW, SECRET, Clock
 
 AVA = "ava.adams@lonestar-discover.com"
 CRM = "http://127.0.0.1:9"
@@ -46,14 +46,6 @@ class FakeHubSpot:
 
     def patches(self) -> list[dict[str, Any]]:
         return [json.loads(r.content)["properties"] for r in self.requests if r.method == "PATCH"]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
