@@ -19,6 +19,8 @@ from server.migrations import MIGRATIONS
 BUSY_TIMEOUT_MS = 10_000
 CACHE_SIZE = -65536  # KiB when negative: 64 MB
 BULK_CACHE_MB = 1024
+BULK_SORT_CACHE_MB = 16
+BULK_SORT_THREADS = min(os.cpu_count() or 1, 4)
 _local = threading.local()
 
 
@@ -79,16 +81,43 @@ def bulk_write(db: Database) -> Iterator[Database]:
     the WAL: pages the load adds to the file are written once instead of twice (to the WAL,
     then at the checkpoint), and the journal, holding the few pages that were there before,
     undoes a killed load when the database is next opened. WAL mode is back afterwards.
+
+    CHECK constraints are not evaluated inside: the caller validates its rows. (A CHECK with
+    `IN` and three or more values builds a lookup table at every statement run, that is for
+    every row of an executemany: more than half the time of inserting a contact.)
+
+    Sorts, as for CREATE INDEX in `sorting_in_threads`, may use BULK_SORT_THREADS threads;
+    they need temporary files (temp_store is FILE inside, which drops TEMP tables).
     """
     journaled = _leave_wal(db)
+    temp_store = db.execute("PRAGMA temp_store").fetchone()[0]
     db.execute(f"PRAGMA cache_size = {-BULK_CACHE_MB * 1024}")
+    db.execute("PRAGMA ignore_check_constraints = ON")
+    db.execute("PRAGMA temp_store = FILE")
+    db.execute(f"PRAGMA threads = {BULK_SORT_THREADS}")
     try:
         with write(db):
             yield db
     finally:
+        db.execute("PRAGMA threads = 0")
+        db.execute(f"PRAGMA temp_store = {temp_store}")
+        db.execute("PRAGMA ignore_check_constraints = OFF")
         db.execute(f"PRAGMA cache_size = {CACHE_SIZE}")
         if journaled:
             db.execute("PRAGMA journal_mode = WAL")
+
+
+@contextmanager
+def sorting_in_threads(db: Database) -> Iterator[Database]:
+    """Inside bulk_write, for building indexes: a BULK_SORT_CACHE_MB page cache, so that the
+    sorter splits the keys into runs it sorts on BULK_SORT_THREADS threads (it uses threads
+    only for keys beyond its memory, which is the cache's size). The load's pages leave the
+    cache for the file meanwhile, instead of at the commit."""
+    db.execute(f"PRAGMA cache_size = {-BULK_SORT_CACHE_MB * 1024}")
+    try:
+        yield db
+    finally:
+        db.execute(f"PRAGMA cache_size = {-BULK_CACHE_MB * 1024}")
 
 
 def _leave_wal(db: Database) -> bool:

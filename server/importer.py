@@ -8,6 +8,7 @@ nothing. Files are streamed; only one batch is held in memory.
 from __future__ import annotations
 
 import csv
+import gc
 import itertools
 import json
 import marshal
@@ -17,16 +18,17 @@ import os
 import pickle
 import re
 import signal
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache, partial
 from itertools import chain, islice
 from multiprocessing.connection import Connection
-from operator import itemgetter
+from operator import add, itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 from nameparser import HumanName
 from sqlite_utils import Database
@@ -47,18 +49,30 @@ from server.records import (
     month_to_stored,
 )
 
-Row = dict[str, Any]
 Values = list[str]
 
-# Input fields in the order the converters take their values.
-COMPANY_FIELDS = (*COMPANY_COLUMNS, *COMPANY_EXTRA_COLUMNS)
-_COMPANY_TARGETS = tuple({**COMPANY_COLUMNS, **COMPANY_EXTRA_COLUMNS}.values())
-_CONTACT_INPUT = {name: col for name, col in CONTACT_COLUMNS.items() if name != "conGUID"}
-_JOB_INPUT = {name: col for name, col in EMPLOYMENT_COLUMNS.items() if name != "compGUID"}
-CONTACT_FIELDS = ("conGUID", "compGUID", *_CONTACT_INPUT, *_JOB_INPUT)
-_CONTACT_TARGETS = tuple(_CONTACT_INPUT.values())
-_JOB_TARGETS = tuple(_JOB_INPUT.values())
-_JOB_START = 2 + len(_CONTACT_TARGETS)
+
+def _fields(columns: str, *maps: dict[str, str]) -> tuple[str, ...]:
+    """The input field of each of `columns` (space-separated), by the field -> column `maps`."""
+    field_of = {column: name for names in maps for name, column in names.items()}
+    return tuple(field_of[column] for column in columns.split())
+
+
+# The columns the converters take, in order, and the input fields they are read from.
+_COMPANY_INPUT = (
+    "guid name aka website address city state zipcode country phone employee_count "
+    "revenue_range industry naics_codes naics_descriptions sic_codes sic_descriptions "
+    "legal_status parent_guid global_hq_guid worldwide_parent_name global_regions profile_url "
+    "latitude longitude email_pattern"
+)
+_CONTACT_INPUT = (
+    "guid company_guid first_name middle_name last_name full_name profile_url location accuracy "
+    "status email job_title levels functions sub_functions work_address work_city work_state "
+    "work_zipcode work_country work_phone latitude longitude direct_dial1 direct_dial2 "
+    "job_started_on job_updated_on"
+)
+COMPANY_FIELDS = _fields(_COMPANY_INPUT, COMPANY_COLUMNS, COMPANY_EXTRA_COLUMNS)
+CONTACT_FIELDS = _fields(_CONTACT_INPUT, CONTACT_COLUMNS, EMPLOYMENT_COLUMNS)
 SUFFIXES = (".csv", ".jsonl", ".ndjson")
 CHUNKS_PER_TRANSACTION = 10
 
@@ -121,10 +135,11 @@ def import_files(
     advance = progress or (lambda _lines: None)
     known = _CompanyCheck(db)
     files = [
-        (companies, COMPANY_FIELDS, partial(_company_values, updated_at=stamp)),
-        (contacts, CONTACT_FIELDS, partial(_contact_values, updated_at=stamp)),
+        (companies, COMPANY_FIELDS, partial(company_records, updated_at=stamp)),
+        (contacts, CONTACT_FIELDS, partial(contact_records, updated_at=stamp)),
     ]
-    with _converted([file for file in files if file[0]], batch_size) as converted:
+    work = [file for file in files if file[0]]
+    with _rare_collections(), _converted(work, batch_size) as converted:
         if companies is not None:
             accepted = _accepted(next(converted), known.add, companies, report.errors)
             report.companies = _load(db, accepted, _write_companies, advance, _COMPANY_TABLES)
@@ -134,6 +149,19 @@ def import_files(
             accepted = _accepted(next(converted), known.require, contacts, report.errors)
             report.contacts = _load(db, accepted, _write_contacts, advance, _CONTACT_TABLES)
     return report
+
+
+@contextmanager
+def _rare_collections() -> Iterator[None]:
+    """Inside the block (and in processes forked in it), collect cyclic garbage rarely: an
+    import makes millions of tuples and no cycles, and each collection walks the batches in
+    flight."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 _COMPANY_TABLES = ("companies", "company_aliases")
@@ -172,7 +200,8 @@ def _load(
     with database.bulk_write(db):
         indexes = store.drop_secondary_indexes(db, [t for t in tables if t in _REBUILT])
         written = _write_all(db, batches, write, advance)
-        store.create_indexes(db, indexes)
+        with database.sorting_in_threads(db):
+            store.create_indexes(db, indexes)
     return written
 
 
@@ -213,14 +242,16 @@ def _accepted(
         yield batch._replace(records=records)
 
 
-_GUID = store.CONTACT_FIELDS.index("guid")
-_NAME_KEYS = itemgetter(
-    store.CONTACT_FIELDS.index("first_key"), store.CONTACT_FIELDS.index("last_key")
+# A record is (line, row, ...): for contacts (line, contact row, employment row, what the
+# employment takes from its contact).
+_ROW, _JOB, _KEYS = itemgetter(1), itemgetter(2), itemgetter(3)
+_COMPANY_GUID = itemgetter(store.COMPANY_FIELDS.index("guid"))
+_GUID = itemgetter(store.CONTACT_FIELDS.index("guid"))
+_JOB_COMPANY = itemgetter(store.EMPLOYMENT_FIELDS.index("company_guid"))
+_JOB_CONTACT = itemgetter(store.EMPLOYMENT_FIELDS.index("contact_guid"))
+_JOB_KEY = itemgetter(
+    store.EMPLOYMENT_FIELDS.index("contact_guid"), store.EMPLOYMENT_FIELDS.index("company_guid")
 )
-_ACCURACY = store.CONTACT_FIELDS.index("accuracy")
-_JOB_COMPANY = store.EMPLOYMENT_FIELDS.index("company_guid")
-_JOB_CONTACT = store.EMPLOYMENT_FIELDS.index("contact_guid")
-_JOB_KEY = itemgetter(_JOB_CONTACT, _JOB_COMPANY)
 
 
 def _write_companies(db: Database, records: list[tuple[int, tuple[Any, ...], list[str]]]) -> None:
@@ -232,47 +263,54 @@ def _write_companies(db: Database, records: list[tuple[int, tuple[Any, ...], lis
 
 
 def _write_contacts(
-    db: Database, records: list[tuple[int, tuple[Any, ...], tuple[Any, ...]]]
+    db: Database, records: list[tuple[int, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]
 ) -> None:
-    # A contact that moved has a row per employment: write it once (the last row wins).
-    contacts = {contact[_GUID]: contact for _, contact, _ in records}
+    # A contact that moved has a row per employment: write it once (the last row wins), and
+    # its employments take their keys from that row. Built with map and itemgetter, not
+    # per-row Python: this process is the one writer.
+    rows = list(map(_ROW, records))
+    guids = list(map(_GUID, rows))
+    contacts = dict(zip(guids, rows, strict=True))
+    keys = dict(zip(guids, map(_KEYS, records), strict=True))
     # Key order walks each B-tree once per batch instead of jumping between its pages.
-    store.upsert_contact_values(db, [contacts[guid] for guid in sorted(contacts)])
-    jobs = sorted((job for _, _, job in records), key=_JOB_KEY)
-    keyed = [job + _contact_keys(contacts[job[_JOB_CONTACT]]) for job in jobs]
-    store.upsert_employment_values(db, keyed)
-
-
-def _contact_keys(contact: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The values of store.CONTACT_KEY_FIELDS an employment takes from its contact row."""
-    return (*_NAME_KEYS(contact), facets.GRADE_RANKS[contact[_ACCURACY]])
+    store.upsert_contact_values(db, sorted(contacts.values(), key=_GUID))
+    jobs = sorted(map(_JOB, records), key=_JOB_KEY)
+    their_keys = map(keys.__getitem__, map(_JOB_CONTACT, jobs))
+    store.upsert_employment_values(db, map(add, jobs, their_keys))
 
 
 class _CompanyCheck:
-    """Whether a contact row's company exists: imported now, or one lookup per other GUID."""
+    """Whether a contact row's company exists: imported now, or looked up once per batch for
+    the GUIDs not seen before."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.exists: dict[str, bool] = {}
+        self.found: set[str] = set()
+        self.missing: set[str] = set()
 
     def add(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
         """Note the companies of this import, so their contacts need no lookup."""
-        self.exists.update((row[0], True) for _, row, _ in records)
+        self.found.update(map(_COMPANY_GUID, map(_ROW, records)))
         return records, []
 
     def require(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
         """The contact records whose company exists, and a reason for each of the others."""
+        guids = set(map(_JOB_COMPANY, map(_JOB, records)))
+        unknown = guids - self.found - self.missing
+        if unknown:
+            found = store.existing_company_guids(self.db, unknown)
+            self.found |= found
+            self.missing |= unknown - found
+        if guids.isdisjoint(self.missing):
+            return records, []
         kept, refused = [], []
         for record in records:
-            guid = record[2][_JOB_COMPANY]
-            found = self.exists.get(guid)
-            if found is None:
-                found = self.exists[guid] = bool(store.existing_company_guids(self.db, [guid]))
-            if found:
-                kept.append(record)
-            else:
+            guid = _JOB_COMPANY(record[2])
+            if guid in self.missing:
                 reason = f"compGUID: no company {guid} in the database or the import"
                 refused.append((record[0], reason))
+            else:
+                kept.append(record)
         return kept, refused
 
 
@@ -362,6 +400,7 @@ def _convert_in_worker(
     it."""
     receiver.close()  # only the parent reads, so the parent's death breaks the pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    gc.freeze()  # what it inherited is never garbage: collections need not walk it
     try:
         for path, names, convert in files:
             for batch in convert_batches(path, names, convert, size, share):
@@ -382,58 +421,86 @@ def convert_batches(
 ) -> Iterator[Batch]:
     """Read `path` `size` rows at a time; per row, its line and `convert` of its values, or
     its line and why it was refused. With `share` (k, n), only batches k, k + n, ...: the
-    other batches' rows are only split from the file, not read into values."""
-    rows, shape = _raw_rows(path, names)
+    other batches' rows are only passed over, not read into values."""
+    source = _raw_rows(path, names)
     previous = 0
     for number in itertools.count():
-        chunk = list(islice(rows, size))
+        if number % share[1] != share[0]:
+            last = source.skip(size)
+            if last is None:
+                return
+            previous = last
+            continue
+        chunk = list(islice(source.rows, size))
         if not chunk:
             return
         lines, previous = chunk[-1][0] - previous, chunk[-1][0]
-        if number % share[1] != share[0]:
-            continue
         records, errors = [], []
         for line, raw in chunk:
             try:
                 if isinstance(raw, str):
                     raise InvalidRow(raw)
-                records.append((line, *convert(shape(raw))))
+                records.append((line, *convert(source.values(raw))))
             except InvalidRow as error:
                 errors.append((line, str(error)))
         yield Batch(lines, records, errors)
+        if len(chunk) < size:  # the end of the file, which is closed now
+            return
 
 
-_COMPANY_ROW = itemgetter(*store.COMPANY_FIELDS)
-_CONTACT_ROW = itemgetter(*store.CONTACT_FIELDS)
-_JOB_ROW = itemgetter(*store.EMPLOYMENT_FIELDS, *store.JOB_FACET_FIELDS)
+def _reorder(made: str, wanted: Sequence[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """The function taking a tuple of the columns `made` (space-separated) to `wanted`'s."""
+    names = made.split()
+    return itemgetter(*[names.index(name) for name in wanted])
 
 
-def _company_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], list[str]]:
-    """company_records as the values of store.COMPANY_FIELDS, and the alias keys."""
-    row, aliases = company_records(values, updated_at)
-    return _COMPANY_ROW(row), aliases
-
-
-def _contact_values(values: Values, updated_at: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """contact_records as the values of store.CONTACT_FIELDS, and of store.EMPLOYMENT_FIELDS
-    then store.JOB_FACET_FIELDS."""
-    contact, job = contact_records(values, updated_at)
-    return _CONTACT_ROW(contact), _JOB_ROW(job)
+# The columns in the order the converters make them.
+_COMPANY_ROW = _reorder(
+    "guid name name_key aka website domain address city state zipcode country latitude "
+    "longitude phone employee_count revenue_range industry naics_codes naics_descriptions "
+    "sic_codes sic_descriptions legal_status parent_guid global_hq_guid worldwide_parent_name "
+    "global_regions profile_url email_pattern updated_at",
+    store.COMPANY_FIELDS,
+)
+_CONTACT_ROW = _reorder(
+    "guid first_name middle_name last_name full_name first_key last_key profile_url location "
+    "accuracy updated_at",
+    store.CONTACT_FIELDS,
+)
+_JOB_ROW = _reorder(
+    "contact_guid company_guid status email job_title levels functions sub_functions "
+    "work_address work_city work_state work_zipcode work_country work_phone latitude longitude "
+    "direct_dial1 direct_dial2 job_started_on job_updated_on " + " ".join(store.JOB_FACET_FIELDS),
+    (*store.EMPLOYMENT_FIELDS, *store.JOB_FACET_FIELDS),
+)
+_CONTACT_KEYS = _reorder("first_key last_key grade", store.CONTACT_KEY_FIELDS)
 
 
 # --- reading files ---------------------------------------------------------------------------
 
 
-_Raw = tuple[Iterator[tuple[int, Any]], Callable[[Any], Values]]
+class _Raw(NamedTuple):
+    """A file's rows, each its first line and a raw form (or why it is unreadable, a str);
+    `values` reads a raw form's values (raising InvalidRow); `skip(n)` passes over n rows
+    and returns the first line of the last (None when none was left). Each converter process
+    passes over the rows of the others, which costs a fraction of reading them."""
+
+    rows: Iterator[tuple[int, Any]]
+    values: Callable[[Any], Values]
+    skip: Callable[[int], int | None]
 
 
 def _raw_rows(path: Path, names: Sequence[str]) -> _Raw:
-    """The file's rows, each its first line and a raw form (or why it is unreadable, a str),
-    and the function that reads a raw form's values (raising InvalidRow). Splitting rows is
-    the cheap part: converter processes split every row but read only their own."""
+    """The rows of a .csv, .jsonl or .ndjson file."""
     if path.suffix.lower() == ".csv":
         return _csv_rows(path, names)
-    return _jsonl_lines(path), partial(_jsonl_values, names=names)
+    rows = _jsonl_lines(path)
+    return _Raw(rows, partial(_jsonl_values, names=names), partial(_skip, rows))
+
+
+def _skip(rows: Iterator[tuple[int, Any]], count: int) -> int | None:
+    last = deque(islice(rows, count), maxlen=1)
+    return last[0][0] if last else None
 
 
 def _csv_rows(path: Path, names: Sequence[str]) -> _Raw:
@@ -452,28 +519,67 @@ def _csv_rows(path: Path, names: Sequence[str]) -> _Raw:
         values.append("")
         return list(map(str.strip, pick(values)))
 
-    return _csv_records(handle, reader, width), shape
+    rows = _CsvRows(handle, reader, width)
+    return _Raw(rows.read(), shape, rows.skip)
 
 
-def _csv_records(handle: Any, reader: Any, width: int) -> Iterator[tuple[int, list[str] | str]]:
-    with handle:
-        line = reader.line_num + 1
-        while True:
-            try:
-                values = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as error:
-                yield line, f"unreadable CSV: {error}"
-                line = reader.line_num + 1
+# A line that is a whole CSV row: every quote in it opens a value, closes it or is doubled
+# inside it (possessive quantifiers: a line that does not match fails without backtracking).
+_QUOTED = r'"[^"]*+(?:""[^"]*+)*+"'
+_WHOLE_ROW = re.compile(rf"(?:[^\"]*+(?<![^,]){_QUOTED}(?=[,\r\n]|$))*+[^\"]*+")
+_BLANK = frozenset({"\n", "\r\n", "\r"})
+
+
+class _CsvRows:
+    """A CSV file's rows, read with csv.reader, or passed over by lines where a line is a
+    whole row (in a file csv.writer wrote, every line but those of values with line breaks)."""
+
+    def __init__(self, handle: TextIO, reader: Any, width: int) -> None:
+        self.handle, self.reader, self.width = handle, reader, width
+        self.passed = 0  # lines read without self.reader
+
+    def read(self) -> Iterator[tuple[int, list[str] | str]]:
+        """Each row's first line and its values, or why it is unreadable."""
+        reader, width = self.reader, self.width
+        with self.handle:
+            while True:
+                start = reader.line_num + self.passed + 1
+                try:
+                    values = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as error:
+                    yield start, f"unreadable CSV: {error}"
+                    continue
+                if not values:
+                    continue
+                if len(values) != width:
+                    yield start, f"the row has {len(values)} values, the header {width} columns"
+                    continue
+                yield start, values
+
+    def skip(self, count: int) -> int | None:
+        """Pass over `count` rows as `read` counts them (a blank line is none, an unreadable
+        one is one); the first line of the last, None when none was left."""
+        whole, start = _WHOLE_ROW.fullmatch, None
+        while count:
+            line = self.reader.line_num + self.passed + 1
+            text = next(self.handle, None)
+            if text is None:
+                self.handle.close()
+                return None
+            if text in _BLANK:
+                self.passed += 1
                 continue
-            start, line = line, reader.line_num + 1
-            if not values:
-                continue
-            if len(values) != width:
-                yield start, f"the row has {len(values)} values, the header {width} columns"
-                continue
-            yield start, values
+            if whole(text):
+                self.passed += 1
+            else:  # a value with a line break, or stray quotes: the reader's row
+                reader = csv.reader(chain([text], self.handle))
+                with suppress(csv.Error):
+                    next(reader)
+                self.passed += reader.line_num
+            start, count = line, count - 1
+        return start
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
@@ -509,84 +615,90 @@ def _text(name: str, value: Any) -> str:
 # --- rows to records -------------------------------------------------------------------------
 
 
-def company_records(values: Values, updated_at: str) -> tuple[Row, list[str]]:
-    """A companies row and its alias keys from the COMPANY_FIELDS values of one input row.
+def company_records(values: Values, updated_at: str) -> tuple[tuple[Any, ...], list[str]]:
+    """A companies row (the values of store.COMPANY_FIELDS) and its alias keys, from the
+    COMPANY_FIELDS values of one input row.
 
     Raises InvalidRow naming the field at fault.
     """
-    row: Row = dict(zip(_COMPANY_TARGETS, values, strict=True))
-    row["guid"] = _guid(row["guid"], "compGUID", _HEX16)
-    if not row["name"]:
+    (guid, name, aka, website, address, city, state, zipcode, country, phone, employee_count,
+     revenue_range, industry, naics_codes, naics_descriptions, sic_codes, sic_descriptions,
+     legal_status, parent_guid, global_hq_guid, worldwide_parent_name, global_regions,
+     profile_url, latitude, longitude, email_pattern) = values  # fmt: skip
+    guid = _guid(guid, "compGUID", _HEX16)
+    if not name:
         raise InvalidRow("compName: required")
-    if row["parent_guid"]:
-        row["parent_guid"] = _guid(row["parent_guid"], "compParentGuid", _HEX16)
-    if row["global_hq_guid"]:
-        row["global_hq_guid"] = _guid(row["global_hq_guid"], "compGlobalHqParentGuid", _HEX16)
-    if row["revenue_range"] and row["revenue_range"] not in _REVENUE_RANGES:
-        raise InvalidRow(f"compRevRange: {row['revenue_range']!r} is not a range of contract §4.2")
-    row["employee_count"] = _count(row["employee_count"], "compEmpCount")
-    row["latitude"], row["longitude"] = _point(
-        row["latitude"], row["longitude"], ("compLatitude", "compLongitude")
-    ) or _coordinates(row["city"], row["state"], row["zipcode"], row["country"])
-    row["name_key"] = company_key(row["name"])
-    row["domain"] = registrable_domain(row["website"]) if row["website"] else ""
-    row["updated_at"] = updated_at
-    return row, list(alias_keys(row["aka"]))
+    if parent_guid:
+        parent_guid = _guid(parent_guid, "compParentGuid", _HEX16)
+    if global_hq_guid:
+        global_hq_guid = _guid(global_hq_guid, "compGlobalHqParentGuid", _HEX16)
+    if revenue_range and revenue_range not in _REVENUE_RANGES:
+        raise InvalidRow(f"compRevRange: {revenue_range!r} is not a range of contract §4.2")
+    count = _count(employee_count, "compEmpCount")
+    point = _point(latitude, longitude, ("compLatitude", "compLongitude")) or _coordinates(
+        city, state, zipcode, country
+    )
+    domain = registrable_domain(website) if website else ""
+    row = (guid, name, company_key(name), aka, website, domain, address, city, state, zipcode,
+           country, *point, phone, count, revenue_range, industry, naics_codes,
+           naics_descriptions, sic_codes, sic_descriptions, legal_status, parent_guid,
+           global_hq_guid, worldwide_parent_name, global_regions, profile_url, email_pattern,
+           updated_at)  # fmt: skip
+    return _COMPANY_ROW(row), list(alias_keys(aka))
 
 
-def contact_records(values: Values, updated_at: str) -> tuple[Row, Row]:
-    """A contacts row and an employments row from the CONTACT_FIELDS values of one input row.
+def contact_records(
+    values: Values, updated_at: str
+) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
+    """A contacts row, an employments row and what the employment takes from its contact
+    (the values of store.CONTACT_FIELDS; of store.EMPLOYMENT_FIELDS then
+    store.JOB_FACET_FIELDS; of store.CONTACT_KEY_FIELDS) from the CONTACT_FIELDS values of one
+    input row.
 
     Raises InvalidRow naming the field at fault.
     """
-    guid = _guid(values[0], "conGUID", _HEX32)
-    contact: Row = dict(zip(_CONTACT_TARGETS, values[2:_JOB_START], strict=True))
-    contact["guid"] = guid
-    _complete_name(contact)
-    contact["first_key"] = _person_key(contact["first_name"])
-    contact["last_key"] = _person_key(contact["last_name"])
-    contact["accuracy"] = _choice(contact["accuracy"] or "B", _GRADES, "accuracy")
-    contact["updated_at"] = updated_at
-
-    job: Row = dict(zip(_JOB_TARGETS, values[_JOB_START:], strict=True))
-    job["contact_guid"] = guid
-    job["company_guid"] = _guid(values[1], "compGUID", _HEX16)
-    job["status"] = _choice(job["status"] or "Active", _STATUSES, "recordStatus")
-    if job["email"]:
-        if not _EMAIL.fullmatch(job["email"]):
-            raise InvalidRow(f"conEmail: {job['email']!r} is not an e-mail address")
-        job["email"] = email_key(job["email"])
-    if job["job_started_on"]:
-        job["job_started_on"] = _month(job["job_started_on"], "conJobStartedOn")
-    if job["job_updated_on"]:
-        job["job_updated_on"] = _month(job["job_updated_on"], "conJobUpdatedOn")
-    if not (job["levels"] and job["functions"] and job["sub_functions"]):
-        levels, functions, sub_functions = _classify(job["job_title"])
-        job["levels"] = job["levels"] or levels
-        job["functions"] = job["functions"] or functions
-        job["sub_functions"] = job["sub_functions"] or sub_functions
-    where = (job["work_city"], job["work_state"], job["work_zipcode"], job["work_country"])
-    job["latitude"], job["longitude"] = _point(
-        job["latitude"], job["longitude"], ("conWorkLocLatitude", "conWorkLocLongitude")
-    ) or _coordinates(*where)
-    facet_values = facets.job_facets(job["job_title"], job["levels"], job["functions"], *where)
-    job.update(zip(store.JOB_FACET_FIELDS, facet_values, strict=True))
-    return contact, job
+    (guid, company_guid, first, middle, last, full, profile_url, location, accuracy, status,
+     email, title, levels, functions, sub_functions, address, city, state, zipcode, country,
+     phone, latitude, longitude, dial1, dial2, started, updated) = values  # fmt: skip
+    guid = _guid(guid, "conGUID", _HEX32)
+    first, middle, last, full = _full_name(first, middle, last, full)
+    accuracy = _choice(accuracy or "B", _GRADES, "accuracy")
+    company_guid = _guid(company_guid, "compGUID", _HEX16)
+    status = _choice(status or "Active", _STATUSES, "recordStatus")
+    if email:
+        if not _EMAIL.fullmatch(email):
+            raise InvalidRow(f"conEmail: {email!r} is not an e-mail address")
+        email = email_key(email)
+    if started:
+        started = _month(started, "conJobStartedOn")
+    if updated:
+        updated = _month(updated, "conJobUpdatedOn")
+    if not (levels and functions and sub_functions):
+        derived = _classify(title)
+        levels, functions = levels or derived[0], functions or derived[1]
+        sub_functions = sub_functions or derived[2]
+    point = _point(latitude, longitude, ("conWorkLocLatitude", "conWorkLocLongitude"))
+    first_key, last_key = _person_key(first), _person_key(last)
+    contact = (guid, first, middle, last, full, first_key, last_key, profile_url, location,
+               accuracy, updated_at)  # fmt: skip
+    job = (guid, company_guid, status, email, title, levels, functions, sub_functions, address,
+           city, state, zipcode, country, phone,
+           *(point or _coordinates(city, state, zipcode, country)),
+           dial1, dial2, started, updated,
+           *facets.job_facets(title, levels, functions, city, state, zipcode, country))  # fmt: skip
+    keys = (first_key, last_key, facets.GRADE_RANKS[accuracy])
+    return _CONTACT_ROW(contact), _JOB_ROW(job), _CONTACT_KEYS(keys)
 
 
-def _complete_name(contact: Row) -> None:
-    """Fill first/middle/last from the full name, or the full name from the parts."""
-    first, last, full = contact["first_name"], contact["last_name"], contact["full_name"]
-    if not full and not (first and last):
-        raise InvalidRow("conFirstName/conLastName: give a first and last name or conFullName")
-    if full and not (first and last):
-        parsed = HumanName(full)
-        contact["first_name"] = first or parsed.first
-        contact["middle_name"] = contact["middle_name"] or parsed.middle
-        contact["last_name"] = last or parsed.last
+def _full_name(first: str, middle: str, last: str, full: str) -> tuple[str, str, str, str]:
+    """First, middle, last and full name: the parts from the full name, or the full name
+    from the parts."""
+    if first and last:
+        return first, middle, last, full or " ".join(part for part in (first, middle, last) if part)
     if not full:
-        parts = (first, contact["middle_name"], last)
-        contact["full_name"] = " ".join(part for part in parts if part)
+        raise InvalidRow("conFirstName/conLastName: give a first and last name or conFullName")
+    parsed = HumanName(full)
+    return first or parsed.first, middle or parsed.middle, last or parsed.last, full
 
 
 def _guid(text: str, name: str, shape: re.Pattern[str]) -> str:
