@@ -31,6 +31,8 @@ from typing import Any
 
 from serving import (
     DEFAULT_DBS,
+    baseline_rps,
+    between_baselines,
     copy_with_org,
     ensure_database,
     free_port,
@@ -40,7 +42,6 @@ from serving import (
     post,
     start_server,
     stop_server,
-    wrk,
     wrk_line,
 )
 from sqlite_utils import Database
@@ -152,17 +153,17 @@ def http_report(
         script, floor = work / "discover.lua", work / "floor.lua"
         script.write_text(lua_script(bodies, {"API_KEY": key}, "/v1/discover"))
         floor.write_text(lua_script(bodies, {"API_KEY": key}, "/discover-floor"))
-        base = f"http://127.0.0.1:{port}"
-        runs = [
-            ("hello", wrk(f"{base}/hello", 2 * workers, seconds, None)),
-            ("discover", wrk(f"{base}/v1/discover", 2 * workers, seconds, script)),
-            ("floor", wrk(f"{base}/discover-floor", 2 * workers, seconds, floor)),
-            ("hello again", wrk(f"{base}/hello", 2 * workers, seconds, None)),
-        ]
+        runs = between_baselines(
+            f"http://127.0.0.1:{port}",
+            2 * workers,
+            seconds,
+            "/hello",
+            [("discover", "/v1/discover", script), ("floor", "/discover-floor", floor)],
+        )
     finally:
         stop_server(server)
     lines += [wrk_line(name, run) for name, run in runs]
-    hello = (runs[0][1]["rps"] + runs[3][1]["rps"]) / 2
+    hello = baseline_rps(runs)
     share, floor_share = runs[1][1]["rps"] / hello, runs[2][1]["rps"] / hello
     lines.append(
         f"discover / hello {share:.0%}; floor / hello {floor_share:.0%}; discover / floor "

@@ -57,6 +57,8 @@ from enrich_queries import (
 from rapidfuzz.distance import Levenshtein
 from serving import (
     DEFAULT_DBS,
+    baseline_rps,
+    between_baselines,
     copy_with_org,
     ensure_database,
     free_port,
@@ -67,7 +69,6 @@ from serving import (
     read_only,
     start_server,
     stop_server,
-    wrk,
     wrk_line,
 )
 
@@ -468,17 +469,17 @@ def http_report(
         script, floor = work / "enrich.lua", work / "floor.lua"
         script.write_text(lua_script(bodies, {"apikey": key}, "/v7/enrich"))
         floor.write_text(lua_script(bodies, {"apikey": key}, "/floor"))
-        base = f"http://127.0.0.1:{port}"
-        runs = [
-            ("hello", wrk(f"{base}/hello", 2 * workers, seconds, None)),
-            ("enrich", wrk(f"{base}/v7/enrich", 2 * workers, seconds, script)),
-            ("floor", wrk(f"{base}/floor", 2 * workers, seconds, floor)),
-            ("hello again", wrk(f"{base}/hello", 2 * workers, seconds, None)),
-        ]
+        runs = between_baselines(
+            f"http://127.0.0.1:{port}",
+            2 * workers,
+            seconds,
+            "/hello",
+            [("enrich", "/v7/enrich", script), ("floor", "/floor", floor)],
+        )
     finally:
         stop_server(server)
     lines += [wrk_line(name, run) for name, run in runs]
-    hello = (runs[0][1]["rps"] + runs[3][1]["rps"]) / 2
+    hello = baseline_rps(runs)
     enrich_share, floor_share = runs[1][1]["rps"] / hello, runs[2][1]["rps"] / hello
     lines.append(
         f"enrich / hello {enrich_share:.0%}; floor / hello {floor_share:.0%} (floor: an enrich "

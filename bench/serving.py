@@ -83,13 +83,16 @@ def copy_with_org(source: Path, target: Path, name: str) -> str:
     return key
 
 
-def start_server(path: Path, port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
-    """bench/hello_app.py under gunicorn on `path`; returns once /hello answers."""
+def start_server(
+    path: Path, port: int, workers: int, log: Path, command: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """bench/hello_app.py under gunicorn on `path` (or `command`, serving on `port`); returns
+    once /healthz answers."""
     env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
-    command = [sys.executable, str(HERE / "hello_app.py"), "--db", str(path), "--port", str(port)]
+    hello = [sys.executable, str(HERE / "hello_app.py"), "--db", str(path), "--port", str(port)]
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [*command, "--workers", str(workers)],
+            command or [*hello, "--workers", str(workers)],
             stdout=output,
             stderr=subprocess.STDOUT,
             env=env,
@@ -99,7 +102,7 @@ def start_server(path: Path, port: int, workers: int, log: Path) -> subprocess.P
         if process.poll() is not None:
             raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/hello", timeout=1):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
                 return process
         except OSError:
             time.sleep(0.1)
@@ -177,6 +180,29 @@ def wrk(url: str, connections: int, seconds: int, script: Path | None) -> dict[s
         "p99": latency_at("99"),
         "errors": float(errors.group(1)) if errors else 0.0,
     }
+
+
+def between_baselines(
+    base: str,
+    connections: int,
+    seconds: int,
+    baseline: str,
+    measured: Sequence[tuple[str, str, Path | None]],
+) -> list[tuple[str, dict[str, float]]]:
+    """wrk on the `baseline` path, then each (name, path, script) of `measured`, then the
+    baseline again: the machine is shared, so the baseline brackets what it is compared to."""
+    name = baseline.strip("/")
+    runs = [(name, wrk(base + baseline, connections, seconds, None))]
+    runs += [
+        (label, wrk(base + path, connections, seconds, script)) for label, path, script in measured
+    ]
+    runs.append((f"{name} again", wrk(base + baseline, connections, seconds, None)))
+    return runs
+
+
+def baseline_rps(runs: Sequence[tuple[str, dict[str, float]]]) -> float:
+    """The mean throughput of the baseline runs before and after."""
+    return (runs[0][1]["rps"] + runs[-1][1]["rps"]) / 2
 
 
 def wrk_line(name: str, run: dict[str, float]) -> str:

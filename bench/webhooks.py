@@ -42,7 +42,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,12 +54,14 @@ from serving import (
     CLI,
     DEFAULT_DBS,
     SECRET,
+    baseline_rps,
+    between_baselines,
     free_port,
     machine,
     percentile,
     read_only,
+    start_server,
     stop_server,
-    wrk,
     wrk_line,
 )
 
@@ -180,26 +181,6 @@ def start_crm(records: dict[str, Row]) -> FakeHubSpot:
 # --- serving ---------------------------------------------------------------------------------
 
 
-def start_connector(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """`contactdata serve` (the connector's app, gunicorn, 2 sync workers) on `db`; returns
-    once /healthz answers."""
-    command = [CLI, "serve", "--db", str(db), "--port", str(port), "--workers", "2"]
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    for _ in range(600):
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    stop_server(process)
-    raise RuntimeError("server did not start in 60 s")
-
-
 def sender_script(path: str, secret: str, records: list[Row], counts: Path) -> str:
     """A wrk script: Zapier POSTs to `path`, each a real contact with a unique run id, with
     the secret as bearer token; at the end it writes to `counts` how many it sent and how
@@ -249,14 +230,12 @@ def acknowledgement(
     path = f"/hooks/{link['id']}/events"
     counts, script = work / "counts.txt", work / "events.lua"
     script.write_text(sender_script(path, link["secret"], records, counts))
-    process = start_connector(db, port, work / "server.log")
+    # the connector's app (gunicorn, 2 sync workers), which serves the /hooks routes
+    command = [CLI, "serve", "--db", str(db), "--port", str(port), "--workers", "2"]
+    process = start_server(db, port, 2, work / "server.log", command)
     base = f"http://127.0.0.1:{port}"
     try:
-        runs = [
-            ("healthz", wrk(f"{base}/healthz", SENDERS, seconds, None)),
-            ("events", wrk(f"{base}{path}", SENDERS, seconds, script)),
-            ("healthz again", wrk(f"{base}/healthz", SENDERS, seconds, None)),
-        ]
+        runs = between_baselines(base, SENDERS, seconds, "/healthz", [("events", path, script)])
         enqueued = enqueue_thin_events(port, hubspot)
     finally:
         stop_server(process)  # gunicorn finishes the requests it has before it stops
@@ -267,7 +246,7 @@ def acknowledgement(
         ).fetchone()[0]
     events = runs[1][1]
     acknowledged = answered - non_2xx
-    baseline = (runs[0][1]["rps"] + runs[2][1]["rps"]) / 2
+    baseline = baseline_rps(runs)
     waited = SENDERS / events["rps"] * 1000
     lines = [wrk_line(name, run) for name, run in runs]
     lines += [
