@@ -1,6 +1,10 @@
-"""The write-back worker: takes stored events in the order they fell due and, for each, reads
-the CRM record's current values, enriches it (in-process, as the connection's organization),
-writes back what the mapping's policies allow, and records what it wrote.
+"""The write-back worker: takes stored events in the order they fell due, a connection's at a
+time, and for each reads the CRM record's current values, enriches it (in-process, as the
+connection's organization) and saves what the mapping's policies allow it to write; then
+writes the round's records in one call where the CRM has batch updates, and records what
+each got. Echoes of our own writes cost nothing: a full-record event whose input is what we
+last enriched is not enriched again (before any CRM call), and a change event reporting a
+property's new value as the one we wrote is ignored.
 
 Exactly once: the enrichment's transaction id is derived from the event, so doing an event
 again (after a crash between the CRM write and the event's commit) is not charged twice, and
@@ -28,7 +32,7 @@ from sqlite_utils import Database
 import server
 from connector import connections, mappings, outbound, sealing, store
 from connector.adapters import adapter_for
-from connector.adapters.base import Adapter, Permanent, Retriable
+from connector.adapters.base import Adapter, Permanent, Retriable, WriteResult
 
 MAX_ATTEMPTS = 12
 BACKOFF_FIRST_SECONDS = 30.0
@@ -37,6 +41,15 @@ NO_CREDITS_WAIT_SECONDS = 3600.0  # an organization out of credits may be topped
 FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same input, is left
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
+# What ends one attempt at an event; anything else is a bug, and stops the worker.
+FAILURES = (
+    Retriable,
+    Permanent,
+    server.ServiceError,
+    mappings.MappingError,
+    sealing.UnsealError,
+    outbound.UnsafeUrl,
+)
 
 
 @dataclass(frozen=True)
@@ -52,48 +65,72 @@ class Worker:
     rng: random.Random
 
     def run_due(self, limit: int = 100) -> Counter[str]:
-        """Work off up to `limit` due events; how many ended done, retrying or dead."""
+        """Work off up to `limit` due events, a connection's at a time (one CRM call writes
+        them all, where the CRM has batch writes); how many ended done, retrying or dead."""
         outcomes: Counter[str] = Counter()
-        for event in store.due_events(self.db, server.iso(self.clock()), limit):
-            outcomes[self.work(event)] += 1
+        for batch in _batches(store.due_events(self.db, server.iso(self.clock()), limit)):
+            outcomes.update(self.work(batch))
         return outcomes
 
-    def work(self, event: Row) -> str:
-        """Do one event: "done", "retry" or "dead"."""
+    def work(self, events: list[Row]) -> Counter[str]:
+        """Do events of one connection, at most one per CRM record: how many ended "done",
+        "retry" or "dead"."""
+        outcomes: Counter[str] = Counter()
         try:
-            written = self._deliver(event)
-        except Retriable as failure:
-            return self._postpone(event, failure.reason, failure.retry_after)
-        except Permanent as failure:
-            return self._bury(event, failure.reason)
-        except server.ServiceError as error:
-            if error.code == "insufficient_credits":
-                return self._postpone(event, error.message, NO_CREDITS_WAIT_SECONDS)
-            return self._bury(event, f"{error.code}: {error.message}")
-        except (mappings.MappingError, sealing.UnsealError, outbound.UnsafeUrl) as error:
-            return self._bury(event, str(error))
-        with server.write(self.db):
-            store.finish_event(self.db, event["id"], "done", written)
-        return "done"
+            link, mapping, adapter = self._setup(events[0]["connection_id"])
+        except FAILURES as error:
+            return Counter(self._fail(event, error) for event in events)
+        planned: list[Planned] = []
+        for event in events:
+            try:
+                plan = self._plan(event, link, mapping, adapter)
+            except FAILURES as error:
+                outcomes[self._fail(event, error)] += 1
+                continue
+            if isinstance(plan, Planned):
+                planned.append(plan)
+            else:
+                with server.write(self.db):
+                    store.finish_event(self.db, event["id"], "done", plan)
+                outcomes["done"] += 1
+        return outcomes + self._write(link, adapter, planned)
 
-    def _deliver(self, event: Row) -> str:
-        """Enrich and write back one event; a note on what the CRM refused, if anything."""
-        link = store.connection(self.db, event["connection_id"])
+    def _setup(self, connection_id: str) -> tuple[Row, mappings.Mapping, Adapter]:
+        link = store.connection(self.db, connection_id)
         if link is None:
             raise Permanent("the connection was removed")
+        if not connections.PLATFORMS[link["platform"]].crm:
+            raise Permanent(f"{link['platform']} is not a CRM: nothing is written back")
         mapping = mappings.load_current(link["mapping"])
-        adapter = self._adapter(link)
+        base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
+        token = sealing.unseal(self.secret, link["crm_token_sealed"])
+        return link, mapping, adapter_for(link["platform"], base_url, token, self.client)
+
+    def _plan(
+        self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter
+    ) -> Planned | str:
+        """What to write back for one event, its intent saved before any write; or, when
+        nothing is to be written, a note saying why."""
         record_id = event["record_id"]
         if not record_id:
             raise Permanent("the event names no CRM record")
-        current = adapter.read(record_id, _readable(mapping))
         cached = store.record(self.db, link["id"], record_id)
         ours = json.loads(cached["written"]) if cached else {}
         if cached and cached["pending"]:  # killed while writing: finish that write
-            return self._write(link, adapter, record_id, json.loads(cached["pending"]), current)
-        payload = current if event["thin"] else json.loads(event["payload"])
-        given = mapping.enrich_input(payload)
-        if cached and self._fresh(cached, given, ours):
+            current = adapter.read(record_id, _readable(mapping))
+            return Planned(event, record_id, json.loads(cached["pending"]), current)
+        payload = json.loads(event["payload"])
+        if event["thin"] and (echoed := _echo(payload, ours)):
+            return f"our own write of {echoed} echoed back: ignored"
+        if (
+            not event["thin"]
+            and cached
+            and self._fresh(cached, mapping.enrich_input(payload), ours)
+        ):
+            return f"unchanged since {cached['enriched_at']}: not enriched again"
+        current = adapter.read(record_id, _readable(mapping))
+        given = mapping.enrich_input(current if event["thin"] else payload)
+        if event["thin"] and cached and self._fresh(cached, given, ours):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         outcome = server.enrich_with_key(
             self.db,
@@ -109,35 +146,47 @@ class Worker:
         row = _cache_row(link, record_id, outcome, fingerprint, ours, server.iso(self.clock()))
         with server.write(self.db):  # the intent first: a kill from here on is finished above
             store.save_record(self.db, {**row, "pending": json.dumps(changes)})
-        return self._write(link, adapter, record_id, changes, current)
+        return Planned(event, record_id, changes, current)
 
-    def _write(self, link: Row, adapter: Adapter, record_id: str, intent: Row, current: Row) -> str:
-        """Send what of `intent` the CRM does not hold yet, then record it as written; a note
-        on what the CRM refused, if anything."""
-        unsent = {k: v for k, v in intent.items() if str(v) != str(current.get(k))}
-        result = adapter.write(record_id, unsent) if unsent else None
-        dropped = result.dropped if result else {}
-        with server.write(self.db):
-            store.record_written(
-                self.db,
-                link["id"],
-                record_id,
-                {k: v for k, v in intent.items() if k not in dropped},
-            )
-        return "; ".join(f"{name}: {why}" for name, why in dropped.items())
+    def _write(self, link: Row, adapter: Adapter, planned: list[Planned]) -> Counter[str]:
+        """Send what of each plan's intent the CRM does not hold yet, in one call where the
+        CRM allows, then record each record's outcome."""
+        unsent = {plan.record_id: plan.unsent() for plan in planned}
+        try:
+            results = _send(adapter, {key: values for key, values in unsent.items() if values})
+        except Retriable as failure:
+            results = {key: failure for key, values in unsent.items() if values}
+        outcomes: Counter[str] = Counter()
+        for plan in planned:
+            result = results.get(plan.record_id, WriteResult({}))
+            if isinstance(result, Permanent | Retriable):
+                outcomes[self._fail(plan.event, result)] += 1
+                continue
+            with server.write(self.db):
+                written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
+                store.record_written(self.db, link["id"], plan.record_id, written)
+                note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
+                store.finish_event(self.db, plan.event["id"], "done", note)
+            outcomes["done"] += 1
+        return outcomes
+
+    def _fail(self, event: Row, error: Exception) -> str:
+        """Postpone or bury an event after `error`: "retry" or "dead"."""
+        if isinstance(error, Retriable):
+            return self._postpone(event, error.reason, error.retry_after)
+        if isinstance(error, Permanent):
+            return self._bury(event, error.reason)
+        if isinstance(error, server.ServiceError):
+            if error.code == "insufficient_credits":
+                return self._postpone(event, error.message, NO_CREDITS_WAIT_SECONDS)
+            return self._bury(event, f"{error.code}: {error.message}")
+        return self._bury(event, str(error))
 
     def _fresh(self, cached: Row, given: Row, ours: Row) -> bool:
         """Whether the record was enriched within FRESH_FOR from the same input: then an
         event (our own write echoed back, a user editing another field) needs no enrich."""
         recent = cached["enriched_at"] >= server.iso(self.clock() - FRESH_FOR)
         return recent and cached["input_fingerprint"] == _fingerprint(given, ours)
-
-    def _adapter(self, link: Row) -> Adapter:
-        if not connections.PLATFORMS[link["platform"]].crm:
-            raise Permanent(f"{link['platform']} is not a CRM: nothing is written back")
-        base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
-        token = sealing.unseal(self.secret, link["crm_token_sealed"])
-        return adapter_for(link["platform"], base_url, token, self.client)
 
     def _postpone(self, event: Row, reason: str, retry_after: float | None) -> str:
         if event["attempts"] + 1 >= MAX_ATTEMPTS:
@@ -187,3 +236,54 @@ def _cache_row(
         "written": json.dumps(written),
         "enriched_at": now,
     }
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An event's write-back: the values to hold (`intent`) and what the CRM holds now."""
+
+    event: Row
+    record_id: str
+    intent: Row
+    current: Row
+
+    def unsent(self) -> Row:
+        """What of the intent the CRM does not hold yet."""
+        return {k: v for k, v in self.intent.items() if str(v) != str(self.current.get(k))}
+
+
+def _batches(events: list[Row]) -> list[list[Row]]:
+    """Due events in batches of one connection each, at most one event per CRM record in a
+    batch (a record's later events go in later batches, in order)."""
+    rounds: list[dict[str, list[Row]]] = []
+    seen: Counter[tuple[str, str]] = Counter()
+    for event in events:
+        record = event["record_id"] or f"event {event['id']}"
+        turn = seen[(event["connection_id"], record)]
+        seen[(event["connection_id"], record)] += 1
+        if turn == len(rounds):
+            rounds.append({})
+        rounds[turn].setdefault(event["connection_id"], []).append(event)
+    return [batch for turn in rounds for batch in turn.values()]
+
+
+def _send(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteResult | Permanent]:
+    """Write `changes` (record -> values): one record by its own update, several by the
+    CRM's batch update."""
+    if len(changes) != 1:
+        return adapter.write_many(changes) if changes else {}
+    ((record_id, values),) = changes.items()
+    try:
+        return {record_id: adapter.write(record_id, values)}
+    except Permanent as failure:
+        return {record_id: failure}
+
+
+def _echo(change: Row, ours: Row) -> str:
+    """The property a thin change event reports, when its new value is the one we wrote
+    last (HubSpot's property change events name the property and its value): our own
+    write coming back, which needs nothing done."""
+    name, value = change.get("propertyName"), change.get("propertyValue")
+    if isinstance(name, str) and name in ours and str(ours[name]) == str(value):
+        return name
+    return ""

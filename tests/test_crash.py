@@ -48,8 +48,9 @@ Row = dict[str, Any]
 
 
 class FakeHubSpot(ThreadingHTTPServer):
-    """HubSpot contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id}, with every
-    request of each contact logged (when, method, properties patched)."""
+    """HubSpot contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id} and POST
+    /crm/v3/objects/contacts/batch/update, with every request of each contact logged (when,
+    method, properties written; a batch's writes logged as PATCHes of each contact)."""
 
     daemon_threads = True
 
@@ -82,11 +83,30 @@ class _HubSpotHandler(BaseHTTPRequestHandler):
         self._answer(None)
 
     def do_PATCH(self) -> None:
+        body = self._body()
+        if body is not None:
+            self._answer(body["properties"])
+
+    def do_POST(self) -> None:
+        body = self._body()
+        if body is None:
+            return
+        hub, results = self.server, []
+        with hub.lock:
+            hub.requests += 1
+            for item in body["inputs"]:
+                hub.contacts[item["id"]].update(item["properties"])
+                hub.log[item["id"]].append((time.monotonic(), "PATCH", item["properties"]))
+                results.append({"id": item["id"], "properties": dict(hub.contacts[item["id"]])})
+        time.sleep(CRM_LATENCY)  # a worker killed now: the changes are applied, not recorded
+        self._send(200, {"status": "COMPLETE", "results": results})
+
+    def _body(self) -> Row | None:
         length = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(length)
         if len(body) < length:
-            return  # the worker died while sending: HubSpot applies nothing
-        self._answer(json.loads(body)["properties"])
+            return None  # the worker died while sending: HubSpot applies nothing
+        return json.loads(body)
 
     def _answer(self, changed: Row | None) -> None:
         record_id = urlsplit(self.path).path.rsplit("/", 1)[-1]

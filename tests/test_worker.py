@@ -36,6 +36,8 @@ class FakeHubSpot:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
+        if request.url.path.endswith("/batch/update"):
+            return self._batch_update(json.loads(request.content)["inputs"])
         record_id = request.url.path.rsplit("/", 1)[-1]
         if record_id not in self.contacts:
             return httpx.Response(404, json={"status": "error", "message": "Object not found"})
@@ -44,8 +46,31 @@ class FakeHubSpot:
         properties = self.contacts[record_id]
         return httpx.Response(200, json={"id": record_id, "properties": properties})
 
+    def _batch_update(self, inputs: list[dict[str, Any]]) -> httpx.Response:
+        """HubSpot's batch update: 200 when every contact was written, else 207 with an
+        error naming the missing ones."""
+        found = [item for item in inputs if item["id"] in self.contacts]
+        for item in found:
+            self.contacts[item["id"]].update(item["properties"])
+        results = [{"id": item["id"], "properties": item["properties"]} for item in found]
+        missing = [item["id"] for item in inputs if item["id"] not in self.contacts]
+        if not missing:
+            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
+        error = {"status": "error", "category": "OBJECT_NOT_FOUND", "message": "Not found",
+                 "context": {"ids": missing}}  # fmt: skip
+        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
+                                         "errors": [error], "numErrors": 1})  # fmt: skip
+
     def patches(self) -> list[dict[str, Any]]:
         return [json.loads(r.content)["properties"] for r in self.requests if r.method == "PATCH"]
+
+    def batches(self) -> list[dict[str, dict[str, Any]]]:
+        """Each batch update's contacts: id -> properties."""
+        return [
+            {item["id"]: item["properties"] for item in json.loads(r.content)["inputs"]}
+            for r in self.requests
+            if r.url.path.endswith("/batch/update")
+        ]
 
 
 @pytest.fixture
@@ -74,13 +99,20 @@ def setup(
         yield db, worker.Worker(db, SECRET.encode(), clock, client, random.Random(7)), link, clock
 
 
-def _event(db: Database, link: connections.Added, key: str, thin: bool = False) -> None:
-    payload = {"vid": 501, "properties": {"email": {"value": AVA}}}
+def _event(
+    db: Database,
+    link: connections.Added,
+    key: str,
+    thin: bool = False,
+    record: str = "501",
+    payload: dict[str, Any] | None = None,
+) -> None:
+    full = {"vid": int(record), "properties": {"email": {"value": AVA}}}
     row = {
         "connection_id": link.row["id"],
         "event_key": key,
-        "record_id": "501",
-        "payload": json.dumps({} if thin else payload),
+        "record_id": record,
+        "payload": json.dumps(payload if payload is not None else {} if thin else full),
         "thin": int(thin),
         "received_at": "2026-11-23T12:00:00.000+00:00",
     }
@@ -238,3 +270,123 @@ def test_a_write_that_failed_after_its_intent_was_saved_is_finished(
     clock.now += timedelta(hours=7)
     assert work.run_due() == {"done": 1}
     assert crm.patches()[-1]["jobtitle"] == "Vice President of Sales" and _credits(db) == 9
+
+
+def test_events_of_several_records_go_out_in_one_batch_update(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = setup
+    people = {
+        "501": AVA,
+        "502": "cara.cole@lonestar-discover.com",
+        "503": "fay.fox@lonestar-discover.com",
+    }
+    for record, email in people.items():
+        crm.contacts[record] = {"email": email}
+        _event(db, link, f"e-{record}", thin=True, record=record)
+    assert work.run_due() == {"done": 3}
+    (batch,) = crm.batches()
+    assert crm.patches() == [] and sorted(batch) == ["501", "502", "503"]
+    titles = {record: values["jobtitle"] for record, values in batch.items()}
+    assert titles == {
+        "501": "Vice President of Sales",
+        "502": "Sr. Software Engineer",
+        "503": "Chief Technology Officer",
+    }
+    for record in people:
+        cached = store.record(db, link.row["id"], record)
+        assert cached is not None and not cached["pending"]
+        assert json.loads(cached["written"])["jobtitle"] == titles[record]
+
+
+def test_a_contact_the_batch_could_not_write_is_a_dead_letter_and_the_rest_are_done(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = setup
+    crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
+    _event(db, link, "e-501", thin=True)
+    _event(db, link, "e-502", thin=True, record="502")
+    real = crm.__call__
+
+    def merged_away(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/batch/update"):
+            crm.contacts.pop("502")  # merged into another contact meanwhile
+        return real(request)
+
+    with httpx.Client(transport=httpx.MockTransport(merged_away)) as client:
+        batching = worker.Worker(db, SECRET.encode(), work.clock, client, random.Random(7))
+        assert batching.run_due() == {"done": 1, "dead": 1}
+    status = {
+        e["record_id"]: (e["status"], e["last_error"]) for e in store.events_of(db, link.row["id"])
+    }
+    assert status["501"] == ("done", "")
+    assert status["502"][0] == "dead" and "OBJECT_NOT_FOUND" in status["502"][1]
+
+
+def test_a_rate_limited_batch_retries_every_event_in_it(setup: Any, crm: FakeHubSpot) -> None:
+    db, _, link, clock = setup
+    crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
+    _event(db, link, "e-501", thin=True)
+    _event(db, link, "e-502", thin=True, record="502")
+    limited = httpx.Response(
+        429, headers={"Retry-After": "60"}, json={"policyName": "TEN_SECONDLY_ROLLING"}
+    )
+    real = crm.__call__
+    calls = []
+
+    def limit_batches(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if request.url.path.endswith("/batch/update") and calls.count(request.url.path) == 1:
+            return limited
+        return real(request)
+
+    with httpx.Client(transport=httpx.MockTransport(limit_batches)) as client:
+        batching = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
+        assert batching.run_due() == {"retry": 2}
+        assert store.record(db, link.row["id"], "502")["pending"]  # type: ignore[index]
+        clock.now += timedelta(hours=1)
+        assert batching.run_due() == {"done": 2}
+    assert _credits(db) == 8  # each enriched once: the second round finished the saved intents
+    assert crm.contacts["502"]["jobtitle"] == "Sr. Software Engineer"
+
+
+def test_two_events_of_one_record_are_done_in_turn(setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = setup
+    _event(db, link, "first", thin=True)
+    _event(db, link, "second", thin=True)
+    assert work.run_due() == {"done": 2}
+    first, second = store.events_of(db, link.row["id"])
+    assert first["last_error"] == "" and "not enriched again" in second["last_error"]
+    assert len(crm.patches()) == 1 and _credits(db) == 9
+
+
+def test_a_property_change_reporting_our_own_write_is_ignored_without_calling_the_crm(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = setup
+    _event(db, link, "e1", thin=True)
+    work.run_due()
+    before = len(crm.requests)
+    change = {"subscriptionType": "contact.propertyChange", "objectId": 501,
+              "propertyName": "jobtitle", "propertyValue": "Vice President of Sales"}  # fmt: skip
+    _event(db, link, "echo", thin=True, payload=change)
+    assert work.run_due() == {"done": 1}
+    assert len(crm.requests) == before and _credits(db) == 9
+    assert store.events_of(db, link.row["id"])[-1]["last_error"] == (
+        "our own write of jobtitle echoed back: ignored"
+    )
+    # a user changing the same property is not an echo
+    _event(db, link, "user", thin=True, payload={**change, "propertyValue": "Head of Sales"})
+    crm.contacts["501"]["jobtitle"] = "Head of Sales"
+    assert work.run_due() == {"done": 1}
+    assert len(crm.requests) > before
+
+
+def test_a_full_record_event_we_already_enriched_needs_no_crm_call(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = setup
+    _event(db, link, "e1")
+    work.run_due()
+    before = len(crm.requests)
+    _event(db, link, "workflow fired again")  # same contact, same input
+    assert work.run_due() == {"done": 1}
+    assert len(crm.requests) == before and _credits(db) == 9
