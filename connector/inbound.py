@@ -37,6 +37,33 @@ SALESFORCE_ACK = (
 )
 
 
+# HubSpot custom workflow actions: the workflow waits for a BLOCKed action until we complete
+# it through the callback API, or until this ISO-8601 duration has passed (HubSpot's default).
+ACTION_EXPIRES_AFTER = "P7D"
+
+
+def action_succeeded(fields: dict[str, Any]) -> dict[str, Any]:
+    """A custom action's answer (or callback completion) carrying the enriched fields."""
+    return {"outputFields": {**fields, "hs_execution_state": "SUCCESS"}}
+
+
+def action_failed(message: str) -> dict[str, Any]:
+    """A custom action's answer when nothing could be enriched: the workflow goes on, told why
+    in the output field `contactdata_error`."""
+    return {"outputFields": {"hs_execution_state": "FAIL_CONTINUE", "contactdata_error": message}}
+
+
+def action_blocked() -> dict[str, Any]:
+    """A custom action's answer when the enrichment will come later, through the callback."""
+    state = {"hs_execution_state": "BLOCK", "hs_expiration_duration": ACTION_EXPIRES_AFTER}
+    return {"outputFields": state}
+
+
+def is_action(payload: Any) -> bool:
+    """Whether an event is a HubSpot custom action's execution request."""
+    return isinstance(payload, dict) and "callbackId" in payload
+
+
 class Unparseable(ValueError):
     """A body that is not what the platform sends; the message says what was wrong."""
 
@@ -71,7 +98,7 @@ def hubspot_events(document: Any, body: bytes) -> list[Event]:
         return [_hubspot_subscription_event(item) for item in document]
     if not isinstance(document, dict):
         raise Unparseable("the body must be a JSON object or array")
-    if "callbackId" in document:
+    if is_action(document):
         record = document.get("object") or {}
         return [Event(str(document["callbackId"]), str(record.get("objectId", "")), document)]
     if "vid" in document:

@@ -8,6 +8,12 @@ when the store cannot take it. Never a redirect, never 410.
 `POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
 (mapped as the connection's mapping says) out, in the same response; a HubSpot custom
 workflow action gets them as `outputFields` with `hs_execution_state`.
+
+HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
+stored as an event and the worker completes the action later through HubSpot's callback API.
+That is every action posted to the events URL, and on the enrich URL an action whose
+organization is out of credits (completed once credits are added) or whose enrichment found
+the database too busy.
 """
 
 from __future__ import annotations
@@ -52,16 +58,8 @@ def receive_events(connection_id: str) -> Response:
     body = request.get_data(cache=True)
     key = _verify(link, body)
     found = _events(link, body, key)
-    try:
-        with server.write(server.get_db()) as db:
-            store.add_events(db, [_row(link, event) for event in found])
-    except sqlite3.OperationalError:
-        current_app.logger.exception("events of connection %s not stored", connection_id)
-        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-        raise StoreUnavailable(
-            "The events could not be stored; send them again.", headers=headers
-        ) from None
-    return _acknowledgement(link, len(found))
+    _store(link, found)
+    return _acknowledgement(link, found)
 
 
 @blueprint.post("/<connection_id>/enrich")
@@ -72,7 +70,7 @@ def enrich_now(connection_id: str) -> Response:
     _verify(link, body)
     payload = _json_object(body)
     mapping = mappings.load_current(link["mapping"])
-    custom_action = link["platform"] == "hubspot" and "callbackId" in payload
+    custom_action = link["platform"] == "hubspot" and inbound.is_action(payload)
     try:
         outcome = server.enrich_with_key(
             server.get_db(),
@@ -86,16 +84,38 @@ def enrich_now(connection_id: str) -> Response:
     except ServiceError as error:
         if not custom_action:
             raise
-        failed = {"hs_execution_state": "FAIL_CONTINUE", "contactdata_error": error.message}
-        return _json({"outputFields": failed})
+        if error.code == "insufficient_credits":
+            return _block(link, body, payload)
+        return _json(inbound.action_failed(error.message))
+    except sqlite3.OperationalError:
+        if not custom_action:
+            raise
+        current_app.logger.warning("custom action of connection %s blocked", connection_id)
+        return _block(link, body, payload)
     fields = mapping.outputs(outcome.result)
-    answer = (
-        {"outputFields": {**fields, "hs_execution_state": "SUCCESS"}} if custom_action else fields
-    )
-    response = _json(answer)
+    response = _json(inbound.action_succeeded(fields) if custom_action else fields)
     response.headers["smarteTransactionId"] = outcome.transaction_id
     response.headers["credits-deducted"] = str(outcome.credits)
     return response
+
+
+def _store(link: Row, found: list[inbound.Event]) -> None:
+    """Store events durably (each once); 503 with Retry-After when the store cannot."""
+    try:
+        with server.write(server.get_db()) as db:
+            store.add_events(db, [_row(link, event) for event in found])
+    except sqlite3.OperationalError:
+        current_app.logger.exception("events of connection %s not stored", link["id"])
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        raise StoreUnavailable(
+            "The events could not be stored; send them again.", headers=headers
+        ) from None
+
+
+def _block(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
+    """Store a custom action's request for the worker to complete, and answer BLOCK."""
+    _store(link, inbound.hubspot_events(payload, body))
+    return _json(inbound.action_blocked())
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -186,7 +206,9 @@ def _row(link: Row, event: inbound.Event) -> Row:
     }
 
 
-def _acknowledgement(link: Row, count: int) -> Response:
+def _acknowledgement(link: Row, found: list[inbound.Event]) -> Response:
     if link["platform"] == "salesforce":
         return Response(inbound.SALESFORCE_ACK, status=200, content_type="text/xml; charset=utf-8")
-    return _json({"accepted": count})
+    if link["platform"] == "hubspot" and len(found) == 1 and inbound.is_action(found[0].payload):
+        return _json(inbound.action_blocked())
+    return _json({"accepted": len(found)})

@@ -30,9 +30,10 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, mappings, outbound, sealing, store
+from connector import connections, inbound, mappings, outbound, sealing, store
 from connector.adapters import adapter_for
 from connector.adapters.base import Adapter, Permanent, Retriable, WriteResult
+from connector.adapters.hubspot import HubSpot
 
 MAX_ATTEMPTS = 12
 BACKOFF_FIRST_SECONDS = 30.0
@@ -83,7 +84,10 @@ class Worker:
         planned: list[Planned] = []
         for event in events:
             try:
-                plan = self._plan(event, link, mapping, adapter)
+                if inbound.is_action(json.loads(event["payload"])):
+                    plan: Planned | str = self._complete(event, link, mapping, adapter)
+                else:
+                    plan = self._plan(event, link, mapping, adapter)
             except FAILURES as error:
                 outcomes[self._fail(event, error)] += 1
                 continue
@@ -132,7 +136,35 @@ class Worker:
         given = mapping.enrich_input(current if event["thin"] else payload)
         if event["thin"] and cached and self._fresh(cached, given, ours):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
-        outcome = server.enrich_with_key(
+        outcome = self._enrich(link, event, given)
+        changes = mapping.changes(outcome.result, current, ours)
+        fingerprint = _fingerprint(given, {**ours, **changes})
+        row = _cache_row(link, record_id, outcome, fingerprint, ours, server.iso(self.clock()))
+        with server.write(self.db):  # the intent first: a kill from here on is finished above
+            store.save_record(self.db, {**row, "pending": json.dumps(changes)})
+        return Planned(event, record_id, changes, current)
+
+    def _complete(self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter) -> str:
+        """Enrich a BLOCKed HubSpot custom action's record and complete the action with the
+        output fields (FAIL_CONTINUE with the reason when nothing could be enriched; an
+        organization out of credits waits for them while attempts remain)."""
+        if not isinstance(adapter, HubSpot):
+            raise Permanent(f"{link['platform']} has no custom workflow actions")
+        request = json.loads(event["payload"])
+        try:
+            outcome = self._enrich(link, event, mapping.enrich_input(request))
+            answer = inbound.action_succeeded(mapping.outputs(outcome.result))
+        except server.ServiceError as error:
+            if error.code == "insufficient_credits" and event["attempts"] + 1 < MAX_ATTEMPTS:
+                raise
+            answer = inbound.action_failed(error.message)
+        adapter.complete_action(str(request["callbackId"]), answer)
+        return f"action completed: {answer['outputFields']['hs_execution_state']}"
+
+    def _enrich(self, link: Row, event: Row, given: Row) -> server.Outcome:
+        """Enrich as the connection's organization; the transaction id comes from the event,
+        so doing it again is not charged again."""
+        return server.enrich_with_key(
             self.db,
             self.secret,
             sealing.unseal(self.secret, link["api_key_sealed"]),
@@ -141,12 +173,6 @@ class Worker:
             str(uuid.uuid5(_EVENTS, f"{link['id']}:{event['event_key']}")),
             f"/hooks/{link['id']}/events",
         )
-        changes = mapping.changes(outcome.result, current, ours)
-        fingerprint = _fingerprint(given, {**ours, **changes})
-        row = _cache_row(link, record_id, outcome, fingerprint, ours, server.iso(self.clock()))
-        with server.write(self.db):  # the intent first: a kill from here on is finished above
-            store.save_record(self.db, {**row, "pending": json.dumps(changes)})
-        return Planned(event, record_id, changes, current)
 
     def _write(self, link: Row, adapter: Adapter, planned: list[Planned]) -> Counter[str]:
         """Send what of each plan's intent the CRM does not hold yet, in one call where the

@@ -43,6 +43,7 @@ BATCH_SIZE = 100
 BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says how long
 DAILY_WAIT_SECONDS = 24 * 3600.0  # see the module docstring
 CONTACTS = "/crm/v3/objects/contacts"
+CALLBACKS = "/automation/v4/actions/callbacks"
 
 
 class HubSpot:
@@ -75,6 +76,11 @@ class HubSpot:
         for chunk in chunks(changes, BATCH_SIZE):
             outcomes.update(write_many_dropping(self._update_batch, chunk))
         return outcomes
+
+    def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
+        """Complete a BLOCKed custom workflow action with `answer` (its `outputFields`)."""
+        path = f"{CALLBACKS}/{quote(callback_id, safe='')}/complete"
+        self._check(self._send("POST", path, json=answer))
 
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
         body = {"properties": _strings(properties)}
