@@ -133,8 +133,10 @@ class Worker:
         ):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         current = adapter.read(record_id, _readable(mapping))
-        given = mapping.enrich_input(current if event["thin"] else payload)
-        if event["thin"] and cached and self._fresh(cached, given, ours):
+        # what the event carries wins; the rest (a Salesforce Outbound Message without the
+        # e-mail field ticked) as the CRM holds it
+        given = mapping.enrich_input({**current, **payload})
+        if cached and self._fresh(cached, given, ours):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         outcome = self._enrich(link, event, given)
         changes = mapping.changes(outcome.result, current, ours)

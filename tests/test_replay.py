@@ -754,67 +754,71 @@ def _xml(document: bytes) -> list[tuple[str, str]]:
     ]
 
 
-def test_the_salesforce_sample_carries_no_identifier_so_the_contact_is_read_and_not_written(
-    client: FlaskClient, replay: Replay, crm: FakeCrm
-) -> None:
-    """The Outbound Message carries FirstName and LastName only, and a name alone does not
-    identify anyone. The worker reads the Contact (Email included) but enriches from the
-    message alone, so the event is a dead letter even though the org holds the e-mail."""
-    crm.salesforce[SALESFORCE_CONTACT] = dict(SOME_DUDE_CONTACT)
-    _assert_salesforce_ack(_salesforce(client, replay.links["salesforce"], OUTBOUND_MESSAGE))
+SOME_DUDE_WRITE = {  # what the salesforce mapping writes to his Contact
+    "Title": "Purchasing Manager",
+    "Department": "Supply Chain Management",
+    "MailingCity": "Portland",
+    "MailingState": "OR",
+    "MailingPostalCode": "97204",
+    "MailingCountry": "United States",
+    "ContactData_Company_Name__c": "Cascade Timber Supply Co.",
+    "ContactData_Company_Domain__c": "cascadetimber.com",
+    "ContactData_Job_Levels__c": "Manager",
+    "ContactData_Job_Functions__c": "Supply Chain Management",
+    "ContactData_Record_Status__c": "Active",
+    "ContactData_Contact_GUID__c": SOME_DUDE,
+}
 
-    assert replay.work.run_due() == {"dead": 1}
-    (read,) = crm.calls
+
+@pytest.mark.parametrize("email_ticked", [False, True])
+def test_the_salesforce_sample_is_enriched_and_written_back(
+    client: FlaskClient, replay: Replay, crm: FakeCrm, email_ticked: bool
+) -> None:
+    """The Outbound Message as published carries FirstName and LastName only: the worker
+    reads the Contact and enriches with the e-mail the org holds. With Email ticked in the
+    message's fields, the message's value is used."""
+    crm.salesforce[SALESFORCE_CONTACT] = dict(SOME_DUDE_CONTACT)
+    message = OUTBOUND_MESSAGE
+    if email_ticked:
+        last_name = b"<sf:LastName>dude</sf:LastName>"
+        email = b"\n     <sf:Email>some.dude@cascadetimber.com</sf:Email>"
+        message = OUTBOUND_MESSAGE.replace(last_name, last_name + email)
+    _assert_salesforce_ack(_salesforce(client, replay.links["salesforce"], message))
+
+    assert replay.work.run_due() == {"done": 1}
+    read, write = crm.calls
     assert (read.method, read.path, read.query) == (
         "GET",
         f"{SF}/sobjects/Contact/{SALESFORCE_CONTACT}",
         {"fields": SALESFORCE_READ},
     )
-    assert read.headers["authorization"] == f"Bearer {SALESFORCE_TOKEN}"
-    event = replay.event("salesforce")
-    assert (event["event_key"], event["status"], event["last_error"]) == (
-        "04lo0000000xxxxxxx",
-        "dead",
-        f"missing_identifier: {MISSING_IDENTIFIER}",
-    )
-    assert crm.salesforce[SALESFORCE_CONTACT] == SOME_DUDE_CONTACT and replay.credits() == 10
-
-
-def test_the_salesforce_sample_with_email_ticked_is_written_back(
-    client: FlaskClient, replay: Replay, crm: FakeCrm
-) -> None:
-    """The same message once Email is ticked in the Outbound Message's fields."""
-    crm.salesforce[SALESFORCE_CONTACT] = dict(SOME_DUDE_CONTACT)
-    last_name = b"<sf:LastName>dude</sf:LastName>"
-    email = b"\n     <sf:Email>some.dude@cascadetimber.com</sf:Email>"
-    message = OUTBOUND_MESSAGE.replace(last_name, last_name + email)
-    _assert_salesforce_ack(_salesforce(client, replay.links["salesforce"], message))
-
-    assert replay.work.run_due() == {"done": 1}
-    read, write = crm.calls
-    assert (read.method, read.path) == ("GET", f"{SF}/sobjects/Contact/{SALESFORCE_CONTACT}")
     assert (write.method, write.path, write.query) == (
         "PATCH",
         f"{SF}/sobjects/Contact/{SALESFORCE_CONTACT}",
         {},
     )
-    assert write.headers["authorization"] == f"Bearer {SALESFORCE_TOKEN}"
+    for call in (read, write):
+        assert call.headers["authorization"] == f"Bearer {SALESFORCE_TOKEN}"
     assert write.headers["content-type"] == "application/json"
-    assert write.body == {
-        "Title": "Purchasing Manager",
-        "Department": "Supply Chain Management",
-        "MailingCity": "Portland",
-        "MailingState": "OR",
-        "MailingPostalCode": "97204",
-        "MailingCountry": "United States",
-        "ContactData_Company_Name__c": "Cascade Timber Supply Co.",
-        "ContactData_Company_Domain__c": "cascadetimber.com",
-        "ContactData_Job_Levels__c": "Manager",
-        "ContactData_Job_Functions__c": "Supply Chain Management",
-        "ContactData_Record_Status__c": "Active",
-        "ContactData_Contact_GUID__c": SOME_DUDE,
-    }
+    assert write.body == SOME_DUDE_WRITE
+    assert replay.event("salesforce")["event_key"] == "04lo0000000xxxxxxx"
     assert crm.salesforce[SALESFORCE_CONTACT]["FirstName"] == "some" and replay.credits() == 9
+
+
+def test_a_salesforce_contact_nothing_identifies_is_a_dead_letter(
+    client: FlaskClient, replay: Replay, crm: FakeCrm
+) -> None:
+    """A name alone identifies nobody: neither the message nor the Contact has more."""
+    crm.salesforce[SALESFORCE_CONTACT] = {"FirstName": "some", "LastName": "dude"}
+    _assert_salesforce_ack(_salesforce(client, replay.links["salesforce"], OUTBOUND_MESSAGE))
+    assert replay.work.run_due() == {"dead": 1}
+    assert [call.method for call in crm.calls] == ["GET"]
+    event = replay.event("salesforce")
+    assert (event["status"], event["last_error"]) == (
+        "dead",
+        f"missing_identifier: {MISSING_IDENTIFIER}",
+    )
+    assert replay.credits() == 10
 
 
 # --- Zapier and Standard Webhooks (answered in the response; nothing written back) ----------
