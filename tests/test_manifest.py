@@ -30,6 +30,21 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     assert all("writeBack" in platforms[name] for name in crms)
 
 
+def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
+    from connector import inbound
+    from connector.adapters import hubspot
+
+    (platform,) = [p for p in _manifest()["platforms"] if p["id"] == "hubspot"]
+    written = platform["writeBack"]
+    assert written["update"] == f"PATCH {{crm_base_url}}{hubspot.CONTACTS}/{{id}}"
+    assert written["batch"] == f"POST {{crm_base_url}}{hubspot.CONTACTS}/batch/update"
+    assert written["maxBatch"] == hubspot.BATCH_SIZE
+    assert written["completeAction"] == (
+        f"POST {{crm_base_url}}{hubspot.CALLBACKS}/{{callbackId}}/complete"
+    )
+    assert written["blockExpiration"] == inbound.ACTION_EXPIRES_AFTER
+
+
 def test_actions_list_the_fields_of_the_code() -> None:
     from server import discover, enrich
 
