@@ -17,6 +17,7 @@ import json
 import random
 import re
 import shutil
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -1007,3 +1008,18 @@ def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) ->
         f"/automation/v4/actions/callbacks/{callback}/complete",
         completed,
     )
+
+
+def test_a_custom_action_meeting_a_busy_database_is_blocked_then_completed(
+    client: FlaskClient, replay: Replay, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from connector import receiver
+
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.OperationalError("database is locked")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(receiver.server, "enrich_with_key", locked)
+        _assert_blocked(_hubspot(client, replay.links["hubspot"], "enrich", CUSTOM_ACTION, "v3"))
+    assert replay.work.run_due() == {"done": 1}
+    _assert_completed(crm, ARDYS_OUTPUT)
