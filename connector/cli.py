@@ -91,7 +91,8 @@ def connection_add(db_path: Path, as_json: bool, **options: Any) -> None:
     click.echo(f"connection {added.row['name']} ({added.row['platform']}) id {added.row['id']}")
     click.echo(f"inbound secret (shown once, paste it into the platform now): {added.secret}")
     click.echo(f"enrich URL: {urls['enrichUrl']}")
-    click.echo(f"events URL: {urls['eventsUrl']}")
+    events = urls["eventsUrl"] or "none: not a CRM, so the platform calls the enrich URL"
+    click.echo(f"events URL: {events}")
 
 
 @connection.command("list")

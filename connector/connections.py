@@ -148,11 +148,13 @@ def _new_secret(kind: Platform, platform: str) -> str:
     return secrets.token_urlsafe(24)
 
 
-def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str]:
-    """The connection's webhook URLs; Salesforce's carry the secret (`secret` when known)."""
+def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str | None]:
+    """The connection's webhook URLs: events only for CRMs, Salesforce's with the secret in it
+    (`secret` when known)."""
     base = f"{public_url.rstrip('/')}/hooks/{row['id']}"
-    events = f"{base}/events"
-    if PLATFORMS[row["platform"]].signing == "url-secret":
+    kind = PLATFORMS[row["platform"]]
+    events = f"{base}/events" if kind.crm else None
+    if events and kind.signing == "url-secret":
         events += f"?key={secret or '<secret>'}"
     return {"enrichUrl": f"{base}/enrich", "eventsUrl": events}
 

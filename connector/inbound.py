@@ -11,15 +11,14 @@ platform sends.
 - HubSpot custom workflow action execution requests: keyed by `callbackId`.
 - Salesforce Outbound Messages (SOAP): one event per `Notification`, keyed by its `Id`; the
   organization id comes along, for the allow-list.
-- Zapier, Make, n8n (flat JSON): one event, keyed by the Standard Webhooks `webhook-id`, or a
-  hash of the body when the sender gave none.
+
+Zapier, Make and n8n send no events: they call the enrich URL and use its answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,17 +78,13 @@ class Event:
     source: dict[str, str] = field(default_factory=dict)  # e.g. Salesforce's OrganizationId
 
 
-def events(platform: str, body: bytes, headers: Mapping[str, str]) -> list[Event]:
-    """The events in a verified request body from `platform`."""
+def events(platform: str, body: bytes) -> list[Event]:
+    """The events in a verified request body from `platform` (a CRM)."""
     if platform == "salesforce":
         return salesforce_events(body)
-    document = _json(body)
     if platform == "hubspot":
-        return hubspot_events(document, body)
-    if not isinstance(document, dict):
-        raise Unparseable("the body must be a JSON object")
-    key = headers.get("webhook-id") or _digest(body)
-    return [Event(key, "", document)]
+        return hubspot_events(_json(body), body)
+    raise ValueError(f"{platform} sends no events")
 
 
 def hubspot_events(document: Any, body: bytes) -> list[Event]:

@@ -1,9 +1,9 @@
 """Webhook routes.
 
-`POST /hooks/<connection_id>/events`: verify the raw bytes, read the events, store each once
-(by the platform's event id), then acknowledge: 2xx for accepted and duplicate events alike,
-401 for a bad signature, 400 for a body the platform would not send, 503 with Retry-After
-when the store cannot take it. Never a redirect, never 410.
+`POST /hooks/<connection_id>/events` (CRM connections only): verify the raw bytes, read the
+events, store each once (by the platform's event id), then acknowledge: 2xx for accepted and
+duplicate events alike, 401 for a bad signature, 400 for a body the platform would not send,
+503 with Retry-After when the store cannot take it. Never a redirect, never 410.
 
 `POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
 (mapped as the connection's mapping says) out, in the same response; a HubSpot custom
@@ -55,9 +55,15 @@ class StoreUnavailable(ServiceError):
 def receive_events(connection_id: str) -> Response:
     """Accept a platform's events for later enrichment and write-back."""
     link = _connection(connection_id)
+    if not connections.PLATFORMS[link["platform"]].crm:
+        raise UnknownConnection(
+            f"Connection {connection_id} is a {link['platform']} connection, which takes no "
+            f"events: there is no CRM record to write back to. Post the step's fields to "
+            f"/hooks/{connection_id}/enrich and use the fields it answers with."
+        )
     body = request.get_data(cache=True)
-    key = _verify(link, body)
-    found = _events(link, body, key)
+    _verify(link, body)
+    found = _events(link, body)
     _store(link, found)
     return _acknowledgement(link, found)
 
@@ -143,8 +149,8 @@ def _secret(link: Row) -> str:
     return sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["secret_sealed"])
 
 
-def _verify(link: Row, body: bytes) -> str:
-    """Check the request came from the platform; the sender's event id when it gave one."""
+def _verify(link: Row, body: bytes) -> None:
+    """Check the request came from the platform."""
     kind = connections.PLATFORMS[link["platform"]].signing
     secret = _secret(link)
     try:
@@ -155,34 +161,32 @@ def _verify(link: Row, body: bytes) -> str:
                 secret, request.method, request.url, body, request.headers, server.now(),
                 fallback=fallback,
             )  # fmt: skip
-            return ""
-        if kind == "standard-webhooks":
-            return _verify_standard_webhooks(secret, body)
-        if not hmac.compare_digest(request.args.get("key", "").encode(), secret.encode()):
+        elif kind == "standard-webhooks":
+            _verify_standard_webhooks(secret, body)
+        elif not hmac.compare_digest(request.args.get("key", "").encode(), secret.encode()):
             raise BadSignature("The key in the URL is not this connection's.")
-        return ""
     except signatures.SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
 
 
-def _verify_standard_webhooks(secret: str, body: bytes) -> str:
+def _verify_standard_webhooks(secret: str, body: bytes) -> None:
     """A Standard Webhooks signature, or, from senders that cannot sign (Zapier's Webhooks
     step), the secret itself as a bearer token."""
     if "webhook-signature" in request.headers:
-        return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+        signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+        return
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     if sent and hmac.compare_digest(sent.encode(), secret.encode()):
-        return ""
+        return
     raise BadSignature(
         "Sign the request (Standard Webhooks) or send the connection's secret as "
         "'Authorization: Bearer <secret>'."
     )
 
 
-def _events(link: Row, body: bytes, sender_id: str) -> list[inbound.Event]:
-    headers = {"webhook-id": sender_id} if sender_id else {}
+def _events(link: Row, body: bytes) -> list[inbound.Event]:
     try:
-        found = inbound.events(link["platform"], body, headers)
+        found = inbound.events(link["platform"], body)
     except inbound.Unparseable as error:
         raise InvalidPayload(f"The body is not a {link['platform']} event: {error}") from None
     allowed = [org for org in link["allowed_organizations"].split(",") if org]

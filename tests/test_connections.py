@@ -40,7 +40,9 @@ def test_add_prints_the_id_secret_and_urls_once(db_path: Path, key: str) -> None
     assert set(added) == {"id", "secret", "enrichUrl", "eventsUrl"}
     assert added["secret"].startswith("whsec_")
     assert added["enrichUrl"] == f"https://hooks.acme.example/hooks/{added['id']}/enrich"
-    assert added["eventsUrl"] == f"https://hooks.acme.example/hooks/{added['id']}/events"
+    assert added["eventsUrl"] is None  # not a CRM: nothing to write back, so no events
+    text = _add(db_path, key, "--name", "Zaps 2", "--platform", "zapier").output
+    assert "events URL: none: not a CRM, so the platform calls the enrich URL" in text
     row = store.connection(store.connect(db_path), added["id"])
     assert row is not None and added["secret"] not in json.dumps(row) and key not in json.dumps(row)
     assert sealing.unseal(SECRET.encode(), row["secret_sealed"]) == added["secret"]

@@ -171,53 +171,64 @@ def test_salesforce_needs_the_url_key_and_an_allowed_organization(
     assert _events(db_path, link) == []
 
 
-# --- Standard Webhooks senders ---------------------------------------------------------------
+# --- automation platforms ---------------------------------------------------------------------
 
 
-def test_zapier_events_are_keyed_by_webhook_id(
+def test_an_automation_platform_connection_takes_no_events(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
+    """Zapier has no CRM record to write back to: /events says to use the enrich URL."""
     link = links["zapier"]
-    assert _zapier(client, link, ZAP, "msg_1").status_code == 200
-    assert _zapier(client, link, ZAP, "msg_1").status_code == 200  # a redelivery
-    assert _zapier(client, link, ZAP, "msg_2").status_code == 200
-    assert [e["event_key"] for e in _events(db_path, link)] == ["msg_1", "msg_2"]
+    response = _zapier(client, link, ZAP, "msg_1")
+    _assert_error(response, 404, "not_found")
+    message = response.get_json()["error"]["message"]
+    assert "zapier connection, which takes no events" in message
+    assert f"/hooks/{link.row['id']}/enrich" in message
+    assert _events(db_path, link) == []
+    shown = connections.urls(link.row, "https://hooks.example")
+    assert shown["eventsUrl"] is None
 
 
 def test_a_sender_that_cannot_sign_may_send_the_secret_as_a_bearer_token(
-    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+    client: FlaskClient, links: dict[str, connections.Added], people: None
 ) -> None:
     link = links["zapier"]
-    url = f"/hooks/{link.row['id']}/events"
+    url = f"/hooks/{link.row['id']}/enrich"
+    body = json.dumps({"email": AVA}).encode()
     bearer = {"Authorization": f"Bearer {link.secret}"}
-    assert client.post(url, data=ZAP, headers=bearer).status_code == 200
-    _assert_error(client.post(url, data=ZAP), 401, "invalid_signature")
-    _assert_error(
-        client.post(url, data=ZAP, headers={"Authorization": "Bearer x"}), 401, "invalid_signature"
-    )
-    assert len(_events(db_path, link)) == 1
+    assert client.post(url, data=body, headers=bearer).status_code == 200
+    _assert_error(client.post(url, data=body), 401, "invalid_signature")
+    wrong = {"Authorization": "Bearer x"}
+    _assert_error(client.post(url, data=body, headers=wrong), 401, "invalid_signature")
 
 
 # --- refusals and failures -------------------------------------------------------------------
 
 
+def _outbound_message(client: FlaskClient, link: connections.Added, body: bytes) -> TestResponse:
+    url = f"/hooks/{link.row['id']}/events?key={link.secret}"
+    return client.post(url, data=body, content_type="text/xml")
+
+
 @pytest.mark.parametrize(
     ("platform", "body"),
-    [("zapier", b"not json"), ("zapier", b"[1, 2]"), ("salesforce", b'{"a": 1}')],
+    [("hubspot", b"not json"), ("hubspot", b"3"), ("salesforce", b'{"a": 1}')],
 )
 def test_a_body_the_platform_would_not_send_is_400(
     client: FlaskClient, links: dict[str, connections.Added], platform: str, body: bytes
 ) -> None:
     link = links[platform]
-    url = f"/hooks/{link.row['id']}/events?key={link.secret}"
-    headers = {"Authorization": f"Bearer {link.secret}"}
-    _assert_error(client.post(url, data=body, headers=headers), 400, "invalid_payload")
+    if platform == "hubspot":
+        response = _hubspot_v3(client, link, body, NOW)
+    else:
+        response = _outbound_message(client, link, body)
+    _assert_error(response, 400, "invalid_payload")
 
 
 def test_unknown_connections_and_other_methods(client: FlaskClient, links: dict[str, Any]) -> None:
     _assert_error(client.post("/hooks/nope/events", data=ZAP), 404, "not_found")
     _assert_error(
-        client.get(f"/hooks/{links['zapier'].row['id']}/events"), 405, "method_not_allowed"
+        client.get(f"/hooks/{links['salesforce'].row['id']}/events"), 405, "method_not_allowed"
     )
 
 
@@ -229,21 +240,23 @@ def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
     holder = sqlite3.connect(db_path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        response = _zapier(client, links["zapier"], ZAP, "msg_locked")
+        response = _outbound_message(client, links["salesforce"], OUTBOUND_MESSAGE)
     finally:
         holder.execute("ROLLBACK")
     _assert_error(response, 503, "unavailable")
     assert response.headers["Retry-After"] == "30"
-    assert _zapier(client, links["zapier"], ZAP, "msg_locked").status_code == 200  # the retry
+    assert _events(db_path, links["salesforce"]) == []
+    retried = _outbound_message(client, links["salesforce"], OUTBOUND_MESSAGE)
+    assert retried.status_code == 200 and len(_events(db_path, links["salesforce"])) == 1
 
 
 def test_twenty_concurrent_copies_of_one_event_make_one_event(
     app: Flask, links: dict[str, connections.Added], db_path: Path
 ) -> None:
-    link = links["zapier"]
+    link = links["salesforce"]
 
     def send(_: int) -> int:
-        return _zapier(app.test_client(), link, ZAP, "msg_same").status_code
+        return _outbound_message(app.test_client(), link, OUTBOUND_MESSAGE).status_code
 
     with ThreadPoolExecutor(max_workers=20) as pool:
         statuses = list(pool.map(send, range(20)))
@@ -254,9 +267,9 @@ def test_twenty_concurrent_copies_of_one_event_make_one_event(
 def test_removing_a_connection_closes_its_urls(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
-    link = links["zapier"]
+    link = links["salesforce"]
     assert connections.remove(store.connect(db_path), link.row["id"])
-    _assert_error(_zapier(client, link, ZAP, "msg_after"), 404, "not_found")
+    _assert_error(_outbound_message(client, link, OUTBOUND_MESSAGE), 404, "not_found")
 
 
 # --- synchronous enrich ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -882,18 +883,15 @@ def test_the_zapier_sample_with_a_company_gets_the_enriched_fields(
     assert crm.calls == [] and replay.credits() == 9
 
 
-def test_the_zapier_sample_sent_as_an_event_is_accepted_but_never_delivered(
+def test_the_zapier_sample_sent_as_an_event_is_refused_naming_the_enrich_url(
     client: FlaskClient, replay: Replay, crm: FakeCrm
 ) -> None:
-    """Zapier is no CRM: /events takes the sample, and the worker can only bury it."""
-    response = _zapier(client, replay.links["zapier"], "events", ZAP)
-    assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
-    assert replay.work.run_due() == {"dead": 1}
-    event = replay.event("zapier")
-    assert (event["status"], event["last_error"]) == (
-        "dead",
-        "zapier is not a CRM: nothing is written back",
-    )
+    """Zapier is no CRM: nothing could be written back, so /events says where to post."""
+    link = replay.links["zapier"]
+    response = _zapier(client, link, "events", ZAP)
+    assert response.status_code == 404
+    assert f"/hooks/{link.row['id']}/enrich" in response.get_json()["error"]["message"]
+    assert store.events_of(replay.db, link.row["id"]) == []
     assert crm.calls == [] and replay.credits() == 10
 
 
@@ -954,21 +952,43 @@ def test_the_standard_webhooks_sample_with_a_company_gets_the_enriched_fields(
     assert crm.calls == [] and replay.credits() == 9
 
 
-def test_the_standard_webhooks_sample_sent_as_an_event_is_keyed_by_its_webhook_id(
+def test_the_standard_webhooks_sample_sent_as_an_event_is_refused(
     client: FlaskClient,
     replay: Replay,
     clock: Clock,  # noqa: F811
     crm: FakeCrm,
 ) -> None:
     clock.now, link = SPEC_SENT_AT, replay.links["zapier"]
-    for _ in range(2):  # a redelivery of the same message
-        response = _standard_webhooks(client, link, "events", STANDARD_PAYLOAD)
-        assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
-    event = replay.event("zapier")
-    assert (event["event_key"], event["record_id"]) == ("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "")
-    assert json.loads(event["payload"]) == json.loads(STANDARD_PAYLOAD)
-    assert replay.work.run_due() == {"dead": 1} and crm.calls == []
-    assert replay.event("zapier")["last_error"] == "zapier is not a CRM: nothing is written back"
+    response = _standard_webhooks(client, link, "events", STANDARD_PAYLOAD)
+    assert (response.status_code, response.get_json()["error"]["code"]) == (404, "not_found")
+    assert store.events_of(replay.db, link.row["id"]) == [] and crm.calls == []
+
+
+# --- concurrency -----------------------------------------------------------------------------
+
+
+def test_twenty_concurrent_copies_of_one_event_make_one_job_and_one_write_back(
+    app: Flask,  # noqa: F811
+    replay: Replay,
+    crm: FakeCrm,
+) -> None:
+    """HubSpot retrying a delivery twenty times at once: one event stored, one PATCH."""
+    email = "hubspot.test@hubspot.com"
+    crm.hubspot["3234574"] = {**WORKFLOW_CONTACT, "email": email}
+    body = _with(WORKFLOW, properties__email={"value": email})
+
+    def send(_: int) -> int:
+        link = replay.links["hubspot"]
+        return _hubspot(app.test_client(), link, "events", body, "v2").status_code
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        assert list(pool.map(send, range(20))) == [200] * 20
+    assert replay.work.run_due() == {"done": 1} and replay.work.run_due() == {}
+    writes = [call for call in crm.calls if call.method != "GET"]
+    assert [(call.method, call.path) for call in writes] == [
+        ("PATCH", "/crm/v3/objects/contacts/3234574")
+    ]
+    assert replay.credits() == 9
 
 
 # --- the fake CRM itself ---------------------------------------------------------------------
