@@ -7,15 +7,16 @@ end-to-end write-back records/s into a fake HubSpot.
 Data: a copy of var/bench-demo.db when it exists (never modified), else a dataset built in a
 temporary directory with `contactdata demo-data --companies 2000 --contacts 40000 --seed 7`.
 On it, with the command line as an operator would: one enterprise_plus organization no limit
-stops, a Zapier connection and a HubSpot connection whose CRM is a fake HubSpot on loopback
+stops, a Salesforce connection and a HubSpot connection whose CRM is a fake HubSpot on loopback
 (`CONTACTDATA_ALLOW_PRIVATE_CRM_URLS=1`).
 
 Acknowledgement: `contactdata serve` (the connector's app under gunicorn, 2 sync workers);
 wrk with 50 connections: GET /healthz (the baseline: a cheap route of the same app), then
-`POST /hooks/<id>/events` from Zapier senders, then /healthz again. Each POST carries a real
-contact and a per-request run id, so every one is a new event (keyed by the body's sha256),
-authenticated with `Authorization: Bearer <secret>`, the form of senders that cannot sign: wrk's
-Lua has no HMAC, so Standard Webhooks signatures are not sent. Afterwards the stored events
+`POST /hooks/<id>/events?key=<secret>` from Salesforce senders, then /healthz again. Each POST
+is an Outbound Message (SOAP) carrying one Contact notification with a real contact's name and
+e-mail and a Notification Id unique to the request, so every one is a new event. (Salesforce's
+secret-in-the-URL is the one scheme wrk can send: its Lua has no HMAC for HubSpot's
+signatures.) Afterwards the stored events
 are counted (sqlite3) against the 2xx answers: wrk stops with up to 50 requests in flight,
 which the server still stores, so the check is 2xx <= stored <= sent - non-2xx. The access
 log's times split the latency into work in the server and waiting for one of its 2 workers.
@@ -48,6 +49,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+from xml.sax.saxutils import escape
 
 import httpx
 from serving import (
@@ -199,18 +201,52 @@ def start_crm(records: dict[str, Row]) -> FakeHubSpot:
 # --- serving ---------------------------------------------------------------------------------
 
 
-def sender_script(path: str, secret: str, records: list[Row], counts: Path) -> str:
-    """A wrk script: Zapier POSTs to `path`, each a real contact with a unique run id, with
-    the secret as bearer token; at the end it writes to `counts` how many it sent and how
-    many were answered, non-2xx and failed at the socket."""
-    prefixes = ",\n".join(
-        f'  [==[{json.dumps(record)[:-1]}, "zap_run_id": "]==]' for record in records
-    )
-    return f"""local prefixes = {{
-{prefixes}
+SALESFORCE_ORG = "00D5e000000BenchAA"
+OUTBOUND_MESSAGE = """<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" \
+xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+ <soapenv:Body>
+  <notifications xmlns="http://soap.sforce.com/2005/09/outbound">
+   <OrganizationId>{org}</OrganizationId>
+   <ActionId>04k5e000000BenchAA</ActionId>
+   <SessionId xsi:nil="true"/>
+   <EnterpriseUrl>https://bench.my.salesforce.com/services/Soap/c/62.0/{org}</EnterpriseUrl>
+   <PartnerUrl>https://bench.my.salesforce.com/services/Soap/u/62.0/{org}</PartnerUrl>
+   <Notification>
+    <Id>{{notification}}</Id>
+    <sObject xsi:type="sf:Contact" xmlns:sf="urn:sobject.enterprise.soap.sforce.com">
+     <sf:Id>{contact}</sf:Id>
+     <sf:Email>{email}</sf:Email>
+     <sf:FirstName>{first}</sf:FirstName>
+     <sf:LastName>{last}</sf:LastName>
+    </sObject>
+   </Notification>
+  </notifications>
+ </soapenv:Body>
+</soapenv:Envelope>"""
+
+
+def outbound_message(record: Row, contact_id: str) -> tuple[str, str]:
+    """A Salesforce Outbound Message about `record`, split where its Notification Id goes."""
+    fields = {name: escape(record[name]) for name in ("email", "firstname", "lastname")}
+    body = OUTBOUND_MESSAGE.format(
+        org=SALESFORCE_ORG, contact=contact_id, email=fields["email"],
+        first=fields["firstname"], last=fields["lastname"],
+    )  # fmt: skip
+    head, tail = body.split("{notification}")
+    return head, tail
+
+
+def sender_script(path: str, records: list[Row], counts: Path) -> str:
+    """A wrk script: Salesforce Outbound Messages POSTed to `path`, each about a real contact
+    with a Notification Id unique to the request; at the end it writes to `counts` how many it
+    sent and how many were answered, non-2xx and failed at the socket."""
+    parts = [outbound_message(record, f"0035e{n:013d}") for n, record in enumerate(records)]
+    bodies = ",\n".join(f"  {{ [==[{head}]==], [==[{tail}]==] }}" for head, tail in parts)
+    return f"""local bodies = {{
+{bodies}
 }}
-local headers = {{ ["Content-Type"] = "application/json",
-                  ["Authorization"] = [==[Bearer {secret}]==] }}
+local headers = {{ ["Content-Type"] = "text/xml; charset=utf-8", ["SOAPAction"] = '""' }}
 local threads = {{}}
 function setup(thread)
   table.insert(threads, thread)
@@ -221,7 +257,8 @@ function init(args)
 end
 function request()
   sent = sent + 1
-  local body = prefixes[sent % #prefixes + 1] .. tostring(id) .. "-" .. sent .. '"}}'
+  local parts = bodies[sent % #bodies + 1]
+  local body = parts[1] .. string.format("04l%02d%013d", id, sent) .. parts[2]
   return wrk.format("POST", "{path}", headers, body)
 end
 function done(summary, latency, requests)
@@ -245,9 +282,9 @@ def acknowledgement(
     """wrk on /healthz, the events URL, /healthz; then stores the HubSpot connection's thin
     events through the same server. The lines and figures."""
     port = free_port()
-    path = f"/hooks/{link['id']}/events"
+    path = f"/hooks/{link['id']}/events?key={link['secret']}"
     counts, script = work / "counts.txt", work / "events.lua"
-    script.write_text(sender_script(path, link["secret"], records, counts))
+    script.write_text(sender_script(path, records, counts))
     # the connector's app (gunicorn, 2 sync workers), which serves the /hooks routes
     command = [CLI, "serve", "--db", str(db), "--port", str(port), "--workers", "2"]
     process = start_server(db, port, 2, work / "server.log", command)
@@ -272,7 +309,7 @@ def acknowledgement(
         f"{events['p99']:.2f} ms, healthz {runs[0][1]['p99']:.2f} and {runs[2][1]['p99']:.2f} ms",
         f"{SENDERS} senders / {events['rps']:,.0f} events/s = {waited:.0f} ms mean latency "
         "(Little's law): at this throughput, 50 senders wait this long on average",
-        _served_line(work / "server.log", f"POST {path}", "events"),
+        _served_line(work / "server.log", f"POST /hooks/{link['id']}/events", "events"),
         _served_line(work / "server.log", "GET /healthz", "healthz"),
         f"sent {sent:,}, answered {answered:,} (2xx {acknowledged:,}, non-2xx {non_2xx:,}), "
         f"socket errors {failed:,}; {sent - answered:,} in flight when wrk stopped",
@@ -413,21 +450,23 @@ def write_back_lines(figures: Row, baseline: float, enqueued: int) -> list[str]:
 
 def set_up(db: Path, crm: FakeHubSpot, records: list[str]) -> tuple[str, Row, Row]:
     """The organization and both connections, made with the command line; the admin key, the
-    Zapier connection and the HubSpot connection (with its record ids)."""
+    Salesforce connection and the HubSpot connection (with its record ids)."""
     org = contactdata(
         db, "org", "create", "--name", "Webhook bench", "--website", "bench.example",
         "--tier", "enterprise_plus", "--qps", "1000000", "--daily-limit", "1000000000",
     )  # fmt: skip
     key = org["adminApiKey"]
-    zapier = contactdata(
-        db, "connection", "add", "--name", "zapier bench", "--platform", "zapier", "--api-key", key
-    )
+    salesforce = contactdata(
+        db, "connection", "add", "--name", "salesforce bench", "--platform", "salesforce",
+        "--api-key", key, "--salesforce-org-id", SALESFORCE_ORG, "--crm-base-url", crm.base_url,
+        "--crm-token", "bench-crm-token",
+    )  # fmt: skip
     hubspot = contactdata(
         db, "connection", "add", "--name", "hubspot bench", "--platform", "hubspot",
         "--api-key", key, "--secret", HUBSPOT_SECRET, "--crm-base-url", crm.base_url,
         "--crm-token", "bench-crm-token",
     )  # fmt: skip
-    return key, zapier, {**hubspot, "records": records}
+    return key, salesforce, {**hubspot, "records": records}
 
 
 def run(options: argparse.Namespace, work: Path) -> tuple[list[str], Row]:
@@ -442,22 +481,20 @@ def run(options: argparse.Namespace, work: Path) -> tuple[list[str], Row]:
     }
     crm = start_crm(records)
     try:
-        key, zapier, hubspot = set_up(db, crm, list(records))
+        key, salesforce, hubspot = set_up(db, crm, list(records))
         lines = [f"database {origin}, ready in {time.perf_counter() - started:.0f} s", ""]
-        zapier_bodies = [
-            {"email": c["email"], "first_name": c["firstname"], "last_name": c["lastname"]}
-            for c in contacts[options.events :]
-        ]
-        ack_lines, ack = acknowledgement(db, zapier, zapier_bodies, options.seconds, work, hubspot)
+        senders = contacts[options.events :]
+        ack_lines, ack = acknowledgement(db, salesforce, senders, options.seconds, work, hubspot)
         lines += [
             f"1. acknowledgement: contactdata serve (gunicorn, 2 sync workers); wrk, {SENDERS} "
-            f"connections, 2 threads, {options.seconds} s per run; Zapier events, bearer secret "
-            "(wrk's Lua cannot compute HMAC, so no Standard Webhooks signatures)",
+            f"connections, 2 threads, {options.seconds} s per run; Salesforce Outbound Messages "
+            "(one notification each, secret in the URL)",
             *ack_lines,
         ]
         print("\n".join(lines), flush=True)
-        remove = [CLI, "connection", "remove", zapier["id"], "--db", str(db)]
-        subprocess.run(remove, check=True, capture_output=True)  # and its events: not a CRM
+        # its events go with it: the write-back part measures the HubSpot connection's
+        remove = [CLI, "connection", "remove", salesforce["id"], "--db", str(db)]
+        subprocess.run(remove, check=True, capture_output=True)
         baseline = enrich_baseline(db, key, contacts[: options.events])
         figures = write_back(db, crm, hubspot["id"])
     finally:
