@@ -75,28 +75,49 @@ class Worker:
 
     def work(self, events: list[Row]) -> Counter[str]:
         """Do events of one connection, at most one per CRM record: how many ended "done",
-        "retry" or "dead"."""
+        "retry" or "dead". The records are read in one call and written in one call where
+        the CRM allows; the round's write intents are saved together before the write."""
         outcomes: Counter[str] = Counter()
         try:
             link, mapping, adapter = self._setup(events[0]["connection_id"])
         except FAILURES as error:
             return Counter(self._fail(event, error) for event in events)
-        planned: list[Planned] = []
+        notes: list[tuple[Row, str]] = []  # events done with nothing to write, and why
+        reads: list[Triaged] = []
         for event in events:
             try:
                 if inbound.is_action(json.loads(event["payload"])):
-                    plan: Planned | str = self._complete(event, link, mapping, adapter)
-                else:
-                    plan = self._plan(event, link, mapping, adapter)
+                    note = self._complete(event, link, mapping, adapter)
+                    with server.write(self.db):  # at once: the action must not complete twice
+                        store.finish_event(self.db, event["id"], "done", note)
+                    outcomes["done"] += 1
+                    continue
+                triaged = self._triage(event, link, mapping)
             except FAILURES as error:
                 outcomes[self._fail(event, error)] += 1
+                continue
+            if isinstance(triaged, Triaged):
+                reads.append(triaged)
+            else:
+                notes.append((event, triaged))
+        planned: list[Planned] = []
+        for triaged, current in self._read(adapter, mapping, reads, outcomes):
+            try:
+                plan = self._plan(triaged, current, link, mapping)
+            except FAILURES as error:
+                outcomes[self._fail(triaged.event, error)] += 1
                 continue
             if isinstance(plan, Planned):
                 planned.append(plan)
             else:
-                with server.write(self.db):
-                    store.finish_event(self.db, event["id"], "done", plan)
-                outcomes["done"] += 1
+                notes.append((triaged.event, plan))
+        with server.write(self.db):  # the intents first: a kill from here on is finished later
+            for event, note in notes:
+                store.finish_event(self.db, event["id"], "done", note)
+            for plan in planned:
+                if plan.saving:
+                    store.save_record(self.db, plan.saving)
+        outcomes["done"] += len(notes)
         return outcomes + self._write(link, adapter, planned)
 
     def _setup(self, connection_id: str) -> tuple[Row, mappings.Mapping, Adapter]:
@@ -110,19 +131,16 @@ class Worker:
         token = sealing.unseal(self.secret, link["crm_token_sealed"])
         return link, mapping, adapter_for(link["platform"], base_url, token, self.client)
 
-    def _plan(
-        self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter
-    ) -> Planned | str:
-        """What to write back for one event, its intent saved before any write; or, when
-        nothing is to be written, a note saying why."""
+    def _triage(self, event: Row, link: Row, mapping: mappings.Mapping) -> Triaged | str:
+        """What an event needs before the CRM is read: a note when nothing is to be done
+        (our own write echoed back, a full record unchanged since we enriched it)."""
         record_id = event["record_id"]
         if not record_id:
             raise Permanent("the event names no CRM record")
         cached = store.record(self.db, link["id"], record_id)
         ours = json.loads(cached["written"]) if cached else {}
         if cached and cached["pending"]:  # killed while writing: finish that write
-            current = adapter.read(record_id, _readable(mapping))
-            return Planned(event, record_id, json.loads(cached["pending"]), current)
+            return Triaged(event, record_id, {}, cached, ours, json.loads(cached["pending"]))
         payload = json.loads(event["payload"])
         if event["thin"] and (echoed := _echo(payload, ours)):
             return f"our own write of {echoed} echoed back: ignored"
@@ -132,19 +150,53 @@ class Worker:
             and self._fresh(cached, mapping.enrich_input(payload), ours)
         ):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
-        current = adapter.read(record_id, _readable(mapping))
+        return Triaged(event, record_id, payload, cached, ours)
+
+    def _read(
+        self,
+        adapter: Adapter,
+        mapping: mappings.Mapping,
+        reads: list[Triaged],
+        outcomes: Counter[str],
+    ) -> list[tuple[Triaged, Row]]:
+        """The records' current values, read in as few calls as the CRM allows; events
+        whose record could not be read are failed (counted in `outcomes`)."""
+        if not reads:
+            return []
+        try:
+            found = _fetch(adapter, [t.record_id for t in reads], _readable(mapping))
+        except FAILURES as error:  # the whole call: every event waits or fails alike
+            outcomes.update(self._fail(t.event, error) for t in reads)
+            return []
+        read: list[tuple[Triaged, Row]] = []
+        for triaged in reads:
+            current = found.get(triaged.record_id, Permanent("the CRM did not answer for it"))
+            if isinstance(current, Permanent):
+                outcomes[self._fail(triaged.event, current)] += 1
+            else:
+                read.append((triaged, current))
+        return read
+
+    def _plan(
+        self, triaged: Triaged, current: Row, link: Row, mapping: mappings.Mapping
+    ) -> Planned | str:
+        """What to write back for one read record, with the transaction cache entry to save
+        before the write; or, when nothing is to be written, a note saying why."""
+        event, cached, ours = triaged.event, triaged.cached, triaged.ours
+        if triaged.resume is not None:
+            return Planned(event, triaged.record_id, triaged.resume, current)
         # what the event carries wins; the rest (a Salesforce Outbound Message without the
         # e-mail field ticked) as the CRM holds it
-        given = mapping.enrich_input({**current, **payload})
+        given = mapping.enrich_input({**current, **triaged.payload})
         if cached and self._fresh(cached, given, ours):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         outcome = self._enrich(link, event, given)
         changes = mapping.changes(outcome.result, current, ours)
         fingerprint = _fingerprint(given, {**ours, **changes})
-        row = _cache_row(link, record_id, outcome, fingerprint, ours, server.iso(self.clock()))
-        with server.write(self.db):  # the intent first: a kill from here on is finished above
-            store.save_record(self.db, {**row, "pending": json.dumps(changes)})
-        return Planned(event, record_id, changes, current)
+        now = server.iso(self.clock())
+        row = _cache_row(link, triaged.record_id, outcome, fingerprint, ours, now)
+        saving = {**row, "pending": json.dumps(changes)}
+        return Planned(event, triaged.record_id, changes, current, saving)
 
     def _complete(self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter) -> str:
         """Enrich a BLOCKed HubSpot custom action's record and complete the action with the
@@ -267,13 +319,28 @@ def _cache_row(
 
 
 @dataclass(frozen=True)
+class Triaged:
+    """An event whose record must be read: its payload, its transaction cache entry and
+    what we wrote last, and the intent of a write a kill interrupted (to finish it)."""
+
+    event: Row
+    record_id: str
+    payload: Row
+    cached: Row | None
+    ours: Row
+    resume: Row | None = None
+
+
+@dataclass(frozen=True)
 class Planned:
-    """An event's write-back: the values to hold (`intent`) and what the CRM holds now."""
+    """An event's write-back: the values to hold (`intent`), what the CRM holds now, and
+    the transaction cache entry to save (with the intent) before writing."""
 
     event: Row
     record_id: str
     intent: Row
     current: Row
+    saving: Row | None = None  # None when finishing a saved intent
 
     def unsent(self) -> Row:
         """What of the intent the CRM does not hold yet."""
@@ -293,6 +360,18 @@ def _batches(events: list[Row]) -> list[list[Row]]:
             rounds.append({})
         rounds[turn].setdefault(event["connection_id"], []).append(event)
     return [batch for turn in rounds for batch in turn.values()]
+
+
+def _fetch(
+    adapter: Adapter, record_ids: list[str], properties: list[str]
+) -> dict[str, Row | Permanent]:
+    """Read records: one by its own read, several by the CRM's batch read."""
+    if len(record_ids) != 1:
+        return adapter.read_many(record_ids, properties)
+    try:
+        return {record_ids[0]: adapter.read(record_ids[0], properties)}
+    except Permanent as failure:
+        return {record_ids[0]: failure}
 
 
 def _send(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteResult | Permanent]:

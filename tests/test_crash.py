@@ -49,8 +49,9 @@ Row = dict[str, Any]
 
 class FakeHubSpot(ThreadingHTTPServer):
     """HubSpot contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id} and POST
-    /crm/v3/objects/contacts/batch/update, with every request of each contact logged (when,
-    method, properties written; a batch's writes logged as PATCHes of each contact)."""
+    /crm/v3/objects/contacts/batch/read and batch/update, with every request of each contact
+    logged (when, method, properties written; a batch's reads and writes logged as GETs and
+    PATCHes of each contact)."""
 
     daemon_threads = True
 
@@ -92,11 +93,14 @@ class _HubSpotHandler(BaseHTTPRequestHandler):
         if body is None:
             return
         hub, results = self.server, []
+        reading = self.path.endswith("/batch/read")
         with hub.lock:
             hub.requests += 1
             for item in body["inputs"]:
-                hub.contacts[item["id"]].update(item["properties"])
-                hub.log[item["id"]].append((time.monotonic(), "PATCH", item["properties"]))
+                if not reading:
+                    hub.contacts[item["id"]].update(item["properties"])
+                entry = ("GET", None) if reading else ("PATCH", item["properties"])
+                hub.log[item["id"]].append((time.monotonic(), *entry))
                 results.append({"id": item["id"], "properties": dict(hub.contacts[item["id"]])})
         time.sleep(CRM_LATENCY)  # a worker killed now: the changes are applied, not recorded
         self._send(200, {"status": "COMPLETE", "results": results})

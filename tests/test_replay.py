@@ -251,6 +251,17 @@ class FakeCrm(ThreadingHTTPServer):
             **{f: stored.get(f) for f in wanted},
         }
 
+    def salesforce_records(self, call: Call) -> tuple[int, Any]:
+        """sObject Collections GET: the records in the order asked, null for unknown ids."""
+        wanted = call.query["fields"].split(",")
+        found = []
+        for record_id in call.query["ids"].split(","):
+            stored = self.salesforce.get(record_id)
+            attributes = {"type": "Contact", "url": f"{SF}/sobjects/Contact/{record_id}"}
+            record = {"attributes": attributes, **{f: (stored or {}).get(f) for f in wanted}}
+            found.append(None if stored is None else {**record, "Id": record_id})
+        return 200, found
+
     def salesforce_update(self, call: Call, record_id: str) -> tuple[int, Any]:
         if record_id not in self.salesforce:
             return 404, _SALESFORCE_NOT_FOUND
@@ -291,6 +302,7 @@ _ROUTES = [
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
     (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),
+    (r"/services/data/v\d+\.\d+/composite/sobjects/Contact", "GET", FakeCrm.salesforce_records),
 ]
 
 

@@ -57,6 +57,14 @@ class Adapter(Protocol):
         """The current values of `properties` (None where empty); Permanent if no record."""
         ...
 
+    def read_many(
+        self, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Several records' current values in as few calls as the CRM allows: each record's
+        values as `read` gives them, or Permanent where there is no such record. A failure
+        of a whole call worth retrying raises Retriable."""
+        ...
+
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
         """Write `properties` to one record, dropping those the CRM refuses as unknown."""
         ...
@@ -143,6 +151,29 @@ def json_body(response: httpx.Response) -> Any:
         return response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
+
+
+def read_each(
+    read: Callable[[str, Sequence[str]], dict[str, Any]],
+    record_ids: Sequence[str],
+    properties: Sequence[str],
+) -> dict[str, dict[str, Any] | Permanent]:
+    """`read_many` for a CRM without batch reads: one `read` a record, a missing record's
+    Permanent kept as its outcome (Retriable goes up: the rest would fail alike)."""
+    found: dict[str, dict[str, Any] | Permanent] = {}
+    for record_id in dict.fromkeys(record_ids):
+        try:
+            found[record_id] = read(record_id, properties)
+        except Permanent as failure:
+            found[record_id] = failure
+    return found
+
+
+def id_chunks(record_ids: Sequence[str], size: int) -> Iterator[list[str]]:
+    """Distinct record ids, as strings, in consecutive slices of at most `size`."""
+    distinct = list(dict.fromkeys(map(str, record_ids)))
+    for start in range(0, len(distinct), size):
+        yield distinct[start : start + size]
 
 
 def chunks(changes: dict[str, dict[str, Any]], size: int) -> Iterator[dict[str, dict[str, Any]]]:

@@ -1,5 +1,5 @@
 """Salesforce contacts over the REST API: read and update one Contact, and sObject Collections
-updates of up to 200 a call (allOrNone false: each record is written or refused alone).
+reads and updates of up to 200 a call (allOrNone false: each record is written or refused alone).
 
 Failures beyond `base.classify`: INVALID_FIELD and INVALID_FIELD_FOR_INSERT_UPDATE drop the
 fields named (by `fields`, or the message's "No such column 'X'") and send the rest again,
@@ -29,6 +29,7 @@ from connector.adapters.base import (
     chunks,
     classify,
     error_message,
+    id_chunks,
     json_body,
     matching,
     retry_after,
@@ -64,6 +65,23 @@ class Salesforce:
         values = {name.lower(): value for name, value in record.items()}
         return {name: values.get(name.lower()) for name in properties}
 
+    def read_many(
+        self, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Contacts' current values, 200 a call (sObject Collections GET: the answer lists
+        the records in the order asked, null for an id that is invalid or not visible)."""
+        fields = list(properties)
+        found: dict[str, dict[str, Any] | Permanent] = {}
+        for chunk in id_chunks(record_ids, BATCH_SIZE):
+            records = self._records(chunk, fields)
+            for key, record in zip(chunk, records + [None] * len(chunk), strict=False):
+                if isinstance(record, dict):
+                    values = {name.lower(): value for name, value in record.items()}
+                    found[key] = {name: values.get(name.lower()) for name in fields}
+                else:
+                    found[key] = Permanent("no such Contact (or not visible to this user)")
+        return found
+
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
         """Update one Contact; fields refused as unknown or not writable are dropped."""
         return write_dropping(lambda sent: self._update(record_id, sent), properties)
@@ -85,6 +103,16 @@ class Salesforce:
         self._check(response)
         body = json_body(response)
         return body if isinstance(body, dict) else {}
+
+    def _records(self, ids: list[str], fields: list[str]) -> list[Any]:
+        params = {"ids": ",".join(ids), "fields": ",".join(["Id", *fields])}
+        response = self._send("GET", "/composite/sobjects/Contact", params=params)
+        unknown = matching(dict.fromkeys(fields), _refused_fields(response))
+        if unknown:
+            return self._records(ids, [name for name in fields if name not in unknown])
+        self._check(response)
+        body = json_body(response)
+        return body if isinstance(body, list) else []
 
     def _update(self, record_id: str, fields: dict[str, Any]) -> Refusal:
         response = self._send("PATCH", _contact(record_id), json=_values(fields))
