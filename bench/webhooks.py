@@ -119,7 +119,7 @@ def people(db: Path, count: int) -> list[Row]:
 
 class FakeHubSpot(ThreadingHTTPServer):
     """HubSpot's contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id}, and POST
-    /crm/v3/objects/contacts/batch/update."""
+    /crm/v3/objects/contacts/batch/read and batch/update."""
 
     daemon_threads = True
 
@@ -127,7 +127,7 @@ class FakeHubSpot(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _HubSpotHandler)
         self.contacts = contacts
         self.patches: Counter[str] = Counter()  # writes per contact
-        self.calls: Counter[str] = Counter()  # write calls: "PATCH", "batch"
+        self.calls: Counter[str] = Counter()  # calls: "PATCH", "batch", "batch read"
         self.lock = threading.Lock()
 
     @property
@@ -166,10 +166,22 @@ class _HubSpotHandler(BaseHTTPRequestHandler):
         self._answer(200, {"id": record_id, "properties": contact})
 
     def do_POST(self) -> None:
-        if urlsplit(self.path).path != CONTACTS_PATH + "batch/update":
+        path = urlsplit(self.path).path
+        if path not in (CONTACTS_PATH + "batch/update", CONTACTS_PATH + "batch/read"):
             self._answer(404, {"status": "error", "message": "resource not found"})
             return
-        inputs = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["inputs"]
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        inputs = body["inputs"]
+        if path.endswith("/read"):
+            self.server.calls["batch read"] += 1
+            found = [self.server.contacts[item["id"]] for item in inputs]
+            results = [
+                {"id": contact["hs_object_id"],
+                 "properties": {name: contact.get(name) for name in body["properties"]}}
+                for contact in found
+            ]  # fmt: skip
+            self._answer(200, {"status": "COMPLETE", "results": results})
+            return
         results = []
         with self.server.lock:
             for item in inputs:

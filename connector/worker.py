@@ -237,17 +237,18 @@ class Worker:
         except Retriable as failure:
             results = {key: failure for key, values in unsent.items() if values}
         outcomes: Counter[str] = Counter()
-        for plan in planned:
-            result = results.get(plan.record_id, WriteResult({}))
-            if isinstance(result, Permanent | Retriable):
-                outcomes[self._fail(plan.event, result)] += 1
-                continue
-            with server.write(self.db):
-                written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
-                store.record_written(self.db, link["id"], plan.record_id, written)
-                note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
-                store.finish_event(self.db, plan.event["id"], "done", note)
-            outcomes["done"] += 1
+        failed = [plan for plan in planned if isinstance(results.get(plan.record_id), Exception)]
+        for plan in failed:
+            outcomes[self._fail(plan.event, results[plan.record_id])] += 1
+        with server.write(self.db):
+            for plan in planned:
+                result = results.get(plan.record_id, WriteResult({}))
+                if isinstance(result, WriteResult):
+                    written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
+                    store.record_written(self.db, link["id"], plan.record_id, written)
+                    note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
+                    store.finish_event(self.db, plan.event["id"], "done", note)
+                    outcomes["done"] += 1
         return outcomes
 
     def _fail(self, event: Row, error: Exception) -> str:

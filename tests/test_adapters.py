@@ -152,10 +152,11 @@ def test_registry_refuses_a_platform_without_adapter() -> None:
 
 
 def calls(platform: str) -> list[Callable[[Any], Any]]:
-    """One read, one write and one batch write, as each adapter is called."""
+    """One read, one batch read, one write and one batch write, as each adapter is called."""
     record = "512" if platform == "hubspot" else "003xx000004TmiQAAS"
     return [
         lambda adapter: adapter.read(record, ["jobtitle"]),
+        lambda adapter: adapter.read_many([record, record + "0"], ["jobtitle"]),
         lambda adapter: adapter.write(record, {"jobtitle": "CTO"}),
         lambda adapter: adapter.write_many({record: {"jobtitle": "CTO"}}),
     ]
@@ -167,7 +168,7 @@ def build(platform: str, crm: FakeCRM) -> Any:
     )
 
 
-CONTRACT = [(platform, n) for platform in ADAPTERS for n in range(3)]
+CONTRACT = [(platform, n) for platform in ADAPTERS for n in range(4)]
 
 
 @pytest.mark.parametrize(("platform", "n"), CONTRACT)
@@ -253,6 +254,43 @@ def test_hubspot_record_id_cannot_leave_the_contacts_path() -> None:
     crm = FakeCRM(answer(200, {"id": "1", "properties": {}}))
     hubspot(crm).read("../../owners/1", [])
     assert crm.requests[0].url.raw_path == b"/crm/v3/objects/contacts/..%2F..%2Fowners%2F1"
+
+
+def test_hubspot_read_many_asks_100_contacts_a_call_and_reports_the_missing() -> None:
+    def found(request: httpx.Request) -> httpx.Response:
+        asked = json.loads(request.content)
+        results = [
+            {"id": item["id"], "properties": {"jobtitle": f"T{item['id']}", "company": None}}
+            for item in asked["inputs"]
+            if item["id"] != "150"
+        ]
+        if len(results) == len(asked["inputs"]):
+            return answer(200, {"status": "COMPLETE", "results": results})
+        error = {
+            "status": "error",
+            "category": "OBJECT_NOT_FOUND",
+            "message": "Could not get some CONTACT objects, they may be deleted or not exist.",
+            "context": {"ids": ["150"]},
+        }
+        body = {"status": "COMPLETE", "results": results, "numErrors": 1, "errors": [error]}
+        return answer(207, body)
+
+    crm = FakeCRM(found, found)
+    ids = [str(n) for n in range(101, 221)] + ["101"]  # 120 contacts, one named twice
+    values = hubspot(crm).read_many(ids, ["jobtitle", "company"])
+    assert [request.url.path for request in crm.requests] == [
+        "/crm/v3/objects/contacts/batch/read"
+    ] * 2
+    assert [len(body["inputs"]) for body in crm.bodies()] == [100, 20]
+    assert crm.bodies()[0]["properties"] == ["jobtitle", "company"]
+    assert crm.bodies()[0]["inputs"][0] == {"id": "101"}
+    assert values["101"] == {"jobtitle": "T101", "company": None} and len(values) == 120
+    missing = values["150"]
+    assert isinstance(missing, Permanent)
+    assert missing.reason == (
+        "no such contact: OBJECT_NOT_FOUND: Could not get some CONTACT objects, they may be "
+        "deleted or not exist."
+    )
 
 
 def test_hubspot_write_sends_the_documented_body() -> None:
@@ -497,6 +535,36 @@ def test_salesforce_read_leaves_out_fields_the_org_does_not_have() -> None:
         "Title,LinkedIn_URL__c",
         "Title",
     ]
+
+
+def test_salesforce_read_many_gets_a_collection_in_the_order_asked() -> None:
+    """sObject Collections GET: null for an id that is invalid or not visible; a field the
+    org does not have is left out and the collection asked again."""
+    other = "003xx000004TmiRAAS"
+    unknown = [{"message": "No such column 'LinkedIn_URL__c' on entity 'Contact'.",
+                "errorCode": "INVALID_FIELD"}]  # fmt: skip
+    record = {"attributes": {"type": "Contact"}, "Id": CONTACT_ID, "Title": "CTO"}
+    crm = FakeCRM(answer(400, unknown), answer(200, [record, None]))
+    values = salesforce(crm).read_many([CONTACT_ID, other], ["Title", "LinkedIn_URL__c"])
+    assert values[CONTACT_ID] == {"Title": "CTO", "LinkedIn_URL__c": None}
+    missing = values[other]
+    assert isinstance(missing, Permanent) and missing.reason.startswith("no such Contact")
+    first, second = crm.requests
+    assert_sent(
+        first,
+        "GET",
+        f"{SF_DATA}/composite/sobjects/Contact?ids={CONTACT_ID}%2C{other}"
+        "&fields=Id%2CTitle%2CLinkedIn_URL__c",
+    )
+    assert second.url.params["fields"] == "Id,Title"
+
+
+def test_salesforce_read_many_asks_200_contacts_a_call() -> None:
+    ids = [f"003xx{n:013d}" for n in range(450)]
+    crm = FakeCRM(*(lambda r: answer(200, [None] * len(r.url.params["ids"].split(","))),) * 3)
+    values = salesforce(crm).read_many(ids, ["Title"])
+    sizes = [len(request.url.params["ids"].split(",")) for request in crm.requests]
+    assert sizes == [200, 200, 50] and len(values) == 450
 
 
 def test_salesforce_read_of_a_missing_contact_is_permanent() -> None:
