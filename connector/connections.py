@@ -16,26 +16,37 @@ from sqlite_utils import Database
 
 import server
 from connector import mappings, outbound, sealing, store
+from connector.adapters.zoho import ZOHO_API_DOMAINS
 
 MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
+ZOHO_TOKEN_LIMIT = 50  # characters of a notification channel's token
 Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Platform:
-    """How a platform signs what it sends, and whether it is a CRM we write back to."""
+    """How a platform proves what it sends is its own, and whether it is a CRM we write
+    back to."""
 
-    signing: str  # "hubspot", "standard-webhooks" or "url-secret"
+    # "hubspot" (its signatures), "standard-webhooks" (or the secret as a bearer token),
+    # "url-secret" (the secret in the URL's `url_param`), "basic" (the secret as the HTTP
+    # Basic password), "body-token" (the secret as the body's `token`: Zoho) or "bearer"
+    signing: str
     crm: bool
-    issues_secret: bool  # the platform makes the secret (HubSpot's app secret): --secret needed
+    issues_secret: bool = False  # the platform makes the secret (HubSpot's app secret)
+    url_param: str = "key"
 
 
 PLATFORMS: dict[str, Platform] = {
     "hubspot": Platform("hubspot", crm=True, issues_secret=True),
-    "salesforce": Platform("url-secret", crm=True, issues_secret=False),
-    "zapier": Platform("standard-webhooks", crm=False, issues_secret=False),
-    "make": Platform("standard-webhooks", crm=False, issues_secret=False),
-    "n8n": Platform("standard-webhooks", crm=False, issues_secret=False),
+    "salesforce": Platform("url-secret", crm=True),
+    "pipedrive": Platform("basic", crm=True),
+    "zoho": Platform("body-token", crm=True),
+    "dynamics": Platform("url-secret", crm=True, url_param="code"),  # Dataverse's WebhookKey
+    "marketo": Platform("bearer", crm=False),
+    "zapier": Platform("standard-webhooks", crm=False),
+    "make": Platform("standard-webhooks", crm=False),
+    "n8n": Platform("standard-webhooks", crm=False),
 }
 
 
@@ -76,6 +87,10 @@ def add(
     caller = server.authenticate(db, server_secret, api_key, now)
     mapping_path = _mapping(mapping, platform)
     inbound = secret or _new_secret(kind, platform)
+    if kind.signing == "body-token" and len(inbound) > ZOHO_TOKEN_LIMIT:
+        raise InvalidConnection(
+            f"secret: Zoho takes a token of {ZOHO_TOKEN_LIMIT} characters at most"
+        )
     allowed = _allowed_organizations(platform, salesforce_org_ids)
     base_url, token = _crm(kind, platform, crm_base_url, crm_token)  # last: it resolves names
     row = {
@@ -119,10 +134,17 @@ def _crm(kind: Platform, platform: str, base_url: str, token: str) -> tuple[str,
         return "", ""
     if not (base_url and token):
         raise InvalidConnection(f"{platform} is written back to: give --crm-base-url and token")
+    local = outbound.private_allowed()  # a local fake Zoho, for tests
+    if platform == "zoho" and not local and base_url.rstrip("/") not in ZOHO_API_DOMAINS.values():
+        raise InvalidConnection(
+            "crm-base-url: give your Zoho data centre's API domain (the api_domain of the "
+            f"OAuth token answer): one of {', '.join(ZOHO_API_DOMAINS.values())}"
+        )
     try:
-        return outbound.check_crm_url(base_url), token
+        checked = outbound.check_crm_url(base_url)
     except outbound.UnsafeUrl as error:
         raise InvalidConnection(f"crm-base-url: {error}") from None
+    return checked, token
 
 
 def _allowed_organizations(platform: str, ids: tuple[str, ...]) -> list[str]:
@@ -148,6 +170,12 @@ def _new_secret(kind: Platform, platform: str) -> str:
     return secrets.token_urlsafe(24)
 
 
+def channel_id(row: Row) -> str:
+    """The Zoho notification channel of a connection: a number (Zoho's channel ids are longs)
+    made from the connection's id, so it needs no storing and never changes."""
+    return str(10**17 + uuid.UUID(row["id"]).int % (9 * 10**17))
+
+
 def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str | None]:
     """The connection's webhook URLs: events only for CRMs, Salesforce's with the secret in it
     (`secret` when known)."""
@@ -155,7 +183,7 @@ def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str 
     kind = PLATFORMS[row["platform"]]
     events = f"{base}/events" if kind.crm else None
     if events and kind.signing == "url-secret":
-        events += f"?key={secret or '<secret>'}"
+        events += f"?{kind.url_param}={secret or '<secret>'}"
     return {"enrichUrl": f"{base}/enrich", "eventsUrl": events}
 
 

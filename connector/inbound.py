@@ -11,8 +11,14 @@ platform sends.
 - HubSpot custom workflow action execution requests: keyed by `callbackId`.
 - Salesforce Outbound Messages (SOAP): one event per `Notification`, keyed by its `Id`; the
   organization id comes along, for the allow-list.
+- Pipedrive webhooks v2 (`meta`, `data`, `previous`): one event per person created or
+  changed, keyed by `meta.id`.
+- Zoho CRM Notification API callbacks (ids only): one thin event per Contact id, keyed by
+  channel, server time and id.
+- Dynamics 365 / Dataverse webhooks (a RemoteExecutionContext): one event per contact
+  created or updated, keyed by OperationId and record, its columns flattened.
 
-Zapier, Make and n8n send no events: they call the enrich URL and use its answer.
+Zapier, Make, n8n and Marketo send no events: they call the enrich URL and use its answer.
 """
 
 from __future__ import annotations
@@ -84,7 +90,77 @@ def events(platform: str, body: bytes) -> list[Event]:
         return salesforce_events(body)
     if platform == "hubspot":
         return hubspot_events(_json(body), body)
-    raise ValueError(f"{platform} sends no events")
+    readers = {"pipedrive": pipedrive_events, "zoho": zoho_events, "dynamics": dynamics_events}
+    if platform not in readers:
+        raise ValueError(f"{platform} sends no events")
+    document = _json(body)
+    if not isinstance(document, dict):
+        raise Unparseable("the body must be a JSON object")
+    return readers[platform](document)
+
+
+def pipedrive_events(document: dict[str, Any]) -> list[Event]:
+    """A webhook v2 body: one event, keyed by `meta.id`, for a person created or changed
+    (deletions and other entities have nothing to enrich: none)."""
+    meta, data = document.get("meta"), document.get("data")
+    if not isinstance(meta, dict) or not meta.get("id"):
+        raise Unparseable("a Pipedrive webhook v2 body needs meta.id")
+    if meta.get("entity") != "person" or meta.get("action") == "delete":
+        return []
+    if not isinstance(data, dict):
+        raise Unparseable("a Pipedrive person event needs its data")
+    record_id = str(data.get("id") or meta.get("entity_id") or "")
+    return [Event(str(meta["id"]), record_id, document)]
+
+
+def zoho_events(document: dict[str, Any]) -> list[Event]:
+    """A Notification API callback: one thin event per id, keyed by channel, time and id;
+    modules other than Contacts (a channel watching Leads too) and deletions give none."""
+    ids = document.get("ids")
+    if not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
+        raise Unparseable("a Zoho notification needs its ids")
+    if document.get("module") != "Contacts" or document.get("operation") == "delete":
+        return []
+    channel, sent = document.get("channel_id", ""), document.get("server_time", "")
+    fields = {name: document.get(name) for name in ("module", "operation", "channel_id")}
+    return [
+        Event(f"{channel}:{sent}:{record_id}", str(record_id), {"id": str(record_id), **fields},
+              thin=True)
+        for record_id in ids
+    ]  # fmt: skip
+
+
+def dynamics_events(document: dict[str, Any]) -> list[Event]:
+    """A Dataverse webhook's RemoteExecutionContext: one event for a contact created or
+    updated, keyed by the operation and the record, its columns flattened from the images
+    and the Target (which wins), by logical name."""
+    record_id = str(document.get("PrimaryEntityId") or "")
+    if not record_id or not document.get("OperationId"):
+        raise Unparseable("a RemoteExecutionContext needs OperationId and PrimaryEntityId")
+    if document.get("PrimaryEntityName") != "contact" or document.get("MessageName") == "Delete":
+        return []
+    columns: dict[str, Any] = {}
+    for image in (*_values(document.get("PreEntityImages")),
+                  *_values(document.get("PostEntityImages")),
+                  *_values(document.get("InputParameters"), "Target")):  # fmt: skip
+        if isinstance(image, dict):
+            columns.update(_key_values(image.get("Attributes")))
+    columns["contactid"] = record_id
+    return [Event(f"{document['OperationId']}:{record_id}", record_id, columns)]
+
+
+def _key_values(items: Any) -> dict[str, Any]:
+    """DataContract JSON's [{"key": k, "value": v}, ...] as a dict."""
+    pairs = items if isinstance(items, list) else []
+    return {
+        item["key"]: item.get("value") for item in pairs if isinstance(item, dict) and "key" in item
+    }
+
+
+def _values(items: Any, key: str | None = None) -> list[Any]:
+    """The values of a [{"key", "value"}] list (only `key`'s, when given)."""
+    pairs = _key_values(items)
+    return list(pairs.values()) if key is None else [pairs[key]] if key in pairs else []
 
 
 def hubspot_events(document: Any, body: bytes) -> list[Event]:

@@ -151,22 +151,49 @@ def _secret(link: Row) -> str:
 
 def _verify(link: Row, body: bytes) -> None:
     """Check the request came from the platform."""
-    kind = connections.PLATFORMS[link["platform"]].signing
+    kind = connections.PLATFORMS[link["platform"]]
     secret = _secret(link)
     try:
-        if kind == "hubspot":
+        if kind.signing == "hubspot":
             version = request.headers.get("X-HubSpot-Signature-Version", "v2")
             fallback = "v1" if version == "v1" else "v2"
             signatures.verify_hubspot(
                 secret, request.method, request.url, body, request.headers, server.now(),
                 fallback=fallback,
             )  # fmt: skip
-        elif kind == "standard-webhooks":
+        elif kind.signing == "standard-webhooks":
             _verify_standard_webhooks(secret, body)
-        elif not hmac.compare_digest(request.args.get("key", "").encode(), secret.encode()):
-            raise BadSignature("The key in the URL is not this connection's.")
+        elif kind.signing == "url-secret":
+            sent = request.args.get(kind.url_param, "")
+            _same(sent, secret, f"The {kind.url_param} in the URL is not this connection's.")
+        elif kind.signing == "basic":
+            sent = request.authorization.password if request.authorization else None
+            _same(sent or "", secret, "Send the connection's secret as the Basic auth password.")
+        elif kind.signing == "body-token":
+            _verify_zoho(link, secret, body)
+        else:
+            sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            _same(sent, secret, "Send the connection's secret as 'Authorization: Bearer <secret>'.")
     except signatures.SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
+
+
+def _same(sent: str, secret: str, refusal: str) -> None:
+    if not (sent and hmac.compare_digest(sent.encode(), secret.encode())):
+        raise BadSignature(refusal)
+
+
+def _verify_zoho(link: Row, secret: str, body: bytes) -> None:
+    """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        document = None
+    if not isinstance(document, dict):
+        raise BadSignature("A Zoho notification carries its channel's token: none found.")
+    _same(str(document.get("token", "")), secret, "The token is not this connection's.")
+    if str(document.get("channel_id", "")) != connections.channel_id(link):
+        raise BadSignature("The notification is not from this connection's Zoho channel.")
 
 
 def _verify_standard_webhooks(secret: str, body: bytes) -> None:
@@ -176,11 +203,11 @@ def _verify_standard_webhooks(secret: str, body: bytes) -> None:
         signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
         return
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-    if sent and hmac.compare_digest(sent.encode(), secret.encode()):
-        return
-    raise BadSignature(
+    _same(
+        sent,
+        secret,
         "Sign the request (Standard Webhooks) or send the connection's secret as "
-        "'Authorization: Bearer <secret>'."
+        "'Authorization: Bearer <secret>'.",
     )
 
 

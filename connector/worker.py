@@ -142,7 +142,7 @@ class Worker:
         if cached and cached["pending"]:  # killed while writing: finish that write
             return Triaged(event, record_id, {}, cached, ours, json.loads(cached["pending"]))
         payload = json.loads(event["payload"])
-        if event["thin"] and (echoed := _echo(payload, ours)):
+        if echoed := _echo(payload, ours):
             return f"our own write of {echoed} echoed back: ignored"
         if (
             not event["thin"]
@@ -388,10 +388,37 @@ def _send(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteResult | 
 
 
 def _echo(change: Row, ours: Row) -> str:
-    """The property a thin change event reports, when its new value is the one we wrote
-    last (HubSpot's property change events name the property and its value): our own
-    write coming back, which needs nothing done."""
+    """The properties a change event reports, when their new values are the ones we wrote
+    last: our own write coming back, which needs nothing done. HubSpot's property change
+    events name one property and its value; Pipedrive's webhooks made by an API call
+    (`meta.change_source` "api") list the changed fields in `previous`."""
     name, value = change.get("propertyName"), change.get("propertyValue")
     if isinstance(name, str) and name in ours and str(ours[name]) == str(value):
         return name
+    meta, data, previous = change.get("meta"), change.get("data"), change.get("previous")
+    if not (isinstance(meta, dict) and meta.get("change_source") == "api"):
+        return ""
+    if not (isinstance(data, dict) and isinstance(previous, dict) and previous):
+        return ""
+    now = _pipedrive_values(data, previous)
+    if now and all(key in ours and str(ours[key]) == str(now[key]) for key in now):
+        return ", ".join(now)
     return ""
+
+
+def _pipedrive_values(data: Row, previous: Row) -> Row:
+    """The new values of the fields a Pipedrive change lists in `previous`, by the flat names
+    the adapter reads and writes (email, phone, custom fields by key); Pipedrive's own
+    bookkeeping (update_time) left out."""
+    values: Row = {}
+    for key in previous:
+        if key in ("emails", "phones"):
+            items = [item for item in data.get(key) or [] if isinstance(item, dict)]
+            primary = [item for item in items if item.get("primary")] or items
+            values[key[:-1]] = primary[0].get("value") if primary else None
+        elif key == "custom_fields" and isinstance(previous[key], dict):
+            custom = data.get("custom_fields") or {}
+            values.update({name: custom.get(name) for name in previous[key]})
+        elif key != "update_time":
+            values[key] = data.get(key)
+    return values

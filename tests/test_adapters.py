@@ -1,20 +1,31 @@
-"""The CRM adapters against fake CRMs (httpx.MockTransport): the exact requests they send,
-and what they make of the answers in tests/data/platforms/outbound/."""
+"""The CRM adapters against fake CRMs (httpx.MockTransport): one contract every adapter keeps,
+on every call, in each CRM's own error shapes; then the exact requests HubSpot's and Salesforce's
+send, and what they make of the answers in tests/data/platforms/outbound/."""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
 
 from connector.adapters import ADAPTERS, adapter_for
-from connector.adapters.base import Permanent, Retriable, WriteResult, classify, retry_after
+from connector.adapters.base import (
+    Adapter,
+    Permanent,
+    Retriable,
+    WriteResult,
+    classify,
+    retry_after,
+)
 from connector.adapters.hubspot import HubSpot
 from connector.adapters.salesforce import Salesforce
 
@@ -22,6 +33,7 @@ SAMPLES = Path(__file__).parent / "data" / "platforms" / "outbound"
 HUBSPOT = "https://api.hubapi.com"
 SALESFORCE = "https://example.my.salesforce.com"
 SF_DATA = f"{SALESFORCE}/services/data/v62.0"
+DYNAMICS = "https://contoso.crm.dynamics.com"
 TOKEN = "secret-token"
 Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
@@ -71,9 +83,11 @@ def assert_sent(request: httpx.Request, method: str, url: str) -> None:
         assert request.headers["content-type"] == "application/json"
 
 
-def raising(error: type[httpx.TransportError]) -> Callable[[httpx.Request], httpx.Response]:
+def raising(
+    error: type[httpx.TransportError], message: str = "simulated"
+) -> Callable[[httpx.Request], httpx.Response]:
     def handler(request: httpx.Request) -> httpx.Response:
-        raise error("simulated", request=request)
+        raise error(message, request=request)
 
     return handler
 
@@ -137,7 +151,7 @@ def test_classify_redirect_is_permanent(status: int) -> None:
 
 def test_registry_builds_each_platforms_adapter() -> None:
     client = httpx.Client(transport=httpx.MockTransport(FakeCRM()))
-    assert set(ADAPTERS) == {"hubspot", "salesforce"}
+    assert set(ADAPTERS) == {"hubspot", "salesforce", "pipedrive", "zoho", "dynamics"}
     for platform in ADAPTERS:
         assert adapter_for(platform, "https://crm.example", TOKEN, client).platform == platform
 
@@ -149,78 +163,560 @@ def test_registry_refuses_a_platform_without_adapter() -> None:
 
 
 # --- contract: every adapter, every call, the same failures ----------------------------------
+#
+# The failure ladder of the issue, written once and run over every adapter in ADAPTERS and each
+# of its four calls (a read, a batch read of two records, a write, a batch write of two). What
+# differs by CRM (where it lives, its record ids, its token header, its answers in its own
+# documented shapes) is one row of PLATFORMS.
+
+Reply = Callable[[httpx.Request], httpx.Response]
+TITLE = "CTO"  # what each fake CRM holds in the property it has
+GUIDS = re.compile(r"[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}")
+REDIRECT = {"Location": "https://attacker.example/steal"}
 
 
-def calls(platform: str) -> list[Callable[[Any], Any]]:
-    """One read, one batch read, one write and one batch write, as each adapter is called."""
-    record = "512" if platform == "hubspot" else "003xx000004TmiQAAS"
-    return [
-        lambda adapter: adapter.read(record, ["jobtitle"]),
-        lambda adapter: adapter.read_many([record, record + "0"], ["jobtitle"]),
-        lambda adapter: adapter.write(record, {"jobtitle": "CTO"}),
-        lambda adapter: adapter.write_many({record: {"jobtitle": "CTO"}}),
+@dataclass(frozen=True)
+class Platform:
+    """One CRM as the contract meets it: where it lives, two of its record ids, a property it
+    has (holding TITLE) and one it lacks, and its answers in its own documented shapes."""
+
+    base_url: str
+    ids: tuple[str, str]
+    auth: tuple[str, str]  # the header carrying the token, and its value
+    known: str
+    unknown: str
+    answers: Reply  # its successes, for each of the four calls
+    refuses_read: Reply | None  # a 400 for asking `unknown`; None: a 200 leaves it out
+    refuses_write: Reply  # a 400 for sending `unknown`
+    dropped: str  # that refusal's reason, as WriteResult.dropped names it
+    expired: Any  # a 401's body: the token expired or was revoked
+    rate_limited: Any  # a 429's body
+    wait: float | None  # a 429 without Retry-After waits this (the adapter's documented rule)
+    server_error: Any  # a 5xx's body
+    batch_writes: bool  # write_many is one call (else one update a record)
+    expired_headers: dict[str, str] = field(default_factory=dict)
+
+
+def replying(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+    """A fresh response for each request (one response object is not sent twice)."""
+    return lambda request: answer(status, body, headers)
+
+
+def sent(request: httpx.Request) -> str:
+    """Everything a request says: its URL (decoded) and its body."""
+    return unquote(str(request.url)) + request.content.decode()
+
+
+def last_segment(request: httpx.Request) -> str:
+    return unquote(request.url.path.rsplit("/", 1)[1])
+
+
+def hubspot_answers(request: httpx.Request) -> httpx.Response:
+    """A contact (GET, PATCH), or a batch's results (batch/read, batch/update)."""
+
+    def contact(key: str) -> dict[str, Any]:
+        return {
+            "id": key,
+            "properties": {"hs_object_id": key, "jobtitle": TITLE},
+            "archived": False,
+        }
+
+    if request.method == "POST":
+        inputs = json.loads(request.content)["inputs"]
+        results = [contact(item["id"]) for item in inputs]
+        return answer(200, {"status": "COMPLETE", "results": results})
+    return answer(200, contact(last_segment(request)))
+
+
+def salesforce_answers(request: httpx.Request) -> httpx.Response:
+    """A Contact, a collection of them in the order asked, 204 for an update, and a SaveResult
+    a record for a collection update."""
+
+    def contact(key: str) -> dict[str, Any]:
+        url = f"/services/data/v62.0/sobjects/Contact/{key}"
+        return {"attributes": {"type": "Contact", "url": url}, "Id": key, "Title": TITLE}
+
+    if request.method == "GET" and "ids" in request.url.params:
+        return answer(200, [contact(key) for key in request.url.params["ids"].split(",")])
+    if request.method == "GET":
+        return answer(200, contact(last_segment(request)))
+    if request.url.path.endswith("/composite/sobjects"):
+        records = json.loads(request.content)["records"]
+        return answer(200, [{"id": item["id"], "success": True, "errors": []} for item in records])
+    return answer(204)
+
+
+def pipedrive_answers(request: httpx.Request) -> httpx.Response:
+    """API v2's {"success": true, "data": ...}: a person (GET, PATCH), or a list of them."""
+
+    def person(key: str) -> dict[str, Any]:
+        email = {"value": "jane@acme.example", "primary": True, "label": "work"}
+        return {"id": int(key), "name": "Jane Doe", "job_title": TITLE, "emails": [email]}
+
+    if "ids" in request.url.params:
+        people = [person(key) for key in request.url.params["ids"].split(",")]
+        return answer(200, {"success": True, "data": people, "additional_data": {}})
+    return answer(200, {"success": True, "data": person(last_segment(request))})
+
+
+def zoho_answers(request: httpx.Request) -> httpx.Response:
+    """Records under "data" (GET one, GET by ids), or SUCCESS a record sent, in order (PUT)."""
+    if request.method == "PUT":
+        keys = [
+            item.get("id") or last_segment(request) for item in json.loads(request.content)["data"]
+        ]
+        done = [
+            {
+                "code": "SUCCESS",
+                "details": {"id": key},
+                "message": "record updated",
+                "status": "success",
+            }
+            for key in keys
+        ]
+        return answer(200, {"data": done})
+    params = request.url.params
+    keys = params["ids"].split(",") if "ids" in params else [last_segment(request)]
+    info = {"per_page": 200, "count": len(keys), "page": 1, "more_records": False}
+    return answer(200, {"data": [{"Title": TITLE, "id": key} for key in keys], "info": info})
+
+
+def dynamics_answers(request: httpx.Request) -> httpx.Response:
+    """A contact (GET contacts(id)), a query's rows under "value", 204 for an update."""
+    if request.method == "PATCH":
+        return answer(204)
+    rows = [
+        {"@odata.etag": 'W/"4334726"', "contactid": guid, "jobtitle": TITLE}
+        for guid in GUIDS.findall(sent(request))
     ]
+    context = f"{DYNAMICS}/api/data/v9.2/$metadata#contacts(contactid,jobtitle)"
+    if "$filter" in request.url.params:
+        return answer(200, {"@odata.context": context, "value": rows})
+    return answer(200, {"@odata.context": f"{context}/$entity", **rows[0]})
 
 
-def build(platform: str, crm: FakeCRM) -> Any:
-    return ADAPTERS[platform](
-        {"hubspot": HUBSPOT, "salesforce": SALESFORCE}[platform], TOKEN, crm.client()
-    )
+def zoho_refuses_write(request: httpx.Request) -> httpx.Response:
+    """Update Records' per-record INVALID_DATA, naming the field, one a record sent."""
+    refusals = [
+        {
+            "code": "INVALID_DATA",
+            "details": {
+                "expected_data_type": "text",
+                "api_name": "ContactData_Record_Status",
+                "json_path": f"$.data[{n}].ContactData_Record_Status",
+            },
+            "message": "invalid data",
+            "status": "error",
+        }
+        for n, _ in enumerate(json.loads(request.content)["data"])
+    ]
+    return answer(400, {"data": refusals})
 
 
-CONTRACT = [(platform, n) for platform in ADAPTERS for n in range(4)]
+# Microsoft's "Troubleshoot Dataverse Web API client errors": an unknown property in $select,
+# and in a body (POST there; the page's message, with its line breaks and "<truncated>" left out).
+DYNAMICS_UNKNOWN_ON_READ = (
+    "Could not find a property named 'new_contactdata_record_status' on type "
+    "'Microsoft.Dynamics.CRM.contact'."
+)
+DYNAMICS_UNKNOWN_ON_WRITE = (
+    "An error occurred while validating input parameters: Microsoft.Crm.CrmException: Invalid "
+    "property 'new_contactdata_record_status' was found in entity 'Microsoft.Dynamics.CRM.contact'."
+    " ---> Microsoft.OData.ODataException: Does not support untyped value in non-open type."
+)
+SALESFORCE_NO_SUCH_COLUMN = (
+    "No such column 'ContactData_Record_Status__c' on sobject of type Contact"
+)
+PIPEDRIVE_NOT_ALLOWED = "linkedin_url: Parameter 'linkedin_url' is not allowed for this request"
+
+PLATFORMS: dict[str, Platform] = {
+    "hubspot": Platform(
+        base_url=HUBSPOT,
+        ids=("512", "513"),
+        auth=("authorization", f"Bearer {TOKEN}"),
+        known="jobtitle",
+        unknown="contactdata_record_status",
+        answers=hubspot_answers,
+        # HubSpot's reference for `properties`: "If any of the specified properties are not
+        # present on the requested object(s), they will be ignored."
+        refuses_read=None,
+        refuses_write=replying(
+            400,
+            json.loads(
+                (SAMPLES / "hubspot_error_400_property_doesnt_exist.json")
+                .read_text()
+                .replace("description", "contactdata_record_status")
+            ),
+        ),
+        dropped='Property "contactdata_record_status" does not exist',
+        # An expired OAuth token, as HubSpot answered it (airbytehq/airbyte#74726).
+        expired={
+            "status": "error",
+            "message": "The OAuth token used to make this call expired 0 second(s) ago.",
+            "correlationId": "019cd9fe-d093-7d4f-99bc-45975fdcf7c6",
+            "category": "EXPIRED_AUTHENTICATION",
+            "context": {"expire time": ["2026-03-10T23:04:41.164Z"]},
+        },
+        rate_limited=sample("hubspot_error_429_ten_secondly.json"),
+        wait=10.0,  # TEN_SECONDLY_ROLLING's window
+        server_error={
+            "status": "error",
+            "message": "internal error",
+            "correlationId": "5e0a9d5b-55a6-4b3c-9b5e-8d1a8a1f0c11",
+        },
+        batch_writes=True,
+    ),
+    "salesforce": Platform(
+        base_url=SALESFORCE,
+        ids=("003xx000004TmiQAAS", "003xx000004TmiRAAS"),
+        auth=("authorization", f"Bearer {TOKEN}"),
+        known="Title",
+        unknown="ContactData_Record_Status__c",
+        answers=salesforce_answers,
+        refuses_read=replying(
+            400,
+            [
+                {
+                    "message": "No such column 'ContactData_Record_Status__c' on entity "
+                    "'Contact'. If you are attempting to use a custom field, be sure to append "
+                    "the '__c' after the custom field name. Please reference your WSDL or the "
+                    "describe call for the appropriate names.",
+                    "errorCode": "INVALID_FIELD",
+                }
+            ],
+        ),
+        # For a collection update too: the whole request refused (unverified for collections).
+        refuses_write=replying(
+            400, [{"message": SALESFORCE_NO_SUCH_COLUMN, "errorCode": "INVALID_FIELD"}]
+        ),
+        dropped=f"INVALID_FIELD: {SALESFORCE_NO_SUCH_COLUMN}",
+        expired=[{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}],
+        rate_limited=None,  # its API limit is 403 REQUEST_LIMIT_EXCEEDED; a 429 has no body
+        wait=None,  # no rule for a 429: the worker's backoff decides
+        server_error=[
+            {
+                "errorCode": "UNKNOWN_EXCEPTION",
+                "message": "An unexpected error occurred. Please include this ErrorId if you "
+                "contact support: 1931340523-53744 (-1159404474)",
+            }
+        ],
+        batch_writes=True,
+    ),
+    "pipedrive": Platform(
+        base_url="https://acme.pipedrive.com",
+        ids=("12", "14"),
+        auth=("x-api-token", TOKEN),
+        known="job_title",
+        unknown="linkedin_url",
+        answers=pipedrive_answers,
+        refuses_read=None,  # a person comes whole: a field it lacks is absent
+        # v2's refusal of a parameter it does not know (pipedrive/client-nodejs#651).
+        refuses_write=replying(
+            400,
+            {
+                "success": False,
+                "error": f"Validation failed: {PIPEDRIVE_NOT_ALLOWED}",
+                "code": "ERR_SCHEMA_VALIDATION_FAILED",
+            },
+        ),
+        dropped=PIPEDRIVE_NOT_ALLOWED,
+        expired={
+            "success": False,
+            "error": "unauthorized access",
+            "errorCode": 401,
+            "error_info": "Please check developers.pipedrive.com for more information about "
+            "Pipedrive API.",
+        },
+        rate_limited={"success": False, "error": "Request over limit", "errorCode": 429},
+        wait=2.0,  # the burst window
+        server_error={"success": False, "error": "Service Unavailable", "errorCode": 503},
+        batch_writes=False,
+    ),
+    "zoho": Platform(
+        base_url="https://www.zohoapis.com",
+        ids=("554023000000527002", "554023000000531001"),
+        auth=("authorization", f"Zoho-oauthtoken {TOKEN}"),
+        known="Title",
+        unknown="ContactData_Record_Status",
+        answers=zoho_answers,
+        refuses_read=replying(
+            400,
+            {
+                "code": "INVALID_DATA",
+                "details": {"api_name": "ContactData_Record_Status"},
+                "message": "invalid data",
+                "status": "error",
+            },
+        ),
+        refuses_write=zoho_refuses_write,
+        dropped="INVALID_DATA: invalid data",
+        expired={
+            "code": "INVALID_TOKEN",
+            "details": {},
+            "message": "invalid oauth token",
+            "status": "error",
+        },
+        rate_limited={
+            "code": "TOO_MANY_REQUESTS",
+            "details": {},
+            "message": "The number of concurrent requests has exceeded the limit",
+            "status": "error",
+        },
+        wait=None,  # Zoho documents no wait: the worker's backoff decides
+        server_error={
+            "code": "INTERNAL_ERROR",
+            "details": {},
+            "message": "Internal Server Error",
+            "status": "error",
+        },
+        batch_writes=True,
+    ),
+    "dynamics": Platform(
+        base_url=DYNAMICS,
+        ids=("6d81597f-0f9f-e711-8122-000d3aa2331c", "7e92608f-1fa0-f811-9233-111e4bb3442d"),
+        auth=("authorization", f"Bearer {TOKEN}"),
+        known="jobtitle",
+        unknown="new_contactdata_record_status",
+        answers=dynamics_answers,
+        refuses_read=replying(400, {"error": {"code": "0x0", "message": DYNAMICS_UNKNOWN_ON_READ}}),
+        refuses_write=replying(
+            400, {"error": {"code": "0x0", "message": DYNAMICS_UNKNOWN_ON_WRITE}}
+        ),
+        dropped=DYNAMICS_UNKNOWN_ON_WRITE,
+        expired=None,  # the Web API's 401 has no body: its challenge is in WWW-Authenticate
+        # The challenge's parameters are unverified; the adapter reads only the status.
+        expired_headers={
+            "WWW-Authenticate": "Bearer authorization_uri=https://login.microsoftonline.com/"
+            f"common/oauth2/authorize, resource_id={DYNAMICS}/"
+        },
+        rate_limited={
+            "error": {
+                "code": "0x80072322",
+                "message": "Number of requests exceeded the limit of 6000 over time window of "
+                "300 seconds.",
+            }
+        },
+        wait=None,  # Microsoft always sends Retry-After; without one the worker's backoff decides
+        server_error={"error": {"code": "0x80040216", "message": "An unexpected error occurred."}},
+        batch_writes=False,
+    ),
+}
+
+CALLS: dict[str, Callable[[Adapter, tuple[str, str], dict[str, Any]], Any]] = {
+    "read": lambda adapter, ids, values: adapter.read(ids[0], list(values)),
+    "read_many": lambda adapter, ids, values: adapter.read_many(list(ids), list(values)),
+    "write": lambda adapter, ids, values: adapter.write(ids[0], dict(values)),
+    "write_many": lambda adapter, ids, values: adapter.write_many(
+        {key: dict(values) for key in ids}
+    ),
+}
 
 
-@pytest.mark.parametrize(("platform", "n"), CONTRACT)
-@pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.ConnectTimeout])
-def test_timeouts_are_retriable(platform: str, n: int, error: type[httpx.TransportError]) -> None:
-    crm = FakeCRM(raising(error))
-    with pytest.raises(Retriable, match="timed out") as caught:
-        calls(platform)[n](build(platform, crm))
-    assert caught.value.retry_after is None
+# Every adapter's every call, as `platform-call`.
+CONTRACT = [
+    pytest.param(platform, call, id=f"{platform}-{call}") for platform in ADAPTERS for call in CALLS
+]
 
 
-@pytest.mark.parametrize(("platform", "n"), CONTRACT)
-def test_connection_reset_is_retriable(platform: str, n: int) -> None:
-    crm = FakeCRM(raising(httpx.ConnectError))
-    with pytest.raises(Retriable, match="ConnectError"):
-        calls(platform)[n](build(platform, crm))
+def contract_crm(reply: Reply, requests: int = 4) -> FakeCRM:
+    """A fake CRM giving `reply` to each of up to `requests` requests; one more fails the test,
+    so an adapter asking again and again is caught."""
+    return FakeCRM(*[reply] * requests)
 
 
-@pytest.mark.parametrize(("platform", "n"), CONTRACT)
-def test_server_errors_are_retriable(platform: str, n: int) -> None:
-    crm = FakeCRM(answer(503, headers={"Retry-After": "30"}))
-    with pytest.raises(Retriable) as caught:
-        calls(platform)[n](build(platform, crm))
-    assert caught.value.retry_after == 30.0
+def asked(platform: str, call: str) -> list[str]:
+    """The records a call is about: both ids for a batch call, else the first."""
+    ids = PLATFORMS[platform].ids
+    return list(ids) if call.endswith("_many") else [ids[0]]
 
 
-@pytest.mark.parametrize(("platform", "n"), CONTRACT)
-@pytest.mark.parametrize("status", [301, 302])
-def test_redirects_are_not_followed(platform: str, n: int, status: int) -> None:
-    crm = FakeCRM(answer(status, headers={"Location": "https://attacker.example/steal"}))
-    outcome = None
+def rounds(platform: str, call: str) -> int:
+    """Requests a call makes when the CRM answers each at once: one, or one a record for a
+    batch write to a CRM without batch update."""
+    return 2 if call == "write_many" and not PLATFORMS[platform].batch_writes else 1
+
+
+def calling(platform: str, call: str, crm: FakeCRM, values: dict[str, Any] | None = None) -> Any:
+    """Build the platform's adapter over `crm` and make the call (reads ask for `values`' names)."""
+    spec = PLATFORMS[platform]
+    adapter = ADAPTERS[platform](spec.base_url, TOKEN, crm.client())
+    return CALLS[call](adapter, spec.ids, values or {spec.known: TITLE})
+
+
+def outcomes(
+    platform: str, call: str, crm: FakeCRM, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Each asked record's outcome: what the call answered for it, or the Permanent it raised."""
     try:
-        outcome = calls(platform)[n](build(platform, crm))
+        result = calling(platform, call, crm, values)
     except Permanent as failure:
-        outcome = failure
-    if isinstance(outcome, dict):  # write_many: the refusal is the record's outcome
-        (outcome,) = outcome.values()
-    assert isinstance(outcome, Permanent) and "not followed" in outcome.reason
+        return dict.fromkeys(asked(platform, call), failure)
+    return result if call.endswith("_many") else {asked(platform, call)[0]: result}
+
+
+def test_contract_covers_every_adapter() -> None:
+    assert set(PLATFORMS) == set(ADAPTERS)
+    assert list(CALLS) == ["read", "read_many", "write", "write_many"]
+
+
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_each_call_succeeds_with_the_token_in_the_platforms_header(
+    platform: str, call: str
+) -> None:
+    spec = PLATFORMS[platform]
+    crm = contract_crm(spec.answers)
+    done = outcomes(platform, call, crm)
+    values = {spec.known: TITLE}
+    expected = values if call.startswith("read") else WriteResult(written=values)
+    assert done == dict.fromkeys(asked(platform, call), expected)
+    assert len(crm.requests) == rounds(platform, call)
+    header, token = spec.auth
+    for request in crm.requests:
+        assert str(request.url).startswith(f"{spec.base_url}/")
+        assert request.headers[header] == token
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        pytest.param({"Retry-After": "17"}, 17.0, id="seconds"),
+        pytest.param(
+            {
+                "Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT",
+                "Date": "Wed, 21 Oct 2026 07:26:30 GMT",
+            },
+            90.0,
+            id="http-date",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_429_with_retry_after_waits_exactly_that(
+    platform: str, call: str, headers: dict[str, str], wait: float
+) -> None:
+    crm = contract_crm(replying(429, PLATFORMS[platform].rate_limited, headers))
+    with pytest.raises(Retriable) as caught:
+        calling(platform, call, crm)
+    assert caught.value.retry_after == wait
     assert len(crm.requests) == 1
 
 
-@pytest.mark.parametrize("platform", list(ADAPTERS))
-def test_expired_token_is_permanent(platform: str) -> None:
-    body = [{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]
-    if platform == "hubspot":
-        body = {"status": "error", "message": "Authentication credentials not found."}
-    crm = FakeCRM(answer(401, body), answer(401, body))
-    adapter = build(platform, crm)
-    with pytest.raises(Permanent) as caught:
-        adapter.write("1", {"jobtitle": "CTO"})
-    assert caught.value.reason == "token expired or revoked"
-    assert adapter.write_many({"1": {"jobtitle": "CTO"}})["1"].reason == "token expired or revoked"
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_429_without_retry_after_is_retriable(platform: str, call: str) -> None:
+    spec = PLATFORMS[platform]
+    crm = contract_crm(replying(429, spec.rate_limited))
+    with pytest.raises(Retriable) as caught:
+        calling(platform, call, crm)
+    assert caught.value.retry_after == spec.wait
+    assert caught.value.retry_after is None or caught.value.retry_after >= 0
+    assert len(crm.requests) == 1
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_server_errors_are_retriable(platform: str, call: str, status: int) -> None:
+    body = PLATFORMS[platform].server_error
+    crm = contract_crm(replying(status, body, {"Retry-After": "30"}))
+    with pytest.raises(Retriable) as caught:
+        calling(platform, call, crm)
+    assert caught.value.retry_after == 30.0
+    assert len(crm.requests) == 1
+
+
+@pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.ConnectTimeout])
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_timeouts_are_retriable(
+    platform: str, call: str, error: type[httpx.TransportError]
+) -> None:
+    crm = contract_crm(raising(error))
+    with pytest.raises(Retriable, match="timed out") as caught:
+        calling(platform, call, crm)
+    assert caught.value.retry_after is None
+    assert len(crm.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        pytest.param(httpx.ConnectError, "[Errno 111] Connection refused", id="ConnectError"),
+        pytest.param(httpx.ReadError, "[Errno 104] Connection reset by peer", id="ReadError"),
+        pytest.param(
+            httpx.RemoteProtocolError,
+            "Server disconnected without sending a response.",
+            id="RemoteProtocolError",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_connection_failures_and_resets_are_retriable(
+    platform: str, call: str, error: type[httpx.TransportError], message: str
+) -> None:
+    crm = contract_crm(raising(error, message))
+    with pytest.raises(Retriable) as caught:
+        calling(platform, call, crm)
+    assert f"{error.__name__}: {message}" in caught.value.reason
+    assert caught.value.retry_after is None
+    assert len(crm.requests) == 1
+
+
+def refusing(spec: Platform, call: str) -> Reply:
+    """The CRM refusing, in its own shape, each request naming its unknown property, and
+    answering the others."""
+    refusal = spec.refuses_read if call.startswith("read") else spec.refuses_write
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        if refusal is not None and spec.unknown in sent(request):
+            return refusal(request)
+        return spec.answers(request)
+
+    return reply
+
+
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_400_naming_an_unknown_field_drops_it_and_reports_it(platform: str, call: str) -> None:
+    spec = PLATFORMS[platform]
+    crm = contract_crm(refusing(spec, call))
+    done = outcomes(platform, call, crm, {spec.known: TITLE, spec.unknown: "Active"})
+    if call.startswith("read"):
+        expected: Any = {spec.known: TITLE, spec.unknown: None}
+    else:
+        expected = WriteResult(written={spec.known: TITLE}, dropped={spec.unknown: spec.dropped})
+    assert done == dict.fromkeys(asked(platform, call), expected)
+    if call.startswith("read") and spec.refuses_read is None:
+        assert len(crm.requests) == 1
+    else:  # refused once, then the rest sent again without it (a record at a time if need be)
+        named = [spec.unknown in sent(request) for request in crm.requests]
+        assert named == [True, False] * rounds(platform, call)
+        assert all(spec.known in sent(request) for request in crm.requests)
+
+
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_401_token_expired_is_permanent(platform: str, call: str) -> None:
+    spec = PLATFORMS[platform]
+    crm = contract_crm(replying(401, spec.expired, spec.expired_headers))
+    done = outcomes(platform, call, crm)
+    assert all(isinstance(outcome, Permanent) for outcome in done.values())
+    reasons = {key: getattr(outcome, "reason", outcome) for key, outcome in done.items()}
+    assert reasons == dict.fromkeys(asked(platform, call), "token expired or revoked")
+    assert len(crm.requests) <= rounds(platform, call)  # never asked again for the same record
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+def test_redirects_are_never_followed(platform: str, call: str, status: int) -> None:
+    crm = contract_crm(replying(status, None, REDIRECT))
+    done = outcomes(platform, call, crm)
+    assert list(done) == asked(platform, call)
+    for outcome in done.values():
+        assert isinstance(outcome, Permanent)
+        assert outcome.reason == (
+            f"{status} redirect to https://attacker.example/steal not followed: "
+            "check the CRM base URL"
+        )
+    # Nothing went to the Location, and no record was asked twice (a CRM without batch update
+    # is asked once a record: each gets the redirect, none follows it).
+    host = httpx.URL(PLATFORMS[platform].base_url).host
+    assert [request.url.host for request in crm.requests] == [host] * rounds(platform, call)
 
 
 # --- HubSpot -----------------------------------------------------------------------------------

@@ -79,6 +79,10 @@ def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: 
         (("--platform", "zapier", "--salesforce-org-id", "00D000000000062"),
          "for salesforce connections only"),
         (("--platform", "pipedream",), "Invalid value for '--platform'"),
+        (("--platform", "zoho", "--crm-base-url", "https://crm.zoho.com", "--crm-token", "t"),
+         "your Zoho data centre's API domain"),
+        (("--platform", "zoho", "--secret", "s" * 51, "--crm-base-url",
+          "https://www.zohoapis.eu", "--crm-token", "t"), "a token of 50 characters at most"),
     ],
 )  # fmt: skip
 def test_add_refuses_what_cannot_work(

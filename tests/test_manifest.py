@@ -28,6 +28,7 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     assert crms == set(ADAPTERS) == {name for name, p in platforms.items() if p["crm"]}
     assert all(p["mapping"] == f"mappings/{name}.yaml" for name, p in platforms.items())
     assert all("writeBack" in platforms[name] for name in crms)
+    assert platforms.keys() == set(_manifest()["configuration"]["properties"]["platform"]["enum"])
 
 
 def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
@@ -65,3 +66,12 @@ def test_policies_transforms_and_retries_are_those_of_the_code() -> None:
     assert retry["backoff"]["capSeconds"] == worker.BACKOFF_CAP_SECONDS
     secrets = {k for k, v in manifest["configuration"]["properties"].items() if v.get("x-secret")}
     assert secrets == {"apiKey", "crmToken", "secret"}
+
+
+def test_schedules_are_those_of_the_code() -> None:
+    from connector import subscriptions
+
+    (zoho,) = _manifest()["schedules"]
+    assert zoho["everySeconds"] == subscriptions.RENEW_EVERY.total_seconds()
+    assert zoho["retryAfterSeconds"] == subscriptions.RETRY_AFTER.total_seconds()
+    assert zoho["channelLifetimeSeconds"] == subscriptions.CHANNEL_LIFETIME.total_seconds()

@@ -63,6 +63,10 @@ def links(app: Flask, db_path: Path) -> dict[str, connections.Added]:
         "hubspot": add("hs", "hubspot", secret=HUBSPOT_SECRET, **crm),
         "salesforce": add("sf", "salesforce", salesforce_org_ids=(SALESFORCE_ORG,), **crm),
         "zapier": add("zap", "zapier"),
+        "pipedrive": add("pd", "pipedrive", **crm),
+        "zoho": add("zoho", "zoho", **crm),
+        "dynamics": add("d365", "dynamics", **crm),
+        "marketo": add("mkto", "marketo"),
     }
 
 
@@ -197,6 +201,76 @@ def test_a_sender_that_cannot_sign_may_send_the_secret_as_a_bearer_token(
     body = json.dumps({"email": AVA}).encode()
     bearer = {"Authorization": f"Bearer {link.secret}"}
     assert client.post(url, data=body, headers=bearer).status_code == 200
+    _assert_error(client.post(url, data=body), 401, "invalid_signature")
+    wrong = {"Authorization": "Bearer x"}
+    _assert_error(client.post(url, data=body, headers=wrong), 401, "invalid_signature")
+
+
+# --- platforms that sign nothing: a secret where each platform can put one ----------------
+
+PIPEDRIVE = (PLATFORMS / "pipedrive_v2_person_updated.json").read_bytes()
+DYNAMICS = (PLATFORMS / "dynamics365_webhook_remote_execution_context.json").read_bytes()
+
+
+def test_pipedrive_sends_the_secret_as_its_basic_auth_password(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["pipedrive"]
+    url = connections.urls(link.row, "http://localhost", link.secret)["eventsUrl"]
+    assert url == f"http://localhost/hooks/{link.row['id']}/events"
+    response = client.post(url, data=PIPEDRIVE, auth=("pipedrive", link.secret))
+    assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
+    _assert_error(
+        client.post(url, data=PIPEDRIVE, auth=("pipedrive", "x")), 401, "invalid_signature"
+    )
+    _assert_error(client.post(url, data=PIPEDRIVE), 401, "invalid_signature")
+    (event,) = _events(db_path, link)
+    assert (event["event_key"], event["record_id"]) == (
+        "123456789-1234-1234-1234-123456789012",
+        "12",
+    )
+
+
+def _zoho_notification(link: connections.Added, **changes: Any) -> bytes:
+    body = json.loads((PLATFORMS / "zoho_webhook.json").read_text())
+    body.update(module="Contacts", token=link.secret, channel_id=connections.channel_id(link.row))
+    return json.dumps({**body, **changes}).encode()
+
+
+def test_zoho_notifications_carry_the_channels_token_and_id(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["zoho"]
+    url = f"/hooks/{link.row['id']}/events"
+    assert client.post(url, data=_zoho_notification(link)).get_json() == {"accepted": 1}
+    for wrong in ({"token": "TOKEN_FOR_VERIFICATION_OF_1000000068001"}, {"channel_id": "1"}):
+        refused = client.post(url, data=_zoho_notification(link, **wrong))
+        _assert_error(refused, 401, "invalid_signature")
+    _assert_error(client.post(url, data=b"not json"), 401, "invalid_signature")
+    (event,) = _events(db_path, link)
+    assert (event["record_id"], event["thin"]) == ("5725767000003000064", 1)
+
+
+def test_dynamics_sends_the_secret_as_its_webhook_key(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["dynamics"]
+    url = connections.urls(link.row, "http://localhost", link.secret)["eventsUrl"]
+    assert url.endswith(f"/events?code={link.secret}")
+    assert client.post(url, data=DYNAMICS).get_json() == {"accepted": 1}
+    wrong = url.replace(link.secret, "x")
+    _assert_error(client.post(wrong, data=DYNAMICS), 401, "invalid_signature")
+    (event,) = _events(db_path, link)
+    assert event["record_id"] == "6d81597f-0f9f-e711-8122-000d3aa2331c"
+
+
+def test_marketo_sends_the_secret_as_a_bearer_token_to_the_enrich_url(
+    client: FlaskClient, links: dict[str, connections.Added]
+) -> None:
+    link = links["marketo"]
+    url = f"/hooks/{link.row['id']}/enrich"
+    assert connections.urls(link.row, "http://localhost")["eventsUrl"] is None
+    body = json.dumps({"id": 1234, "email": AVA}).encode()
     _assert_error(client.post(url, data=body), 401, "invalid_signature")
     wrong = {"Authorization": "Bearer x"}
     _assert_error(client.post(url, data=body, headers=wrong), 401, "invalid_signature")

@@ -8,12 +8,18 @@ from collections.abc import Callable
 import httpx
 
 from connector.adapters.base import Adapter, Permanent
+from connector.adapters.dynamics import Dynamics
 from connector.adapters.hubspot import HubSpot
+from connector.adapters.pipedrive import Pipedrive
 from connector.adapters.salesforce import Salesforce
+from connector.adapters.zoho import Zoho
 
 ADAPTERS: dict[str, Callable[[str, str, httpx.Client], Adapter]] = {
     "hubspot": HubSpot,
     "salesforce": Salesforce,
+    "pipedrive": Pipedrive,
+    "zoho": Zoho,
+    "dynamics": Dynamics,
 }
 
 

@@ -1,0 +1,223 @@
+"""Microsoft Dynamics 365 / Dataverse contacts over the Web API (OData 4.0): read and update one
+contact, and read up to 50 contacts a query (`$filter` with the In query function). Writes go
+one PATCH a contact: `$batch` would save requests, not service-protection execution time, and
+its multipart answers are a format of their own to parse.
+
+Failures beyond `base.classify`: errors come as OData {"error": {"code", "message"}}, and the
+reason carries that code and message. A 400 naming an unknown column ("Could not find a
+property named 'x'" on reads, "The property 'x' does not exist on type" on writes) drops it and
+asks again, so a custom column missing from the environment does not block the others. A
+record id that is not a GUID is Permanent before any call: nothing else can reach the path.
+A PATCH carries `If-Match: *`, so a deleted contact answers 404 (Permanent, no such contact)
+instead of being created again. 401 is a token expired or revoked (Entra ID access tokens are
+short-lived: refreshing it is the caller's business). 429, the service protection limits,
+waits exactly the Retry-After the answer gives (seconds): waiting less is refused again, and
+Microsoft asks clients to let that value set the pace.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from connector.adapters.base import (
+    MESSAGE_LIMIT,
+    Permanent,
+    Refusal,
+    Retriable,
+    WriteResult,
+    classify,
+    error_message,
+    id_chunks,
+    json_body,
+    matching,
+    retry_after,
+    send,
+    write_dropping,
+)
+
+CONTACTS = "/api/data/v9.2/contacts"
+READ_BATCH = 50  # ids a query: about 2 KB of URL, far below a page of results (5000 rows)
+GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+UNKNOWN_ON_READ = re.compile(r"Could not find a property named '([^']+)' on type")
+# Microsoft documents "Invalid property 'x' was found in entity ..."; answers also say "The
+# property 'x' does not exist on type ..." (both in one message, seen with 0x80048d19)
+UNKNOWN_ON_WRITE = re.compile(
+    r"(?:Invalid property|The property) '([^']+)' (?:was found in entity|does not exist on type)"
+)
+QUERY_SAFE = ",'()=[]"  # left as they are, as the Web API documentation writes its queries
+TOKEN_REFUSED = "token expired or revoked"
+NOT_FOUND = "no such contact (deleted, or not visible to this user)"
+
+
+class Dynamics:
+    """Dataverse contacts, over a client the caller builds; `base_url` is the environment URL
+    (https://contoso.crm.dynamics.com) and `token` an Entra ID access token for it."""
+
+    platform = "dynamics"
+
+    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json",
+            "OData-MaxVersion": "4.0",
+            "OData-Version": "4.0",
+        }
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The contact's current values of `properties` (column logical names), None where
+        empty or where the environment has no such column."""
+        record = self._record(_guid(record_id), list(properties))
+        return {name: record.get(name) for name in properties}
+
+    def read_many(
+        self, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Contacts' current values, 50 a query; a contact the answer leaves out (deleted, or
+        not visible to this user) and an id that is not a GUID are Permanent."""
+        columns = list(properties)
+        ids = list(dict.fromkeys(map(str, record_ids)))
+        found: dict[str, dict[str, Any] | Permanent] = {
+            key: Permanent(_not_a_guid(key)) for key in ids if not GUID.fullmatch(key)
+        }
+        for chunk in id_chunks([key for key in ids if key not in found], READ_BATCH):
+            rows = {str(row.get("contactid")).lower(): row for row in self._records(chunk, columns)}
+            for key in chunk:
+                row = rows.get(key.lower())
+                found[key] = (
+                    {name: row.get(name) for name in columns} if row else Permanent(NOT_FOUND)
+                )
+        return found
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Update one contact; columns the environment does not have are dropped."""
+        guid = _guid(record_id)
+        return write_dropping(lambda sent: self._update(guid, sent), properties)
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """Update contacts one PATCH each; each contact's outcome. Retriable stops the call:
+        the contacts already written are written again later, which PATCH makes harmless. A
+        refused token is every contact's outcome without asking again for each."""
+        outcomes: dict[str, WriteResult | Permanent] = {}
+        for record_id, properties in changes.items():
+            try:
+                outcomes[record_id] = self.write(record_id, properties)
+            except Permanent as failure:
+                outcomes[record_id] = failure
+                if failure.reason == TOKEN_REFUSED:
+                    return {key: outcomes.get(key, failure) for key in changes}
+        return outcomes
+
+    def _record(self, guid: str, columns: list[str]) -> dict[str, Any]:
+        response = self._send("GET", f"{CONTACTS}({guid})?{_query(columns or ['contactid'])}")
+        unknown = _unknown(response, UNKNOWN_ON_READ, columns)
+        if unknown:
+            return self._record(guid, [name for name in columns if name not in unknown])
+        self._check(response)
+        body = json_body(response)
+        return body if isinstance(body, dict) else {}
+
+    def _records(self, guids: list[str], columns: list[str]) -> list[dict[str, Any]]:
+        listed = ",".join(f"'{guid}'" for guid in guids)
+        where = f"Microsoft.Dynamics.CRM.In(PropertyName='contactid',PropertyValues=[{listed}])"
+        selected = list(dict.fromkeys(["contactid", *columns]))
+        response = self._send("GET", f"{CONTACTS}?{_query(selected, where)}")
+        unknown = _unknown(response, UNKNOWN_ON_READ, columns)
+        if unknown:
+            return self._records(guids, [name for name in columns if name not in unknown])
+        self._check(response)
+        body = json_body(response)
+        rows = body.get("value") if isinstance(body, dict) else None
+        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+    def _update(self, guid: str, columns: dict[str, Any]) -> Refusal:
+        response = self._send(
+            "PATCH", f"{CONTACTS}({guid})", json=_values(columns), headers={"If-Match": "*"}
+        )
+        refused = _unknown(response, UNKNOWN_ON_WRITE, list(columns))
+        if not refused:
+            self._check(response)
+        return refused
+
+    def _send(
+        self, method: str, path: str, headers: dict[str, str] | None = None, **options: Any
+    ) -> httpx.Response:
+        url = self.base_url + path
+        return send(
+            self.client, method, url, headers={**self.headers, **(headers or {})}, **options
+        )
+
+    def _check(self, response: httpx.Response) -> None:
+        """Raise for a failed answer, with Dataverse's code and message; redirects and the
+        rest as `classify`."""
+        status = response.status_code
+        if status == 401:
+            raise Permanent(TOKEN_REFUSED)
+        if status == 404:
+            raise Permanent(f"no such contact: {_reason(response)}")
+        if status == 429 or status >= 500:
+            raise Retriable(_reason(response), retry_after(response))
+        if 400 <= status < 500:
+            raise Permanent(_reason(response))
+        classify(response)
+
+
+def _guid(record_id: str) -> str:
+    """The record id, when it is a GUID (so it cannot reach outside its path)."""
+    if not GUID.fullmatch(str(record_id)):
+        raise Permanent(_not_a_guid(record_id))
+    return str(record_id)
+
+
+def _not_a_guid(record_id: str) -> str:
+    return f"{str(record_id)[:60]!r} is not a Dataverse contact id (a GUID)"
+
+
+def _query(select: list[str], where: str = "") -> str:
+    """`$select` (and `$filter`) as the Web API documentation writes them: `$` and the
+    function syntax left as they are, anything else URL-encoded."""
+    query = f"$select={quote(','.join(select), safe=QUERY_SAFE)}"
+    return f"{query}&$filter={quote(where, safe=QUERY_SAFE)}" if where else query
+
+
+def _values(columns: dict[str, Any]) -> dict[str, Any]:
+    """Values as Dataverse takes them: JSON types as they are, lists (the `split` transform's)
+    joined with ";" into text."""
+    return {
+        name: ";".join(map(str, value)) if isinstance(value, list | tuple) else value
+        for name, value in columns.items()
+    }
+
+
+def _unknown(response: httpx.Response, pattern: re.Pattern[str], columns: list[str]) -> Refusal:
+    """The asked columns a 400 says the contact table does not have, with Dataverse's words."""
+    if response.status_code != 400:
+        return {}
+    message = _error(response).get("message")
+    if not isinstance(message, str):
+        return {}
+    return matching(dict.fromkeys(columns), dict.fromkeys(pattern.findall(message), message))
+
+
+def _error(response: httpx.Response) -> dict[str, Any]:
+    """The OData error object of an answer ({} when it has none)."""
+    body = json_body(response)
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _reason(response: httpx.Response) -> str:
+    """Status, then Dataverse's code (when it gives one) and message; else the answer's text."""
+    error = _error(response)
+    parts = [error.get("code"), error.get("message")]
+    said = ": ".join(str(part) for part in parts if part and part != "0x0")
+    said = textwrap.shorten(said, MESSAGE_LIMIT, placeholder="…") if said else ""
+    reason = f"{response.status_code} {response.reason_phrase}"
+    return f"{reason}: {said or error_message(response)}".rstrip(": ")

@@ -1,0 +1,288 @@
+"""Pipedrive persons over API v2: read one person or up to 100 a call, update one person
+(Pipedrive has no batch update for persons). `base_url` is the company domain
+(https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
+
+Properties are flat names, as a mapping uses them: `email` and `phone` are the person's
+primary (else first non-empty) address and number, a 40-hex-character name is a custom
+field's key (under `custom_fields`), any other name a field of the person (`name`,
+`job_title`, `org_id`, ...). On write `email` and `phone` become a one-item `emails` /
+`phones` list, and a PATCH replaces the whole list: the mappings write them only when empty.
+
+Failures beyond `base.classify`, answers being {"success": false, "error": ..., "code": ...}:
+
+- 400 (v2 answers ERR_SCHEMA_VALIDATION_FAILED with "Validation failed: <path>: <why>; ...",
+  an unknown field as "Parameter 'x' is not allowed for this request") drops each property a
+  path names and sends the rest again; a custom field is dropped where the message names its
+  key (the shape of that message for an unknown key inside `custom_fields` is unverified).
+  Values refused as invalid are dropped the same way, so one bad value does not block the rest.
+- 403 while sending a contact-sync field (job_title, birthday, notes, im, postal_address):
+  Pipedrive documents a 403 for setting them without contact sync, so they are dropped and
+  the rest sent again; a 403 again is Permanent.
+- 401 is a token expired or revoked; 404 is no such person.
+- 429 waits Retry-After, else x-ratelimit-reset (seconds left of the 2-second burst window),
+  else that window; with x-daily-requests-left at 0 (the daily write allowance, counted in
+  UTC) it waits for the next midnight UTC.
+
+Echoes: Pipedrive sends a webhook for our own writes too. A webhook v2 body whose
+`meta.change_source` is "api" (not "app") came through the API, with `meta.user_id` the user
+whose token wrote; `previous` holds only the changed fields. So a change event with
+change_source "api", from our token's user, whose `data` holds for every field in `previous`
+the value we wrote last, is our own write echoed back. Other integrations write through the
+API too: "api" alone does not make an event ours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from connector.adapters.base import (
+    DELAY_SECONDS,
+    MESSAGE_LIMIT,
+    Permanent,
+    Refusal,
+    Retriable,
+    WriteResult,
+    classify,
+    error_message,
+    json_body,
+    retry_after,
+    send,
+    write_dropping,
+)
+
+PERSONS = "/api/v2/persons"
+LIST_IDS = 100  # GET /persons takes up to 100 comma-separated `ids`
+BURST_WAIT_SECONDS = 2.0  # Pipedrive's rate-limit window
+LISTS = {"email": "emails", "phone": "phones"}  # flat property -> Pipedrive's list of them
+FLAT = {field: name for name, field in LISTS.items()}
+CONTACT_SYNC_FIELDS = frozenset({"job_title", "birthday", "notes", "im", "postal_address"})
+HASH_KEY = re.compile(r"[0-9a-f]{40}")  # a custom field's key
+PERSON_ID = re.compile(r"[0-9]+")
+NOT_CLEARED = "not sent: an empty value would replace the person's whole list"
+
+
+class Pipedrive:
+    """Pipedrive persons, over a client the caller builds; `token` is a user's API token."""
+
+    platform = "pipedrive"
+
+    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.headers = {"x-api-token": token}
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The person's current values of `properties`, None where empty or unknown."""
+        response = self._send("GET", _person(record_id))
+        self._check(response)
+        body = json_body(response)
+        person = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(person, dict) or person.get("is_deleted") is True:
+            raise Permanent(f"no such person: {record_id} is deleted or was not returned")
+        return _flat(person, properties)
+
+    def read_many(
+        self, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Persons' values 100 a call; a person missing from the answer (deleted, merged or
+        not visible to this token) is Permanent, as is an id that is not a number."""
+        wanted = list(dict.fromkeys(record_ids))
+        found: dict[str, dict[str, Any] | Permanent] = {
+            key: Permanent(f"{key!r} is not a Pipedrive person id")
+            for key in wanted
+            if not PERSON_ID.fullmatch(str(key))
+        }
+        numbered = [key for key in wanted if key not in found]
+        for start in range(0, len(numbered), LIST_IDS):
+            found.update(self._read_chunk(numbered[start : start + LIST_IDS], properties))
+        return {key: found[key] for key in wanted}
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Update one person; properties Pipedrive refuses are dropped with its reason.
+        Writing `email` or `phone` replaces the person's whole list of them."""
+        return write_dropping(lambda sent: self._update(record_id, sent), properties)
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """One update a person (there is no batch update): each person's outcome; Retriable
+        goes up, as the rest would fail alike."""
+        outcomes: dict[str, WriteResult | Permanent] = {}
+        for record_id, properties in changes.items():
+            try:
+                outcomes[record_id] = self.write(record_id, properties)
+            except Permanent as failure:
+                outcomes[record_id] = failure
+        return outcomes
+
+    def _read_chunk(
+        self, record_ids: list[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        params = {"ids": ",".join(record_ids), "limit": str(LIST_IDS)}
+        response = self._send("GET", PERSONS, params=params)
+        try:
+            self._check(response)
+        except Permanent as failure:  # the whole call refused: every person's outcome
+            return dict.fromkeys(record_ids, failure)
+        body = json_body(response)
+        people = body.get("data") if isinstance(body, dict) else None
+        persons = {str(person.get("id")): person for person in _dicts(people)}
+        missing = Permanent("no such person: not in Pipedrive's answer (deleted or merged?)")
+        return {
+            key: _flat(persons[key], properties) if _alive(persons.get(key)) else missing
+            for key in record_ids
+        }
+
+    def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
+        blank = [name for name in LISTS if name in properties and _empty(properties[name])]
+        if blank:
+            return dict.fromkeys(blank, NOT_CLEARED)
+        response = self._send("PATCH", _person(record_id), json=_body(properties))
+        refused = _refused(response, properties)
+        if not refused:
+            self._check(response)
+        return refused
+
+    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+
+    def _check(self, response: httpx.Response) -> None:
+        """Raise for a failed answer with Pipedrive's own words; redirects as `classify`."""
+        status = response.status_code
+        if status < 400:
+            classify(response)
+            return
+        if status == 401:
+            raise Permanent("token expired or revoked")
+        said = _said(response)
+        if status == 404:
+            raise Permanent(f"no such person ({said})")
+        reason = f"{status} {response.reason_phrase}: {said}"
+        if status == 429:
+            raise Retriable(reason, _rate_limit_wait(response))
+        if status >= 500:
+            raise Retriable(reason, retry_after(response))
+        raise Permanent(reason)
+
+
+def _person(record_id: str) -> str:
+    return f"{PERSONS}/{quote(str(record_id), safe='')}"
+
+
+def _alive(person: dict[str, Any] | None) -> bool:
+    return person is not None and person.get("is_deleted") is not True
+
+
+def _flat(person: dict[str, Any], properties: Sequence[str]) -> dict[str, Any]:
+    """A person as flat properties: see the module docstring."""
+    return {name: _value(person, name) for name in properties}
+
+
+def _value(person: dict[str, Any], name: str) -> Any:
+    if name in LISTS:
+        value = _primary(person.get(LISTS[name]))
+    elif HASH_KEY.fullmatch(name):
+        value = (person.get("custom_fields") or {}).get(name)
+    else:
+        value = person.get(name)
+    if isinstance(value, dict):  # an address or amount: {"value": ..., ...}
+        value = value.get("value")
+    return None if _empty(value) else value
+
+
+def _primary(entries: Any) -> Any:
+    """The primary entry's value of an `emails` / `phones` list, else the first non-empty."""
+    values = [entry for entry in _dicts(entries) if not _empty(entry.get("value"))]
+    primary = [entry for entry in values if entry.get("primary") is True]
+    return (primary or values or [{}])[0].get("value")
+
+
+def _empty(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or value == [] or value == {}
+
+
+def _body(properties: dict[str, Any]) -> dict[str, Any]:
+    """Flat properties as Pipedrive's PATCH body: lists for email and phone, custom fields
+    under `custom_fields`, the rest as they are."""
+    body: dict[str, Any] = {}
+    for name, value in properties.items():
+        if name in LISTS:
+            body[LISTS[name]] = [{"value": value, "primary": True, "label": "work"}]
+        elif HASH_KEY.fullmatch(name):
+            body.setdefault("custom_fields", {})[name] = value
+        else:
+            body[name] = value
+    return body
+
+
+def _refused(response: httpx.Response, sent: dict[str, Any]) -> Refusal:
+    """The sent properties a 400 names, or the contact-sync fields a 403 refuses."""
+    if response.status_code == 400:
+        return _named(_said(response), sent)
+    if response.status_code == 403:
+        why = f"403: {_said(response)} (a contact-sync field: is contact sync on?)"
+        return {name: why for name in sent if name in CONTACT_SYNC_FIELDS}
+    return {}
+
+
+def _named(said: str, sent: dict[str, Any]) -> Refusal:
+    """Each sent property a "Validation failed: <path>: <why>; ..." message names, with
+    its part of the message."""
+    refused: Refusal = {}
+    message = said.split("Validation failed:", 1)[-1]
+    for part in message.split(";"):
+        path = part.strip().partition(":")[0]
+        head = re.split(r"[.\[]", path, maxsplit=1)[0]
+        if head == "custom_fields" or HASH_KEY.search(part):
+            names = HASH_KEY.findall(part)
+        else:
+            names = [FLAT.get(head, head)]
+        refused.update({name: part.strip() for name in names if name in sent})
+    return refused
+
+
+def _said(response: httpx.Response) -> str:
+    """Pipedrive's words for an error: its code and `error`, else `base.error_message`."""
+    body = json_body(response)
+    if not isinstance(body, dict) or not body.get("error"):
+        return error_message(response)
+    text = ": ".join(str(part) for part in (body.get("code"), body["error"]) if part)
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def _rate_limit_wait(response: httpx.Response) -> float:
+    """How long a 429 asks us to wait (see the module docstring)."""
+    wait = retry_after(response)
+    if wait is not None:
+        return wait
+    if response.headers.get("x-daily-requests-left", "").strip() == "0":
+        return _until_midnight_utc(response)
+    reset = response.headers.get("x-ratelimit-reset", "").strip()
+    return float(reset) if DELAY_SECONDS.fullmatch(reset) else BURST_WAIT_SECONDS
+
+
+def _until_midnight_utc(response: httpx.Response) -> float:
+    """Seconds from the answer's Date (else now) to the next midnight UTC."""
+    now = _date(response) or datetime.now(UTC)
+    midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return (midnight - now).total_seconds()
+
+
+def _date(response: httpx.Response) -> datetime | None:
+    try:
+        when = parsedate_to_datetime(response.headers.get("date", ""))
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []

@@ -1,0 +1,374 @@
+"""Zoho CRM contacts over the v7 REST API: read one Contact or up to 100 by id a call, update
+one or up to 100 a call, and keep a Notification API channel for Contacts alive. Updates
+carry "trigger": [], so they start no workflow, approval or blueprint (no loop through a
+workflow webhook); the Notification API still reports them (an edit is an edit), and the
+worker leaves values the CRM already holds alone, so such an echo ends after one read.
+
+Failures beyond `base.classify`:
+
+- INVALID_DATA naming a field (details.api_name, alone or inside MULTIPLE_OR_MULTI_ERRORS)
+  drops that field for that record and sends the rest again. On reads, fields Zoho names as
+  invalid are dropped and asked again (read as None); when it refuses the "fields" parameter
+  without naming one, the whole record is asked for instead (a batch read then reads record
+  by record, since the batch endpoint needs "fields").
+- A missing record is Permanent: 204 No Content, a record a batch answer leaves out, or
+  INVALID_DATA on the id ("the id given seems to be invalid").
+- 401 (INVALID_TOKEN) is a token expired or revoked; OAUTH_SCOPE_MISMATCH a token lacking a
+  scope. 429 (API credits spent over the rolling 24 h, or too many concurrent calls) waits as
+  Retry-After says; Zoho documents no such header, so without one the worker's backoff
+  decides. Other 4xx are Permanent with Zoho's code and message (MANDATORY_NOT_FOUND,
+  DUPLICATE_DATA, RECORD_LOCKED, NO_PERMISSION, ...).
+
+Sources: Zoho CRM API v7 docs (get-records, update-records, notifications/enable and
+update-info, multi-dc), Zoho's OpenAPI description of the records endpoints (200/207/400
+shapes, per-record answers in the order sent), and Kaizen #203 (limits, TOO_MANY_REQUESTS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from connector.adapters.base import (
+    Outcome,
+    Permanent,
+    Refusal,
+    WriteResult,
+    chunks,
+    classify,
+    id_chunks,
+    json_body,
+    matching,
+    read_each,
+    send,
+    write_dropping,
+    write_many_dropping,
+)
+
+# The API domain of each data centre, by the `location` Zoho's OAuth answer names (the token
+# answer's `api_domain` is one of these). Zoho CRM's and Bigin's multi-DC pages list these
+# eight; Zoho Accounts also lists a UK centre and WorkDrive a UAE one (zohoapis.ae), which the
+# CRM pages fetched do not: add them here once Zoho CRM documents them.
+ZOHO_API_DOMAINS: dict[str, str] = {
+    "us": "https://www.zohoapis.com",
+    "eu": "https://www.zohoapis.eu",
+    "in": "https://www.zohoapis.in",
+    "au": "https://www.zohoapis.com.au",
+    "jp": "https://www.zohoapis.jp",
+    "ca": "https://www.zohoapis.ca",
+    "sa": "https://www.zohoapis.sa",
+    "cn": "https://www.zohoapis.com.cn",
+}
+CONTACTS = "/crm/v7/Contacts"
+WATCH = "/crm/v7/actions/watch"
+BATCH_SIZE = 100  # records an update takes (documented)
+FIELDS_PER_READ = 50  # field names a read takes (documented; LIMIT_EXCEEDED beyond)
+# Zoho documents no limit for `ids`; its OpenAPI description caps a get-records answer at
+# 100 records (a page holds up to 200), so 100 ids a call.
+IDS_PER_READ = 100
+WATCHED_EVENTS = ("Contacts.create", "Contacts.edit")
+FIELD_ERRORS = frozenset({"INVALID_DATA"})  # codes that, naming a field, drop it
+Record = dict[str, Any]
+
+
+class _Refused(Permanent):
+    """A request Zoho refused as invalid (400 with its own error code): for a batch read, the
+    cue to read record by record; for renewing a channel, to enable it."""
+
+
+class Zoho:
+    """Zoho CRM contacts, over a client the caller builds; `base_url` is the account's data
+    centre API domain (one of ZOHO_API_DOMAINS) and `token` an OAuth access token."""
+
+    platform = "zoho"
+
+    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.headers = {"Authorization": f"Zoho-oauthtoken {token}"}
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The Contact's current values of `properties` (field API names), None where empty
+        or unknown; a lookup (Account_Name, Owner) reads as its name."""
+        values: Record = {}
+        for fields in _slices(list(properties), FIELDS_PER_READ) or [[]]:
+            records = self._get(_contact(record_id), fields)
+            if not records:
+                raise Permanent(f"no Zoho contact {record_id}: 204 No Content (deleted?)")
+            values.update(records[0])
+        return _picked(values, properties)
+
+    def read_many(
+        self, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Contacts 100 a call by their ids; each one's values, or Permanent where Zoho has
+        no such contact. A refused batch (an id Zoho cannot parse) is read record by record,
+        so one bad id does not fail the others."""
+        found: dict[str, dict[str, Any] | Permanent] = {}
+        for ids in id_chunks(record_ids, IDS_PER_READ):
+            try:
+                found.update(self._read_batch(ids, list(properties)))
+            except _Refused:
+                found.update(read_each(self.read, ids, properties))
+        return found
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Update one Contact; fields Zoho refuses as invalid are dropped and reported."""
+        return write_dropping(lambda sent: self._update(record_id, sent), properties)
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """Update Contacts 100 a call; each Contact's outcome."""
+        outcomes: dict[str, WriteResult | Permanent] = {}
+        for chunk in chunks(changes, BATCH_SIZE):
+            outcomes.update(write_many_dropping(self._update_batch, chunk))
+        return outcomes
+
+    def watch(self, channel_id: str, notify_url: str, token: str, expires: datetime) -> datetime:
+        """Enable, or renew (same `channel_id`), the notification channel posting Contacts'
+        create and edit events to `notify_url` with `token`; the expiry Zoho confirmed.
+
+        Zoho keeps a channel at most a week: an `expires` further out gets its one-hour
+        default instead, and that is what comes back, so schedule the next renewal from the
+        answer. Renewing is PATCH (update specific details); a channel Zoho does not know
+        (first run, or expired) is refused, and then enabled with POST."""
+        if expires.tzinfo is None:
+            raise ValueError("expires needs a time zone: Zoho reads channel_expiry with its offset")
+        channel = {
+            "channel_id": channel_id,
+            "events": list(WATCHED_EVENTS),
+            "channel_expiry": expires.isoformat(timespec="seconds"),
+            "token": token,
+            "notify_url": notify_url,
+            "notify_on_related_action": False,  # notes, calls...: no new contact data
+        }
+        try:
+            return self._subscribe("PATCH", channel)
+        except _Refused:
+            return self._subscribe("POST", channel)
+
+    def _read_batch(
+        self, ids: list[str], properties: list[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        values: dict[str, Record] = {}
+        for fields in _slices(properties, FIELDS_PER_READ) or [[]]:
+            for record in self._get(CONTACTS, fields, {"ids": ",".join(ids)}):
+                values.setdefault(str(record.get("id")), {}).update(record)
+        missing = Permanent("no such Zoho contact: the batch read left it out (deleted?)")
+        return {key: _picked(values[key], properties) if key in values else missing for key in ids}
+
+    def _get(
+        self, path: str, fields: list[str], params: dict[str, str] | None = None
+    ) -> list[Record]:
+        """The records a GET answers ([] for 204 No Content), asking for `fields`; fields
+        Zoho refuses are dropped and the rest asked for again."""
+        query = {**(params or {}), **({"fields": ",".join(fields)} if fields else {})}
+        response = self._send("GET", path, params=query or None)
+        unknown = _unknown_fields(response, fields)
+        if unknown:
+            return self._get(path, [name for name in fields if name not in unknown], params)
+        if response.status_code == 204:
+            return []
+        self._check(response)
+        return _dicts(_body(response).get("data"))
+
+    def _update(self, record_id: str, values: dict[str, Any]) -> Refusal:
+        response = self._send("PUT", _contact(record_id), json=_payload([values]))
+        outcome = self._outcomes(response, {record_id: values})[record_id]
+        if isinstance(outcome, Permanent):
+            raise outcome
+        return outcome if isinstance(outcome, dict) else {}
+
+    def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
+        records = [{"id": key, **values} for key, values in changes.items()]
+        return self._outcomes(self._send("PUT", CONTACTS, json=_payload(records)), changes)
+
+    def _outcomes(self, response: httpx.Response, changes: dict[str, Record]) -> dict[str, Outcome]:
+        """Each record's outcome: from `data` (one answer a record, in the order sent) of a
+        2xx or 400 answer; from a 400's top-level error, the fields it names refused for all
+        (records without them go again as they are); else the call's failure for all."""
+        body = _body(response)
+        answers = body.get("data")
+        if isinstance(answers, list) and (response.is_success or response.status_code == 400):
+            return _per_record(changes, answers)
+        if _top_level_refusal(response, body):
+            why = Permanent(f"400 Bad Request: {_describe(body)}")
+            return dict.fromkeys(changes, _named_fields(body) or why)
+        try:
+            self._check(response)
+        except Permanent as failure:  # the whole call refused: every record's outcome
+            return dict.fromkeys(changes, failure)
+        return dict.fromkeys(changes, Permanent("Zoho answered without a result per record"))
+
+    def _subscribe(self, method: str, channel: Record) -> datetime:
+        response = self._send(method, WATCH, json={"watch": [channel]})
+        self._check(response)
+        expiry = _confirmed_expiry(_body(response), str(channel["channel_id"]))
+        if expiry is None:
+            errors = "; ".join(map(_describe, _errors(_body(response))))
+            raise _Refused(f"{method} {WATCH}: {errors or 'no channel expiry confirmed'}")
+        return expiry
+
+    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+
+    def _check(self, response: httpx.Response) -> None:
+        """Raise for an answer refusing the whole call: 401 (or INVALID_TOKEN) a token
+        expired or revoked, other 4xx with Zoho's codes (a 400 as `_Refused`), the rest as
+        `classify` (429 and 5xx Retriable, honoring Retry-After)."""
+        if response.is_success:
+            return
+        status, errors = response.status_code, _errors(_body(response))
+        codes = {error.get("code") for error in errors}
+        if "OAUTH_SCOPE_MISMATCH" in codes:
+            raise Permanent(f"{status} OAUTH_SCOPE_MISMATCH: the token lacks a scope for this call")
+        if status == 401 or "INVALID_TOKEN" in codes:
+            raise Permanent("token expired or revoked")
+        if 400 <= status < 500 and status != 429 and errors:
+            reason = f"{status} {response.reason_phrase}: {'; '.join(map(_describe, errors))}"
+            raise _Refused(reason) if status == 400 else Permanent(reason)
+        classify(response)
+
+
+def _contact(record_id: str) -> str:
+    return f"{CONTACTS}/{quote(str(record_id), safe='')}"
+
+
+def _slices(items: list[str], size: int) -> list[list[str]]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def _picked(record: Record, properties: Sequence[str]) -> dict[str, Any]:
+    return {name: _flat(record.get(name)) for name in properties}
+
+
+def _flat(value: Any) -> Any:
+    """A value as a mapping compares it: a lookup ({"name", "id"}) as its name."""
+    if isinstance(value, dict) and "name" in value:
+        return value["name"]
+    if isinstance(value, list):
+        return [_flat(item) for item in value]
+    return value
+
+
+def _payload(records: list[Record]) -> Record:
+    """An update's body: the records (multi-select values as JSON arrays) and an empty
+    trigger list, so the write starts no workflow, approval or blueprint."""
+    data = [
+        {name: list(value) if isinstance(value, tuple) else value for name, value in rec.items()}
+        for rec in records
+    ]
+    return {"data": data, "trigger": []}
+
+
+def _per_record(changes: dict[str, Record], answers: list[Any]) -> dict[str, Outcome]:
+    outcomes = {
+        key: _outcome(values, answer)
+        for (key, values), answer in zip(changes.items(), answers, strict=False)
+        if isinstance(answer, dict)
+    }
+    left_out = Permanent("Zoho's answer left this contact out")
+    return {key: outcomes.get(key, left_out) for key in changes}
+
+
+def _outcome(values: Record, answer: Record) -> Outcome:
+    """One record's answer: written, its fields refused (those it was sent), or Permanent."""
+    if answer.get("code") == "SUCCESS":
+        return WriteResult(written=dict(values))
+    return matching(values, _named_fields(answer)) or Permanent(_describe(answer))
+
+
+def _named_fields(error: Record) -> Refusal:
+    """The fields an error refuses as invalid, each with Zoho's words; a
+    MULTIPLE_OR_MULTI_ERRORS error lists its errors in details.errors."""
+    nested = [error]
+    if error.get("code") == "MULTIPLE_OR_MULTI_ERRORS":
+        nested = _dicts(_details(error).get("errors"))
+    return {
+        _details(item)["api_name"]: _reason(item)
+        for item in nested
+        if item.get("code") in FIELD_ERRORS and isinstance(_details(item).get("api_name"), str)
+    }
+
+
+def _unknown_fields(response: httpx.Response, fields: list[str]) -> list[str]:
+    """The asked fields a 400 INVALID_DATA refuses: those it names, or all of them when it
+    refuses the "fields" parameter without saying which (the record is then asked whole)."""
+    if response.status_code != 400 or not fields:
+        return []
+    errors = _errors(_body(response))
+    refused: Refusal = {}
+    for error in errors:
+        refused.update(_named_fields(error))
+    named = matching(dict.fromkeys(fields), refused)
+    if named:
+        return list(named)
+    unnamed = any(
+        error.get("code") in FIELD_ERRORS and _details(error).get("param_name") == "fields"
+        for error in errors
+    )
+    return list(fields) if unnamed else []
+
+
+def _top_level_refusal(response: httpx.Response, body: Record) -> bool:
+    """Whether a write's answer is a 400 with one error for the whole request (not per
+    record, and not a token Zoho rejects)."""
+    error = body.get("status") == "error" and body.get("code") != "INVALID_TOKEN"
+    return response.status_code == 400 and error
+
+
+def _confirmed_expiry(body: Record, channel_id: str) -> datetime | None:
+    """The earliest channel_expiry Zoho confirmed for the channel's events, if any."""
+    expiries = [
+        _moment(event.get("channel_expiry"))
+        for answer in _dicts(body.get("watch"))
+        if answer.get("code") == "SUCCESS"
+        for event in _dicts(_details(answer).get("events"))
+        if str(event.get("channel_id")) == channel_id
+    ]
+    return min((when for when in expiries if when is not None), default=None)
+
+
+def _moment(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _errors(body: Record) -> list[Record]:
+    """Zoho's errors in an answer: a top-level one, or the failed items of `data` (records)
+    or `watch` (channels)."""
+    if body.get("status") == "error":
+        return [body]
+    items = [*_dicts(body.get("data")), *_dicts(body.get("watch"))]
+    return [item for item in items if item.get("status") == "error"]
+
+
+def _reason(error: Record) -> str:
+    return ": ".join(str(part) for part in (error.get("code"), error.get("message")) if part)
+
+
+def _describe(error: Record) -> str:
+    """An error as code, message and the field it names: "MANDATORY_NOT_FOUND: required
+    field not found (Last_Name)"."""
+    field = _details(error).get("api_name")
+    reason = _reason(error) or "refused without a reason"
+    return f"{reason} ({field})" if isinstance(field, str) else reason
+
+
+def _details(error: Record) -> Record:
+    details = error.get("details")
+    return details if isinstance(details, dict) else {}
+
+
+def _dicts(items: Any) -> list[Record]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _body(response: httpx.Response) -> Record:
+    body = json_body(response)
+    return body if isinstance(body, dict) else {}
