@@ -18,7 +18,7 @@ import click
 import httpx
 
 import server
-from connector import connections, mappings, store, worker
+from connector import connections, mappings, store, subscriptions, worker
 from server import demo as service_demo
 from server.cli import _DB, main
 from server.clock import utcnow
@@ -163,8 +163,13 @@ def worker_command(db_path: Path, once: bool, idle: float) -> None:
         work = worker.Worker(
             store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
         )
+        renewals = subscriptions.Renewals(
+            server.key_secret(settings), client, settings["PUBLIC_URL"]
+        )
         stopping = _stop_on_sigterm()
         while not stopping:
+            for connection_id, outcome in renewals.run_due(work.db, utcnow()).items():
+                click.echo(f"zoho channel of {connection_id}: {outcome}")
             outcomes = work.run_due()
             if outcomes:
                 click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
