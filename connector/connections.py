@@ -35,6 +35,7 @@ class Platform:
     crm: bool
     issues_secret: bool = False  # the platform makes the secret (HubSpot's app secret)
     url_param: str = "key"
+    omit_empty: bool = False  # answers leave out empty fields (they would blank the CRM's)
 
 
 PLATFORMS: dict[str, Platform] = {
@@ -43,7 +44,7 @@ PLATFORMS: dict[str, Platform] = {
     "pipedrive": Platform("basic", crm=True),
     "zoho": Platform("body-token", crm=True),
     "dynamics": Platform("url-secret", crm=True, url_param="code"),  # Dataverse's WebhookKey
-    "marketo": Platform("bearer", crm=False),
+    "marketo": Platform("bearer", crm=False, omit_empty=True),  # Response Mappings write all
     "zapier": Platform("standard-webhooks", crm=False),
     "make": Platform("standard-webhooks", crm=False),
     "n8n": Platform("standard-webhooks", crm=False),

@@ -99,6 +99,8 @@ def enrich_now(connection_id: str) -> Response:
         current_app.logger.warning("custom action of connection %s blocked", connection_id)
         return _block(link, body, payload)
     fields = mapping.outputs(outcome.result)
+    if connections.PLATFORMS[link["platform"]].omit_empty:
+        fields = {name: value for name, value in fields.items() if not mappings.is_empty(value)}
     response = _json(inbound.action_succeeded(fields) if custom_action else fields)
     response.headers["smarteTransactionId"] = outcome.transaction_id
     response.headers["credits-deducted"] = str(outcome.credits)

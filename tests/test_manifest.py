@@ -1,4 +1,5 @@
 import json
+import re
 import tomllib
 import typing
 from pathlib import Path
@@ -75,3 +76,16 @@ def test_schedules_are_those_of_the_code() -> None:
     assert zoho["everySeconds"] == subscriptions.RENEW_EVERY.total_seconds()
     assert zoho["retryAfterSeconds"] == subscriptions.RETRY_AFTER.total_seconds()
     assert zoho["channelLifetimeSeconds"] == subscriptions.CHANNEL_LIFETIME.total_seconds()
+
+
+def test_the_readmes_platform_table_lists_every_platform_and_kind() -> None:
+    from connector import connections
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### Platforms", 1)[1].split("\n\n", 2)[1]
+    listed = {}
+    for row in table.splitlines()[2:]:
+        name, kind = row.split("|")[1:3]
+        for platform in re.findall(r"`([a-z0-9]+)`", name):
+            listed[platform] = kind.strip() == "CRM"
+    assert listed == {name: kind.crm for name, kind in connections.PLATFORMS.items()}

@@ -26,9 +26,10 @@ Failures beyond `base.classify`, answers being {"success": false, "error": ..., 
 Echoes: Pipedrive sends a webhook for our own writes too. A webhook v2 body whose
 `meta.change_source` is "api" (not "app") came through the API, with `meta.user_id` the user
 whose token wrote; `previous` holds only the changed fields. So a change event with
-change_source "api", from our token's user, whose `data` holds for every field in `previous`
-the value we wrote last, is our own write echoed back. Other integrations write through the
-API too: "api" alone does not make an event ours.
+change_source "api" whose `data` holds for every field in `previous` the value we wrote last
+is our own write echoed back (the worker's `_echo`; the user is not compared: another
+integration writing exactly our values needs nothing done either). Other integrations write
+through the API too: "api" alone does not make an event ours.
 """
 
 from __future__ import annotations
