@@ -107,6 +107,43 @@ def m004_pending_writes(db: Database) -> None:
     db.execute("ALTER TABLE records ADD COLUMN pending TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m005_schedules(db: Database) -> None:
+    """Scheduled work: each connection's refresh interval (records enriched longer ago are
+    enriched again), and every run of a scheduled job with its outcome."""
+    db.execute("ALTER TABLE connections ADD COLUMN refresh_days INTEGER NOT NULL DEFAULT 30")
+    db.execute(
+        """
+        CREATE TABLE job_runs (
+            id INTEGER PRIMARY KEY,
+            job_id TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL,
+            ok INTEGER NOT NULL,
+            result TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    db.execute("CREATE INDEX job_runs_job ON job_runs (job_id, id)")
+
+
+def set_refresh_days(db: Database, connection_id: str, days: int) -> bool:
+    """Change a connection's refresh interval; whether there was such a connection."""
+    sql = "UPDATE connections SET refresh_days = ? WHERE id = ?"
+    return db.execute(sql, [days, connection_id]).rowcount == 1
+
+
+def record_job_run(db: Database, row: Row) -> None:
+    """Note one run of a scheduled job: job_id, started_at, finished_at, ok, result."""
+    db.table("job_runs").insert(row)
+
+
+def last_job_runs(db: Database) -> dict[str, Row]:
+    """Each scheduled job's latest run, by job id."""
+    sql = "SELECT * FROM job_runs WHERE id IN (SELECT max(id) FROM job_runs GROUP BY job_id)"
+    return {row["job_id"]: row for row in db.query(sql)}
+
+
 def insert_connection(db: Database, row: Row) -> None:
     db.table("connections").insert(row)
 
