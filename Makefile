@@ -29,7 +29,9 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The settings page's browser tests drive Debian's chromium through playwright.
 test: lint
+	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(BIN)/pytest -q
 
 # bench/enrich.py drives the server with wrk (a Debian package); it builds var/bench-full.db once.

@@ -18,7 +18,7 @@ import click
 import httpx
 
 import server
-from connector import connections, mappings, store, subscriptions, worker
+from connector import connections, jobs, mappings, scheduler, store, worker
 from server import demo as service_demo
 from server.cli import _DB, main
 from server.clock import utcnow
@@ -153,30 +153,36 @@ def mapping_check(path: Path) -> None:
 
 @main.command("worker")
 @_DB
-@click.option("--once", is_flag=True, help="Work off the events due now, then stop.")
+@click.option("--once", is_flag=True, help="Work off the events due now, then stop (no jobs).")
 @click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
               help="Seconds to wait when no event is due.")  # fmt: skip
 def worker_command(db_path: Path, once: bool, idle: float) -> None:
-    """Work off stored events: enrich each record and write it back to its CRM (run one)."""
+    """Work off stored events: enrich each record and write it back to its CRM; run the
+    scheduled jobs beside (run one)."""
     settings = load({"DB": str(db_path)})
     with httpx.Client(timeout=httpx.Timeout(10.0), follow_redirects=False) as client:
         work = worker.Worker(
             store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
         )
-        renewals = subscriptions.Renewals(
-            server.key_secret(settings), client, settings["PUBLIC_URL"]
-        )
-        stopping = _stop_on_sigterm()
-        while not stopping:
-            for connection_id, outcome in renewals.run_due(work.db, utcnow()).items():
-                click.echo(f"zoho channel of {connection_id}: {outcome}")
-            outcomes = work.run_due()
-            if outcomes:
-                click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
-            if not outcomes:
-                if once:
-                    return
-                time.sleep(idle)
+        jobs_running = None if once else scheduler.start(db_path)
+        try:
+            _work_off(work, once, idle)
+        finally:
+            if jobs_running is not None:
+                jobs_running.shutdown()  # waits for a job that is running
+
+
+def _work_off(work: worker.Worker, once: bool, idle: float) -> None:
+    """Rounds of due events until SIGTERM (or, `once`, until none is due)."""
+    stopping = _stop_on_sigterm()
+    while not stopping:
+        outcomes = work.run_due()
+        if outcomes:
+            click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
+        elif once:
+            return
+        else:
+            time.sleep(idle)
 
 
 def _stop_on_sigterm() -> list[int]:
@@ -184,6 +190,44 @@ def _stop_on_sigterm() -> list[int]:
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda number, _frame: stopping.append(number))
     return stopping
+
+
+@main.group("jobs")
+def jobs_group() -> None:
+    """The scheduled jobs (run by `contactdata worker`): list them, or run one now."""
+
+
+@jobs_group.command("list")
+@_DB
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def jobs_list(db_path: Path, as_json: bool) -> None:
+    """Each job: its trigger, next run and last result."""
+    rows = scheduler.status(db_path)
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        last = row["last_run"]
+        outcome = "never run" if last is None else (
+            f"{'ok' if last['ok'] else 'FAILED'} at {last['started_at']}: {last['result']}"
+        )  # fmt: skip
+        click.echo(f"{row['id']:<20} next {row['next_run'] or 'paused'}  {row['trigger']}")
+        click.echo(f"{'':<20} last {outcome}")
+
+
+@jobs_group.command("run")
+@_DB
+@click.argument("job_id")
+def jobs_run(db_path: Path, job_id: str) -> None:
+    """Run a job now, in this process, recorded like a scheduled run; print its result
+    (exit 1 if it failed)."""
+    try:
+        outcome = jobs.run(job_id, db_path)
+    except jobs.UnknownJob as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(outcome.result)
+    if not outcome.ok:
+        raise SystemExit(1)
 
 
 @main.group()

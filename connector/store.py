@@ -144,6 +144,32 @@ def last_job_runs(db: Database) -> dict[str, Row]:
     return {row["job_id"]: row for row in db.query(sql)}
 
 
+def purge_job_runs(db: Database, before: str) -> int:
+    """Delete job runs started before `before`; how many."""
+    return db.execute("DELETE FROM job_runs WHERE started_at < ?", [before]).rowcount
+
+
+def purge_done_events(db: Database, before: str) -> int:
+    """Delete done events last due before `before` (dead letters stay for the operator); how
+    many. An event's due time is when it was last tried, so a long-retried event is kept a
+    while after it finally succeeded."""
+    sql = "DELETE FROM events WHERE status = 'done' AND due_at < ?"
+    return db.execute(sql, [before]).rowcount
+
+
+def stale_records(db: Database, connection_id: str, before: str) -> list[Row]:
+    """A connection's cached records (connection_id, record_id, contact_guid, enriched_at)
+    last enriched before `before`, oldest first; records with an event still pending are left
+    out, since that event will enrich them anyway."""
+    sql = (
+        "SELECT connection_id, record_id, contact_guid, enriched_at FROM records "
+        "WHERE connection_id = ? AND enriched_at < ? "
+        "AND record_id NOT IN (SELECT record_id FROM events WHERE status = 'pending' "
+        "AND connection_id = ?) ORDER BY enriched_at, record_id"
+    )
+    return list(db.query(sql, [connection_id, before, connection_id]))
+
+
 def insert_connection(db: Database, row: Row) -> None:
     db.table("connections").insert(row)
 
@@ -218,12 +244,28 @@ def retry_event(db: Database, event_id: int, now: str) -> bool:
     return db.execute(sql, [now, event_id]).rowcount == 1
 
 
-def recent_events(db: Database, limit: int, status: str | None = None) -> list[Row]:
-    """The latest events of every connection (of one status), newest first."""
-    if status is None:
-        return list(db.query("SELECT * FROM events ORDER BY id DESC LIMIT ?", [limit]))
-    sql = "SELECT * FROM events WHERE status = ? ORDER BY id DESC LIMIT ?"
-    return list(db.query(sql, [status, limit]))
+def recent_events(
+    db: Database, limit: int, status: str | None = None, org_id: str | None = None
+) -> list[Row]:
+    """The latest events of every connection, or of one organization's (its settings page),
+    of one status or any; newest first."""
+    where: list[str] = []
+    params: list[Any] = []
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+    if org_id is not None:
+        where.append("connection_id IN (SELECT id FROM connections WHERE org_id = ?)")
+        params.append(org_id)
+    condition = f"WHERE {' AND '.join(where)} " if where else ""
+    sql = f"SELECT * FROM events {condition}ORDER BY id DESC LIMIT ?"
+    return list(db.query(sql, [*params, limit]))
+
+
+def event(db: Database, event_id: int) -> Row | None:
+    """The event with this id, or None."""
+    rows = list(db.query("SELECT * FROM events WHERE id = ?", [event_id]))
+    return rows[0] if rows else None
 
 
 def record(db: Database, connection_id: str, record_id: str) -> Row | None:

@@ -12,13 +12,19 @@ the write is not repeated either: the CRM then holds our values, and values it h
 never sent. Failures the CRM calls passing (429, 5xx, timeouts, resets) wait and try again
 with capped exponential backoff and full jitter, honoring Retry-After; the others, and an
 event out of attempts, become dead letters with the reason (`contactdata deliveries retry`).
-One worker process runs at a time.
+One worker process runs at a time, and in it one round at a time (`ROUNDS`): the loop of
+`contactdata worker` and the scheduled retry_deliveries job take turns.
+
+A refresh event (payload {"refresh": true}, queued by the scheduled reenrich job for records
+enriched longer ago than their connection's refresh interval) is always enriched again: the
+"unchanged since we enriched it" shortcut would otherwise skip it.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -32,7 +38,14 @@ from sqlite_utils import Database
 import server
 from connector import connections, inbound, mappings, outbound, sealing, store
 from connector.adapters import adapter_for
-from connector.adapters.base import Adapter, Permanent, Retriable, WriteResult
+from connector.adapters.base import (
+    TOKEN_REFUSED,
+    Adapter,
+    Permanent,
+    Retriable,
+    WriteResult,
+    read_each,
+)
 from connector.adapters.hubspot import HubSpot
 
 MAX_ATTEMPTS = 12
@@ -40,6 +53,7 @@ BACKOFF_FIRST_SECONDS = 30.0
 BACKOFF_CAP_SECONDS = 6 * 3600.0
 NO_CREDITS_WAIT_SECONDS = 3600.0  # an organization out of credits may be topped up
 FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same input, is left
+ROUNDS = threading.Lock()  # one round at a time in this process: two would take the same events
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
 # What ends one attempt at an event; anything else is a bug, and stops the worker.
@@ -69,8 +83,9 @@ class Worker:
         """Work off up to `limit` due events, a connection's at a time (one CRM call writes
         them all, where the CRM has batch writes); how many ended done, retrying or dead."""
         outcomes: Counter[str] = Counter()
-        for batch in _batches(store.due_events(self.db, server.iso(self.clock()), limit)):
-            outcomes.update(self.work(batch))
+        with ROUNDS:
+            for batch in _batches(store.due_events(self.db, server.iso(self.clock()), limit)):
+                outcomes.update(self.work(batch))
         return outcomes
 
     def work(self, events: list[Row]) -> Counter[str]:
@@ -188,7 +203,8 @@ class Worker:
         # what the event carries wins; the rest (a Salesforce Outbound Message without the
         # e-mail field ticked) as the CRM holds it
         given = mapping.enrich_input({**current, **triaged.payload})
-        if cached and self._fresh(cached, given, ours):
+        refresh = triaged.payload.get("refresh") is True  # queued to be enriched again: no skip
+        if cached and not refresh and self._fresh(cached, given, ours):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         outcome = self._enrich(link, event, given)
         changes = mapping.changes(outcome.result, current, ours)
@@ -366,9 +382,16 @@ def _batches(events: list[Row]) -> list[list[Row]]:
 def _fetch(
     adapter: Adapter, record_ids: list[str], properties: list[str]
 ) -> dict[str, Row | Permanent]:
-    """Read records: one by its own read, several by the CRM's batch read."""
+    """Read records: one by its own read, several by the CRM's batch read; a batch read
+    refused as a whole (one malformed id can do that) is read again record by record, so
+    the others are not failed with it."""
     if len(record_ids) != 1:
-        return adapter.read_many(record_ids, properties)
+        try:
+            return adapter.read_many(record_ids, properties)
+        except Permanent as refused:
+            if refused.reason == TOKEN_REFUSED:  # the same for every record: no use asking
+                raise
+            return read_each(adapter.read, record_ids, properties)
     try:
         return {record_ids[0]: adapter.read(record_ids[0], properties)}
     except Permanent as failure:

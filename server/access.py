@@ -81,7 +81,7 @@ def _limits(caller: Caller, discover: bool) -> list[limits.Limit]:
     org = f"org:{caller.org_id}"
     checked = [
         limits.Limit.per_window(f"{org}:qps", "qps", caller.qps_limit, 1),
-        limits.Limit.per_utc_day(f"{org}:daily", "daily", caller.daily_limit),
+        limits.organization_daily(caller.org_id, caller.daily_limit),
     ]
     if discover:
         bucket = f"key:{caller.key_id}:discover"

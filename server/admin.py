@@ -231,6 +231,15 @@ def _choice(value: str, allowed: dict[str, str], name: str) -> str:
         raise InvalidParameter(f"{name} must be one of {options}, not {value!r}.") from None
 
 
+def record_action(
+    db: Database, ctx: Context, action: str, target: str, detail: dict | None = None
+) -> None:
+    """Log an action taken for an admin elsewhere (the connector's settings page retrying a
+    delivery, changing a schedule) under the same actor as key and user changes; call it
+    inside the transaction that makes the change."""
+    _audit(db, ctx, action, target, detail)
+
+
 def _audit(
     db: Database, ctx: Context, action: str, target: str, detail: dict | None = None
 ) -> None:

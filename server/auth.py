@@ -7,6 +7,8 @@ Nothing is cached, so a suspension takes effect on the next request in every pro
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import sqlite3
 from dataclasses import dataclass
@@ -55,13 +57,53 @@ def authenticate(db: Database, secret: bytes, value: str | None, now: datetime) 
     row = store.key_by_hash(db, keys.key_hash(value, secret), iso(now))
     if row is None:
         raise InvalidApiKey("Invalid API key.")
+    _require_active(row)
+    _note_use(db, row, now)
+    return _caller(row)
+
+
+def sign_in(db: Database, secret: bytes, value: str | None, now: datetime) -> tuple[Caller, str]:
+    """The admin holding key `value`, and a mark naming that value without revealing it: what
+    a browser session keeps instead of the value (see `resume`). Raises as `authenticate`, or
+    admin_required for a standard key."""
+    caller = authenticate(db, secret, value, now)
+    require_admin(caller)
+    return caller, _value_mark(secret, keys.key_hash(value or "", secret))
+
+
+def resume(db: Database, secret: bytes, key_id: str, mark: str, now: datetime) -> Caller:
+    """The admin of a browser session, checked again on each request as a key is: the session
+    ends (401/403) once the value it signed in with is rotated out, or the key, its user or
+    its role no longer admits it."""
+    moment = iso(now)
+    for key_hash in store.live_key_hashes(db, key_id, moment):
+        if hmac.compare_digest(_value_mark(secret, key_hash), mark):
+            row = store.key_by_hash(db, key_hash, moment)
+            if row is not None:
+                _require_active(row)
+                caller = _caller(row)
+                require_admin(caller)
+                return caller
+    raise InvalidApiKey("The key this session signed in with is no longer valid.")
+
+
+def _value_mark(secret: bytes, key_hash: str) -> str:
+    """An HMAC of a value's stored hash under its own label: neither the value nor its hash,
+    so a session cookie that is read (it is signed, not encrypted) gives away neither."""
+    return hmac.new(secret, f"session:{key_hash}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _require_active(row: dict) -> None:
+    """Refuse a key whose user is deleted or suspended, or which is suspended itself."""
     if row["user_status"] == "deleted":
         raise Forbidden("user_deleted", "The user this key belongs to has been deleted.")
     if row["user_status"] == "suspend":
         raise Forbidden("user_suspended", "The user this key belongs to is suspended.")
     if row["status"] != "active":
         raise Forbidden("key_suspended", "This API key is suspended.")
-    _note_use(db, row, now)
+
+
+def _caller(row: dict) -> Caller:
     return Caller(
         key_id=row["id"],
         email=row["email"],

@@ -20,6 +20,8 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMITER": "sqlite",
     # Where platforms reach this server: the base of the webhook URLs connections print.
     "PUBLIC_URL": "http://127.0.0.1:8080",
+    # Credits one run of the scheduled reenrich job may spend per organization.
+    "REFRESH_CREDIT_CAP": 1000,
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

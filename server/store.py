@@ -122,18 +122,30 @@ def key_by_hash(db: Database, key_hash: str, now: str) -> Row | None:
     Columns: the api_keys row, `user_status` (None for a key without a user) and the
     organization's columns prefixed `org_`.
     """
-    sql = """
-        SELECT k.*, u.status AS user_status, o.name AS org_name, o.status AS org_status,
-               o.tier AS org_tier, o.qps_limit AS org_qps_limit,
-               o.daily_rate_limit AS org_daily_rate_limit,
-               o.discover_per_minute AS org_discover_per_minute
-        FROM api_key_hashes h
-        JOIN api_keys k ON k.id = h.key_id
-        JOIN organizations o ON o.id = k.org_id
-        LEFT JOIN users u ON u.id = k.user_id
-        WHERE h.hash = ? AND (h.expires_at IS NULL OR h.expires_at > ?)
-    """
+    sql = f"{_KEY_WITH_STATES} WHERE h.hash = ? AND (h.expires_at IS NULL OR h.expires_at > ?)"
     return _first(db, sql, [key_hash, now])
+
+
+def live_key_hashes(db: Database, key_id: str, now: str) -> list[str]:
+    """The hashes of a key's values still accepted at `now` (one, or two during a rotation's
+    grace period)."""
+    sql = (
+        "SELECT hash FROM api_key_hashes WHERE key_id = ? "
+        "AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at"
+    )
+    return [row[0] for row in db.execute(sql, [key_id, now]).fetchall()]
+
+
+_KEY_WITH_STATES = """
+    SELECT k.*, u.status AS user_status, o.name AS org_name, o.status AS org_status,
+           o.tier AS org_tier, o.qps_limit AS org_qps_limit,
+           o.daily_rate_limit AS org_daily_rate_limit,
+           o.discover_per_minute AS org_discover_per_minute
+    FROM api_key_hashes h
+    JOIN api_keys k ON k.id = h.key_id
+    JOIN organizations o ON o.id = k.org_id
+    LEFT JOIN users u ON u.id = k.user_id
+"""
 
 
 def touch_key(db: Database, key_id: str, now: str) -> None:
@@ -535,6 +547,16 @@ def transactions_of(db: Database, org_id: str) -> list[Row]:
     """An organization's transactions, oldest first."""
     sql = "SELECT * FROM transactions WHERE org_id = ? ORDER BY created_at, rowid"
     return _rows(db, sql, [org_id])
+
+
+def transactions_per_day(db: Database, org_id: str, since: str) -> list[Row]:
+    """An organization's transactions per UTC day from `since` (an ISO timestamp) on: `day`
+    (YYYY-MM-DD), `calls` and `credits`, oldest day first; days without any are left out."""
+    sql = (
+        "SELECT substr(created_at, 1, 10) AS day, count(*) AS calls, sum(credits) AS credits "
+        "FROM transactions WHERE org_id = ? AND created_at >= ? GROUP BY day ORDER BY day"
+    )
+    return _rows(db, sql, [org_id, since])
 
 
 # --- discover --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 from sqlite_utils import Database
 
 from server import accounts, auth, db, keys, store
+from server.clock import iso
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
 
 NOW = datetime(2025, 4, 10, 12, 0, tzinfo=UTC)
@@ -110,3 +111,29 @@ def test_a_busy_database_does_not_hold_up_authentication(
     finally:
         writer.execute("ROLLBACK")
     assert next(database.query("SELECT last_used_at FROM api_keys"))["last_used_at"] is None
+
+
+def test_a_browser_session_names_the_value_and_ends_with_it(
+    database: Database, admin_key: str
+) -> None:
+    caller, mark = auth.sign_in(database, SECRET, admin_key, NOW)
+    assert admin_key not in mark and keys.key_hash(admin_key, SECRET) not in mark
+    assert auth.resume(database, SECRET, caller.key_id, mark, NOW) == caller
+    with pytest.raises(InvalidApiKey):
+        auth.resume(database, SECRET, caller.key_id, "0" * 32, NOW)
+    # A rotation in the same millisecond: the old value still names itself, not the new one.
+    fresh = keys.key_hash(keys.new_key(), SECRET)
+    store.rotate_key(
+        database, caller.key_id, fresh, "cdk_…x", iso(NOW + timedelta(seconds=60)), iso(NOW)
+    )
+    assert auth.resume(database, SECRET, caller.key_id, mark, NOW).key_id == caller.key_id
+    with pytest.raises(InvalidApiKey):
+        auth.resume(database, SECRET, caller.key_id, mark, NOW + timedelta(seconds=61))
+
+
+def test_a_suspended_key_does_not_sign_in(database: Database, admin_key: str) -> None:
+    org = auth.authenticate(database, SECRET, admin_key, NOW)
+    store.set_key_status(database, org.key_id, "suspended", iso(NOW))
+    with pytest.raises(Forbidden) as raised:
+        auth.sign_in(database, SECRET, admin_key, NOW)
+    assert raised.value.code == "key_suspended"

@@ -16,6 +16,7 @@ from server.limits import (
     decide,
     headers,
     limiter_for,
+    organization_daily,
 )
 
 T0 = datetime(2025, 4, 10, 18, 49, 51, 250_000, tzinfo=UTC)
@@ -95,6 +96,17 @@ def test_daily_limit_resets_at_utc_midnight(limiter: SqliteLimiter, database: Da
     assert admitted.allowed and admitted.statuses[0] == LimitStatus(daily, 2, 86_400)
     rows = database.execute("SELECT period, count FROM rate_counts").fetchall()
     assert rows == [("2025-04-11", 1)]
+
+
+def test_count_reads_a_limit_without_counting(limiter: SqliteLimiter) -> None:
+    daily = organization_daily("1", 3)
+    assert daily == Limit.per_utc_day("org:1:daily", "daily", 3)
+    assert limiter.count(daily, at(0)) == 0
+    limiter.hit([daily, QPS], at(0))
+    limiter.hit([daily], at(1))
+    assert [limiter.count(daily, at(2)) for _ in range(3)] == [2, 2, 2]
+    assert limiter.count(QPS, at(0.5)) == 1 and limiter.count(QPS, at(1)) == 0
+    assert limiter.count(daily, datetime(2025, 4, 11, tzinfo=UTC)) == 0  # a new UTC day
 
 
 def test_remaining_and_reset_of_each_limit(limiter: SqliteLimiter) -> None:

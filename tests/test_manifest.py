@@ -70,12 +70,13 @@ def test_policies_transforms_and_retries_are_those_of_the_code() -> None:
 
 
 def test_schedules_are_those_of_the_code() -> None:
-    from connector import subscriptions
+    from connector import jobs, scheduler
 
-    (zoho,) = _manifest()["schedules"]
-    assert zoho["everySeconds"] == subscriptions.RENEW_EVERY.total_seconds()
-    assert zoho["retryAfterSeconds"] == subscriptions.RETRY_AFTER.total_seconds()
-    assert zoho["channelLifetimeSeconds"] == subscriptions.CHANNEL_LIFETIME.total_seconds()
+    assert _manifest()["schedules"] == [
+        {"id": d.id, "runsIn": "worker", "trigger": {"type": d.trigger, **d.fields}, "does": d.does}
+        for d in scheduler.DEFAULTS
+    ]
+    assert [d.id for d in scheduler.DEFAULTS] == list(jobs.JOBS)
 
 
 def test_the_readmes_platform_table_lists_every_platform_and_kind() -> None:

@@ -1,5 +1,5 @@
-"""Zoho notification channels kept alive by the worker: enabled when a connection is first
-seen, renewed a day later (each time for six days), retried soon after a failure."""
+"""Zoho notification channels kept alive: enabled or renewed (each time for six days) for
+every Zoho connection at each run of the renew_subscriptions job; a failure is reported."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from server import accounts
 SECRET = "test-secret"
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ZOHO = "http://127.0.0.1:9"  # never contacted: the client's transport answers
+PUBLIC_URL = "https://hooks.acme.example"
 
 
 class FakeZoho:
@@ -53,13 +54,12 @@ def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connecti
     return db, link
 
 
-def test_a_zoho_channel_is_enabled_then_renewed_daily(setup: Any) -> None:
+def test_a_zoho_channel_is_enabled_then_renewed(setup: Any) -> None:
     db, link = setup
     zoho = FakeZoho()
     client = httpx.Client(transport=httpx.MockTransport(zoho))
-    renewals = subscriptions.Renewals(SECRET.encode(), client, "https://hooks.acme.example")
     channel = connections.channel_id(link.row)
-    assert renewals.run_due(db, NOW) == {
+    assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {
         link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00"
     }
     (request,) = zoho.requests
@@ -73,21 +73,20 @@ def test_a_zoho_channel_is_enabled_then_renewed_daily(setup: Any) -> None:
         "notify_url": f"https://hooks.acme.example/hooks/{link.row['id']}/events",
         "notify_on_related_action": False,
     }
-    assert renewals.run_due(db, NOW + timedelta(hours=23)) == {}  # not due yet
-    assert list(renewals.run_due(db, NOW + timedelta(days=1))) == [link.row["id"]]
-    assert len(zoho.requests) == 2
+    later = NOW + timedelta(hours=12)  # the next run: the same channel, six days from then
+    renewed = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, later)
+    assert renewed == {link.row["id"]: f"channel {channel} until 2026-11-30T00:00:00+00:00"}
+    assert json.loads(zoho.requests[1].content)["watch"][0]["channel_id"] == channel
 
 
-def test_a_failed_renewal_is_tried_again_a_quarter_hour_later(setup: Any) -> None:
+def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -> None:
     db, _ = setup
     zoho = FakeZoho()
     zoho.failures.append(httpx.Response(503, json={"code": "INTERNAL_ERROR"}))
     client = httpx.Client(transport=httpx.MockTransport(zoho))
-    renewals = subscriptions.Renewals(SECRET.encode(), client, "https://hooks.acme.example")
-    (outcome,) = renewals.run_due(db, NOW).values()
+    (outcome,) = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW).values()
     assert outcome.startswith("failed: 503")
-    assert renewals.run_due(db, NOW + timedelta(minutes=14)) == {}
-    (outcome,) = renewals.run_due(db, NOW + timedelta(minutes=15)).values()
+    (outcome,) = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW).values()
     assert outcome.startswith("channel ") and len(zoho.requests) == 2
 
 
@@ -98,6 +97,4 @@ def test_only_zoho_connections_have_channels(db_path: Path) -> None:
     )
     connections.add(db, SECRET.encode(), NOW, name="zap", platform="zapier", api_key=key)
     client = httpx.Client(transport=httpx.MockTransport(FakeZoho()))
-    assert (
-        subscriptions.Renewals(SECRET.encode(), client, "https://x.example").run_due(db, NOW) == {}
-    )
+    assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {}

@@ -126,7 +126,7 @@ def _event(
     record: str = "501",
     payload: dict[str, Any] | None = None,
 ) -> None:
-    full = {"vid": int(record), "properties": {"email": {"value": AVA}}}
+    full = {"vid": record, "properties": {"email": {"value": AVA}}}
     row = {
         "connection_id": link.row["id"],
         "event_key": key,
@@ -314,6 +314,41 @@ def test_events_of_several_records_go_out_in_one_batch_update(setup: Any, crm: F
         cached = store.record(db, link.row["id"], record)
         assert cached is not None and not cached["pending"]
         assert json.loads(cached["written"])["jobtitle"] == titles[record]
+
+
+def test_a_batch_read_refused_as_a_whole_is_read_record_by_record(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    """One malformed id (a settings page test event) must not fail the round's others."""
+    db, work, link, _ = setup
+    crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
+    invalid = {"status": "error", "category": "VALIDATION_ERROR", "message": "Invalid input"}
+    crm.failures.append(httpx.Response(400, json=invalid))  # the batch read
+    _event(db, link, "e-501", thin=True)
+    _event(db, link, "e-test", thin=True, record="settings-test-1")
+    _event(db, link, "e-502", thin=True, record="502")
+    assert work.run_due() == {"done": 2, "dead": 1}
+    paths = [request.url.path for request in crm.requests if request.method != "PATCH"]
+    assert paths[:4] == [
+        "/crm/v3/objects/contacts/batch/read",
+        "/crm/v3/objects/contacts/501",
+        "/crm/v3/objects/contacts/settings-test-1",
+        "/crm/v3/objects/contacts/502",
+    ]
+    dead = [e for e in store.events_of(db, link.row["id"]) if e["status"] == "dead"]
+    assert [e["event_key"] for e in dead] == ["e-test"]
+
+
+def test_an_expired_token_fails_the_round_without_reading_each_record(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = setup
+    crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
+    crm.failures.append(httpx.Response(401, json={"status": "error", "message": "expired"}))
+    _event(db, link, "e-501", thin=True)
+    _event(db, link, "e-502", thin=True, record="502")
+    assert work.run_due() == {"dead": 2}
+    assert len(crm.requests) == 1
 
 
 def test_a_contact_the_batch_could_not_write_is_a_dead_letter_and_the_rest_are_done(

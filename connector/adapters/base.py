@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import httpx
 
 MESSAGE_LIMIT = 300  # characters of a CRM's error text kept in a reason
+TOKEN_REFUSED = "token expired or revoked"  # every adapter's reason for a 401
 DELAY_SECONDS = re.compile(r"\d+(\.\d+)?")  # Retry-After in seconds (RFC 9110: digits)
 
 

@@ -27,6 +27,7 @@ import httpx
 
 from connector.adapters.base import (
     MESSAGE_LIMIT,
+    TOKEN_REFUSED,
     Permanent,
     Refusal,
     Retriable,
@@ -51,7 +52,6 @@ UNKNOWN_ON_WRITE = re.compile(
     r"(?:Invalid property|The property) '([^']+)' (?:was found in entity|does not exist on type)"
 )
 QUERY_SAFE = ",'()=[]"  # left as they are, as the Web API documentation writes its queries
-TOKEN_REFUSED = "token expired or revoked"
 NOT_FOUND = "no such contact (deleted, or not visible to this user)"
 
 

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import httpx
 
 from connector.adapters.base import (
+    TOKEN_REFUSED,
     Outcome,
     Permanent,
     Refusal,
@@ -129,7 +130,7 @@ class HubSpot:
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: 401 and 429 HubSpot's way, the rest as `classify`."""
         if response.status_code == 401:
-            raise Permanent("token expired or revoked")
+            raise Permanent(TOKEN_REFUSED)
         if response.status_code == 429:
             raise _rate_limited(response)
         classify(response)

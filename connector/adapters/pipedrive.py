@@ -46,6 +46,7 @@ import httpx
 from connector.adapters.base import (
     DELAY_SECONDS,
     MESSAGE_LIMIT,
+    TOKEN_REFUSED,
     Permanent,
     Refusal,
     Retriable,
@@ -159,7 +160,7 @@ class Pipedrive:
             classify(response)
             return
         if status == 401:
-            raise Permanent("token expired or revoked")
+            raise Permanent(TOKEN_REFUSED)
         said = _said(response)
         if status == 404:
             raise Permanent(f"no such person ({said})")

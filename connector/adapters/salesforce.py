@@ -21,6 +21,7 @@ from urllib.parse import quote
 import httpx
 
 from connector.adapters.base import (
+    TOKEN_REFUSED,
     Outcome,
     Permanent,
     Refusal,
@@ -144,7 +145,7 @@ class Salesforce:
         """Raise for a failed answer: Salesforce's error codes first, then `classify`."""
         codes = _error_codes(json_body(response))
         if response.status_code == 401:
-            raise Permanent("token expired or revoked")
+            raise Permanent(TOKEN_REFUSED)
         reason = f"{response.status_code}: {error_message(response)}"
         if "REQUEST_LIMIT_EXCEEDED" in codes:
             raise Retriable(reason, retry_after(response) or REQUEST_LIMIT_WAIT_SECONDS)

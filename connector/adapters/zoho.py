@@ -34,6 +34,7 @@ from urllib.parse import quote
 import httpx
 
 from connector.adapters.base import (
+    TOKEN_REFUSED,
     Outcome,
     Permanent,
     Refusal,
@@ -226,7 +227,7 @@ class Zoho:
         if "OAUTH_SCOPE_MISMATCH" in codes:
             raise Permanent(f"{status} OAUTH_SCOPE_MISMATCH: the token lacks a scope for this call")
         if status == 401 or "INVALID_TOKEN" in codes:
-            raise Permanent("token expired or revoked")
+            raise Permanent(TOKEN_REFUSED)
         if 400 <= status < 500 and status != 429 and errors:
             reason = f"{status} {response.reason_phrase}: {'; '.join(map(_describe, errors))}"
             raise _Refused(reason) if status == 400 else Permanent(reason)

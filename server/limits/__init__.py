@@ -15,6 +15,7 @@ from server.limits.base import (
     Usage,
     decide,
     headers,
+    organization_daily,
 )
 from server.limits.sqlite import SqliteLimiter
 
@@ -30,6 +31,7 @@ __all__ = [
     "decide",
     "headers",
     "limiter_for",
+    "organization_daily",
 ]
 
 

@@ -92,6 +92,15 @@ class Limiter(Protocol):
         in each of them. Each limit needs its own bucket."""
         ...
 
+    def count(self, limit: Limit, now: datetime) -> int:
+        """How many requests `limit` counts at `now`, counting none (an admin's usage page)."""
+        ...
+
+
+def organization_daily(org_id: str, quota: int) -> Limit:
+    """An organization's `dailyRateLimit` over all its keys and endpoints (contract §6)."""
+    return Limit.per_utc_day(f"org:{org_id}:daily", "daily", quota)
+
 
 def utc(now: datetime) -> datetime:
     """`now` in UTC; a naive datetime is refused (its day and timestamp would be guesses)."""

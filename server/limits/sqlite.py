@@ -69,6 +69,10 @@ class SqliteLimiter:
                     _count(db, limit, usage, now)
         return decision
 
+    def count(self, limit: Limit, now: datetime) -> int:
+        """How many requests `limit` counts at `now`, counting none."""
+        return _read(self._db(), limit, utc(now)).count
+
 
 def _read(db: Database, limit: Limit, now: datetime) -> Usage:
     if limit.kind == "utc_day":

@@ -1,0 +1,166 @@
+"""When the jobs of connector/jobs.py run: APScheduler 3, started by `contactdata worker` only
+(every gunicorn worker would start its own), with the schedule kept in its own SQLite file.
+
+The job store is `<db>.jobs`, apart from the database: SQLAlchemy's writes to it would
+otherwise contend with the service's write transactions. A job's trigger changed by a user
+persists: starting adds the default jobs that are missing and leaves stored ones as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+from apscheduler.job import Job
+from apscheduler.schedulers.background import BackgroundScheduler
+
+import server
+from connector import jobs, store, subscriptions
+
+# A run missed while the worker was down by less than this runs once when it is back.
+MISFIRE_GRACE = timedelta(hours=6)
+JOB_FUNCTION = "connector.jobs:run"  # by reference: the job store keeps it as text
+
+
+@dataclass(frozen=True)
+class Default:
+    """A job as the code schedules it until a user changes its trigger."""
+
+    id: str
+    name: str
+    trigger: str  # APScheduler's trigger alias
+    fields: dict[str, Any]  # and its fields
+    does: str
+
+
+DEFAULTS = (
+    Default(
+        "reenrich",
+        "Re-enrich stale records",
+        "cron",
+        {"hour": 2, "minute": 0, "timezone": "UTC"},
+        "queue a refresh of each CRM record enriched longer ago than its connection's refresh "
+        "interval; refreshes that cost credits at most CONTACTDATA_REFRESH_CREDIT_CAP "
+        f"({jobs.REFRESH_CREDIT_CAP}) per organization a run, and never over its balance",
+    ),
+    Default(
+        "retry_deliveries",
+        "Retry deliveries",
+        "interval",
+        {"minutes": 1},
+        "work off the due events, retries whose wait is over among them",
+    ),
+    Default(
+        "renew_subscriptions",
+        "Renew subscriptions",
+        "interval",
+        {"hours": 12},
+        "enable or renew each Zoho connection's notification channel (Contacts.create, "
+        f"Contacts.edit) for {subscriptions.CHANNEL_LIFETIME.days} days",
+    ),
+    Default(
+        "purge_deliveries",
+        "Purge deliveries",
+        "cron",
+        {"hour": 3, "minute": 0, "timezone": "UTC"},
+        f"delete done events last due over {jobs.PURGE_AFTER.days} days ago and job runs "
+        f"over {jobs.JOB_RUNS_KEPT.days} days old",
+    ),
+)
+
+
+def start(db_path: str | Path) -> BackgroundScheduler:
+    """Run the jobs of the database at `db_path` in background threads until `shutdown()`.
+    Stored jobs keep their triggers; a job the code no longer has is removed, and stored
+    arguments naming another database path (the files moved) are corrected."""
+    scheduler = _opened(db_path)
+    for job in scheduler.get_jobs():
+        if job.id not in jobs.JOBS:
+            scheduler.remove_job(job.id)
+        elif list(job.args) != _args(job.id, db_path):
+            scheduler.modify_job(job.id, args=_args(job.id, db_path))
+    scheduler.resume()
+    return scheduler
+
+
+def status(db_path: str | Path) -> list[dict[str, Any]]:
+    """Each job (in DEFAULTS order): id, name, trigger, next run (ISO; None when paused) and
+    its last run (started_at, ok, result; None before the first): the settings page's table
+    and `contactdata jobs list`."""
+    scheduler = _opened(db_path)
+    try:
+        stored = {job.id: job for job in scheduler.get_jobs()}
+    finally:
+        scheduler.shutdown(wait=False)
+    last = _last_runs(db_path)
+    return [_shown(stored[d.id], last.get(d.id)) for d in DEFAULTS if d.id in stored]
+
+
+def reschedule(db_path: str | Path, job_id: str, **trigger: Any) -> dict[str, Any]:
+    """Give a job a new trigger (`trigger="interval", hours=6`, or `trigger="cron", hour=4`),
+    stored at once: a running worker's scheduler reads it at its next wake-up (within a
+    minute, as retry_deliveries runs every minute) and it stays after restarts. Returns the
+    job as `status` shows it."""
+    if job_id not in jobs.JOBS:
+        raise jobs.UnknownJob(job_id)
+    scheduler = _opened(db_path)
+    try:
+        job = scheduler.reschedule_job(job_id, **trigger)
+    finally:
+        scheduler.shutdown(wait=False)
+    return _shown(job, _last_runs(db_path).get(job_id))
+
+
+def _opened(db_path: str | Path) -> BackgroundScheduler:
+    """A paused scheduler on the job store of `db_path`, holding every default job: stored
+    jobs as they are, missing ones added with their default trigger."""
+    # Imported here: SQLAlchemy takes a third of a second to import, which every other
+    # command of `contactdata` would pay.
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+
+    url = f"sqlite:///{Path(f'{db_path}.jobs').resolve()}"
+    scheduler = BackgroundScheduler(
+        jobstores={"default": SQLAlchemyJobStore(url=url)}, timezone=UTC
+    )
+    scheduler.start(paused=True)
+    for default in DEFAULTS:
+        if scheduler.get_job(default.id) is None:
+            scheduler.add_job(
+                JOB_FUNCTION,
+                id=default.id,
+                name=default.name,
+                args=_args(default.id, db_path),
+                coalesce=True,  # runs missed while down: one, not each
+                max_instances=1,
+                misfire_grace_time=int(MISFIRE_GRACE.total_seconds()),
+                replace_existing=True,  # another process added it meanwhile: one job still
+                trigger=default.trigger,
+                **default.fields,
+            )
+    return scheduler
+
+
+def _args(job_id: str, db_path: str | Path) -> list[str]:
+    """What jobs.run is called with: the job id and the database's absolute path."""
+    return [job_id, str(Path(db_path).resolve())]
+
+
+def _last_runs(db_path: str | Path) -> dict[str, dict[str, Any]]:
+    db = store.connect(db_path)
+    try:
+        return store.last_job_runs(db)
+    finally:
+        db.close()
+
+
+def _shown(job: Job, last: dict[str, Any] | None) -> dict[str, Any]:
+    """A job as the settings page and `jobs list` show it."""
+    return {
+        "id": job.id,
+        "name": job.name,
+        "trigger": str(job.trigger),
+        "next_run": server.iso(job.next_run_time) if job.next_run_time else None,
+        "last_run": None if last is None else {k: last[k] for k in ("started_at", "ok", "result")},
+    }

@@ -1,0 +1,654 @@
+"""The admin settings page, /settings: an organization's admin signs in with the admin API key
+and manages keys, users, connections, deliveries, usage and schedules in a browser.
+
+Server-rendered (templates/settings/) with one stylesheet and one script (static/) and nothing
+inline, so the Content-Security-Policy allows no inline code at all. Every key and user action
+calls the use case the admin API calls (server/admin.py, with a Context naming the admin's
+key), and the connector's own actions are logged under the same actor, so all of them land in
+one audit log. The session cookie holds the key's id, its organization and a mark naming the
+value signed in with (an HMAC of its hash), never the value; every request checks the key
+again, so a suspended key or a value rotated out ends the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, TypeVar
+
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    current_app,
+    flash,
+    g,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask.sessions import SecureCookieSessionInterface
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from sqlite_utils import Database
+from werkzeug.exceptions import HTTPException
+
+import server
+from connector import connections, jobs, mappings, scheduler, store
+from server import admin, auth, limits, usage
+from server.auth import Caller
+from server.errors import InvalidParameter, NotFound, ServiceError
+
+blueprint = Blueprint(
+    "settings",
+    __name__,
+    url_prefix="/settings",
+    template_folder="templates",
+    static_folder="static",
+)
+Row = dict[str, Any]
+T = TypeVar("T")
+
+SIGN_IN_ATTEMPTS = 5  # per client address and minute, successful ones included
+SESSION_LIFETIME = timedelta(hours=8)
+EVENTS_SHOWN = 50
+EVENT_STATUSES = ("pending", "done", "dead")
+GRACE_CHOICES = (
+    (0, "no time: it stops at once"),
+    (3600, "1 hour"),
+    (86_400, "1 day"),
+    (604_800, "7 days"),
+)
+DEFAULT_GRACE = 86_400
+INTERVAL_UNITS = {"minutes": 60 * 24 * 7, "hours": 24 * 30, "days": 90}  # unit -> largest
+REFRESH_DAYS = (1, 3650)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+SIGN_IN_FAILED = (
+    "Sign-in failed: that is not an active admin API key. Paste your organization's admin "
+    "key (it starts with cdk_) and try again."
+)
+# What the test event carries, for each enrich input its mapping reads.
+TEST_VALUES = {
+    "conEmail": "test.contact@example.com",
+    "conFirstName": "Test",
+    "conLastName": "Contact",
+    "conFullName": "Test Contact",
+    "conJobTitle": "Test event from the settings page",
+    "compName": "Example Inc",
+    "compWebsite": "example.com",
+}
+_DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
+
+
+# --- wiring ----------------------------------------------------------------------------------
+
+
+class _SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie session, marked Secure exactly when the request came over https
+    as the WSGI server reports it: the app installs no proxy middleware, so a client's own
+    X-Forwarded-Proto is not believed (gunicorn believes it only from forwarded_allow_ips)."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return request.is_secure
+
+
+def init_app(app: Flask) -> None:
+    """Sessions, CSRF checks and the settings routes. Every blueprint registered before this
+    one (the JSON API and /hooks) is exempt from CSRF: those take keys and signatures, never
+    cookies, and must answer exactly as before."""
+    app.config.update(
+        SECRET_KEY=app.config.get("SECRET_KEY") or _session_secret(app),
+        SESSION_COOKIE_NAME="contactdata_settings",
+        SESSION_COOKIE_PATH=blueprint.url_prefix,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Strict",
+        PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,  # also how old a cookie may be
+        WTF_CSRF_TIME_LIMIT=None,  # a token lasts as long as its session
+        # Referrer-Policy no-referrer leaves no Referer for flask-wtf's https check to compare
+        # (and makes browsers send Origin: null); the SameSite=Strict session holding the
+        # token already ties each form to this site.
+        WTF_CSRF_SSL_STRICT=False,
+    )
+    app.session_interface = _SessionInterface()
+    csrf = CSRFProtect(app)
+    for other in list(app.blueprints.values()):
+        csrf.exempt(other)
+    app.register_blueprint(blueprint)
+    app.after_request(_add_security_headers)
+
+
+def _session_secret(app: Flask) -> str:
+    """The key sessions are signed with: derived from the server secret, so every worker
+    process and restart signs alike, and no other use of that secret meets it."""
+    secret: bytes = app.config["KEY_SECRET_BYTES"]
+    return hmac.new(secret, b"contactdata settings session", hashlib.sha256).hexdigest()
+
+
+def _add_security_headers(response: Response) -> Response:
+    """Every response under /settings (errors and static files too) gets the headers; pages,
+    which show keys or their hints, are never stored by the browser or a proxy."""
+    prefix = blueprint.url_prefix or ""
+    if request.path != prefix and not request.path.startswith(f"{prefix}/"):
+        return response
+    response.headers.update(SECURITY_HEADERS)
+    if request.endpoint != "settings.static":
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+# --- who is signed in ------------------------------------------------------------------------
+
+_OPEN_ENDPOINTS = {"settings.sign_in", "settings.static"}
+
+
+@blueprint.before_request
+def _admit() -> Response | None:
+    """Every page but sign-in needs a signed-in admin whose key still admits them."""
+    if request.endpoint in _OPEN_ENDPOINTS:
+        return None
+    caller = _session_caller()
+    if caller is None:
+        return redirect(url_for(".sign_in"), 303)
+    g.caller = caller
+    return None
+
+
+def _session_caller() -> Caller | None:
+    """The admin of this session, checked again now (a suspended key, user or a value rotated
+    out ends the session), or None."""
+    key_id, org_id, mark = (session.get(name) for name in ("key_id", "org_id", "mark"))
+    if not (key_id and org_id and mark):
+        return None
+    try:
+        caller = auth.resume(_db(), _secret(), key_id, mark, server.now())
+    except ServiceError as error:
+        session.clear()
+        flash(f"You were signed out: {error.message}", "error")
+        return None
+    if caller.org_id != org_id:
+        session.clear()
+        return None
+    return caller
+
+
+@blueprint.route("/sign-in", methods=["GET", "POST"])
+def sign_in() -> Response:
+    """The sign-in form; a wrong key gets the form again with one message that says no more."""
+    if request.method == "GET":
+        if _session_caller() is not None:
+            return redirect(url_for(".keys"), 303)
+        return _render("sign_in.html")
+    decision = _limiter().hit([_sign_in_limit()], server.now())
+    if not decision.allowed:
+        wait = decision.retry_after or 60
+        message = f"Too many sign-in attempts from your address. Wait {wait} seconds and try again."
+        response = _render("sign_in.html", 429, error=message)
+        response.headers["Retry-After"] = str(wait)
+        return response
+    value = request.form.get("api_key", "").strip()
+    try:
+        caller, mark = auth.sign_in(_db(), _secret(), value, server.now())
+    except ServiceError:
+        return _render("sign_in.html", 401, error=SIGN_IN_FAILED)
+    session.clear()  # a new session: a fresh CSRF token too
+    session.update(key_id=caller.key_id, org_id=caller.org_id, mark=mark)
+    flash(f"Signed in to {caller.org_name} as {caller.email}.", "success")
+    return redirect(url_for(".keys"), 303)
+
+
+@blueprint.post("/sign-out")
+def sign_out() -> Response:
+    """End the session."""
+    session.clear()
+    flash("You are signed out.", "success")
+    return redirect(url_for(".sign_in"), 303)
+
+
+@blueprint.get("/")
+def home() -> Response:
+    return redirect(url_for(".keys"), 303)
+
+
+def _sign_in_limit() -> limits.Limit:
+    address = request.remote_addr or "unknown"
+    return limits.Limit.per_window(f"settings-sign-in:{address}", "sign-in", SIGN_IN_ATTEMPTS, 60)
+
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+@blueprint.get("/keys")
+def keys() -> Response:
+    """The organization's keys: status, last characters, and what can be done to each."""
+    return _keys_page()
+
+
+@blueprint.post("/keys")
+def create_key() -> Response:
+    """A new standard key; its value is shown on this response only."""
+    try:
+        key, value = admin.create_key(_db(), _context(), _field("email"))
+    except ServiceError as error:
+        return _failed(error, ".keys")
+    flash(f"Key created for {key['email']}. Copy it now: it is not shown again.", "success")
+    return _keys_page(value, key["email"])
+
+
+@blueprint.post("/keys/update")
+def update_key() -> Response:
+    """Suspend, reactivate or rotate a key (with the chosen grace period)."""
+    action = _field("action")
+    try:
+        grace = _integer("grace_seconds", "grace period") if action == "rotate" else None
+        key, value = admin.update_key(_db(), _context(), _field("email"), action, grace)
+    except ServiceError as error:
+        return _failed(error, ".keys")
+    if value is None:
+        flash(f"The key of {key['email']} is {_DONE.get(action.casefold(), 'changed')}.", "success")
+        return redirect(url_for(".keys"), 303)
+    flash(
+        f"The key of {key['email']} was rotated; the previous value works until "
+        f"{key['expires_at']}. Copy the new value now: it is not shown again.",
+        "success",
+    )
+    return _keys_page(value, key["email"])
+
+
+def _keys_page(new_value: str | None = None, new_for: str | None = None) -> Response:
+    found = admin.view_keys(_db(), _context(), None)
+    return _render(
+        "keys.html",
+        keys=found,
+        new_value=new_value,
+        new_for=new_for,
+        grace_choices=GRACE_CHOICES,
+        default_grace=DEFAULT_GRACE,
+    )
+
+
+# --- users -----------------------------------------------------------------------------------
+
+
+@blueprint.get("/users")
+def users() -> Response:
+    """The organization's users and what can be done to each."""
+    return _users_page()
+
+
+@blueprint.post("/users")
+def create_user() -> Response:
+    """A new user with its own key; the key's value is shown on this response only."""
+    try:
+        _, user, value = admin.create_user(_db(), _context(), _field("email"))
+    except ServiceError as error:
+        return _failed(error, ".users")
+    flash(
+        f"User {user['email']} created with a key. Copy it now: it is not shown again.", "success"
+    )
+    return _users_page(value, user["email"])
+
+
+@blueprint.post("/users/update")
+def update_user() -> Response:
+    """Suspend or reactivate a user."""
+    action = _field("action")
+    try:
+        if action not in ("suspend", "active"):
+            raise InvalidParameter("Choose suspend or reactivate.")
+        _, user = admin.update_user(_db(), _context(), _field("email"), action)
+    except ServiceError as error:
+        return _failed(error, ".users")
+    flash(f"The user {user['email']} is {_DONE[action]}.", "success")
+    return redirect(url_for(".users"), 303)
+
+
+@blueprint.get("/users/delete")
+def confirm_delete_user() -> Response:
+    """The confirmation step before a deletion, which cannot be undone."""
+    email = request.args.get("email", "")
+    _, found = admin.view_users(_db(), _context())
+    user = next((u for u in found if u["email"] == email.strip().casefold()), None)
+    if user is None:
+        return _failed(NotFound(f"No user {email} in this organization."), ".users")
+    return _render("confirm_delete.html", user=user)
+
+
+@blueprint.post("/users/delete")
+def delete_user() -> Response:
+    """Delete a user (final; the user's key stops working)."""
+    try:
+        _, user = admin.update_user(_db(), _context(), _field("email"), "delete")
+    except ServiceError as error:
+        return _failed(error, ".users")
+    flash(f"The user {user['email']} is deleted; their key no longer works.", "success")
+    return redirect(url_for(".users"), 303)
+
+
+def _users_page(new_value: str | None = None, new_for: str | None = None) -> Response:
+    _, found = admin.view_users(_db(), _context())
+    return _render("users.html", users=found, new_value=new_value, new_for=new_for)
+
+
+# --- connections -----------------------------------------------------------------------------
+
+
+@blueprint.get("/connections")
+def connections_page() -> Response:
+    """The organization's connections: webhook URLs, mapping summary and its validation."""
+    public_url = current_app.config["PUBLIC_URL"]
+    shown = [
+        {
+            "row": connections.shown(link),
+            "urls": connections.urls(link, public_url),
+            "mapping": _mapping_summary(link["mapping"]),
+            "takes_events": connections.PLATFORMS[link["platform"]].crm,
+        }
+        for link in _own_connections()
+    ]
+    return _render("connections.html", connections=shown)
+
+
+@blueprint.post("/connections/<connection_id>/test-event")
+def send_test_event(connection_id: str) -> Response:
+    """Store a synthetic event for a connection, as the receiver stores what platforms send:
+    the worker takes it up like any other, and Deliveries shows what became of it."""
+    try:
+        link = _own_connection(connection_id)
+        if not connections.PLATFORMS[link["platform"]].crm:
+            raise InvalidParameter(
+                f"{link['name']} is a {link['platform']} connection, which takes no events."
+            )
+        mapping = mappings.load_current(link["mapping"])
+        row = synthetic_event(link, mapping, server.iso(server.now()))
+        _change(lambda db: store.add_events(db, [row]), "connection.test_event", link["name"])
+    except (ServiceError, mappings.MappingError) as error:
+        return _failed(error, ".connections_page")
+    flash(
+        f"Test event stored for {link['name']} (record {row['record_id']}). The worker takes "
+        "it up like a platform's event; no CRM has that record, so it ends as a dead letter "
+        "showing the CRM's answer (or waits and retries while the CRM cannot be reached).",
+        "success",
+    )
+    return redirect(url_for(".deliveries"), 303)
+
+
+def synthetic_event(link: Row, mapping: mappings.Mapping, stamp: str) -> Row:
+    """An events row for `link` whose payload the mapping reads as a test contact with a
+    record id of its own, so it can never touch a real record."""
+    record_id = f"settings-test-{uuid.uuid4().hex[:12]}"
+    payload: Row = {"contactdataTest": True}
+    _place(payload, _preferred(mapping.record_paths), record_id)
+    for field, paths in mapping.input.items():
+        if field in TEST_VALUES:
+            _place(payload, _preferred(paths), TEST_VALUES[field])
+    return {
+        "connection_id": link["id"],
+        "event_key": f"settings-test:{record_id}",
+        "record_id": record_id,
+        "payload": json.dumps(payload),
+        "thin": 0,
+        "received_at": stamp,
+    }
+
+
+def _preferred(paths: tuple[str, ...] | list[str]) -> str:
+    """The simplest of a mapping's paths to a value: a top-level name where there is one."""
+    return next((path for path in paths if "." not in path), paths[0])
+
+
+def _place(payload: Row, path: str, value: str) -> None:
+    """Put `value` at a dotted path, making the dicts and lists (numeric parts) on the way."""
+    parts = path.split(".")
+    node: Any = payload
+    for part, following in pairwise(parts):
+        node = _slot(node, part, [] if following.isdigit() else {})
+    _slot(node, parts[-1], value)
+
+
+def _slot(node: Row | list[Any], part: str, default: Any) -> Any:
+    """The value under `part` of a dict or list, set to `default` where there is none."""
+    if isinstance(node, dict):
+        return node.setdefault(part, default)
+    index = int(part)
+    node.extend([None] * (index + 1 - len(node)))
+    if node[index] is None:
+        node[index] = default
+    return node[index]
+
+
+def _mapping_summary(path: str) -> Row:
+    """A mapping file's platform and counts, or the problems that make it unusable."""
+    summary: Row = {"file": Path(path).name, "problems": []}
+    try:
+        mapping = mappings.load_current(path)
+    except (mappings.MappingError, OSError) as error:
+        problems = error.problems if isinstance(error, mappings.MappingError) else [str(error)]
+        return {**summary, "problems": problems}
+    counts = {"inputs": len(mapping.input), "outputs": len(mapping.output)}
+    return {**summary, "platform": mapping.platform, **counts}
+
+
+# --- deliveries ------------------------------------------------------------------------------
+
+
+@blueprint.get("/deliveries")
+def deliveries() -> Response:
+    """The latest events of the organization's connections: status, attempts, last error."""
+    status = request.args.get("status") or None
+    if status not in EVENT_STATUSES:
+        status = None
+    names = {link["id"]: link["name"] for link in _own_connections()}
+    events = store.recent_events(_db(), EVENTS_SHOWN, status, org_id=g.caller.org_id)
+    return _render(
+        "deliveries.html", events=events, names=names, status=status, statuses=EVENT_STATUSES
+    )
+
+
+@blueprint.post("/deliveries/<int:event_id>/retry")
+def retry_delivery(event_id: int) -> Response:
+    """Make a dead letter due again now (store.retry_event, as `deliveries retry` does)."""
+    try:
+        found = store.event(_db(), event_id)
+        if found is None or found["connection_id"] not in {c["id"] for c in _own_connections()}:
+            raise NotFound(f"No event {event_id} in this organization.")
+        retry = lambda db: store.retry_event(db, event_id, server.iso(server.now()))  # noqa: E731
+        if not _change(retry, "delivery.retry", f"event {event_id}"):
+            raise InvalidParameter(
+                f"Event {event_id} is {found['status']}: only a dead letter can be retried."
+            )
+    except ServiceError as error:
+        return _failed(error, ".deliveries")
+    flash(f"Event {event_id} is due again; the worker takes it up next.", "success")
+    return redirect(url_for(".deliveries"), 303)
+
+
+# --- usage -----------------------------------------------------------------------------------
+
+
+@blueprint.get("/usage")
+def usage_page() -> Response:
+    """Credit balance, today's requests against the daily limit, and 30 days of calls."""
+    found = usage.usage(_db(), _limiter(), g.caller, server.now())
+    return _render("usage.html", usage=found, chart=chart(found.days))
+
+
+def chart(days: list[usage.Day], width: int = 600, height: int = 160) -> Row:
+    """Bar geometry for the usage chart, drawn as inline SVG by the template (no script)."""
+    peak = max((day.calls for day in days), default=0)
+    step = width / max(len(days), 1)
+    bars = []
+    for index, day in enumerate(days):
+        tall = round(height * day.calls / peak, 1) if peak else 0
+        x, y = round(index * step + step * 0.15, 1), round(height - tall, 1)
+        bars.append({"x": x, "y": y, "width": round(step * 0.7, 1), "height": tall, "day": day})
+    return {"bars": bars, "peak": peak, "width": width, "height": height}
+
+
+# --- schedules -------------------------------------------------------------------------------
+
+
+@blueprint.get("/schedules")
+def schedules() -> Response:
+    """The scheduled jobs with their next and last runs, and each connection's refresh."""
+    crm = [link for link in _own_connections() if connections.PLATFORMS[link["platform"]].crm]
+    return _render(
+        "schedules.html",
+        jobs=scheduler.status(current_app.config["DB"]),
+        connections=crm,
+        units=INTERVAL_UNITS,
+        refresh_days=REFRESH_DAYS,
+    )
+
+
+@blueprint.post("/schedules/connections/<connection_id>")
+def set_refresh_days(connection_id: str) -> Response:
+    """Change how old a connection's enriched records may get before they are refreshed."""
+    try:
+        link = _own_connection(connection_id)
+        days = _integer("refresh_days", "refresh interval")
+        low, high = REFRESH_DAYS
+        if not low <= days <= high:
+            raise InvalidParameter(f"The refresh interval must be {low} to {high} days.")
+        change = lambda db: store.set_refresh_days(db, link["id"], days)  # noqa: E731
+        _change(change, "connection.refresh_days", link["name"], {"refreshDays": days})
+    except ServiceError as error:
+        return _failed(error, ".schedules")
+    flash(f"{link['name']} now refreshes records enriched over {days} days ago.", "success")
+    return redirect(url_for(".schedules"), 303)
+
+
+@blueprint.post("/schedules/jobs/<job_id>")
+def reschedule_job(job_id: str) -> Response:
+    """Run a job every N minutes, hours or days (connector.scheduler.reschedule)."""
+    try:
+        auth.require_active_organization(g.caller)
+        every, unit = _integer("every", "interval"), _field("unit")
+        if unit not in INTERVAL_UNITS or not 1 <= every <= INTERVAL_UNITS[unit]:
+            raise InvalidParameter(
+                f"The interval must be 1 to {INTERVAL_UNITS.get(unit, 0)} {unit}."
+                if unit in INTERVAL_UNITS
+                else "Choose minutes, hours or days."
+            )
+        try:
+            job = scheduler.reschedule(
+                current_app.config["DB"], job_id, trigger="interval", **{unit: every}
+            )
+        except jobs.UnknownJob:
+            raise NotFound(f"No scheduled job {job_id}.") from None
+        detail = {"trigger": job["trigger"]}
+        _change(lambda db: True, "schedule.reschedule", job_id, detail)
+    except ServiceError as error:
+        return _failed(error, ".schedules")
+    flash(f"{job['name']} now runs every {every} {unit}; next run {job['next_run']}.", "success")
+    return redirect(url_for(".schedules"), 303)
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+@blueprint.errorhandler(CSRFError)
+def _csrf_refused(error: CSRFError) -> Response:
+    message = (
+        "The form was refused: its security token is missing or out of date. Go back, "
+        "reload the page and try again."
+    )
+    return _render("error.html", 400, message=message)
+
+
+@blueprint.errorhandler(HTTPException)
+def _http_error(error: HTTPException) -> Response:
+    status = error.code or 500
+    message = {404: "There is no such settings page.", 405: "That page does not take this."}
+    return _render("error.html", status, message=message.get(status, error.description))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _db() -> Database:
+    return server.get_db()
+
+
+def _secret() -> bytes:
+    secret: bytes = current_app.config["KEY_SECRET_BYTES"]
+    return secret
+
+
+def _limiter() -> limits.Limiter:
+    limiter: limits.Limiter = current_app.extensions["limiter"]
+    return limiter
+
+
+def _context() -> admin.Context:
+    """Who acts, as the admin API builds it: the audit log names the admin's key."""
+    return admin.Context(
+        caller=g.caller, now=server.now(), request_id=g.get("request_id", ""), secret=_secret()
+    )
+
+
+def _change(
+    apply: Callable[[Database], T], action: str, target: str, detail: Row | None = None
+) -> T:
+    """Make a connector change for the signed-in admin, logged with it in one transaction
+    (refused, like every change, for an inactive organization); what `apply` returned. A
+    change that reports nothing done (False, 0) is not logged."""
+    ctx = _context()
+    auth.require_active_organization(ctx.caller)
+    with server.write(_db()) as db:
+        result = apply(db)
+        if result:
+            admin.record_action(db, ctx, action, target, detail)
+    return result
+
+
+def _own_connections() -> list[Row]:
+    return [link for link in store.connections(_db()) if link["org_id"] == g.caller.org_id]
+
+
+def _own_connection(connection_id: str) -> Row:
+    """A connection of the signed-in organization; another's answers as a missing one."""
+    link = store.connection(_db(), connection_id)
+    if link is None or link["org_id"] != g.caller.org_id:
+        raise NotFound(f"No connection {connection_id} in this organization.")
+    return link
+
+
+def _field(name: str) -> str:
+    return request.form.get(name, "").strip()
+
+
+def _integer(name: str, label: str) -> int:
+    try:
+        return int(_field(name))
+    except ValueError:
+        raise InvalidParameter(f"The {label} must be a whole number.") from None
+
+
+def _failed(error: ServiceError | Exception, endpoint: str) -> Response:
+    """Back to the page, telling what went wrong."""
+    message = error.message if isinstance(error, ServiceError) else str(error)
+    flash(message, "error")
+    return redirect(url_for(endpoint), 303)
+
+
+def _render(template: str, code: int = 200, /, **context: Any) -> Response:
+    now_iso = server.iso(server.now())
+    page = render_template(
+        f"settings/{template}", caller=g.get("caller"), now_iso=now_iso, **context
+    )
+    return make_response(page, code)

@@ -1,0 +1,54 @@
+"""An organization's usage as its admin sees it: the credit balance, today's requests against
+`dailyRateLimit`, and enrich calls and credits per day for a chart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+
+from sqlite_utils import Database
+
+from server import limits, store
+from server.auth import Caller
+from server.clock import iso
+from server.limits.base import utc
+
+
+@dataclass(frozen=True)
+class Day:
+    """One UTC day: enrich calls recorded as transactions, and the credits they cost."""
+
+    day: str
+    calls: int
+    credits: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the usage page shows. `credits` None is an unlimited balance; `today` counts every
+    request the daily limit counted (all endpoints), `days` only enrich transactions."""
+
+    credits: int | None
+    today: int
+    daily_limit: int
+    days: list[Day]
+
+
+def usage(
+    db: Database, limiter: limits.Limiter, caller: Caller, now: datetime, days: int = 30
+) -> Usage:
+    """The caller's organization's usage: the last `days` UTC days, today included, each
+    present even without calls (a chart needs every day)."""
+    org = store.organization(db, caller.org_id)
+    assert org is not None  # the caller's key was just found through it
+    today = utc(now).date()
+    first = today - timedelta(days=days - 1)
+    since = iso(datetime.combine(first, time.min, tzinfo=UTC))
+    counted = {row["day"]: row for row in store.transactions_per_day(db, caller.org_id, since)}
+    series = []
+    for offset in range(days):
+        day = (first + timedelta(days=offset)).isoformat()
+        row = counted.get(day, {"calls": 0, "credits": 0})
+        series.append(Day(day, row["calls"], row["credits"] or 0))
+    daily = limits.organization_daily(caller.org_id, org["daily_rate_limit"])
+    return Usage(org["credits"], limiter.count(daily, now), org["daily_rate_limit"], series)

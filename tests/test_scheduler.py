@@ -1,0 +1,105 @@
+"""The scheduler on a real job store (`<db>.jobs`): the default jobs and their options, a
+changed trigger kept across a restart, the stored function reference running a job, and the
+status the settings page shows. No test waits for a schedule: jobs are called directly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from connector import jobs, scheduler, store
+
+
+@pytest.fixture
+def running() -> Iterator[list[BackgroundScheduler]]:
+    """Schedulers a test started, shut down after it."""
+    started: list[BackgroundScheduler] = []
+    yield started
+    for each in started:
+        if each.running:
+            each.shutdown(wait=False)
+
+
+def test_every_job_has_a_body_and_a_default_schedule() -> None:
+    assert [d.id for d in scheduler.DEFAULTS] == list(jobs.JOBS)
+
+
+def test_the_default_jobs_are_stored_in_their_own_file(
+    db_path: Path, running: list[BackgroundScheduler]
+) -> None:
+    running.append(scheduler.start(db_path))
+    stored = {job.id: job for job in running[0].get_jobs()}
+    assert set(stored) == set(jobs.JOBS) and Path(f"{db_path}.jobs").exists()
+    assert str(stored["reenrich"].trigger) == "cron[hour='2', minute='0']"
+    assert str(stored["reenrich"].trigger.timezone) == "UTC"
+    assert str(stored["retry_deliveries"].trigger) == "interval[0:01:00]"
+    assert str(stored["renew_subscriptions"].trigger) == "interval[12:00:00]"
+    assert str(stored["purge_deliveries"].trigger) == "cron[hour='3', minute='0']"
+    for job in stored.values():
+        assert job.func_ref == scheduler.JOB_FUNCTION
+        assert list(job.args) == [job.id, str(db_path.resolve())]
+        assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, 6 * 3600)
+    assert stored["reenrich"].next_run_time.astimezone(UTC).hour == 2
+
+
+def test_scheduled_jobs_persist_across_a_restart(
+    db_path: Path, running: list[BackgroundScheduler]
+) -> None:
+    first = scheduler.start(db_path)
+    running.append(first)
+    changed = scheduler.reschedule(db_path, "reenrich", trigger="interval", hours=5)
+    assert changed["trigger"] == "interval[5:00:00]"
+    kept_next_run = first.get_job("reenrich").next_run_time  # the running one sees the store
+    assert scheduler.status(db_path)[0]["next_run"] == changed["next_run"]
+    first.shutdown()
+
+    second = scheduler.start(db_path)  # a restarted worker: same files
+    running.append(second)
+    job = second.get_job("reenrich")
+    assert str(job.trigger) == "interval[5:00:00]"
+    assert job.next_run_time == kept_next_run
+    assert str(second.get_job("purge_deliveries").trigger) == "cron[hour='3', minute='0']"
+    second.shutdown()
+    (shown,) = [row for row in scheduler.status(db_path) if row["id"] == "reenrich"]
+    assert shown["trigger"] == "interval[5:00:00]" and shown["next_run"] == changed["next_run"]
+
+
+def test_a_restart_on_moved_files_points_the_jobs_at_the_new_path(
+    tmp_path: Path, running: list[BackgroundScheduler]
+) -> None:
+    old, new = tmp_path / "old.db", tmp_path / "moved" / "new.db"
+    scheduler.start(old).shutdown()
+    new.parent.mkdir()
+    Path(f"{old}.jobs").rename(f"{new}.jobs")
+    running.append(scheduler.start(new))
+    assert {tuple(job.args)[1] for job in running[0].get_jobs()} == {str(new.resolve())}
+
+
+def test_the_stored_reference_runs_the_job_and_records_the_run(
+    db_path: Path, running: list[BackgroundScheduler]
+) -> None:
+    running.append(scheduler.start(db_path))
+    job = running[0].get_job("purge_deliveries")
+    outcome = job.func(*job.args)  # what the scheduler's thread does when the time comes
+    assert outcome == jobs.Run(True, "deleted 0 done events and 0 job runs")
+    (row,) = [r for r in scheduler.status(db_path) if r["id"] == "purge_deliveries"]
+    assert row["last_run"]["ok"] == 1 and row["last_run"]["result"] == outcome.result
+    started = datetime.fromisoformat(row["last_run"]["started_at"])
+    assert datetime.now(UTC) - started < timedelta(minutes=1)
+
+
+def test_status_lists_every_job_before_any_worker_ran(db_path: Path) -> None:
+    rows = scheduler.status(db_path)
+    assert [row["id"] for row in rows] == list(jobs.JOBS)
+    assert all(row["last_run"] is None and row["next_run"] for row in rows)
+    assert rows[0] == {**rows[0], "name": "Re-enrich stale records"}
+
+
+def test_rescheduling_an_unknown_job_names_the_jobs(db_path: Path) -> None:
+    with pytest.raises(jobs.UnknownJob, match="retry_deliveries"):
+        scheduler.reschedule(db_path, "nope", trigger="interval", hours=1)
+    assert store.last_job_runs(store.connect(db_path)) == {}

@@ -1,0 +1,700 @@
+"""The admin settings page through the Flask test client: sign-in, its throttle and session,
+CSRF, the security headers, and each action's effect in the database and the audit log."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+from werkzeug.test import TestResponse
+
+from connector import connections, mappings, scheduler, settings, store
+from connector.app import create_app
+from server import accounts, audit, auth, keys, usage
+from server import admin as use_cases
+from server import store as service_store
+from server.clock import iso
+from server.errors import ServiceError
+
+SECRET = "test-secret"
+START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+CSP = (
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+PAGES = ("keys", "users", "connections", "deliveries", "usage", "schedules")
+
+
+@dataclass
+class Clock:
+    moment: datetime = START
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+    def advance(self, seconds: float) -> None:
+        self.moment += timedelta(seconds=seconds)
+
+
+@dataclass
+class Org:
+    id: str
+    admin_key: str
+    admin_key_id: str
+    admin_email: str
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # connections to 127.0.0.1
+    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
+
+
+@pytest.fixture
+def database(app: Flask, db_path: Path) -> Database:
+    return store.connect(db_path)
+
+
+def make_org(database: Database, name: str, **options: Any) -> Org:
+    org, value = accounts.create_organization(
+        database, SECRET.encode(), START, name=name, website=f"{name.lower()}.example.org",
+        tier="pro", **options,
+    )  # fmt: skip
+    caller = auth.authenticate(database, SECRET.encode(), value, START)
+    return Org(org["id"], value, caller.key_id, caller.email)
+
+
+@pytest.fixture
+def acme(database: Database) -> Org:
+    return make_org(database, "Acme", daily_limit=500)
+
+
+@pytest.fixture
+def globex(database: Database) -> Org:
+    return make_org(database, "Globex")
+
+
+def token(page: TestResponse) -> str:
+    """The CSRF token of the first form on a page."""
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+    assert found, page.get_data(as_text=True)
+    return found.group(1)
+
+
+def sign_in(client: FlaskClient, key: str) -> TestResponse:
+    form = client.get("/settings/sign-in")
+    return client.post("/settings/sign-in", data={"api_key": key, "csrf_token": token(form)})
+
+
+@pytest.fixture
+def signed_in(client: FlaskClient, acme: Org) -> FlaskClient:
+    """A client signed in as Acme's admin."""
+    response = sign_in(client, acme.admin_key)
+    assert response.status_code == 303 and response.location == "/settings/keys"
+    return client
+
+
+def submit(client: FlaskClient, page: str, path: str, **data: Any) -> TestResponse:
+    """Post a form the way the browser does: with the token of the page it sits on."""
+    return client.post(path, data={**data, "csrf_token": token(client.get(page))})
+
+
+def text(response: TestResponse) -> str:
+    """A page's text with HTML's escapes undone (messages quote names with ' and ")."""
+    return html.unescape(response.get_data(as_text=True))
+
+
+def actions(database: Database, org: Org) -> list[tuple[str, str]]:
+    return [(e["action"], e["target"]) for e in audit.entries(database, org.id)]
+
+
+def new_value(response: TestResponse) -> str:
+    found = re.search(r'id="new-key-value" type="text" readonly value="([^"]+)"', text(response))
+    assert found, text(response)
+    return found.group(1)
+
+
+# --- sign-in, session, throttle --------------------------------------------------------------
+
+
+def test_every_page_needs_a_signed_in_admin(client: FlaskClient, acme: Org) -> None:
+    for page in PAGES:
+        response = client.get(f"/settings/{page}")
+        assert (response.status_code, response.location) == (303, "/settings/sign-in")
+    assert client.get("/settings/").location == "/settings/sign-in"
+
+
+def test_a_wrong_key_gets_the_form_again_and_nothing_else(
+    client: FlaskClient, acme: Org, database: Database
+) -> None:
+    standard, _ = accounts_key(database, acme, "dev@acme.example.org")
+    refusals = []
+    for value in ("", "not a key", keys.new_key(), standard):  # empty, malformed, unknown, role
+        response = sign_in(client, value)
+        assert response.status_code == 401
+        assert settings.SIGN_IN_FAILED in text(response)
+        assert 'name="api_key"' in text(response)
+        refusals.append(text(response).replace(token(response), ""))
+    assert len(set(refusals)) == 1  # the same page, whatever was wrong
+    assert client.get("/settings/keys").status_code == 303
+
+
+def accounts_key(database: Database, org: Org, email: str) -> tuple[str, str]:
+    """A standard key of `org` made through the admin use case: (value, id)."""
+    caller = auth.authenticate(database, SECRET.encode(), org.admin_key, START)
+    ctx = use_cases.Context(caller=caller, now=START, secret=SECRET.encode())
+    key, value = use_cases.create_key(database, ctx, email)
+    return value, key["id"]
+
+
+def test_the_session_holds_the_key_id_and_org_never_the_key(
+    client: FlaskClient, app: Flask, acme: Org
+) -> None:
+    response = sign_in(client, acme.admin_key)
+    cookie = response.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/settings" in cookie
+    assert "Secure" not in cookie  # plain http here
+    value = cookie.split(";")[0].split("=", 1)[1]
+    stored = app.session_interface.get_signing_serializer(app).loads(value)  # type: ignore[attr-defined]
+    assert stored["key_id"] == acme.admin_key_id and stored["org_id"] == acme.id
+    assert set(stored) <= {"key_id", "org_id", "mark", "csrf_token", "_flashes"}
+    assert acme.admin_key not in json.dumps(stored)
+    assert acme.admin_key[-12:] not in cookie
+
+
+def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
+    app: Flask, acme: Org, database: Database
+) -> None:
+    client = app.test_client()
+    form = client.get("/settings/sign-in", base_url="https://settings.example")
+    response = client.post(
+        "/settings/sign-in",
+        base_url="https://settings.example",
+        data={"api_key": acme.admin_key, "csrf_token": token(form)},
+    )  # Referrer-Policy no-referrer: browsers send no Referer with the form
+    assert response.status_code == 303
+    assert "Secure" in response.headers["Set-Cookie"]
+
+
+def test_a_forwarded_proto_header_is_not_believed(app: Flask, acme: Org) -> None:
+    client = app.test_client()
+    form = client.get("/settings/sign-in")
+    response = client.post(
+        "/settings/sign-in",
+        headers={"X-Forwarded-Proto": "https"},
+        data={"api_key": acme.admin_key, "csrf_token": token(form)},
+    )
+    assert response.status_code == 303
+    assert "Secure" not in response.headers["Set-Cookie"]
+
+
+def test_sign_out_ends_the_session(signed_in: FlaskClient) -> None:
+    response = submit(signed_in, "/settings/keys", "/settings/sign-out")
+    assert response.location == "/settings/sign-in"
+    assert "You are signed out." in text(signed_in.get("/settings/sign-in"))
+    assert signed_in.get("/settings/keys").status_code == 303
+
+
+def test_sign_in_attempts_are_throttled_per_address(app: Flask, acme: Org, clock: Clock) -> None:
+    client = app.test_client()
+    for _ in range(settings.SIGN_IN_ATTEMPTS):
+        assert sign_in(client, "cdk_wrong").status_code == 401
+    refused = sign_in(client, acme.admin_key)  # even the right key, until the minute is over
+    assert refused.status_code == 429
+    assert "Too many sign-in attempts" in text(refused)
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.headers["Content-Security-Policy"] == CSP
+
+    elsewhere = app.test_client()
+    elsewhere.environ_base["REMOTE_ADDR"] = "192.0.2.7"
+    assert sign_in(elsewhere, acme.admin_key).status_code == 303
+
+    clock.advance(61)
+    assert sign_in(client, acme.admin_key).status_code == 303
+
+
+def test_a_suspended_key_ends_the_session(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    service_store.set_key_status(database, acme.admin_key_id, "suspended", iso(START))
+    response = signed_in.get("/settings/users")
+    assert response.location == "/settings/sign-in"
+    assert "You were signed out: This API key is suspended." in text(
+        signed_in.get(response.location)
+    )
+    assert signed_in.get("/settings/users").status_code == 303  # stays signed out
+
+
+def test_a_value_rotated_out_ends_the_session(
+    signed_in: FlaskClient, acme: Org, clock: Clock
+) -> None:
+    response = submit(
+        signed_in, "/settings/keys", "/settings/keys/update",
+        email=acme.admin_email, action="rotate", grace_seconds="3600",
+    )  # fmt: skip
+    assert response.status_code == 200
+    fresh = new_value(response)
+    clock.advance(3599)
+    assert signed_in.get("/settings/keys").status_code == 200  # the grace period
+    clock.advance(2)
+    assert signed_in.get("/settings/keys").location == "/settings/sign-in"
+    assert sign_in(signed_in, fresh).status_code == 303  # the new value signs in
+
+
+# --- CSRF and headers ------------------------------------------------------------------------
+
+
+def test_a_form_without_its_csrf_token_is_refused(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    before = actions(database, acme)
+    for data in ({"email": "x@acme.example.org"},
+                 {"email": "x@acme.example.org", "csrf_token": "forged"}):  # fmt: skip
+        response = signed_in.post("/settings/keys", data=data)
+        assert response.status_code == 400
+        assert "security token is missing or out of date" in text(response)
+        assert response.headers["Content-Security-Policy"] == CSP
+    assert store_keys(database, acme) == [acme.admin_email]
+    assert actions(database, acme) == before
+    other = sign_in(signed_in.application.test_client(), acme.admin_key)
+    assert other.status_code == 303  # a token is per session: another client's is no use here
+
+
+def store_keys(database: Database, org: Org) -> list[str]:
+    return [k["email"] for k in service_store.keys_of(database, org.id)]
+
+
+def test_the_api_and_webhooks_take_no_csrf_token(
+    client: FlaskClient, acme: Org, database: Database
+) -> None:
+    response = client.post(
+        "/signals/v1/key/createsignalapikey",
+        json={"email": "api@acme.example.org"},
+        headers={"Api-Key": acme.admin_key},
+    )
+    assert response.status_code == 200
+    assert "Content-Security-Policy" not in response.headers
+    assert "Set-Cookie" not in response.headers
+    hook = client.post("/hooks/unknown/events", data=b"{}", content_type="application/json")
+    assert hook.status_code == 404 and hook.get_json()["error"]["code"] == "not_found"
+
+
+def test_every_settings_response_carries_the_headers(signed_in: FlaskClient) -> None:
+    responses = [signed_in.get(f"/settings/{page}") for page in PAGES]
+    responses += [signed_in.get("/settings/sign-in"), signed_in.get("/settings/no-such-page")]
+    responses += [signed_in.get("/settings/keys/update")]  # 405
+    for response in responses:
+        assert response.headers["Content-Security-Policy"] == CSP
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "no-referrer"
+        assert response.headers["Cache-Control"] == "no-store"
+    assert responses[-2].status_code == 404 and responses[-1].status_code == 405
+    for name in ("settings.css", "settings.js"):
+        static = signed_in.get(f"/settings/static/{name}")
+        assert static.status_code == 200
+        assert static.headers["X-Content-Type-Options"] == "nosniff"
+        static.close()
+
+
+def test_pages_have_no_inline_script_style_or_handler(
+    signed_in: FlaskClient, app: Flask, linked: dict[str, Any]
+) -> None:
+    pages = [signed_in.get(f"/settings/{page}") for page in PAGES]
+    pages.append(app.test_client().get("/settings/sign-in"))
+    for page, response in zip((*PAGES, "sign-in"), pages, strict=True):
+        assert response.status_code == 200, page
+        markup = text(response)
+        assert not re.search(r"<script(?![^>]*\ssrc=)", markup), page
+        assert not re.search(r"<style|\sstyle=", markup), page
+        assert not re.search(r"\son[a-z]+=", markup), page
+
+
+def test_every_control_has_a_label(signed_in: FlaskClient, linked: dict[str, Any]) -> None:
+    for page in PAGES:
+        markup = text(signed_in.get(f"/settings/{page}"))
+        labelled = set(re.findall(r'<label for="([^"]+)"', markup))
+        controls = re.findall(r"<(?:input|select)\b([^>]*)>", markup)
+        for attributes in controls:
+            if 'type="hidden"' in attributes:
+                continue
+            found = re.search(r'id="([^"]+)"', attributes)
+            assert found and found.group(1) in labelled, (page, attributes)
+
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+def test_create_a_key_shows_its_value_once(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    response = submit(signed_in, "/settings/keys", "/settings/keys", email="Dev@Acme.example.org")
+    assert response.status_code == 200
+    value = new_value(response)
+    assert "Copy it now" in text(response) and 'data-copy="new-key-value"' in text(response)
+    assert auth.authenticate(database, SECRET.encode(), value, START).email == (
+        "dev@acme.example.org"
+    )
+    listed = text(signed_in.get("/settings/keys"))
+    assert value not in listed and keys.mask(value) in listed
+    entry = audit.entries(database, acme.id)[-1]
+    assert (entry["action"], entry["target"]) == ("key.create", "dev@acme.example.org")
+    assert entry["actor"] == f"key {acme.admin_key_id} ({acme.admin_email})"
+    assert value not in json.dumps(audit.entries(database, acme.id))
+
+
+def test_a_refused_action_says_why(signed_in: FlaskClient, acme: Org) -> None:
+    submit(signed_in, "/settings/keys", "/settings/keys", email="dev@acme.example.org")
+    again = submit(signed_in, "/settings/keys", "/settings/keys", email="dev@acme.example.org")
+    assert again.location == "/settings/keys"
+    page = text(signed_in.get("/settings/keys"))
+    assert "A key for dev@acme.example.org already exists in this organization." in page
+    bad = submit(signed_in, "/settings/keys", "/settings/keys", email="not an address")
+    assert "email must be an e-mail address" in text(signed_in.get(bad.location))
+    last = submit(
+        signed_in,
+        "/settings/keys",
+        "/settings/keys/update",
+        email=acme.admin_email,
+        action="suspend",
+    )
+    assert "last active admin key cannot be suspended" in text(signed_in.get(last.location))
+
+
+def test_suspend_and_reactivate_a_key(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    value, key_id = accounts_key(database, acme, "dev@acme.example.org")
+    response = submit(
+        signed_in, "/settings/keys", "/settings/keys/update",
+        email="dev@acme.example.org", action="suspend",
+    )  # fmt: skip
+    assert response.location == "/settings/keys"
+    assert "The key of dev@acme.example.org is suspended." in text(signed_in.get("/settings/keys"))
+    with pytest.raises(ServiceError, match="suspended"):
+        auth.authenticate(database, SECRET.encode(), value, START)
+    submit(signed_in, "/settings/keys", "/settings/keys/update",
+           email="dev@acme.example.org", action="activate")  # fmt: skip
+    assert auth.authenticate(database, SECRET.encode(), value, START).key_id == key_id
+    assert actions(database, acme)[-2:] == [
+        ("key.suspend", "dev@acme.example.org"),
+        ("key.activate", "dev@acme.example.org"),
+    ]
+
+
+def test_rotate_a_key_with_a_chosen_grace_period(
+    signed_in: FlaskClient, acme: Org, database: Database, clock: Clock
+) -> None:
+    old, _ = accounts_key(database, acme, "dev@acme.example.org")
+    response = submit(
+        signed_in, "/settings/keys", "/settings/keys/update",
+        email="dev@acme.example.org", action="rotate", grace_seconds="3600",
+    )  # fmt: skip
+    fresh = new_value(response)
+    assert fresh != old and "the previous value works until 2026-03-02T10:30:00.000+00:00" in (
+        text(response)
+    )
+    later = START + timedelta(seconds=3601)
+    assert auth.authenticate(database, SECRET.encode(), fresh, later)
+    with pytest.raises(ServiceError):
+        auth.authenticate(database, SECRET.encode(), old, later)
+    entry = audit.entries(database, acme.id)[-1]
+    assert (entry["action"], json.loads(entry["detail"])) == ("key.rotate", {"graceSeconds": 3600})
+    assert fresh not in text(signed_in.get("/settings/keys"))
+
+
+# --- users -----------------------------------------------------------------------------------
+
+
+def test_users_created_suspended_reactivated_and_deleted_after_confirmation(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    email = "udi@acme.example.org"
+    response = submit(signed_in, "/settings/users", "/settings/users", email=email)
+    value = new_value(response)
+    assert auth.authenticate(database, SECRET.encode(), value, START).email == email
+
+    def status() -> str:
+        user = service_store.user_by_email(database, acme.id, email)
+        assert user is not None
+        return str(user["status"])
+
+    submit(signed_in, "/settings/users", "/settings/users/update", email=email, action="suspend")
+    assert status() == "suspend"
+    submit(signed_in, "/settings/users", "/settings/users/update", email=email, action="active")
+    assert status() == "active"
+
+    confirm = signed_in.get("/settings/users/delete", query_string={"email": email})
+    assert confirm.status_code == 200 and "This cannot be undone" in text(confirm)
+    assert status() == "active"  # asking changes nothing
+    done = signed_in.post(
+        "/settings/users/delete", data={"email": email, "csrf_token": token(confirm)}
+    )
+    assert done.location == "/settings/users"
+    assert status() == "deleted"
+    assert f"The user {email} is deleted" in text(signed_in.get("/settings/users"))
+    with pytest.raises(ServiceError, match="deleted"):
+        auth.authenticate(database, SECRET.encode(), value, START)
+    assert [a for a, target in actions(database, acme) if target == email] == [
+        "user.create", "user.suspend", "user.active", "user.delete",
+    ]  # fmt: skip
+
+
+def test_another_organizations_user_is_not_found(
+    signed_in: FlaskClient, globex: Org, database: Database
+) -> None:
+    confirm = signed_in.get("/settings/users/delete", query_string={"email": globex.admin_email})
+    assert confirm.location == "/settings/users"
+    assert f"No user {globex.admin_email} in this organization." in text(
+        signed_in.get("/settings/users")
+    )
+
+
+def test_an_inactive_organization_may_look_but_not_change(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    accounts.set_status(database, acme.id, "inactive", START)
+    for page in PAGES:
+        assert signed_in.get(f"/settings/{page}").status_code == 200
+    response = submit(signed_in, "/settings/keys", "/settings/keys", email="dev@acme.example.org")
+    assert "The organization Acme is inactive." in text(signed_in.get(response.location))
+    assert store_keys(database, acme) == [acme.admin_email]
+
+
+# --- connections and deliveries --------------------------------------------------------------
+
+
+@pytest.fixture
+def linked(database: Database, acme: Org, globex: Org) -> dict[str, Any]:
+    """Acme's HubSpot and Zapier connections, and Globex's HubSpot one."""
+    crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
+
+    def add(org: Org, name: str, platform: str, **extra: Any) -> dict[str, Any]:
+        return connections.add(
+            database, SECRET.encode(), START, name=name, platform=platform,
+            api_key=org.admin_key, **extra,
+        ).row  # fmt: skip
+
+    return {
+        "hubspot": add(acme, "Acme HubSpot", "hubspot", secret="hubspot-app-secret", **crm),
+        "zapier": add(acme, "Acme Zap", "zapier"),
+        "globex": add(globex, "Globex HubSpot", "hubspot", secret="other-secret", **crm),
+    }
+
+
+def test_connections_show_urls_and_mapping(signed_in: FlaskClient, linked: dict[str, Any]) -> None:
+    page = text(signed_in.get("/settings/connections"))
+    hubspot = linked["hubspot"]
+    assert f"http://127.0.0.1:8080/hooks/{hubspot['id']}/enrich" in page
+    assert f"http://127.0.0.1:8080/hooks/{hubspot['id']}/events" in page
+    mapping = mappings.load(hubspot["mapping"])
+    assert (
+        f"platform hubspot, {len(mapping.input)} input fields, "
+        f"{len(mapping.output)} output properties"
+    ) in " ".join(page.split())
+    assert "valid" in page and "Send test event" in page
+    assert "Globex" not in page and linked["globex"]["id"] not in page
+    assert "hubspot-app-secret" not in page and "crm-token-1234" not in page
+
+
+def test_a_broken_mapping_is_reported(
+    signed_in: FlaskClient, linked: dict[str, Any], database: Database, tmp_path: Path
+) -> None:
+    broken = tmp_path / "hubspot.yaml"
+    broken.write_text("platform: hubspot\ninput: {}\n")
+    database.execute(
+        "UPDATE connections SET mapping = ? WHERE id = ?", [str(broken), linked["hubspot"]["id"]]
+    )
+    page = text(signed_in.get("/settings/connections"))
+    assert "The mapping file hubspot.yaml is not valid" in page
+    assert f"{broken}, line" in page
+
+
+def test_send_test_event_stores_an_event_the_mapping_reads(
+    signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database
+) -> None:
+    hubspot = linked["hubspot"]
+    response = submit(
+        signed_in, "/settings/connections", f"/settings/connections/{hubspot['id']}/test-event"
+    )
+    assert response.location == "/settings/deliveries"
+    (event,) = store.events_of(database, hubspot["id"])
+    assert event["status"] == "pending" and event["record_id"].startswith("settings-test-")
+    payload = json.loads(event["payload"])
+    mapping = mappings.load(hubspot["mapping"])
+    assert mapping.record_id(payload) == event["record_id"]
+    assert mapping.enrich_input(payload)["conEmail"] == "test.contact@example.com"
+    deliveries = text(signed_in.get(response.location))
+    assert "Test event stored for Acme HubSpot" in deliveries and event["record_id"] in deliveries
+    assert actions(database, acme)[-1] == ("connection.test_event", "Acme HubSpot")
+
+    zap = submit(signed_in, "/settings/connections",
+                 f"/settings/connections/{linked['zapier']['id']}/test-event")  # fmt: skip
+    assert "which takes no events" in text(signed_in.get(zap.location))
+    other = submit(signed_in, "/settings/connections",
+                   f"/settings/connections/{linked['globex']['id']}/test-event")  # fmt: skip
+    assert "in this organization" in text(signed_in.get(other.location))
+    assert store.events_of(database, linked["globex"]["id"]) == []
+
+
+@pytest.mark.parametrize("platform", [p for p, kind in connections.PLATFORMS.items() if kind.crm])
+def test_every_crm_mapping_reads_the_synthetic_event(platform: str) -> None:
+    mapping = mappings.load(connections.MAPPINGS / f"{platform}.yaml")
+    row = settings.synthetic_event({"id": "c1"}, mapping, "2026-03-02T09:30:00.000+00:00")
+    payload = json.loads(row["payload"])
+    assert mapping.record_id(payload) == row["record_id"]
+    given = mapping.enrich_input(payload)
+    if "conEmail" in mapping.input:
+        assert given["conEmail"] == "test.contact@example.com"
+
+
+def add_event(database: Database, link: dict[str, Any], key: str, status: str, error: str) -> int:
+    store.add_events(
+        database,
+        [{"connection_id": link["id"], "event_key": key, "record_id": f"r-{key}",
+          "payload": "{}", "thin": 0, "received_at": "2026-03-02T09:00:00.000+00:00"}],
+    )  # fmt: skip
+    event_id = store.events_of(database, link["id"])[-1]["id"]
+    if status != "pending":
+        store.finish_event(database, event_id, status, error)
+    return int(event_id)
+
+
+def test_deliveries_list_and_retry_a_dead_letter(
+    signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database
+) -> None:
+    dead = add_event(database, linked["hubspot"], "e1", "dead", "HubSpot answered 404")
+    done = add_event(database, linked["hubspot"], "e2", "done", "")
+    theirs = add_event(database, linked["globex"], "e3", "dead", "Globex's secret trouble")
+    page = text(signed_in.get("/settings/deliveries"))
+    assert "HubSpot answered 404" in page and "dead letter" in page and "r-e2" in page
+    assert "Globex" not in page and "r-e3" not in page
+    filtered = signed_in.get("/settings/deliveries?status=dead")
+    assert filtered.status_code == 200 and "r-e1" in text(filtered) and "r-e2" not in text(filtered)
+
+    response = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{dead}/retry")
+    assert f"Event {dead} is due again" in text(signed_in.get(response.location))
+    event = store.event(database, dead)
+    assert event is not None
+    assert (event["status"], event["last_error"], event["due_at"]) == (
+        "pending", "", "2026-03-02T09:30:00.000+00:00",
+    )  # fmt: skip
+    assert actions(database, acme)[-1] == ("delivery.retry", f"event {dead}")
+
+    again = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{done}/retry")
+    assert "only a dead letter can be retried" in text(signed_in.get(again.location))
+    other = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{theirs}/retry")
+    assert f"No event {theirs} in this organization." in text(signed_in.get(other.location))
+    assert store.event(database, theirs)["status"] == "dead"  # type: ignore[index]
+
+
+# --- usage -----------------------------------------------------------------------------------
+
+
+def add_transaction(database: Database, org: Org, moment: datetime, credits: int) -> None:
+    service_store.save_transaction(
+        database,
+        {"id": f"t-{moment.isoformat()}-{credits}", "org_id": org.id, "key_id": org.admin_key_id,
+         "endpoint": "/v7/enrich", "record_status": "Active", "credits": credits,
+         "created_at": iso(moment)},
+    )  # fmt: skip
+
+
+def test_usage_shows_credits_todays_requests_and_thirty_days(
+    signed_in: FlaskClient, app: Flask, acme: Org, database: Database
+) -> None:
+    add_transaction(database, acme, START - timedelta(days=3), 1)
+    add_transaction(database, acme, START - timedelta(days=3), 0)
+    add_transaction(database, acme, START - timedelta(days=40), 1)  # outside the chart
+    for _ in range(3):  # three requests counted by the daily limit
+        signed_in.post("/signals/v1/key/view", json={}, headers={"Api-Key": acme.admin_key})
+    found = usage.usage(database, app.extensions["limiter"], auth_caller(database, acme), START)
+    assert (found.credits, found.today, found.daily_limit) == (1000, 3, 500)
+    assert len(found.days) == 30 and found.days[-1].day == "2026-03-02"
+    assert found.days[-4] == usage.Day("2026-02-27", 2, 1)
+    assert sum(day.calls for day in found.days) == 2
+
+    page = text(signed_in.get("/settings/usage"))
+    assert "1,000" in page and '3 <span class="muted">of 500</span>' in page
+    assert 'max="500" value="3"' in page
+    assert page.count('<rect class="bar"') == 30
+    assert "2026-02-27: 2 calls, 1 credits" in page
+
+
+def auth_caller(database: Database, org: Org) -> auth.Caller:
+    return auth.authenticate(database, SECRET.encode(), org.admin_key, START)
+
+
+def test_the_chart_scales_to_the_busiest_day() -> None:
+    days = [usage.Day(f"2026-03-0{n}", calls, 0) for n, calls in ((1, 0), (2, 5), (3, 10))]
+    drawn = settings.chart(days, width=300, height=100)
+    assert [bar["height"] for bar in drawn["bars"]] == [0, 50.0, 100.0]
+    assert [bar["y"] for bar in drawn["bars"]] == [100, 50.0, 0.0]
+    assert settings.chart([usage.Day("2026-03-01", 0, 0)])["bars"][0]["height"] == 0
+
+
+# --- schedules -------------------------------------------------------------------------------
+
+
+def test_schedules_list_jobs_and_change_a_job_interval(
+    signed_in: FlaskClient, acme: Org, database: Database, db_path: Path
+) -> None:
+    page = text(signed_in.get("/settings/schedules"))
+    for job in scheduler.status(db_path):
+        assert job["name"] in page and job["trigger"] in page
+    response = submit(
+        signed_in, "/settings/schedules", "/settings/schedules/jobs/purge_deliveries",
+        every="6", unit="hours",
+    )  # fmt: skip
+    assert "Purge deliveries now runs every 6 hours" in text(signed_in.get(response.location))
+    (job,) = [j for j in scheduler.status(db_path) if j["id"] == "purge_deliveries"]
+    assert job["trigger"] == "interval[6:00:00]"
+    entry = audit.entries(database, acme.id)[-1]
+    assert (entry["action"], entry["target"]) == ("schedule.reschedule", "purge_deliveries")
+
+    for bad in ({"every": "0", "unit": "hours"}, {"every": "2", "unit": "weeks"},
+                {"every": "x", "unit": "hours"}):  # fmt: skip
+        refused = submit(
+            signed_in, "/settings/schedules", "/settings/schedules/jobs/reenrich", **bad
+        )
+        assert refused.location == "/settings/schedules"
+        assert 'class="message message-error"' in text(signed_in.get(refused.location))
+    unknown = submit(signed_in, "/settings/schedules", "/settings/schedules/jobs/nope",
+                     every="1", unit="hours")  # fmt: skip
+    assert "No scheduled job nope." in text(signed_in.get(unknown.location))
+
+
+def test_change_a_connections_refresh_interval(
+    signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database
+) -> None:
+    hubspot = linked["hubspot"]
+    page = text(signed_in.get("/settings/schedules"))
+    assert "Acme HubSpot" in page and "Acme Zap" not in page and "Globex" not in page
+    path = f"/settings/schedules/connections/{hubspot['id']}"
+    response = submit(signed_in, "/settings/schedules", path, refresh_days="7")
+    assert "Acme HubSpot now refreshes records enriched over 7 days ago." in text(
+        signed_in.get(response.location)
+    )
+    assert store.connection(database, hubspot["id"])["refresh_days"] == 7  # type: ignore[index]
+    entry = audit.entries(database, acme.id)[-1]
+    assert (entry["action"], json.loads(entry["detail"])) == (
+        "connection.refresh_days", {"refreshDays": 7},
+    )  # fmt: skip
+    submit(signed_in, "/settings/schedules", path, refresh_days="0")
+    theirs = f"/settings/schedules/connections/{linked['globex']['id']}"
+    submit(signed_in, "/settings/schedules", theirs, refresh_days="5")
+    assert store.connection(database, hubspot["id"])["refresh_days"] == 7  # type: ignore[index]
+    assert store.connection(database, linked["globex"]["id"])["refresh_days"] == 30  # type: ignore[index]
