@@ -230,6 +230,22 @@ def jobs_run(db_path: Path, job_id: str) -> None:
         raise SystemExit(1)
 
 
+@jobs_group.command("reschedule")
+@_DB
+@click.argument("job_id")
+@click.option("--every", type=click.IntRange(1), required=True, help="How many units apart.")
+@click.option("--unit", type=click.Choice(["minutes", "hours", "days"]), default="hours",
+              show_default=True)  # fmt: skip
+def jobs_reschedule(db_path: Path, job_id: str, every: int, unit: str) -> None:
+    """Run a job every N minutes, hours or days, for the whole deployment: kept across
+    restarts, and a running worker picks it up within a minute."""
+    try:
+        job = scheduler.reschedule(db_path, job_id, trigger="interval", **{unit: every})
+    except jobs.UnknownJob as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{job['id']}: {job['trigger']}, next run {job['next_run']}")
+
+
 @main.group()
 def deliveries() -> None:
     """Stored events and what became of them; retry dead letters."""

@@ -42,7 +42,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException
 
 import server
-from connector import connections, jobs, mappings, scheduler, store
+from connector import connections, mappings, scheduler, store
 from server import admin, auth, limits, usage
 from server.auth import Caller
 from server.errors import InvalidParameter, NotFound, ServiceError
@@ -68,7 +68,6 @@ GRACE_CHOICES = (
     (604_800, "7 days"),
 )
 DEFAULT_GRACE = 86_400
-INTERVAL_UNITS = {"minutes": 60 * 24 * 7, "hours": 24 * 30, "days": 90}  # unit -> largest
 REFRESH_DAYS = (1, 3650)
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -510,7 +509,6 @@ def schedules() -> Response:
         "schedules.html",
         jobs=scheduler.status(current_app.config["DB"]),
         connections=crm,
-        units=INTERVAL_UNITS,
         refresh_days=REFRESH_DAYS,
     )
 
@@ -529,32 +527,6 @@ def set_refresh_days(connection_id: str) -> Response:
     except ServiceError as error:
         return _failed(error, ".schedules")
     flash(f"{link['name']} now refreshes records enriched over {days} days ago.", "success")
-    return redirect(url_for(".schedules"), 303)
-
-
-@blueprint.post("/schedules/jobs/<job_id>")
-def reschedule_job(job_id: str) -> Response:
-    """Run a job every N minutes, hours or days (connector.scheduler.reschedule)."""
-    try:
-        auth.require_active_organization(g.caller)
-        every, unit = _integer("every", "interval"), _field("unit")
-        if unit not in INTERVAL_UNITS or not 1 <= every <= INTERVAL_UNITS[unit]:
-            raise InvalidParameter(
-                f"The interval must be 1 to {INTERVAL_UNITS.get(unit, 0)} {unit}."
-                if unit in INTERVAL_UNITS
-                else "Choose minutes, hours or days."
-            )
-        try:
-            job = scheduler.reschedule(
-                current_app.config["DB"], job_id, trigger="interval", **{unit: every}
-            )
-        except jobs.UnknownJob:
-            raise NotFound(f"No scheduled job {job_id}.") from None
-        detail = {"trigger": job["trigger"]}
-        _change(lambda db: True, "schedule.reschedule", job_id, detail)
-    except ServiceError as error:
-        return _failed(error, ".schedules")
-    flash(f"{job['name']} now runs every {every} {unit}; next run {job['next_run']}.", "success")
     return redirect(url_for(".schedules"), 303)
 
 

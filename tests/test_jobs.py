@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from sqlite_utils import Database
 
-from connector import connections, jobs, store, worker
+from connector import connections, jobs, scheduler, store, worker
 from connector.cli import main
 from server import accounts, importer
 from server.clock import iso
@@ -288,3 +288,13 @@ def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     assert result.exit_code == 1
     assert "no job 'reenrich_everything'" in result.output
     assert "reenrich, retry_deliveries, renew_subscriptions, purge_deliveries" in result.output
+
+
+def test_the_operator_reschedules_a_job_from_the_command_line(db_path: Path) -> None:
+    changed = _cli("jobs", "reschedule", "purge_deliveries", "--every", "6", "--db", str(db_path))
+    assert changed.exit_code == 0, changed.output
+    assert changed.output.startswith("purge_deliveries: interval[6:00:00], next run ")
+    (job,) = [j for j in scheduler.status(db_path) if j["id"] == "purge_deliveries"]
+    assert job["trigger"] == "interval[6:00:00]"
+    unknown = _cli("jobs", "reschedule", "nope", "--every", "1", "--db", str(db_path))
+    assert unknown.exit_code == 1 and "nope" in unknown.output
