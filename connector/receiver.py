@@ -173,9 +173,11 @@ def _verify(link: Row, body: bytes) -> None:
             _same(sent or "", secret, "Send the connection's secret as the Basic auth password.")
         elif kind.signing == "body-token":
             _verify_zoho(link, secret, body)
-        else:
+        elif kind.signing == "bearer":
             sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
             _same(sent, secret, "Send the connection's secret as 'Authorization: Bearer <secret>'.")
+        else:
+            raise ValueError(f"no verification for signing {kind.signing!r}")
     except signatures.SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
 

@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 from sqlite_utils import Database
 from werkzeug.test import TestResponse
 
+import server
 from connector import connections, mappings, scheduler, settings, store
 from connector.app import create_app
 from server import accounts, audit, auth, keys, usage
@@ -225,6 +226,13 @@ def test_sign_in_attempts_are_throttled_per_address(app: Flask, acme: Org, clock
 
     clock.advance(61)
     assert sign_in(client, acme.admin_key).status_code == 303
+
+
+def test_successful_sign_ins_do_not_count_against_the_address(app: Flask, acme: Org) -> None:
+    """Admins behind one proxy address never lock each other out by signing in."""
+    for _ in range(settings.SIGN_IN_ATTEMPTS + 2):
+        assert sign_in(app.test_client(), acme.admin_key).status_code == 303
+    assert sign_in(app.test_client(), "cdk_wrong").status_code == 401
 
 
 def test_a_suspended_key_ends_the_session(
@@ -658,6 +666,14 @@ def test_schedules_show_the_deployments_jobs_without_letting_an_organization_cha
     for job in scheduler.status(db_path):
         assert job["name"] in page and job["trigger"] in page
     assert "Run every" not in page and "contactdata jobs reschedule" in page
+    # a run's result names every organization's connections: only its outcome is shown
+    run = {"job_id": "renew_subscriptions", "started_at": "2026-11-23T12:00:00.000+00:00",
+           "finished_at": "2026-11-23T12:00:01.000+00:00", "ok": 0,
+           "result": "failed: zoho channel of another-organizations-connection: 401"}  # fmt: skip
+    with server.write(store.connect(db_path)) as db:
+        store.record_job_run(db, run)
+    page = text(signed_in.get("/settings/schedules"))
+    assert "another-organizations-connection" not in page and "failed" in page
     before = scheduler.status(db_path)
     refused = submit(
         signed_in, "/settings/schedules", "/settings/schedules/jobs/purge_deliveries",
