@@ -108,9 +108,9 @@ class _SessionInterface(SecureCookieSessionInterface):
 
 
 def init_app(app: Flask) -> None:
-    """Sessions, CSRF checks and the settings routes. Every blueprint registered before this
-    one (the JSON API and /hooks) is exempt from CSRF: those take keys and signatures, never
-    cookies, and must answer exactly as before."""
+    """Sessions, CSRF checks and the settings routes. Only the settings routes check CSRF
+    tokens: the JSON API and /hooks (and any route added later) take keys and signatures,
+    never cookies, and must answer exactly as before."""
     app.config.update(
         SECRET_KEY=app.config.get("SECRET_KEY") or _session_secret(app),
         SESSION_COOKIE_NAME="contactdata_settings",
@@ -123,13 +123,18 @@ def init_app(app: Flask) -> None:
         # (and makes browsers send Origin: null); the SameSite=Strict session holding the
         # token already ties each form to this site.
         WTF_CSRF_SSL_STRICT=False,
+        WTF_CSRF_CHECK_DEFAULT=False,  # checked in the settings blueprint alone
     )
     app.session_interface = _SessionInterface()
-    csrf = CSRFProtect(app)
-    for other in list(app.blueprints.values()):
-        csrf.exempt(other)
+    CSRFProtect(app)
     app.register_blueprint(blueprint)
     app.after_request(_add_security_headers)
+
+
+@blueprint.before_request
+def _check_csrf() -> None:
+    """Every settings form carries its session's CSRF token (flask-wtf refuses it otherwise)."""
+    current_app.extensions["csrf"].protect()
 
 
 def _session_secret(app: Flask) -> str:
