@@ -398,16 +398,40 @@ def _fetch(
         return {record_ids[0]: failure}
 
 
-def _send(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteResult | Permanent]:
+def _send(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteResult | Exception]:
     """Write `changes` (record -> values): one record by its own update, several by the
-    CRM's batch update."""
+    CRM's batch update. A batch update refused as a whole (HubSpot refuses every contact of a
+    batch for one contact's invalid value) is sent again record by record, so the others are
+    not failed with it."""
     if len(changes) != 1:
-        return adapter.write_many(changes) if changes else {}
+        results = adapter.write_many(changes) if changes else {}
+        return _write_each(adapter, changes) if _refused_as_a_whole(results) else results
     ((record_id, values),) = changes.items()
     try:
         return {record_id: adapter.write(record_id, values)}
     except Permanent as failure:
         return {record_id: failure}
+
+
+def _refused_as_a_whole(results: dict[str, WriteResult | Permanent]) -> bool:
+    """Whether several records were all refused for one reason (not an expired token: the
+    same for each record, no use asking again)."""
+    reasons = {r.reason if isinstance(r, Permanent) else None for r in results.values()}
+    return len(results) > 1 and len(reasons) == 1 and not reasons & {None, TOKEN_REFUSED}
+
+
+def _write_each(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteResult | Exception]:
+    """Each record by its own update; a Retriable failure is that record's outcome and the
+    rest's, which are not sent (the CRM would answer them alike)."""
+    results: dict[str, WriteResult | Exception] = {}
+    for record_id, values in changes.items():
+        try:
+            results[record_id] = adapter.write(record_id, values)
+        except Permanent as failure:
+            results[record_id] = failure
+        except Retriable as failure:
+            return {**results, **{key: failure for key in changes if key not in results}}
+    return results
 
 
 def _echo(change: Row, ours: Row) -> str:

@@ -1,6 +1,7 @@
 """What every CRM adapter offers, what a write did, and how outbound HTTP failures are
 classified, once for all adapters: 429, 5xx, timeouts and resets are `Retriable`; redirects
-and other 4xx are `Permanent`, with the CRM's own message.
+and other 4xx are `Permanent`, with the CRM's own message. A 2xx answer whose body is not what
+the CRM documents (not JSON, cut short, another shape) is `garbled`: Retriable too.
 
 Adapters send through `send` (never following redirects), hand an answer they did not
 recognize to `classify`, and report refused properties with `write_dropping`.
@@ -152,6 +153,15 @@ def json_body(response: httpx.Response) -> Any:
         return response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
+
+
+def garbled(response: httpx.Response, expected: str) -> Retriable:
+    """A successful answer whose body is not `expected` (a proxy's page, an answer cut short,
+    JSON of another shape). It tells nothing of the records: reading it as empty or missing
+    would write over a user's values or bury the event, and a write it answers may have been
+    applied or not. Asking again tells (values the CRM holds are not sent again)."""
+    start = _short(response.text[:80])
+    return Retriable(f"{response.status_code} answer is not {expected}: {start!r}")
 
 
 def read_each(

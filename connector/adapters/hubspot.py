@@ -33,6 +33,7 @@ from connector.adapters.base import (
     chunks,
     classify,
     error_message,
+    garbled,
     id_chunks,
     json_body,
     retry_after,
@@ -64,8 +65,7 @@ class HubSpot:
         params = {"properties": ",".join(properties)} if properties else None
         response = self._send("GET", _contact(record_id), params=params)
         self._check(response)
-        body = json_body(response)
-        values = (body.get("properties") if isinstance(body, dict) else None) or {}
+        values = _properties(response, json_body(response), "a contact")
         return {name: values.get(name) for name in properties}
 
     def read_many(
@@ -79,9 +79,8 @@ class HubSpot:
             response = self._send("POST", f"{CONTACTS}/batch/read", json=body)
             self._check(response)
             answer = json_body(response)
-            answer = answer if isinstance(answer, dict) else {}
-            for result in _dicts(answer.get("results")):
-                values = result.get("properties") or {}
+            for result in _results(response, answer, "a batch of contacts"):
+                values = _properties(response, result, "a batch of contacts")
                 found[str(result.get("id"))] = {name: values.get(name) for name in properties}
             missing = "; ".join(map(_describe, _dicts(answer.get("errors"))))
             gone = Permanent(f"no such contact: {missing or 'left out of the batch read'}")
@@ -110,6 +109,9 @@ class HubSpot:
         refused = _unknown_properties(response)
         if not refused:
             self._check(response)
+            written = json_body(response)  # the contact: anything else may not have been written
+            if not (isinstance(written, dict) and "id" in written):
+                raise garbled(response, "the contact written")
         return refused
 
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
@@ -122,7 +124,8 @@ class HubSpot:
             self._check(response)
         except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(changes, failure)
-        return _batch_outcomes(changes, json_body(response))
+        body = json_body(response)
+        return _batch_outcomes(changes, body, _results(response, body, "a batch update's results"))
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
         return send(self.client, method, self.base_url + path, headers=self.headers, **options)
@@ -175,12 +178,13 @@ def _nonexistent(errors: Any) -> Refusal:
     return refused
 
 
-def _batch_outcomes(changes: dict[str, dict[str, Any]], body: Any) -> dict[str, Outcome]:
+def _batch_outcomes(
+    changes: dict[str, dict[str, Any]], body: dict[str, Any], results: list[dict[str, Any]]
+) -> dict[str, Outcome]:
     """Each record's outcome from a 200 or 207 answer: in `results`, written; named by an
     error's context (ids or objectWriteTraceId), that error; in neither, refused with the
     errors no record was named in."""
-    body = body if isinstance(body, dict) else {}
-    found = {str(result.get("id")) for result in _dicts(body.get("results"))}
+    found = {str(result.get("id")) for result in results}
     outcomes: dict[str, Outcome] = {
         key: WriteResult(written=dict(values)) for key, values in changes.items() if key in found
     }
@@ -193,6 +197,22 @@ def _batch_outcomes(changes: dict[str, dict[str, Any]], body: Any) -> dict[str, 
             unnamed.append(_describe(error))
     why = "; ".join(unnamed) or "HubSpot's answer left this contact out (merged or deleted?)"
     return {key: outcomes.get(key, Permanent(why)) for key in changes}
+
+
+def _results(response: httpx.Response, body: Any, expected: str) -> list[dict[str, Any]]:
+    """A batch answer's `results`, each an object; `garbled` when the answer is not that."""
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+        raise garbled(response, expected)
+    return results
+
+
+def _properties(response: httpx.Response, record: Any, expected: str) -> dict[str, Any]:
+    """A contact's `properties` object; `garbled` when the answer holds none."""
+    values = record.get("properties") if isinstance(record, dict) else None
+    if not isinstance(values, dict):
+        raise garbled(response, expected)
+    return values
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:

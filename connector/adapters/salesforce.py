@@ -30,6 +30,7 @@ from connector.adapters.base import (
     chunks,
     classify,
     error_message,
+    garbled,
     id_chunks,
     json_body,
     matching,
@@ -75,7 +76,7 @@ class Salesforce:
         found: dict[str, dict[str, Any] | Permanent] = {}
         for chunk in id_chunks(record_ids, BATCH_SIZE):
             records = self._records(chunk, fields)
-            for key, record in zip(chunk, records + [None] * len(chunk), strict=False):
+            for key, record in zip(chunk, records, strict=True):
                 if isinstance(record, dict):
                     values = {name.lower(): value for name, value in record.items()}
                     found[key] = {name: values.get(name.lower()) for name in fields}
@@ -103,7 +104,9 @@ class Salesforce:
             return self._record(record_id, [name for name in fields if name not in unknown])
         self._check(response)
         body = json_body(response)
-        return body if isinstance(body, dict) else {}
+        if not isinstance(body, dict):
+            raise garbled(response, "a Contact")
+        return body
 
     def _records(self, ids: list[str], fields: list[str]) -> list[Any]:
         params = {"ids": ",".join(ids), "fields": ",".join(["Id", *fields])}
@@ -112,14 +115,15 @@ class Salesforce:
         if unknown:
             return self._records(ids, [name for name in fields if name not in unknown])
         self._check(response)
-        body = json_body(response)
-        return body if isinstance(body, list) else []
+        return _listed(response, len(ids), "a Contact or null an id", allow_null=True)
 
     def _update(self, record_id: str, fields: dict[str, Any]) -> Refusal:
         response = self._send("PATCH", _contact(record_id), json=_values(fields))
         refused = _refused_fields(response)
         if not refused:
             self._check(response)
+            if response.content:  # Salesforce's success is 204 No Content; a body is not it
+                raise garbled(response, "204 No Content")
         return refused
 
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
@@ -136,7 +140,7 @@ class Salesforce:
             self._check(response)
         except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(changes, failure)
-        return _save_results(changes, json_body(response))
+        return _save_results(changes, _listed(response, len(changes), "a SaveResult a record"))
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
         return send(self.client, method, self.base_url + path, headers=self.headers, **options)
@@ -192,14 +196,25 @@ def _field_errors(errors: Any) -> Refusal:
     return refused
 
 
-def _save_results(changes: dict[str, dict[str, Any]], body: Any) -> dict[str, Outcome]:
+def _listed(
+    response: httpx.Response, count: int, expected: str, allow_null: bool = False
+) -> list[Any]:
+    """A collection answer: a list of `count` objects (or nulls, with `allow_null`), in the
+    order asked, as Salesforce documents; `garbled` when it is anything else."""
+    body = json_body(response)
+    if not isinstance(body, list) or len(body) != count:
+        raise garbled(response, expected)
+    if not all(isinstance(item, dict) or (allow_null and item is None) for item in body):
+        raise garbled(response, expected)
+    return body
+
+
+def _save_results(changes: dict[str, dict[str, Any]], results: list[Any]) -> dict[str, Outcome]:
     """Each record's outcome from the SaveResults, which come in the order of the request."""
-    results = body if isinstance(body, list) else []
-    outcomes: dict[str, Outcome] = {}
-    for (key, fields), result in zip(changes.items(), results, strict=False):
-        outcomes[key] = _saved(fields, result if isinstance(result, dict) else {})
-    left_out = Permanent("Salesforce's answer left this record out")
-    return {key: outcomes.get(key, left_out) for key in changes}
+    return {
+        key: _saved(fields, result)
+        for (key, fields), result in zip(changes.items(), results, strict=True)
+    }
 
 
 def _saved(fields: dict[str, Any], result: dict[str, Any]) -> Outcome:
