@@ -24,12 +24,13 @@ Zapier, Make, n8n and Marketo send no events: they call the enrich URL and use i
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
+
+from server.wire import UnreadableJson, decode_json
 
 _SOAP = "{http://schemas.xmlsoap.org/soap/envelope/}"
 _OUTBOUND = "{http://soap.sforce.com/2005/09/outbound}"
@@ -222,8 +223,8 @@ def _salesforce_event(notification: Any, organization: str) -> Event:
 
 def _json(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        return decode_json(body)
+    except UnreadableJson as error:
         raise Unparseable(f"the body is not JSON: {error}") from None
 
 

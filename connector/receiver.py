@@ -29,6 +29,7 @@ from flask import Blueprint, Response, current_app, request
 import server
 from connector import connections, inbound, mappings, sealing, signatures, store
 from server import ServiceError
+from server.wire import UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
@@ -128,8 +129,8 @@ def _block(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
 
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
-        payload = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        payload = decode_json(body)
+    except UnreadableJson as error:
         raise InvalidPayload(f"The body is not JSON: {error}.") from None
     if not isinstance(payload, dict):
         raise InvalidPayload("The body must be a JSON object.")
@@ -190,8 +191,8 @@ def _same(sent: str, secret: str, refusal: str) -> None:
 def _verify_zoho(link: Row, secret: str, body: bytes) -> None:
     """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        document = decode_json(body)
+    except UnreadableJson:
         document = None
     if not isinstance(document, dict):
         raise BadSignature("A Zoho notification carries its channel's token: none found.")

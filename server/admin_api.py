@@ -9,20 +9,26 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictStr
 
 from server import admin
 from server.access import admit, get_db, key_from_headers, now
 from server.auth import Caller
-from server.wire import parse
+from server.wire import WholeNumber, parse
 
 blueprint = Blueprint("admin", __name__, url_prefix="/signals/v1")
+KEY_HEADER = "Api-Key"  # the header the vendor's key endpoints document
+USER_KEY_HEADER = "Admin-Api-Key"  # and its user endpoints (samples: Admin_Api_Key)
 
 Row = dict[str, Any]
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="ignore")  # contract §1: unknown fields are ignored
+
+
+class EmptyBody(_Body):
+    """A body with nothing to read (`{}`): only that it is a JSON object is checked."""
 
 
 class EmailBody(_Body):
@@ -36,7 +42,7 @@ class OptionalEmailBody(_Body):
 class KeyUpdateBody(_Body):
     email: StrictStr
     action: StrictStr
-    graceSeconds: StrictInt | None = None  # the wire name
+    graceSeconds: WholeNumber | None = None  # the wire name
 
 
 class UserUpdateBody(_Body):
@@ -67,7 +73,7 @@ def _reply(message: str, data: Any, *, shows_key: bool = False) -> Response:
 @blueprint.post("/key/createsignalapikey")
 def create_key() -> Response:
     """Create a standard key for an e-mail address; the value is shown this once."""
-    ctx = _context("Api-Key")
+    ctx = _context(KEY_HEADER)
     body = parse(EmailBody)
     key, value = admin.create_key(get_db(), ctx, body.email)
     return _reply("Key generated successfully", key_object(key, value), shows_key=True)
@@ -76,7 +82,7 @@ def create_key() -> Response:
 @blueprint.post("/key/view")
 def view_keys() -> Response:
     """All keys of the organization (`{}`), or the key of one e-mail address."""
-    ctx = _context("Api-Key")
+    ctx = _context(KEY_HEADER)
     body = parse(OptionalEmailBody)
     found = admin.view_keys(get_db(), ctx, body.email)
     data = [key_object(k) for k in found] if isinstance(found, list) else key_object(found)
@@ -86,7 +92,7 @@ def view_keys() -> Response:
 @blueprint.post("/key/update")
 def update_key() -> Response:
     """Suspend, activate or rotate a key."""
-    ctx = _context("Api-Key")
+    ctx = _context(KEY_HEADER)
     body = parse(KeyUpdateBody)
     key, value = admin.update_key(get_db(), ctx, body.email, body.action, body.graceSeconds)
     data = key_object(key, value)
@@ -99,7 +105,7 @@ def update_key() -> Response:
 @blueprint.post("/user/createsignalapikey")
 def create_user() -> Response:
     """Register a user with its own key; the value is shown this once."""
-    ctx = _context("Admin-Api-Key")
+    ctx = _context(USER_KEY_HEADER)
     body = parse(EmailBody)
     org, user, value = admin.create_user(get_db(), ctx, body.email)
     data = user_object(user, org, [value])
@@ -109,8 +115,8 @@ def create_user() -> Response:
 @blueprint.post("/user/view")
 def view_users() -> Response:
     """Every user of the organization (key values are never shown here)."""
-    ctx = _context("Admin-Api-Key")
-    parse(_Body)
+    ctx = _context(USER_KEY_HEADER)
+    parse(EmptyBody)
     org, users = admin.view_users(get_db(), ctx)
     data = [user_object(user, org) for user in users]
     return _reply("All User details fetched successfully", data)
@@ -119,7 +125,7 @@ def view_users() -> Response:
 @blueprint.post("/user/update")
 def update_user() -> Response:
     """Suspend, reactivate or delete a user."""
-    ctx = _context("Admin-Api-Key")
+    ctx = _context(USER_KEY_HEADER)
     body = parse(UserUpdateBody)
     org, user = admin.update_user(get_db(), ctx, body.email, body.action)
     return _reply("Action performed successfully", user_object(user, org))

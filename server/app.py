@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from server import access, admin_api, api, config, db, discover_api, enrich_api, errors
+from server import access, admin_api, api, config, db, discover_api, enrich_api, errors, openapi
 
 _REQUEST_ID_MAX = 128
 
@@ -33,6 +33,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(admin_api.blueprint)
     app.register_blueprint(enrich_api.blueprint)
     app.register_blueprint(discover_api.blueprint)
+    openapi.init_app(app)  # after the routes it documents
     return app
 
 

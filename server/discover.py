@@ -12,13 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from sqlite_utils import Database
 
 from server import facets, places, store, titles
 from server.enrich import DIAL_TIERS, mask_dial
 from server.errors import InvalidParameter, MissingIdentifier, NotFound
 from server.records import GRADES, JOIN
+from server.wire import NUMBERS_ONLY
 
 MAX_TITLES = 15  # [vendor]
 MAX_LOCATIONS = 15
@@ -40,14 +41,14 @@ class DiscoverRequest(BaseModel):
     company_guid: StrictStr | None = None
     jobTitle: Annotated[list[Filter], Field(max_length=MAX_TITLES)] | None = None
     location: Annotated[list[Filter], Field(max_length=MAX_LOCATIONS)] | None = None
-    within_miles: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
+    within_miles: Annotated[int, Field(ge=1, le=100), NUMBERS_ONLY] | None = None
     accuracy: StrictStr = "A+"
     mode: StrictStr = "Discover"
-    max_contacts: Annotated[StrictInt, Field(ge=1, le=MAX_CONTACTS)] = MAX_CONTACTS
+    max_contacts: Annotated[int, Field(ge=1, le=MAX_CONTACTS), NUMBERS_ONLY] = MAX_CONTACTS
     pagination_required: StrictBool | None = None
     pagination: StrictBool | None = None  # the vendor documentation's name for it
-    page_size: Annotated[StrictInt, Field(ge=1, le=MAX_PAGE_SIZE)] = 100
-    page_number: Annotated[StrictInt, Field(ge=1)] = 1
+    page_size: Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE), NUMBERS_ONLY] = 100
+    page_number: Annotated[int, Field(ge=1), NUMBERS_ONLY] = 1
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,16 @@ class InsufficientCredits(ServiceError):
 
 
 class Forbidden(ServiceError):
-    """403 with one of the codes key_suspended, user_suspended, user_deleted,
-    organization_inactive or admin_required."""
+    """403 with one of CODES (the OpenAPI document lists them)."""
 
     status = 403
+    CODES = (
+        "key_suspended",
+        "user_suspended",
+        "user_deleted",
+        "organization_inactive",
+        "admin_required",
+    )
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

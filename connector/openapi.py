@@ -1,0 +1,122 @@
+"""The connector's part of the OpenAPI document: the /hooks routes, and how each platform
+proves a request is its own (`connections.PLATFORMS`), as security schemes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from flask import Flask
+
+from connector import connections, signatures
+from server import openapi
+from server.openapi import ERROR_DESCRIPTIONS, Operation, Schema
+
+HOOK_ERRORS = {
+    **ERROR_DESCRIPTIONS,
+    400: "invalid_payload (not what the platform sends); on /enrich also invalid_parameter "
+    "or missing_identifier.",
+    401: "invalid_signature; on /enrich also invalid_api_key when the connection's key no "
+    "longer works.",
+    403: "The connection's key, its user or its organization is not active.",
+    404: "not_found: no such connection (for /events, also one with no CRM to write back to).",
+    503: "unavailable: the events could not be stored; send them again after Retry-After.",
+}
+
+
+def signing_schemes(platform: connections.Platform) -> dict[str, Schema]:
+    """The security schemes a platform's requests satisfy (none: Zoho's token is in the
+    body). A signing kind without one here fails the document's build, and its test."""
+    bearer = {"connectionBearer": {"type": "http", "scheme": "bearer"}}
+    kinds: dict[str, dict[str, Schema]] = {
+        "hubspot": {
+            "hubspotSignature": {
+                "type": "apiKey",
+                "in": "header",
+                "name": signatures.HUBSPOT_SIGNATURE_V3,
+                "description": f"With {signatures.HUBSPOT_TIMESTAMP}; v1 and v2 signatures "
+                f"come in {signatures.HUBSPOT_SIGNATURE}.",
+            }
+        },
+        "standard-webhooks": {
+            "standardWebhooks": {
+                "type": "apiKey",
+                "in": "header",
+                "name": signatures.WEBHOOK_SIGNATURE,
+                "description": f"With {signatures.WEBHOOK_ID} and {signatures.WEBHOOK_TIMESTAMP}.",
+            },
+            **bearer,
+        },
+        "url-secret": {
+            f"urlSecret_{platform.url_param}": {
+                "type": "apiKey",
+                "in": "query",
+                "name": platform.url_param,
+            }
+        },
+        "basic": {"connectionBasic": {"type": "http", "scheme": "basic"}},
+        "body-token": {},
+        "bearer": bearer,
+    }
+    return kinds[platform.signing]
+
+
+def security_of(
+    platforms: Iterable[connections.Platform],
+) -> tuple[dict[str, Schema], list[Schema]]:
+    """The schemes of these platforms, and the operation's list of alternatives (`{}` when one
+    of them signs nothing outside the body)."""
+    schemes: dict[str, Schema] = {}
+    unsigned = False
+    for platform in platforms:
+        found = signing_schemes(platform)
+        schemes.update(found)
+        unsigned = unsigned or not found
+    alternatives: list[Schema] = [{name: []} for name in schemes]
+    return schemes, [*alternatives, {}] if unsigned else alternatives
+
+
+def hook_operations(
+    enrich_security: list[Schema], events_security: list[Schema]
+) -> dict[str, Operation]:
+    """The two webhook routes by their Flask endpoint names."""
+    return {
+        "hooks.enrich_now": Operation(
+            summary="Enrich an automation step's fields; the mapped result in the answer.",
+            description="The body's field names are the connection's mapping file's. A HubSpot "
+            "custom workflow action is answered with outputFields and hs_execution_state.",
+            tag="hooks",
+            body={"type": "object"},
+            ok={"type": "object"},
+            errors=(400, 401, 402, 403, 404, 413, 500),
+            ok_headers=("smarteTransactionId", "credits-deducted"),
+            security=enrich_security,
+        ),
+        "hooks.receive_events": Operation(
+            summary="Accept a CRM's events for later enrichment and write-back.",
+            description="JSON from HubSpot (an object or a batch array), Pipedrive, Zoho and "
+            "Dynamics; a SOAP Outbound Message (XML) from Salesforce, acknowledged in XML.",
+            tag="hooks",
+            body={"type": ["object", "array"]},
+            ok={
+                "type": "object",
+                "properties": {"accepted": {"type": "integer", "minimum": 0}},
+            },
+            errors=(400, 401, 404, 413, 500, 503),
+            other_media={"text/xml": {"type": "string"}},  # Salesforce: SOAP, answered in XML
+            security=events_security,
+        ),
+    }
+
+
+def add_hooks(app: Flask) -> None:
+    """Add the /hooks routes of `app` to its document (built by server.openapi)."""
+    document = app.extensions["openapi"]
+    platforms = connections.PLATFORMS.values()
+    schemes, enrich_security = security_of(platforms)
+    _, events_security = security_of(p for p in platforms if p.crm)
+    document["components"]["securitySchemes"].update(schemes)
+    document["tags"].append(
+        {"name": "hooks", "description": "Webhooks of connections: CRMs and automation platforms."}
+    )
+    operations = hook_operations(enrich_security, events_security)
+    openapi.add_operations(document, app, operations, HOOK_ERRORS)
