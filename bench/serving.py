@@ -69,15 +69,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def copy_with_org(source: Path, target: Path, name: str) -> str:
+def copy_with_org(
+    source: Path,
+    target: Path,
+    name: str,
+    *,
+    qps: int = 10**6,
+    daily_limit: int = 10**9,
+    discover_per_minute: int = 10**6,
+) -> str:
     """Copy the database (SQLite backup, consistent; migrated) and add one unlimited
-    enterprise_plus organization with limits no benchmark reaches; returns its admin key."""
+    enterprise_plus organization, with limits no benchmark reaches unless given; returns its
+    admin key."""
     with read_only(source) as src, sqlite3.connect(target) as dst:
         src.backup(dst)
     db = database.connect(target)
     _, key = accounts.create_organization(
         db, SECRET.encode(), utcnow(), name=name, website="bench.example",
-        tier="enterprise_plus", qps=10**6, daily_limit=10**9, discover_per_minute=10**6,
+        tier="enterprise_plus", qps=qps, daily_limit=daily_limit,
+        discover_per_minute=discover_per_minute,
     )  # fmt: skip
     db.conn.close()
     return key
@@ -161,13 +171,39 @@ _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 def wrk(url: str, connections: int, seconds: int, script: Path | None) -> dict[str, float]:
     """Run wrk; requests/s, p50 and p99 in ms, and responses that were not 2xx/3xx."""
+    command = wrk_command(url, connections, seconds, script)
+    return wrk_figures(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def wrk_together(
+    runs: Sequence[tuple[str, int, Path | None]], seconds: int
+) -> list[dict[str, float]]:
+    """One wrk process per (url, connections, script) of `runs`, all at the same time for
+    `seconds`; the figures of each, as `wrk` gives them."""
+    processes = [
+        subprocess.Popen(
+            wrk_command(url, connections, seconds, script),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for url, connections, script in runs
+    ]
+    outputs = [process.communicate() for process in processes]
+    for process, (output, errors) in zip(processes, outputs, strict=True):
+        if process.returncode:
+            raise subprocess.CalledProcessError(process.returncode, process.args, output, errors)
+    return [wrk_figures(output) for output, _ in outputs]
+
+
+def wrk_command(url: str, connections: int, seconds: int, script: Path | None) -> list[str]:
+    """The wrk command line: up to 2 threads, latency percentiles, the script if any."""
     command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency"]
-    output = subprocess.run(
-        [*command, *(["-s", str(script)] if script else []), url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    return [*command, *(["-s", str(script)] if script else []), url]
+
+
+def wrk_figures(output: str) -> dict[str, float]:
+    """Requests/s, p50 and p99 in ms, and responses that were not 2xx/3xx, from wrk's output."""
 
     def latency_at(p: str) -> float:
         number, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M).groups()  # type: ignore[union-attr]
@@ -180,6 +216,51 @@ def wrk(url: str, connections: int, seconds: int, script: Path | None) -> dict[s
         "p99": latency_at("99"),
         "errors": float(errors.group(1)) if errors else 0.0,
     }
+
+
+STATUS_COUNTER = r"""
+-- added by bench/serving.py count_statuses: answers counted by status, per thread
+local counted_threads = {}
+local setup_before, done_before = setup, done
+statuses = {}
+function setup(thread)
+  table.insert(counted_threads, thread)
+  if setup_before then setup_before(thread) end
+end
+function response(status, headers, body)
+  local key = tostring(status)
+  if status == 429 then
+    local policy = headers["RateLimit"] or headers["ratelimit"] or ""
+    key = "429 " .. (string.match(policy, '^"([^"]*)"') or "?")
+  end
+  statuses[key] = (statuses[key] or 0) + 1
+end
+function done(summary, latency, requests)
+  if done_before then done_before(summary, latency, requests) end
+  local totals = {}
+  for _, thread in ipairs(counted_threads) do
+    for key, n in pairs(thread:get("statuses")) do totals[key] = (totals[key] or 0) + n end
+  end
+  local e = summary.errors
+  local file = io.open([==[COUNTS]==], "w")
+  for key, n in pairs(totals) do file:write(string.format("%s\t%d\n", key, n)) end
+  file:write(string.format("socket errors\t%d\n", e.connect + e.read + e.write + e.timeout))
+  file:close()
+end
+"""
+
+
+def count_statuses(script: str, counts: Path) -> str:
+    """`script` (a wrk script with no `response` function) counting its answers by status,
+    a 429 by the policy its `RateLimit` header names (`429 discover`); at the end it writes
+    them and its socket errors to `counts`, after running any `setup` and `done` it has."""
+    return script + STATUS_COUNTER.replace("COUNTS", str(counts))
+
+
+def read_counts(counts: Path) -> dict[str, int]:
+    """What a `count_statuses` script wrote: answers by status, and "socket errors"."""
+    lines = (line.split("\t") for line in counts.read_text().splitlines())
+    return {key: int(n) for key, n in sorted(lines)}
 
 
 def between_baselines(
