@@ -40,6 +40,9 @@ bench: install
 	$(BIN)/python bench/auth.py
 	$(BIN)/python bench/dataset.py
 	$(BIN)/python bench/enrich.py
+	$(BIN)/python bench/discover.py
+	$(BIN)/python bench/webhooks.py
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
