@@ -623,6 +623,25 @@ def test_server_errors_are_retriable(platform: str, call: str, status: int) -> N
     assert len(crm.requests) == 1
 
 
+READS = [param for param in CONTRACT if param.values[1] in ("read", "read_many")]
+GARBAGE = {
+    "a proxy's page": lambda request: httpx.Response(200, text="<html><body>Bad gateway</body>"),
+    "JSON of another shape": lambda request: httpx.Response(200, json={"unexpected": [1, 2]}),
+}
+
+
+@pytest.mark.parametrize("garbage", GARBAGE.values(), ids=GARBAGE.keys())
+@pytest.mark.parametrize(("platform", "call"), READS)
+def test_a_garbled_read_is_retriable_not_a_blank_or_missing_record(
+    platform: str, call: str, garbage: Reply
+) -> None:
+    """Read as empty, it would let fill-only rules write over a user's values; read as
+    missing, it would bury the event. Asking again tells."""
+    crm = contract_crm(garbage)
+    with pytest.raises(Retriable, match="200 answer is not"):
+        calling(platform, call, crm)
+
+
 @pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.ConnectTimeout])
 @pytest.mark.parametrize(("platform", "call"), CONTRACT)
 def test_timeouts_are_retriable(

@@ -34,6 +34,7 @@ from connector.adapters.base import (
     WriteResult,
     classify,
     error_message,
+    garbled,
     id_chunks,
     json_body,
     matching,
@@ -122,7 +123,9 @@ class Dynamics:
             return self._record(guid, [name for name in columns if name not in unknown])
         self._check(response)
         body = json_body(response)
-        return body if isinstance(body, dict) else {}
+        if not isinstance(body, dict) or "contactid" not in body:
+            raise garbled(response, "a contact")
+        return body
 
     def _records(self, guids: list[str], columns: list[str]) -> list[dict[str, Any]]:
         listed = ",".join(f"'{guid}'" for guid in guids)
@@ -135,7 +138,9 @@ class Dynamics:
         self._check(response)
         body = json_body(response)
         rows = body.get("value") if isinstance(body, dict) else None
-        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise garbled(response, "a collection of contacts")
+        return rows
 
     def _update(self, guid: str, columns: dict[str, Any]) -> Refusal:
         response = self._send(

@@ -53,6 +53,7 @@ from connector.adapters.base import (
     WriteResult,
     classify,
     error_message,
+    garbled,
     json_body,
     retry_after,
     send,
@@ -86,8 +87,10 @@ class Pipedrive:
         self._check(response)
         body = json_body(response)
         person = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(person, dict) or person.get("is_deleted") is True:
-            raise Permanent(f"no such person: {record_id} is deleted or was not returned")
+        if not isinstance(person, dict):
+            raise garbled(response, "a person under data")
+        if person.get("is_deleted") is True:
+            raise Permanent(f"no such person: {record_id} is deleted")
         return _flat(person, properties)
 
     def read_many(
@@ -132,8 +135,12 @@ class Pipedrive:
         except Permanent as failure:  # the whole call refused: every person's outcome
             return dict.fromkeys(record_ids, failure)
         body = json_body(response)
-        people = body.get("data") if isinstance(body, dict) else None
-        persons = {str(person.get("id")): person for person in _dicts(people)}
+        if not isinstance(body, dict) or "data" not in body:
+            raise garbled(response, "persons under data")
+        people = body["data"] or []  # null when none of the ids was found
+        if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
+            raise garbled(response, "persons under data")
+        persons = {str(person.get("id")): person for person in people}
         missing = Permanent("no such person: not in Pipedrive's answer (deleted or merged?)")
         return {
             key: _flat(persons[key], properties) if _alive(persons.get(key)) else missing

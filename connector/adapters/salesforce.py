@@ -104,8 +104,8 @@ class Salesforce:
             return self._record(record_id, [name for name in fields if name not in unknown])
         self._check(response)
         body = json_body(response)
-        if not isinstance(body, dict):
-            raise garbled(response, "a Contact")
+        if not isinstance(body, dict) or not {"attributes", "Id"} & body.keys():
+            raise garbled(response, "a Contact")  # sObjects always carry their attributes
         return body
 
     def _records(self, ids: list[str], fields: list[str]) -> list[Any]:

@@ -41,6 +41,7 @@ from connector.adapters.base import (
     WriteResult,
     chunks,
     classify,
+    garbled,
     id_chunks,
     json_body,
     matching,
@@ -174,7 +175,10 @@ class Zoho:
         if response.status_code == 204:
             return []
         self._check(response)
-        return _dicts(_body(response).get("data"))
+        records = _body(response).get("data")
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise garbled(response, "records under data")
+        return records
 
     def _update(self, record_id: str, values: dict[str, Any]) -> Refusal:
         response = self._send("PUT", _contact(record_id), json=_payload([values]))
