@@ -180,6 +180,23 @@ def read_each(
     return found
 
 
+def write_each(
+    write: Callable[[str, dict[str, Any]], WriteResult], changes: dict[str, dict[str, Any]]
+) -> dict[str, WriteResult | Permanent]:
+    """`write_many` for a CRM without batch updates: one `write` a record, each record's
+    outcome. Retriable stops the call (the records written are written again later, which
+    sends nothing the CRM holds); a refused token is every record's outcome at once."""
+    outcomes: dict[str, WriteResult | Permanent] = {}
+    for record_id, properties in changes.items():
+        try:
+            outcomes[record_id] = write(record_id, properties)
+        except Permanent as failure:
+            outcomes[record_id] = failure
+            if failure.reason == TOKEN_REFUSED:
+                return {key: outcomes.get(key, failure) for key in changes}
+    return outcomes
+
+
 def id_chunks(record_ids: Sequence[str], size: int) -> Iterator[list[str]]:
     """Distinct record ids, as strings, in consecutive slices of at most `size`."""
     distinct = list(dict.fromkeys(map(str, record_ids)))

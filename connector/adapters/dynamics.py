@@ -41,6 +41,7 @@ from connector.adapters.base import (
     retry_after,
     send,
     write_dropping,
+    write_each,
 )
 
 CONTACTS = "/api/data/v9.2/contacts"
@@ -103,18 +104,8 @@ class Dynamics:
         return write_dropping(lambda sent: self._update(guid, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """Update contacts one PATCH each; each contact's outcome. Retriable stops the call:
-        the contacts already written are written again later, which PATCH makes harmless. A
-        refused token is every contact's outcome without asking again for each."""
-        outcomes: dict[str, WriteResult | Permanent] = {}
-        for record_id, properties in changes.items():
-            try:
-                outcomes[record_id] = self.write(record_id, properties)
-            except Permanent as failure:
-                outcomes[record_id] = failure
-                if failure.reason == TOKEN_REFUSED:
-                    return {key: outcomes.get(key, failure) for key in changes}
-        return outcomes
+        """Update contacts one PATCH each; each contact's outcome."""
+        return write_each(self.write, changes)
 
     def _record(self, guid: str, columns: list[str]) -> dict[str, Any]:
         response = self._send("GET", f"{CONTACTS}({guid})?{_query(columns or ['contactid'])}")

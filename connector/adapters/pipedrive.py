@@ -58,6 +58,7 @@ from connector.adapters.base import (
     retry_after,
     send,
     write_dropping,
+    write_each,
 )
 
 PERSONS = "/api/v2/persons"
@@ -115,15 +116,8 @@ class Pipedrive:
         return write_dropping(lambda sent: self._update(record_id, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """One update a person (there is no batch update): each person's outcome; Retriable
-        goes up, as the rest would fail alike."""
-        outcomes: dict[str, WriteResult | Permanent] = {}
-        for record_id, properties in changes.items():
-            try:
-                outcomes[record_id] = self.write(record_id, properties)
-            except Permanent as failure:
-                outcomes[record_id] = failure
-        return outcomes
+        """One update a person (there is no batch update): each person's outcome."""
+        return write_each(self.write, changes)
 
     def _read_chunk(
         self, record_ids: list[str], properties: Sequence[str]
