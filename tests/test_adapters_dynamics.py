@@ -3,7 +3,6 @@ requests it sends, and what it makes of answers shaped as Microsoft documents th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from connector.adapters.base import Permanent, Retriable, WriteResult
 from connector.adapters.dynamics import Dynamics
+from tests.test_adapters import FakeCRM, answer, raising
 
 ORG = "https://contoso.crm.dynamics.com"
 API = f"{ORG}/api/data/v9.2"
@@ -22,36 +22,16 @@ OTHER = "7e92608f-1fa0-f811-9233-111e4bb3442d"
 # The body of the update in outbound/dynamics365_contact_patch_request.http (Microsoft's basic
 # update example, "Update and delete table rows using the Web API", adapted to contacts).
 PATCH_BODY = {"jobtitle": "Head of Marketing", "telephone1": "555-0100"}
-Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
 
-class FakeDataverse:
-    """Answers each request with the next queued answer (a response, or a function of the
-    request that may raise), and keeps the requests it was sent."""
-
-    def __init__(self, *answers: Answer) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        answer = self.answers.pop(0)
-        return answer(request) if callable(answer) else answer
+class FakeDataverse(FakeCRM):
+    """The shared fake CRM, building this platform's adapter over itself."""
 
     def adapter(self, base_url: str = ORG) -> Dynamics:
-        return Dynamics(base_url, TOKEN, httpx.Client(transport=httpx.MockTransport(self)))
-
-    def bodies(self) -> list[Any]:
-        return [json.loads(request.content) for request in self.requests]
+        return Dynamics(base_url, TOKEN, self.client())
 
     def urls(self) -> list[str]:
         return [str(request.url) for request in self.requests]
-
-
-def answer(status: int, body: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
-    if body is None:
-        return httpx.Response(status, headers=headers)
-    return httpx.Response(status, json=body, headers=headers)
 
 
 def odata_error(code: str, message: str) -> dict[str, Any]:
@@ -100,13 +80,6 @@ def assert_odata_headers(request: httpx.Request) -> None:
     assert request.headers["accept"] == "application/json"
     assert request.headers["odata-maxversion"] == "4.0"
     assert request.headers["odata-version"] == "4.0"
-
-
-def raising(error: type[httpx.TransportError]) -> Callable[[httpx.Request], httpx.Response]:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise error("simulated", request=request)
-
-    return handler
 
 
 def calls() -> list[Callable[[Dynamics], Any]]:

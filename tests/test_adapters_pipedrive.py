@@ -16,6 +16,7 @@ import pytest
 from connector import mappings
 from connector.adapters.base import Permanent, Retriable, WriteResult
 from connector.adapters.pipedrive import Pipedrive
+from tests.test_adapters import FakeCRM, answer, raising
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).parent / "data" / "platforms"
@@ -37,33 +38,13 @@ NOT_FOUND = {
     "data": None,
     "additional_data": None,
 }
-Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
 
-class FakePipedrive:
-    """Answers each request with the next queued answer (a response, or a function of the
-    request that may raise), and keeps the requests it was sent."""
-
-    def __init__(self, *answers: Answer) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        answer = self.answers.pop(0)
-        return answer(request) if callable(answer) else answer
+class FakePipedrive(FakeCRM):
+    """The shared fake CRM, building this platform's adapter over itself."""
 
     def adapter(self) -> Pipedrive:
-        return Pipedrive(COMPANY + "/", TOKEN, httpx.Client(transport=httpx.MockTransport(self)))
-
-    def bodies(self) -> list[Any]:
-        return [json.loads(request.content) for request in self.requests]
-
-
-def answer(status: int, body: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
-    if body is None:
-        return httpx.Response(status, headers=headers)
-    return httpx.Response(status, json=body, headers=headers)
+        return Pipedrive(COMPANY + "/", TOKEN, self.client())
 
 
 def found(person: dict[str, Any]) -> httpx.Response:
@@ -92,13 +73,6 @@ def assert_sent(request: httpx.Request, method: str, url: str) -> None:
     assert "authorization" not in request.headers
     if request.content:
         assert request.headers["content-type"] == "application/json"
-
-
-def raising(error: type[httpx.TransportError]) -> Callable[[httpx.Request], httpx.Response]:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise error("simulated", request=request)
-
-    return handler
 
 
 # --- read ------------------------------------------------------------------------------------

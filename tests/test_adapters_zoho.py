@@ -17,6 +17,7 @@ import pytest
 from connector import mappings
 from connector.adapters.base import Permanent, Retriable, WriteResult
 from connector.adapters.zoho import ZOHO_API_DOMAINS, Zoho
+from tests.test_adapters import FakeCRM, answer, raising
 
 ROOT = Path(__file__).parent.parent
 SAMPLES = Path(__file__).parent / "data" / "platforms" / "outbound"
@@ -25,7 +26,6 @@ CONTACTS = f"{ZOHO}/crm/v7/Contacts"
 WATCH = f"{ZOHO}/crm/v7/actions/watch"
 TOKEN = "1000.8cb99dxxxxxxxxxxxxx9be93.9b8xxxxxxxxxxxxxxxf"
 CONTACT = "554023000000527002"
-Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
 # Zoho's own words, as its docs and captures show them.
 INVALID_TOKEN = {
@@ -78,33 +78,14 @@ def success(record_id: str) -> dict[str, Any]:
     return {**item, "details": {**item["details"], "id": record_id}}
 
 
-class FakeZoho:
-    """Answers each request with the next queued answer (a response, or a function of the
-    request that may raise), and keeps the requests it was sent."""
-
-    def __init__(self, *answers: Answer) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        answer = self.answers.pop(0)
-        return answer(request) if callable(answer) else answer
+class FakeZoho(FakeCRM):
+    """The shared fake CRM, building this platform's adapter over itself."""
 
     def adapter(self) -> Zoho:
-        return Zoho(ZOHO, TOKEN, httpx.Client(transport=httpx.MockTransport(self)))
-
-    def bodies(self) -> list[Any]:
-        return [json.loads(request.content) for request in self.requests]
+        return Zoho(ZOHO, TOKEN, self.client())
 
     def fields(self) -> list[str]:
         return [request.url.params.get("fields", "") for request in self.requests]
-
-
-def answer(status: int, body: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
-    if body is None:
-        return httpx.Response(status, headers=headers)
-    return httpx.Response(status, json=body, headers=headers)
 
 
 def assert_sent(request: httpx.Request, method: str, url: str) -> None:
@@ -112,13 +93,6 @@ def assert_sent(request: httpx.Request, method: str, url: str) -> None:
     assert request.headers["authorization"] == f"Zoho-oauthtoken {TOKEN}"
     if request.content:
         assert request.headers["content-type"] == "application/json"
-
-
-def raising(error: type[httpx.TransportError]) -> Callable[[httpx.Request], httpx.Response]:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise error("simulated", request=request)
-
-    return handler
 
 
 def updated(request: httpx.Request) -> httpx.Response:

@@ -164,6 +164,11 @@ def garbled(response: httpx.Response, expected: str) -> Retriable:
     return Retriable(f"{response.status_code} answer is not {expected}: {start!r}")
 
 
+def dicts(items: Any) -> list[dict[str, Any]]:
+    """The objects of a JSON array (a CRM's list of results or errors); [] for anything else."""
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
 def read_each(
     read: Callable[[str, Sequence[str]], dict[str, Any]],
     record_ids: Sequence[str],

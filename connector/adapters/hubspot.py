@@ -32,6 +32,7 @@ from connector.adapters.base import (
     WriteResult,
     chunks,
     classify,
+    dicts,
     error_message,
     garbled,
     id_chunks,
@@ -82,7 +83,7 @@ class HubSpot:
             for result in _results(response, answer, "a batch of contacts"):
                 values = _properties(response, result, "a batch of contacts")
                 found[str(result.get("id"))] = {name: values.get(name) for name in properties}
-            missing = "; ".join(map(_describe, _dicts(answer.get("errors"))))
+            missing = "; ".join(map(_describe, dicts(answer.get("errors"))))
             gone = Permanent(f"no such contact: {missing or 'left out of the batch read'}")
             found.update({key: gone for key in chunk if key not in found})
         return found
@@ -171,7 +172,7 @@ def _unknown_properties(response: httpx.Response) -> Refusal:
 
 def _nonexistent(errors: Any) -> Refusal:
     refused: Refusal = {}
-    for error in _dicts(errors):
+    for error in dicts(errors):
         if error.get("code") == "PROPERTY_DOESNT_EXIST":
             names = _listed(_context(error).get("propertyName"))
             refused.update(dict.fromkeys(names, str(error.get("message") or "does not exist")))
@@ -189,7 +190,7 @@ def _batch_outcomes(
         key: WriteResult(written=dict(values)) for key, values in changes.items() if key in found
     }
     unnamed: list[str] = []
-    for error in _dicts(body.get("errors")):
+    for error in dicts(body.get("errors")):
         named = [key for key in _named(error) if key in changes]
         outcome = _nonexistent(error.get("errors")) or Permanent(_describe(error))
         outcomes.update(dict.fromkeys(named, outcome))
@@ -213,10 +214,6 @@ def _properties(response: httpx.Response, record: Any, expected: str) -> dict[st
     if not isinstance(values, dict):
         raise garbled(response, expected)
     return values
-
-
-def _dicts(items: Any) -> list[dict[str, Any]]:
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _named(error: dict[str, Any]) -> list[str]:

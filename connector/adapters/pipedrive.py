@@ -52,6 +52,7 @@ from connector.adapters.base import (
     Retriable,
     WriteResult,
     classify,
+    dicts,
     error_message,
     garbled,
     json_body,
@@ -200,7 +201,7 @@ def _value(person: dict[str, Any], name: str) -> Any:
 
 def _primary(entries: Any) -> Any:
     """The primary entry's value of an `emails` / `phones` list, else the first non-empty."""
-    values = [entry for entry in _dicts(entries) if not _empty(entry.get("value"))]
+    values = [entry for entry in dicts(entries) if not _empty(entry.get("value"))]
     primary = [entry for entry in values if entry.get("primary") is True]
     return (primary or values or [{}])[0].get("value")
 
@@ -285,7 +286,3 @@ def _date(response: httpx.Response) -> datetime | None:
     except (TypeError, ValueError, IndexError):
         return None
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def _dicts(items: Any) -> list[dict[str, Any]]:
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []

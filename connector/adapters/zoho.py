@@ -41,6 +41,7 @@ from connector.adapters.base import (
     WriteResult,
     chunks,
     classify,
+    dicts,
     garbled,
     id_chunks,
     json_body,
@@ -291,7 +292,7 @@ def _named_fields(error: Record) -> Refusal:
     MULTIPLE_OR_MULTI_ERRORS error lists its errors in details.errors."""
     nested = [error]
     if error.get("code") == "MULTIPLE_OR_MULTI_ERRORS":
-        nested = _dicts(_details(error).get("errors"))
+        nested = dicts(_details(error).get("errors"))
     return {
         _details(item)["api_name"]: _reason(item)
         for item in nested
@@ -329,9 +330,9 @@ def _confirmed_expiry(body: Record, channel_id: str) -> datetime | None:
     """The earliest channel_expiry Zoho confirmed for the channel's events, if any."""
     expiries = [
         _moment(event.get("channel_expiry"))
-        for answer in _dicts(body.get("watch"))
+        for answer in dicts(body.get("watch"))
         if answer.get("code") == "SUCCESS"
-        for event in _dicts(_details(answer).get("events"))
+        for event in dicts(_details(answer).get("events"))
         if str(event.get("channel_id")) == channel_id
     ]
     return min((when for when in expiries if when is not None), default=None)
@@ -349,7 +350,7 @@ def _errors(body: Record) -> list[Record]:
     or `watch` (channels)."""
     if body.get("status") == "error":
         return [body]
-    items = [*_dicts(body.get("data")), *_dicts(body.get("watch"))]
+    items = [*dicts(body.get("data")), *dicts(body.get("watch"))]
     return [item for item in items if item.get("status") == "error"]
 
 
@@ -368,10 +369,6 @@ def _describe(error: Record) -> str:
 def _details(error: Record) -> Record:
     details = error.get("details")
     return details if isinstance(details, dict) else {}
-
-
-def _dicts(items: Any) -> list[Record]:
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _body(response: httpx.Response) -> Record:
