@@ -22,6 +22,8 @@ DEFAULTS: dict[str, Any] = {
     "PUBLIC_URL": "http://127.0.0.1:8080",
     # Credits one run of the scheduled reenrich job may spend per organization.
     "REFRESH_CREDIT_CAP": 1000,
+    # Where tables built from installed packages are kept ("": ~/.cache/contactdata; "off").
+    "CACHE_DIR": "",
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

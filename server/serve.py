@@ -37,7 +37,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
 def warm_up() -> None:
     """Build the lookup tables requests use now, in each worker as it starts, so that no
-    caller's first request waits for them (places alone take about 1.5 s)."""
+    caller's first request waits for them (places: 0.3 s loaded from disk, 4 s built)."""
     from server import normalize, places
 
     places.warm_up()
