@@ -429,7 +429,9 @@ def test_every_event_is_written_back_exactly_once_through_kill_9(
     missing = [key for key in crm.contacts if patches[key] == 0]
     twice = {key: crm.log[key] for key in crm.contacts if patches[key] > 1}
     assert missing == [] and twice == {}, (missing, twice)
-    assert _query(db_path, "PRAGMA integrity_check") == [("ok",)]
+    # The database and the scheduler's job store beside it (the worker runs the scheduler).
+    for path in (db_path, Path(f"{db_path}.jobs")):
+        assert path.is_file() and _query(path, "PRAGMA integrity_check") == [("ok",)], path
     assert _query(db_path, CHARGED_TWICE) == []
 
 
