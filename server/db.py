@@ -84,21 +84,26 @@ def bulk_write(db: Database) -> Iterator[Database]:
 
     CHECK constraints are not evaluated inside: the caller validates its rows. (A CHECK with
     `IN` and three or more values builds a lookup table at every statement run, that is for
-    every row of an executemany: more than half the time of inserting a contact.)
+    every row of an executemany: more than half the time of inserting a contact.) Nor are
+    foreign keys: the caller writes only rows whose references exist (two index lookups per
+    employment, a tenth of its insert).
 
     Sorts, as for CREATE INDEX in `sorting_in_threads`, may use BULK_SORT_THREADS threads;
     they need temporary files (temp_store is FILE inside, which drops TEMP tables).
     """
     journaled = _leave_wal(db)
     temp_store = db.execute("PRAGMA temp_store").fetchone()[0]
+    foreign_keys = db.execute("PRAGMA foreign_keys").fetchone()[0]
     db.execute(f"PRAGMA cache_size = {-BULK_CACHE_MB * 1024}")
     db.execute("PRAGMA ignore_check_constraints = ON")
     db.execute("PRAGMA temp_store = FILE")
     db.execute(f"PRAGMA threads = {BULK_SORT_THREADS}")
+    db.execute("PRAGMA foreign_keys = OFF")  # outside the transaction: inside it, a no-op
     try:
         with write(db):
             yield db
     finally:
+        db.execute(f"PRAGMA foreign_keys = {foreign_keys}")
         db.execute("PRAGMA threads = 0")
         db.execute(f"PRAGMA temp_store = {temp_store}")
         db.execute("PRAGMA ignore_check_constraints = OFF")

@@ -377,11 +377,19 @@ def check_constraints(database: Database, tables: list[str]) -> list[tuple[str, 
     return found
 
 
-def test_bulk_loads_skip_only_check_constraints_the_importer_enforces_and_restore_them(
+def foreign_keys(database: Database, tables: list[str]) -> list[tuple[str, str, str, str]]:
+    """(table, column, referenced table, referenced column) of each foreign key."""
+    sql = 'SELECT "from", "table", "to" FROM pragma_foreign_key_list(?)'
+    return sorted(
+        (table, *row) for table in tables for row in database.execute(sql, [table]).fetchall()
+    )
+
+
+def test_bulk_loads_skip_only_constraints_the_importer_enforces_and_restore_them(
     tmp_path: Path, database: Database, csv_files: dict[str, Path]
 ) -> None:
-    # db.bulk_write does not evaluate CHECK constraints: a new one on these tables needs its
-    # rule in the importer's row validation, then its place here.
+    # db.bulk_write evaluates neither CHECK constraints nor foreign keys: a new one on these
+    # tables needs its rule in the importer's row validation, then its place here.
     tables = ["companies", "company_aliases", "contacts", "employments"]
     assert check_constraints(database, tables) == [
         ("companies", "length(guid) = 16"),
@@ -390,9 +398,18 @@ def test_bulk_loads_skip_only_check_constraints_the_importer_enforces_and_restor
         ("employments", "status IN ('Active', 'No Longer')"),
     ]
     assert GRADES == ("A+", "A", "A-", "B") and RECORD_STATUSES == ("Active", "No Longer")
+    assert foreign_keys(database, tables) == [
+        ("company_aliases", "company_guid", "companies", "guid"),
+        ("employments", "company_guid", "companies", "guid"),
+        ("employments", "contact_guid", "contacts", "guid"),
+    ]  # the importer refuses a contact of an unknown company, and writes contacts first
 
-    run(database, **csv_files)
+    report = run(database, **csv_files)
 
+    assert report.companies and report.contacts
+    assert database.execute("PRAGMA foreign_key_check").fetchall() == []
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
         database.execute("UPDATE contacts SET accuracy = 'C'")
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+        database.execute("UPDATE employments SET company_guid = 'F00DF00DF00DF00D'")
     assert database.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY, as connect sets
