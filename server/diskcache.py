@@ -61,11 +61,13 @@ def _load(path: Path) -> Any:
             if status.st_uid != os.getuid() or status.st_mode & 0o022:
                 log.warning("not loading %s: another user owns it or can write it", path)
                 return None
+            collecting = gc.isenabled()
             gc.disable()  # a pickle of many small objects loads three times as fast without
             try:
                 return pickle.load(file)
             finally:
-                gc.enable()
+                if collecting:
+                    gc.enable()
     except FileNotFoundError:
         return None
     except Exception as error:  # a damaged or foreign file: build again, never fail a start

@@ -3,6 +3,7 @@ damaged, foreign or unwritable, and the place tables loaded equal the ones built
 
 from __future__ import annotations
 
+import gc
 import pickle
 from pathlib import Path
 
@@ -123,3 +124,14 @@ def test_the_fingerprint_changes_with_the_builder(monkeypatch: pytest.MonkeyPatc
     assert before == places._fingerprint() and len(before) == 16
     monkeypatch.setattr(places.metadata, "version", lambda package: "99.0")
     assert places._fingerprint() != before
+
+
+def test_loading_leaves_the_garbage_collector_as_it_was(cache: Path) -> None:
+    diskcache.load_or_build("table", "f1", Builder([1]))
+    gc.disable()
+    try:
+        assert diskcache.load_or_build("table", "f1", pytest.fail) == [1]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert diskcache.load_or_build("table", "f1", pytest.fail) == [1] and gc.isenabled()
