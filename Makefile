@@ -11,9 +11,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# Reinstall whenever pyproject.toml changes.
+# Reinstall whenever pyproject.toml changes. `data` too: a test rebuilds the industry code
+# table from its sources and compares it with the checked-in one.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,data]'
 	touch $@
 
 install: $(VENV)/.installed
