@@ -65,7 +65,26 @@ def connection() -> None:
 @click.option("--api-key", required=True, help="An API key of the organization to enrich for.")
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--crm-base-url", default="", help="The CRM's API base URL (CRMs only).")
-@click.option("--crm-token", default="", help="The CRM API token (CRMs only).")
+@click.option(
+    "--crm-token",
+    default="",
+    help="The CRM API token (CRMs only); with an OAuth client, the current access token.",
+)
+@click.option("--crm-client-id", default="", help="OAuth client id, to renew expiring tokens.")
+@click.option("--crm-client-secret", default="", help="OAuth client secret.")
+@click.option(
+    "--crm-refresh-token", default="", help="OAuth refresh token (the refresh_token grant)."
+)
+@click.option(
+    "--crm-token-url",
+    default="",
+    help="OAuth token endpoint (default: the CRM's own; required for dynamics).",
+)
+@click.option(
+    "--crm-scope",
+    default="",
+    help="Scope of a client_credentials grant (dynamics default: <crm-base-url>/.default).",
+)
 @click.option("--secret", default="", help="The secret the platform signs with, if it issues one.")
 @click.option(
     "--salesforce-org-id",

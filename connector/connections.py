@@ -1,13 +1,15 @@
 """Connections: one platform account bound to one organization key, one mapping file, an
-inbound secret and, for CRMs, the CRM's API base URL and token. Adding, listing, showing and
-removing them; secret values are sealed at rest and shown in full only when first made."""
+inbound secret and, for CRMs, the CRM's API base URL and token (or the OAuth client that
+renews it). Adding, listing, showing and removing them; secret values are sealed at rest and
+shown in full only when first made."""
 
 from __future__ import annotations
 
 import base64
 import secrets
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 from sqlite_utils import Database
 
 import server
-from connector import mappings, outbound, sealing, store
+from connector import mappings, oauth, outbound, sealing, store
 from connector.adapters.zoho import ZOHO_API_DOMAINS
 
 MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
@@ -74,10 +76,20 @@ def add(
     mapping: Path | None = None,
     crm_base_url: str = "",
     crm_token: str = "",
+    crm_client_id: str = "",
+    crm_client_secret: str = "",
+    crm_refresh_token: str = "",
+    crm_token_url: str = "",
+    crm_scope: str = "",
     secret: str = "",
     salesforce_org_ids: tuple[str, ...] = (),
 ) -> Added:
-    """Check and save a connection; raises InvalidConnection (or the key's ServiceError)."""
+    """Check and save a connection; raises InvalidConnection (or the key's ServiceError).
+
+    A CRM needs `crm_base_url` and a token: `crm_token` (used until it is refused), or an
+    OAuth client (`crm_client_id`, `crm_client_secret`, and `crm_refresh_token` or, for
+    client_credentials, `crm_scope`) that renews it at `crm_token_url` (see connector/oauth.py).
+    """
     kind = PLATFORMS.get(platform)
     if kind is None:
         raise InvalidConnection(f"platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
@@ -93,7 +105,11 @@ def add(
             f"secret: Zoho takes a token of {ZOHO_TOKEN_LIMIT} characters at most"
         )
     allowed = _allowed_organizations(platform, salesforce_org_ids)
-    base_url, token = _crm(kind, platform, crm_base_url, crm_token)  # last: it resolves names
+    client = (crm_client_id, crm_client_secret, crm_refresh_token, crm_token_url, crm_scope)
+    credentials = _oauth(platform, crm_base_url, *client) if any(client) and kind.crm else None
+    base_url, token = _crm(kind, platform, crm_base_url, crm_token, any(client))
+    if credentials:  # like the base URL, last: checking resolves the host's name
+        credentials = replace(credentials, token_url=_checked(credentials.token_url, "token-url"))
     row = {
         "id": str(uuid.uuid4()),
         "name": name.strip(),
@@ -107,6 +123,7 @@ def add(
         "crm_base_url": base_url,
         "crm_token_sealed": sealing.seal(server_secret, token) if token else "",
         "crm_token_hint": sealing.hint(token) if token else "",
+        "crm_oauth_sealed": sealing.seal(server_secret, credentials.dumps()) if credentials else "",
         "allowed_organizations": ",".join(allowed),
         "created_at": server.iso(now),
     }
@@ -128,24 +145,93 @@ def _mapping(mapping: Path | None, platform: str) -> Path:
     return path
 
 
-def _crm(kind: Platform, platform: str, base_url: str, token: str) -> tuple[str, str]:
+def _crm(
+    kind: Platform, platform: str, base_url: str, token: str, renewed: bool
+) -> tuple[str, str]:
+    """The CRM's checked base URL and the token given; this resolves names, so it goes last."""
     if not kind.crm:
-        if base_url or token:
+        if base_url or token or renewed:
             raise InvalidConnection(f"{platform} is not a CRM: give no --crm-base-url or token")
         return "", ""
-    if not (base_url and token):
-        raise InvalidConnection(f"{platform} is written back to: give --crm-base-url and token")
+    if not (base_url and (token or renewed)):
+        raise InvalidConnection(
+            f"{platform} is written back to: give --crm-base-url, and --crm-token or an OAuth "
+            "client (--crm-client-id and --crm-client-secret)"
+        )
     local = outbound.private_allowed()  # a local fake Zoho, for tests
     if platform == "zoho" and not local and base_url.rstrip("/") not in ZOHO_API_DOMAINS.values():
         raise InvalidConnection(
             "crm-base-url: give your Zoho data centre's API domain (the api_domain of the "
             f"OAuth token answer): one of {', '.join(ZOHO_API_DOMAINS.values())}"
         )
+    return _checked(base_url, "base-url"), token
+
+
+def _checked(url: str, option: str) -> str:
     try:
-        checked = outbound.check_crm_url(base_url)
+        return outbound.check_crm_url(url)
     except outbound.UnsafeUrl as error:
-        raise InvalidConnection(f"crm-base-url: {error}") from None
-    return checked, token
+        raise InvalidConnection(f"crm-{option}: {error}") from None
+
+
+def _oauth(
+    platform: str,
+    base_url: str,
+    client_id: str,
+    client_secret: str,
+    refresh_token: str,
+    token_url: str,
+    scope: str,
+) -> oauth.Credentials:
+    """The OAuth client that renews the connection's token, checked."""
+    if platform not in oauth.REFRESHABLE:
+        raise InvalidConnection(f"{platform} tokens do not expire: give --crm-token only")
+    if not (client_id.strip() and client_secret.strip()):
+        raise InvalidConnection(
+            "an OAuth client needs both --crm-client-id and --crm-client-secret"
+        )
+    token_url = token_url.strip() or oauth.default_token_url(platform, base_url)
+    if not token_url:
+        raise InvalidConnection(
+            "crm-token-url: give your Entra ID tenant's token endpoint, "
+            "https://login.microsoftonline.com/<tenant id>/oauth2/v2.0/token"
+        )
+    scope = scope.strip() or oauth.default_scope(platform, base_url, refresh_token)
+    if not (refresh_token.strip() or scope):
+        raise InvalidConnection(
+            "give --crm-refresh-token (the refresh_token grant) or --crm-scope (client credentials)"
+        )
+    return oauth.Credentials(
+        token_url, client_id.strip(), client_secret.strip(), refresh_token.strip(), scope
+    )
+
+
+def crm_auth(
+    db: Database, server_secret: bytes, row: Row, clock: Callable[[], datetime]
+) -> oauth.Renewing | None:
+    """The authentication that renews a connection's CRM token and saves each new one; None
+    for a connection with a fixed token."""
+    if not row["crm_oauth_sealed"]:
+        return None
+    credentials = oauth.Credentials.loads(sealing.unseal(server_secret, row["crm_oauth_sealed"]))
+    outbound.check_crm_url(credentials.token_url)  # again, before connecting
+    token = (
+        sealing.unseal(server_secret, row["crm_token_sealed"]) if row["crm_token_sealed"] else ""
+    )
+    expires = row["crm_token_expires_at"]
+
+    def save(got: oauth.Granted) -> None:
+        values = {
+            "crm_token_sealed": sealing.seal(server_secret, got.access_token),
+            "crm_token_hint": sealing.hint(got.access_token),
+            "crm_token_expires_at": got.expires_at.isoformat() if got.expires_at else "",
+            "crm_oauth_sealed": sealing.seal(server_secret, got.credentials.dumps()),
+        }
+        with server.write(db):
+            store.save_crm_grant(db, row["id"], values)
+
+    when = datetime.fromisoformat(expires) if expires else None
+    return oauth.Renewing(credentials, token, when, save, clock)
 
 
 def _allowed_organizations(platform: str, ids: tuple[str, ...]) -> list[str]:
@@ -190,7 +276,7 @@ def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str 
 
 def shown(row: Row) -> Row:
     """A connection as listed: secrets only by their last characters."""
-    hidden = ("api_key_sealed", "secret_sealed", "crm_token_sealed")
+    hidden = ("api_key_sealed", "secret_sealed", "crm_token_sealed", "crm_oauth_sealed")
     return {name: value for name, value in row.items() if name not in hidden}
 
 

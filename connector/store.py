@@ -127,6 +127,20 @@ def m005_schedules(db: Database) -> None:
     db.execute("CREATE INDEX job_runs_job ON job_runs (job_id, id)")
 
 
+@MIGRATIONS()
+def m006_oauth(db: Database) -> None:
+    """Renewable CRM tokens: the OAuth client and refresh token a connection was granted
+    (sealed JSON, see connector/oauth.py) and when its current access token expires."""
+    db.execute("ALTER TABLE connections ADD COLUMN crm_oauth_sealed TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE connections ADD COLUMN crm_token_expires_at TEXT NOT NULL DEFAULT ''")
+
+
+def save_crm_grant(db: Database, connection_id: str, values: Row) -> None:
+    """A renewed access token: crm_token_sealed, crm_token_hint, crm_token_expires_at and
+    crm_oauth_sealed (the refresh token may have been rotated)."""
+    db.table("connections").update(connection_id, values)
+
+
 def set_refresh_days(db: Database, connection_id: str, days: int) -> bool:
     """Change a connection's refresh interval; whether there was such a connection."""
     sql = "UPDATE connections SET refresh_days = ? WHERE id = ?"

@@ -34,7 +34,7 @@ def renew(
         if link["platform"] != "zoho":
             continue
         try:
-            expiry = _watch(link, secret, client, public_url, now)
+            expiry = _watch(db, link, secret, client, public_url, now)
         except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
             reason = getattr(error, "reason", str(error))
             log.warning("zoho channel of connection %s not renewed: %s", link["id"], reason)
@@ -46,14 +46,16 @@ def renew(
 
 
 def _watch(
-    link: Row, secret: bytes, client: httpx.Client, public_url: str, now: datetime
+    db: Database, link: Row, secret: bytes, client: httpx.Client, public_url: str, now: datetime
 ) -> datetime:
     """Ask Zoho to watch the connection's Contacts until now + CHANNEL_LIFETIME."""
     base_url = outbound.check_crm_url(link["crm_base_url"])
-    token = sealing.unseal(secret, link["crm_token_sealed"])
+    sealed = link["crm_token_sealed"]
+    token = sealing.unseal(secret, sealed) if sealed else ""
     notify_url = connections.urls(link, public_url)["eventsUrl"] or ""
     channel_token = sealing.unseal(secret, link["secret_sealed"])
     zoho = Zoho(base_url, token, client)
+    zoho.auth = connections.crm_auth(db, secret, link, lambda: now)
     return zoho.watch(
         connections.channel_id(link), notify_url, channel_token, now + CHANNEL_LIFETIME
     )

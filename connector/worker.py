@@ -143,8 +143,10 @@ class Worker:
             raise Permanent(f"{link['platform']} is not a CRM: nothing is written back")
         mapping = mappings.load_current(link["mapping"])
         base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
-        token = sealing.unseal(self.secret, link["crm_token_sealed"])
-        return link, mapping, adapter_for(link["platform"], base_url, token, self.client)
+        sealed = link["crm_token_sealed"]  # empty: an OAuth client asks for the first token
+        token = sealing.unseal(self.secret, sealed) if sealed else ""
+        auth = connections.crm_auth(self.db, self.secret, link, self.clock)
+        return link, mapping, adapter_for(link["platform"], base_url, token, self.client, auth)
 
     def _triage(self, event: Row, link: Row, mapping: mappings.Mapping) -> Triaged | str:
         """What an event needs before the CRM is read: a note when nothing is to be done

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from connector import sealing, store
+from connector import outbound, sealing, store
 from connector.cli import main
 from server import accounts, db
 from tests.test_receiver import NOW, SECRET
@@ -23,6 +24,13 @@ def key(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         db.connect(db_path), SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
     )
     return value
+
+
+@pytest.fixture
+def public_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every host name resolves to a public address (the machine has no DNS)."""
+    public = [ipaddress.ip_address("93.184.215.14")]
+    monkeypatch.setattr(outbound, "_addresses", lambda host, port, resolve: public)
 
 
 def _run(db_path: Path, *args: str) -> Result:
@@ -70,7 +78,8 @@ def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: 
     [
         (("--platform", "hubspot", "--crm-base-url", "https://x.example", "--crm-token", "t"),
          "issues the secret it signs with: give --secret"),
-        (("--platform", "hubspot", "--secret", "s"), "give --crm-base-url and token"),
+        (("--platform", "hubspot", "--secret", "s"),
+         "give --crm-base-url, and --crm-token or an OAuth client"),
         (("--platform", "hubspot", "--secret", "s", "--crm-base-url", "http://api.hubapi.com",
           "--crm-token", "t"), "must start with https://"),
         (("--platform", "zapier", "--crm-base-url", "https://x.example"), "not a CRM"),
@@ -83,8 +92,26 @@ def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: 
          "your Zoho data centre's API domain"),
         (("--platform", "zoho", "--secret", "s" * 51, "--crm-base-url",
           "https://www.zohoapis.eu", "--crm-token", "t"), "a token of 50 characters at most"),
+        (("--platform", "pipedrive", "--crm-base-url", "https://acme.pipedrive.com",
+          "--crm-client-id", "c", "--crm-client-secret", "s", "--crm-refresh-token", "r"),
+         "pipedrive tokens do not expire: give --crm-token only"),
+        (("--platform", "zoho", "--crm-base-url", "https://www.zohoapis.eu",
+          "--crm-client-id", "c", "--crm-refresh-token", "r"),
+         "needs both --crm-client-id and --crm-client-secret"),
+        (("--platform", "zoho", "--crm-base-url", "https://www.zohoapis.eu",
+          "--crm-client-id", "c", "--crm-client-secret", "s"),
+         "give --crm-refresh-token (the refresh_token grant) or --crm-scope"),
+        (("--platform", "dynamics", "--crm-base-url", "https://acme.crm.dynamics.com",
+          "--crm-client-id", "c", "--crm-client-secret", "s"),
+         "give your Entra ID tenant's token endpoint"),
+        (("--platform", "dynamics", "--crm-base-url", "https://acme.crm.dynamics.com",
+          "--crm-client-id", "c", "--crm-client-secret", "s",
+          "--crm-token-url", "http://login.microsoftonline.com/t/oauth2/v2.0/token"),
+         "crm-token-url: "),
+        (("--platform", "make", "--crm-client-id", "c"), "not a CRM"),
     ],
 )  # fmt: skip
+@pytest.mark.usefixtures("public_dns")
 def test_add_refuses_what_cannot_work(
     db_path: Path, key: str, args: tuple[str, ...], words: str
 ) -> None:
@@ -124,3 +151,43 @@ def test_add_refuses_a_mapping_for_another_platform(db_path: Path, key: str) -> 
         db_path, key, "--name", "x", "--platform", "n8n", "--mapping", "mappings/make.yaml"
     )
     assert result.exit_code == 1 and "is for make, not n8n" in result.output
+
+
+@pytest.mark.usefixtures("public_dns")
+def test_an_oauth_client_is_sealed_with_the_crm_token_endpoint_it_renews_at(
+    db_path: Path, key: str
+) -> None:
+    result = _add(
+        db_path, key, "--name", "Zoho EU", "--platform", "zoho", "--json",
+        "--crm-base-url", "https://www.zohoapis.eu", "--crm-client-id", "1000.CLIENT",
+        "--crm-client-secret", "client-secret-value", "--crm-refresh-token", "1000.refresh.tok",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    row = store.connection(store.connect(db_path), json.loads(result.output)["id"])
+    assert row is not None and row["crm_token_sealed"] == "" and row["crm_token_expires_at"] == ""
+    stored = json.loads(sealing.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
+    assert stored == {
+        "token_url": "https://accounts.zoho.eu/oauth/v2/token",
+        "client_id": "1000.CLIENT",
+        "client_secret": "client-secret-value",
+        "refresh_token": "1000.refresh.tok",
+        "scope": "",
+    }
+    listed = _run(db_path, "connection", "show", row["id"]).output
+    assert "client-secret-value" not in listed and "crm_oauth_sealed" not in listed
+
+
+@pytest.mark.usefixtures("public_dns")
+def test_dynamics_client_credentials_ask_for_the_environment_scope(db_path: Path, key: str) -> None:
+    result = _add(
+        db_path, key, "--name", "D365", "--platform", "dynamics", "--json",
+        "--crm-base-url", "https://acme.crm4.dynamics.com", "--crm-client-id", "app-id",
+        "--crm-client-secret", "app-secret", "--crm-token-url",
+        "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    row = store.connection(store.connect(db_path), json.loads(result.output)["id"])
+    assert row is not None
+    stored = json.loads(sealing.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
+    assert stored["scope"] == "https://acme.crm4.dynamics.com/.default"
+    assert stored["refresh_token"] == ""  # the client_credentials grant

@@ -23,9 +23,17 @@ ADAPTERS: dict[str, Callable[[str, str, httpx.Client], Adapter]] = {
 }
 
 
-def adapter_for(platform: str, base_url: str, token: str, client: httpx.Client) -> Adapter:
-    """The adapter for `platform`, calling `base_url` with `token` over `client`; Permanent
-    for a platform nothing is written back to."""
+def adapter_for(
+    platform: str,
+    base_url: str,
+    token: str,
+    client: httpx.Client,
+    auth: httpx.Auth | None = None,
+) -> Adapter:
+    """The adapter for `platform`, calling `base_url` with `token` over `client` (or with the
+    token `auth` renews); Permanent for a platform nothing is written back to."""
     if platform not in ADAPTERS:
         raise Permanent(f"no CRM adapter for {platform!r}: one of {', '.join(ADAPTERS)}")
-    return ADAPTERS[platform](base_url, token, client)
+    adapter = ADAPTERS[platform](base_url, token, client)
+    adapter.auth = auth
+    return adapter

@@ -51,9 +51,11 @@ class Permanent(Exception):
 
 
 class Adapter(Protocol):
-    """One CRM's contacts, read and written over an injected `httpx.Client`."""
+    """One CRM's contacts, read and written over an injected `httpx.Client`; with `auth`
+    (a renewing OAuth token, connector/oauth.py), every request is authenticated by it."""
 
     platform: str
+    auth: httpx.Auth | None
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The current values of `properties` (None where empty); Permanent if no record."""
@@ -77,11 +79,14 @@ class Adapter(Protocol):
         ...
 
 
-def send(client: httpx.Client, method: str, url: str, **options: Any) -> httpx.Response:
-    """`client.request` without following redirects; timeouts and connection failures
-    become Retriable."""
+def send(
+    client: httpx.Client, method: str, url: str, auth: httpx.Auth | None = None, **options: Any
+) -> httpx.Response:
+    """`client.request` without following redirects, authenticated by `auth` when given;
+    timeouts and connection failures become Retriable."""
+    how = httpx.USE_CLIENT_DEFAULT if auth is None else auth
     try:
-        return client.request(method, url, follow_redirects=False, **options)
+        return client.request(method, url, follow_redirects=False, auth=how, **options)
     except httpx.TimeoutException as error:
         raise Retriable(f"{method} {url} timed out ({type(error).__name__})") from error
     except httpx.TransportError as error:

@@ -62,6 +62,7 @@ class Dynamics:
     (https://contoso.crm.dynamics.com) and `token` an Entra ID access token for it."""
 
     platform = "dynamics"
+    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
     def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
         self.base_url = base_url.rstrip("/")
@@ -147,7 +148,12 @@ class Dynamics:
     ) -> httpx.Response:
         url = self.base_url + path
         return send(
-            self.client, method, url, headers={**self.headers, **(headers or {})}, **options
+            self.client,
+            method,
+            url,
+            self.auth,
+            headers={**self.headers, **(headers or {})},
+            **options,
         )
 
     def _check(self, response: httpx.Response) -> None:

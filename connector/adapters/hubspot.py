@@ -55,6 +55,7 @@ class HubSpot:
     a private-app token."""
 
     platform = "hubspot"
+    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
     def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
         self.base_url = base_url.rstrip("/")
@@ -129,7 +130,8 @@ class HubSpot:
         return _batch_outcomes(changes, body, _results(response, body, "a batch update's results"))
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+        url = self.base_url + path
+        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: 401 and 429 HubSpot's way, the rest as `classify`."""

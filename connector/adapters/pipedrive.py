@@ -77,6 +77,7 @@ class Pipedrive:
     """Pipedrive persons, over a client the caller builds; `token` is a user's API token."""
 
     platform = "pipedrive"
+    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
     def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
         self.base_url = base_url.rstrip("/")
@@ -153,7 +154,8 @@ class Pipedrive:
         return refused
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+        url = self.base_url + path
+        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer with Pipedrive's own words; redirects as `classify`."""

@@ -52,6 +52,7 @@ class Salesforce:
     URL and `token` an OAuth access token."""
 
     platform = "salesforce"
+    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
     def __init__(
         self, base_url: str, token: str, client: httpx.Client, api_version: str = API_VERSION
@@ -143,7 +144,8 @@ class Salesforce:
         return _save_results(changes, _listed(response, len(changes), "a SaveResult a record"))
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+        url = self.base_url + path
+        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: Salesforce's error codes first, then `classify`."""

@@ -88,6 +88,7 @@ class Zoho:
     centre API domain (one of ZOHO_API_DOMAINS) and `token` an OAuth access token."""
 
     platform = "zoho"
+    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
     def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
         self.base_url = base_url.rstrip("/")
@@ -219,7 +220,8 @@ class Zoho:
         return expiry
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        return send(self.client, method, self.base_url + path, headers=self.headers, **options)
+        url = self.base_url + path
+        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for an answer refusing the whole call: 401 (or INVALID_TOKEN) a token

@@ -1,0 +1,187 @@
+"""OAuth 2.0 access tokens that renew themselves, for CRMs whose tokens expire.
+
+Salesforce sessions, HubSpot app tokens (30 minutes), Zoho (an hour) and Entra ID tokens for
+Dynamics 365 (about an hour) expire, so a connection holding only an access token stops
+working within hours. A connection may hold instead the OAuth client it was granted to (token
+endpoint, client id and secret) and a refresh token; its access token is then asked for at
+the token endpoint when there is none, when it has expired (by the `expires_in` the endpoint
+gave, a minute early) and when the CRM refuses it (401), and the refused request is sent once
+more. Each new token is saved, sealed, for the next round and the other processes; a refresh
+token the endpoint rotates (Salesforce may) replaces the old one.
+
+Grants (RFC 6749): `refresh_token` when a refresh token was given (Salesforce, HubSpot, Zoho),
+else `client_credentials` with a scope (Dynamics 365: `<environment URL>/.default`). The client
+authenticates with its id and secret in the form body (§2.3.1), as all four accept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Generator
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+
+from connector.adapters.base import Permanent, Retriable, error_message, retry_after
+
+EARLY = timedelta(seconds=60)  # a token this close to its expiry is renewed before use
+# The token endpoint of each CRM, from its API base URL, when the connection names none.
+ZOHO_ACCOUNTS = {
+    "https://www.zohoapis.com": "https://accounts.zoho.com",
+    "https://www.zohoapis.eu": "https://accounts.zoho.eu",
+    "https://www.zohoapis.in": "https://accounts.zoho.in",
+    "https://www.zohoapis.com.au": "https://accounts.zoho.com.au",
+    "https://www.zohoapis.jp": "https://accounts.zoho.jp",
+    "https://www.zohoapis.ca": "https://accounts.zohocloud.ca",
+    "https://www.zohoapis.sa": "https://accounts.zoho.sa",
+    "https://www.zohoapis.com.cn": "https://accounts.zoho.com.cn",
+}
+REFRESHABLE = ("hubspot", "salesforce", "zoho", "dynamics")  # Pipedrive's API tokens last
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the token endpoint needs: with a refresh token, the refresh_token grant; without,
+    client_credentials."""
+
+    token_url: str
+    client_id: str
+    client_secret: str
+    refresh_token: str = ""
+    scope: str = ""
+
+    @property
+    def grant(self) -> str:
+        return "refresh_token" if self.refresh_token else "client_credentials"
+
+    def form(self) -> dict[str, str]:
+        form = {"grant_type": self.grant, "client_id": self.client_id}
+        form["client_secret"] = self.client_secret
+        if self.refresh_token:
+            form["refresh_token"] = self.refresh_token
+        if self.scope:
+            form["scope"] = self.scope
+        return form
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def loads(cls, text: str) -> Credentials:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A token endpoint's answer: the access token, when it expires (None: not said), and the
+    refresh token to use from now on."""
+
+    access_token: str
+    expires_at: datetime | None
+    credentials: Credentials
+
+
+def default_token_url(platform: str, base_url: str) -> str:
+    """Where `platform` hands out tokens for the API at `base_url`; "" when it cannot be known
+    (Dynamics 365: the Entra ID tenant's endpoint)."""
+    base = base_url.strip().rstrip("/")
+    if platform == "salesforce":  # the My Domain URL serves its own token endpoint
+        return f"{base}/services/oauth2/token"
+    if platform == "hubspot":
+        return f"{base}/oauth/v1/token"
+    if platform == "zoho":
+        accounts = ZOHO_ACCOUNTS.get(base)
+        return f"{accounts}/oauth/v2/token" if accounts else f"{base}/oauth/v2/token"
+    return ""
+
+
+def default_scope(platform: str, base_url: str, refresh_token: str) -> str:
+    """The scope a client_credentials grant asks for: Dataverse's `<environment>/.default`."""
+    if platform != "dynamics" or refresh_token:
+        return ""
+    return f"{base_url.strip().rstrip('/')}/.default"
+
+
+def granted(response: httpx.Response, credentials: Credentials, now: datetime) -> Granted:
+    """Read a token endpoint's answer: 429 and 5xx Retriable; an answer without an access
+    token Permanent, with the endpoint's words (Zoho answers 200 with {"error": ...})."""
+    status = response.status_code
+    if status == 429 or status >= 500:
+        reason = f"the token endpoint answered {status} {response.reason_phrase}"
+        raise Retriable(reason, retry_after(response, now))
+    try:
+        body: Any = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    token = body.get("access_token")
+    if 200 <= status < 300 and isinstance(token, str) and token and "error" not in body:
+        refreshed = body.get("refresh_token")
+        if isinstance(refreshed, str) and refreshed and credentials.refresh_token:
+            credentials = replace(credentials, refresh_token=refreshed)
+        return Granted(token, _expiry(body.get("expires_in"), now), credentials)
+    said = " ".join(str(body[k]) for k in ("error", "error_description") if body.get(k))
+    said = said or f"no access token in {error_message(response) or 'an empty answer'}"
+    raise Permanent(
+        f"the CRM would not renew the access token ({status} {said[:300]}): give the "
+        "connection new OAuth credentials"
+    )
+
+
+def _expiry(expires_in: Any, now: datetime) -> datetime | None:
+    try:
+        seconds = float(expires_in)
+    except (TypeError, ValueError):
+        return None  # Salesforce does not say: the token is renewed when refused
+    return now + timedelta(seconds=seconds) if seconds > 0 else None
+
+
+class Renewing(httpx.Auth):
+    """httpx authentication with a renewable access token: each request gets the current
+    token under the scheme the adapter wrote (`Bearer`, `Zoho-oauthtoken`); a missing or
+    expired token is renewed first, and a request the CRM answers 401 is sent once more with
+    a renewed token. `save` is called with every grant."""
+
+    requires_response_body = True  # the token endpoint's answer is read in the flow
+
+    def __init__(
+        self,
+        credentials: Credentials,
+        token: str,
+        expires_at: datetime | None,
+        save: Callable[[Granted], None],
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.credentials, self.token, self.expires_at = credentials, token, expires_at
+        self.save, self.clock = save, clock
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if not self.token or (self.expires_at and self.clock() >= self.expires_at - EARLY):
+            yield from self._renew()
+        self._sign(request)
+        response = yield request
+        if response.status_code == 401:
+            yield from self._renew()
+            self._sign(request)
+            yield request
+
+    def _renew(self) -> Generator[httpx.Request, httpx.Response, None]:
+        asking = httpx.Request(
+            "POST",
+            self.credentials.token_url,
+            data=self.credentials.form(),
+            headers={"Accept": "application/json"},
+        )
+        got = granted((yield asking), self.credentials, self.clock())
+        self.credentials, self.token, self.expires_at = (
+            got.credentials,
+            got.access_token,
+            got.expires_at,
+        )
+        self.save(got)
+
+    def _sign(self, request: httpx.Request) -> None:
+        scheme = request.headers.get("Authorization", "").split(" ", 1)[0] or "Bearer"
+        request.headers["Authorization"] = f"{scheme} {self.token}"

@@ -1,0 +1,309 @@
+"""Renewable CRM tokens (connector/oauth.py): every adapter whose CRM's tokens expire gets a
+new access token when it has none, when it has expired and when the CRM refuses it, sends the
+refused request once more, and the worker saves each token for the next round; what token
+endpoints answer (Salesforce without expires_in, Zoho's errors as 200, rotated refresh
+tokens, 5xx) is read as each documents it."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+import pytest
+
+from connector import connections, oauth, outbound, sealing, store, worker
+from connector.adapters import adapter_for
+from connector.adapters.base import TOKEN_REFUSED, Permanent, Retriable
+from tests.test_adapters import PLATFORMS, answer
+from tests.test_receiver import SECRET
+from tests.test_worker import FakeHubSpot, _event, setup
+
+__all__ = ["setup"]  # the worker tests' fixture, used below
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+TOKEN_URL = "https://login.example/oauth2/token"
+CREDENTIALS = oauth.Credentials(TOKEN_URL, "client-id", "client-secret", "refresh-1")
+
+
+class TokenEndpoint:
+    """An OAuth token endpoint handing out fresh-1, fresh-2, ... (or `replies` first), and a
+    CRM (the platform's answers) that takes only the latest token handed out, or none."""
+
+    def __init__(
+        self, platform: str, replies: list[httpx.Response] | None = None, accepts: bool = True
+    ) -> None:
+        self.spec = PLATFORMS[platform]
+        self.replies = replies or []
+        self.accepts = accepts
+        self.issued: list[str] = []
+        self.forms: list[dict[str, list[str]]] = []
+        self.crm_requests: list[httpx.Request] = []
+        self.tokens: list[str] = []  # each CRM request's Authorization, as it arrived
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if str(request.url) == TOKEN_URL:
+            self.forms.append(parse_qs(request.content.decode()))
+            if self.replies:
+                return self.replies.pop(0)
+            self.issued.append(f"fresh-{len(self.issued) + 1}")
+            return answer(200, {"access_token": self.issued[-1], "expires_in": 3600})
+        self.crm_requests.append(request)
+        given = request.headers.get("Authorization", "")
+        self.tokens.append(given)
+        if self.accepts and self.issued and given.endswith(f" {self.issued[-1]}"):
+            return self.spec.answers(request)
+        return answer(401, self.spec.expired, self.spec.expired_headers)
+
+
+class Saved(list[oauth.Granted]):
+    def __call__(self, got: oauth.Granted) -> None:
+        self.append(got)
+
+
+def renewing(
+    platform: str,
+    endpoint: TokenEndpoint,
+    token: str = "stale",
+    expires_at: datetime | None = None,
+    now: datetime = NOW,
+) -> tuple[Any, Saved]:
+    saved = Saved()
+    auth = oauth.Renewing(CREDENTIALS, token, expires_at, saved, lambda: now)
+    client = httpx.Client(transport=httpx.MockTransport(endpoint))
+    return adapter_for(platform, PLATFORMS[platform].base_url, token, client, auth), saved
+
+
+@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+def test_a_refused_token_is_renewed_and_the_request_sent_once_more(platform: str) -> None:
+    spec = PLATFORMS[platform]
+    endpoint = TokenEndpoint(platform)
+    adapter, saved = renewing(platform, endpoint)
+    assert adapter.read(spec.ids[0], [spec.known])[spec.known] == "CTO"
+    scheme = spec.auth[1].split(" ")[0]  # Bearer, or Zoho-oauthtoken
+    assert endpoint.tokens == [f"{scheme} stale", f"{scheme} fresh-1"]
+    assert endpoint.forms == [
+        {
+            "grant_type": ["refresh_token"],
+            "client_id": ["client-id"],
+            "client_secret": ["client-secret"],
+            "refresh_token": ["refresh-1"],
+        }
+    ]
+    (got,) = saved
+    assert got.access_token == "fresh-1" and got.expires_at == NOW + timedelta(hours=1)
+
+
+@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platform: str) -> None:
+    spec = PLATFORMS[platform]
+    endpoint = TokenEndpoint(platform, accepts=False)
+    adapter, _ = renewing(platform, endpoint)
+    with pytest.raises(Permanent, match=TOKEN_REFUSED):
+        adapter.read(spec.ids[0], [spec.known])
+    assert len(endpoint.crm_requests) == 2 and len(endpoint.forms) == 1  # no loop
+
+
+def test_no_token_yet_is_asked_for_before_the_first_request() -> None:
+    endpoint = TokenEndpoint("zoho")
+    adapter, saved = renewing("zoho", endpoint, token="")
+    adapter.read(PLATFORMS["zoho"].ids[0], ["Title"])
+    assert endpoint.tokens == ["Zoho-oauthtoken fresh-1"]
+    assert len(saved) == 1
+
+
+def test_an_expired_token_is_renewed_before_use_and_a_live_one_is_not() -> None:
+    spec = PLATFORMS["hubspot"]
+    endpoint = TokenEndpoint("hubspot")
+    endpoint.issued.append("live")
+    live, _ = renewing("hubspot", endpoint, "live", NOW + timedelta(minutes=5))
+    live.read(spec.ids[0], [spec.known])
+    assert endpoint.forms == []  # five minutes left: used as it is
+    soon, saved = renewing("hubspot", endpoint, "live", NOW + timedelta(seconds=30))
+    soon.read(spec.ids[0], [spec.known])
+    assert len(endpoint.forms) == 1 and saved[0].access_token == "fresh-2"
+    assert endpoint.tokens[-1] == "Bearer fresh-2"
+
+
+def token_answer(status: int, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def read_granted(response: httpx.Response, credentials: oauth.Credentials = CREDENTIALS) -> Any:
+    return oauth.granted(response, credentials, NOW)
+
+
+def test_salesforce_says_no_expiry_and_the_token_is_renewed_when_refused() -> None:
+    body = {
+        "access_token": "00D...!AQ4AQ", "signature": "sig", "scope": "refresh_token api",
+        "instance_url": "https://acme.my.salesforce.com", "id": "https://login.salesforce.com/id/x",
+        "token_type": "Bearer", "issued_at": "1795000000000",
+    }  # fmt: skip
+    got = read_granted(token_answer(200, body))
+    assert got.access_token == "00D...!AQ4AQ" and got.expires_at is None
+    assert got.credentials == CREDENTIALS  # no refresh token in the answer: kept
+
+
+def test_a_rotated_refresh_token_replaces_the_old_one() -> None:
+    body = {"access_token": "a2", "refresh_token": "refresh-2", "expires_in": "1800"}
+    got = read_granted(token_answer(200, body))
+    assert got.credentials.refresh_token == "refresh-2"
+    assert got.expires_at == NOW + timedelta(minutes=30)
+
+
+@pytest.mark.parametrize(
+    ("response", "words"),
+    [
+        (token_answer(200, {"error": "invalid_code"}), "(200 invalid_code)"),  # Zoho
+        (
+            token_answer(
+                400,
+                {"error": "invalid_grant", "error_description": "expired access/refresh token"},
+            ),
+            "(400 invalid_grant expired access/refresh token)",
+        ),
+        (
+            token_answer(
+                401,
+                {
+                    "error": "invalid_client",
+                    "error_description": "AADSTS7000215: Invalid client secret provided.",
+                },
+            ),
+            "AADSTS7000215",
+        ),
+        (httpx.Response(200, text="<html>login</html>"), "<html>login</html>"),
+        (token_answer(200, {"token_type": "Bearer"}), 'no access token in {"token_type":"Bearer"}'),
+    ],
+)
+def test_a_refusal_of_the_token_endpoint_is_permanent_with_its_words(
+    response: httpx.Response, words: str
+) -> None:
+    with pytest.raises(Permanent) as refused:
+        read_granted(response)
+    assert words in refused.value.reason
+    assert refused.value.reason.startswith("the CRM would not renew the access token")
+    assert refused.value.reason.endswith("give the connection new OAuth credentials")
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_a_busy_token_endpoint_is_retriable(status: int) -> None:
+    with pytest.raises(Retriable) as busy:
+        read_granted(token_answer(status, {}, {"Retry-After": "7"}))
+    assert busy.value.retry_after == 7.0
+
+
+def test_a_renewal_refused_fails_the_adapters_call_with_the_reason() -> None:
+    spec = PLATFORMS["salesforce"]
+    refusal = token_answer(400, {"error": "invalid_grant", "error_description": "revoked"})
+    endpoint = TokenEndpoint("salesforce", [refusal])
+    adapter, saved = renewing("salesforce", endpoint)
+    with pytest.raises(Permanent, match="would not renew the access token"):
+        adapter.read(spec.ids[0], [spec.known])
+    assert saved == []
+
+
+def test_client_credentials_ask_for_the_scope_without_a_refresh_token() -> None:
+    credentials = oauth.Credentials(
+        TOKEN_URL, "app", "secret", scope="https://x.crm.dynamics.com/.default"
+    )
+    assert credentials.form() == {
+        "grant_type": "client_credentials",
+        "client_id": "app",
+        "client_secret": "secret",
+        "scope": "https://x.crm.dynamics.com/.default",
+    }
+    assert oauth.Credentials.loads(credentials.dumps()) == credentials
+
+
+@pytest.mark.parametrize(
+    ("platform", "base_url", "token_url"),
+    [
+        ("salesforce", "https://acme.my.salesforce.com", "https://acme.my.salesforce.com/services/oauth2/token"),
+        ("hubspot", "https://api.hubapi.com", "https://api.hubapi.com/oauth/v1/token"),
+        ("zoho", "https://www.zohoapis.com.au", "https://accounts.zoho.com.au/oauth/v2/token"),
+        ("zoho", "https://www.zohoapis.ca", "https://accounts.zohocloud.ca/oauth/v2/token"),
+        ("dynamics", "https://acme.crm.dynamics.com", ""),
+    ],
+)  # fmt: skip
+def test_default_token_endpoints(platform: str, base_url: str, token_url: str) -> None:
+    assert oauth.default_token_url(platform, base_url) == token_url
+
+
+# --- through the worker --------------------------------------------------------------------
+
+
+class RenewingHubSpot(FakeHubSpot):
+    """The worker tests' fake HubSpot, taking only the latest token its /oauth/v1/token
+    handed out (renewed-1, ...) for the refresh token r1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.issued: list[str] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/oauth/v1/token":
+            form = parse_qs(request.content.decode())
+            assert form["grant_type"] == ["refresh_token"] and form["refresh_token"] == ["r1"]
+            self.issued.append(f"renewed-{len(self.issued) + 1}")
+            return httpx.Response(200, json={"access_token": self.issued[-1], "expires_in": 1799})
+        if not self.issued or request.headers["Authorization"] != f"Bearer {self.issued[-1]}":
+            self.requests.append(request)
+            message = "The OAuth token used to make this call expired 0 second(s) ago."
+            body = {"status": "error", "category": "EXPIRED_AUTHENTICATION", "message": message}
+            return httpx.Response(401, json=body)
+        return super().__call__(request)
+
+
+@pytest.fixture
+def crm() -> RenewingHubSpot:
+    return RenewingHubSpot()
+
+
+def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_next_round(
+    setup: Any, crm: RenewingHubSpot
+) -> None:
+    db, work, link, clock = setup
+    secret = SECRET.encode()
+    token_url = f"{link.row['crm_base_url']}/oauth/v1/token"
+    credentials = oauth.Credentials(token_url, "cid", "csecret", "r1")
+    with store.server.write(db):
+        store.save_crm_grant(db, link.row["id"], {
+            "crm_oauth_sealed": sealing.seal(secret, credentials.dumps()),
+            "crm_token_sealed": sealing.seal(secret, "expired-token"),
+        })  # fmt: skip
+    _event(db, link, "e1")
+    assert work.run_due() == {"done": 1}
+    assert crm.issued == ["renewed-1"]
+    (written,) = crm.patches()
+    assert written["jobtitle"] == "Vice President of Sales"
+    row = store.connection(db, link.row["id"])
+    assert row is not None and sealing.unseal(secret, row["crm_token_sealed"]) == "renewed-1"
+    assert row["crm_token_hint"] == "…ed-1" and "renewed-1" not in json.dumps(row)
+    assert row["crm_token_expires_at"] == (clock() + timedelta(seconds=1799)).isoformat()
+
+    # Another worker (another process) reads the record again with the saved token.
+    again = worker.Worker(db, secret, clock, work.client, random.Random(1))
+    _event(db, link, "e2", thin=True)
+    assert again.run_due() == {"done": 1}
+    assert crm.issued == ["renewed-1"]
+    assert crm.requests[-1].headers["Authorization"] == "Bearer renewed-1"
+
+
+def test_the_token_endpoint_is_checked_again_before_each_round(
+    setup: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, _, link, clock = setup
+    secret = SECRET.encode()
+    credentials = oauth.Credentials("http://127.0.0.1:9/token", "cid", "csecret", "r1")
+    with store.server.write(db):
+        sealed = sealing.seal(secret, credentials.dumps())
+        store.save_crm_grant(db, link.row["id"], {"crm_oauth_sealed": sealed})
+    row = store.connection(db, link.row["id"])
+    assert connections.crm_auth(db, secret, row, clock) is not None  # private URLs allowed
+    monkeypatch.delenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS")
+    with pytest.raises(outbound.UnsafeUrl, match="must start with https://"):
+        connections.crm_auth(db, secret, row, clock)
