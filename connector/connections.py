@@ -225,8 +225,9 @@ def crm_auth(
             "crm_token_sealed": sealing.seal(server_secret, got.access_token),
             "crm_token_hint": sealing.hint(got.access_token),
             "crm_token_expires_at": got.expires_at.isoformat() if got.expires_at else "",
-            "crm_oauth_sealed": sealing.seal(server_secret, got.credentials.dumps()),
         }
+        if got.credentials != credentials:  # a rotated refresh token; else another process's
+            values["crm_oauth_sealed"] = sealing.seal(server_secret, got.credentials.dumps())
         with server.write(db):
             store.save_crm_grant(db, row["id"], values)
 

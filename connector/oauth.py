@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +27,9 @@ import httpx
 from connector.adapters.base import Permanent, Retriable, error_message, retry_after
 
 EARLY = timedelta(seconds=60)  # a token this close to its expiry is renewed before use
+# httpx sends an auth flow's own requests as built: the token request needs its own timeout.
+TOKEN_TIMEOUT = httpx.Timeout(10.0)
+LONGEST = timedelta(days=365)  # an `expires_in` beyond this is read as this
 # The token endpoint of each CRM, from its API base URL, when the connection names none.
 ZOHO_ACCOUNTS = {
     "https://www.zohoapis.com": "https://accounts.zoho.com",
@@ -48,8 +51,8 @@ class Credentials:
 
     token_url: str
     client_id: str
-    client_secret: str
-    refresh_token: str = ""
+    client_secret: str = field(repr=False)
+    refresh_token: str = field(default="", repr=False)
     scope: str = ""
 
     @property
@@ -78,7 +81,7 @@ class Granted:
     """A token endpoint's answer: the access token, when it expires (None: not said), and the
     refresh token to use from now on."""
 
-    access_token: str
+    access_token: str = field(repr=False)
     expires_at: datetime | None
     credentials: Credentials
 
@@ -89,8 +92,8 @@ def default_token_url(platform: str, base_url: str) -> str:
     base = base_url.strip().rstrip("/")
     if platform == "salesforce":  # the My Domain URL serves its own token endpoint
         return f"{base}/services/oauth2/token"
-    if platform == "hubspot":
-        return f"{base}/oauth/v1/token"
+    if platform == "hubspot":  # the date-versioned API: v1 ends on 2027-02-16
+        return f"{base}/oauth/2026-03/token"
     if platform == "zoho":
         accounts = ZOHO_ACCOUNTS.get(base)
         return f"{accounts}/oauth/v2/token" if accounts else f"{base}/oauth/v2/token"
@@ -135,7 +138,9 @@ def _expiry(expires_in: Any, now: datetime) -> datetime | None:
         seconds = float(expires_in)
     except (TypeError, ValueError):
         return None  # Salesforce does not say: the token is renewed when refused
-    return now + timedelta(seconds=seconds) if seconds > 0 else None
+    if not seconds > 0:  # also NaN
+        return None
+    return now + min(timedelta(seconds=min(seconds, LONGEST.total_seconds())), LONGEST)
 
 
 class Renewing(httpx.Auth):
@@ -173,14 +178,18 @@ class Renewing(httpx.Auth):
             self.credentials.token_url,
             data=self.credentials.form(),
             headers={"Accept": "application/json"},
+            extensions={"timeout": TOKEN_TIMEOUT.as_dict()},
         )
         got = granted((yield asking), self.credentials, self.clock())
+        try:
+            self.save(got)
+        except Exception as error:  # e.g. the database locked: the token is asked for again
+            raise Retriable(f"a renewed access token could not be saved: {error}") from None
         self.credentials, self.token, self.expires_at = (
             got.credentials,
             got.access_token,
             got.expires_at,
         )
-        self.save(got)
 
     def _sign(self, request: httpx.Request) -> None:
         scheme = request.headers.get("Authorization", "").split(" ", 1)[0] or "Bearer"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
@@ -46,6 +47,7 @@ class TokenEndpoint:
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if str(request.url) == TOKEN_URL:
+            assert request.extensions["timeout"] == oauth.TOKEN_TIMEOUT.as_dict()
             self.forms.append(parse_qs(request.content.decode()))
             if self.replies:
                 return self.replies.pop(0)
@@ -223,7 +225,7 @@ def test_client_credentials_ask_for_the_scope_without_a_refresh_token() -> None:
     ("platform", "base_url", "token_url"),
     [
         ("salesforce", "https://acme.my.salesforce.com", "https://acme.my.salesforce.com/services/oauth2/token"),
-        ("hubspot", "https://api.hubapi.com", "https://api.hubapi.com/oauth/v1/token"),
+        ("hubspot", "https://api.hubapi.com", "https://api.hubapi.com/oauth/2026-03/token"),
         ("zoho", "https://www.zohoapis.com.au", "https://accounts.zoho.com.au/oauth/v2/token"),
         ("zoho", "https://www.zohoapis.ca", "https://accounts.zohocloud.ca/oauth/v2/token"),
         ("dynamics", "https://acme.crm.dynamics.com", ""),
@@ -237,7 +239,7 @@ def test_default_token_endpoints(platform: str, base_url: str, token_url: str) -
 
 
 class RenewingHubSpot(FakeHubSpot):
-    """The worker tests' fake HubSpot, taking only the latest token its /oauth/v1/token
+    """The worker tests' fake HubSpot, taking only the latest token its /oauth/2026-03/token
     handed out (renewed-1, ...) for the refresh token r1."""
 
     def __init__(self) -> None:
@@ -245,11 +247,12 @@ class RenewingHubSpot(FakeHubSpot):
         self.issued: list[str] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/oauth/v1/token":
+        if request.url.path == "/oauth/2026-03/token":
             form = parse_qs(request.content.decode())
             assert form["grant_type"] == ["refresh_token"] and form["refresh_token"] == ["r1"]
             self.issued.append(f"renewed-{len(self.issued) + 1}")
-            return httpx.Response(200, json={"access_token": self.issued[-1], "expires_in": 1799})
+            token = {"access_token": self.issued[-1], "expires_in": 1799, "refresh_token": "r2"}
+            return httpx.Response(200, json=token)
         if not self.issued or request.headers["Authorization"] != f"Bearer {self.issued[-1]}":
             self.requests.append(request)
             message = "The OAuth token used to make this call expired 0 second(s) ago."
@@ -268,7 +271,7 @@ def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_nex
 ) -> None:
     db, work, link, clock = setup
     secret = SECRET.encode()
-    token_url = f"{link.row['crm_base_url']}/oauth/v1/token"
+    token_url = f"{link.row['crm_base_url']}/oauth/2026-03/token"
     credentials = oauth.Credentials(token_url, "cid", "csecret", "r1")
     with store.server.write(db):
         store.save_crm_grant(db, link.row["id"], {
@@ -284,6 +287,8 @@ def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_nex
     assert row is not None and sealing.unseal(secret, row["crm_token_sealed"]) == "renewed-1"
     assert row["crm_token_hint"] == "…ed-1" and "renewed-1" not in json.dumps(row)
     assert row["crm_token_expires_at"] == (clock() + timedelta(seconds=1799)).isoformat()
+    rotated = oauth.Credentials.loads(sealing.unseal(secret, row["crm_oauth_sealed"]))
+    assert rotated == oauth.Credentials(token_url, "cid", "csecret", "r2")
 
     # Another worker (another process) reads the record again with the saved token.
     again = worker.Worker(db, secret, clock, work.client, random.Random(1))
@@ -307,3 +312,29 @@ def test_the_token_endpoint_is_checked_again_before_each_round(
     monkeypatch.delenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS")
     with pytest.raises(outbound.UnsafeUrl, match="must start with https://"):
         connections.crm_auth(db, secret, row, clock)
+
+
+def test_a_token_that_cannot_be_saved_is_retriable_and_not_used() -> None:
+    spec = PLATFORMS["hubspot"]
+
+    def failing(got: oauth.Granted) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    endpoint = TokenEndpoint("hubspot")
+    auth = oauth.Renewing(CREDENTIALS, "stale", None, failing, lambda: NOW)
+    client = httpx.Client(transport=httpx.MockTransport(endpoint))
+    adapter = adapter_for("hubspot", spec.base_url, "stale", client, auth)
+    with pytest.raises(Retriable, match="could not be saved: database is locked"):
+        adapter.read(spec.ids[0], [spec.known])
+    assert auth.token == "stale" and auth.credentials == CREDENTIALS
+
+
+@pytest.mark.parametrize("expires_in", ["1e300", "inf", 10**12])
+def test_an_absurd_expiry_is_read_as_a_year(expires_in: Any) -> None:
+    got = read_granted(token_answer(200, {"access_token": "a", "expires_in": expires_in}))
+    assert got.expires_at == NOW + timedelta(days=365)
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    shown = repr(read_granted(token_answer(200, {"access_token": "at-123", "expires_in": 60})))
+    assert "at-123" not in shown and "client-secret" not in shown and "refresh-1" not in shown
