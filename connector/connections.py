@@ -206,6 +206,12 @@ def _oauth(
     )
 
 
+def crm_token(server_secret: bytes, row: Row) -> str:
+    """A connection's current CRM token; "" when an OAuth client has not asked for one yet."""
+    sealed = row["crm_token_sealed"]
+    return sealing.unseal(server_secret, sealed) if sealed else ""
+
+
 def crm_auth(
     db: Database, server_secret: bytes, row: Row, clock: Callable[[], datetime]
 ) -> oauth.Renewing | None:
@@ -215,9 +221,7 @@ def crm_auth(
         return None
     credentials = oauth.Credentials.loads(sealing.unseal(server_secret, row["crm_oauth_sealed"]))
     outbound.check_crm_url(credentials.token_url)  # again, before connecting
-    token = (
-        sealing.unseal(server_secret, row["crm_token_sealed"]) if row["crm_token_sealed"] else ""
-    )
+    token = crm_token(server_secret, row)
     expires = row["crm_token_expires_at"]
 
     def save(got: oauth.Granted) -> None:

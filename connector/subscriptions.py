@@ -50,8 +50,7 @@ def _watch(
 ) -> datetime:
     """Ask Zoho to watch the connection's Contacts until now + CHANNEL_LIFETIME."""
     base_url = outbound.check_crm_url(link["crm_base_url"])
-    sealed = link["crm_token_sealed"]
-    token = sealing.unseal(secret, sealed) if sealed else ""
+    token = connections.crm_token(secret, link)
     notify_url = connections.urls(link, public_url)["eventsUrl"] or ""
     channel_token = sealing.unseal(secret, link["secret_sealed"])
     zoho = Zoho(base_url, token, client)

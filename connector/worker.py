@@ -143,8 +143,7 @@ class Worker:
             raise Permanent(f"{link['platform']} is not a CRM: nothing is written back")
         mapping = mappings.load_current(link["mapping"])
         base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
-        sealed = link["crm_token_sealed"]  # empty: an OAuth client asks for the first token
-        token = sealing.unseal(self.secret, sealed) if sealed else ""
+        token = connections.crm_token(self.secret, link)
         auth = connections.crm_auth(self.db, self.secret, link, self.clock)
         return link, mapping, adapter_for(link["platform"], base_url, token, self.client, auth)
 
