@@ -12,6 +12,9 @@ the write is not repeated either: the CRM then holds our values, and values it h
 never sent. Failures the CRM calls passing (429, 5xx, timeouts, resets) wait and try again
 with capped exponential backoff and full jitter, honoring Retry-After; the others, and an
 event out of attempts, become dead letters with the reason (`contactdata deliveries retry`).
+Anything else an event raises (a bug, MemoryError) is that event's failure, logged with its
+traceback and retried like a passing one: one record never stops the worker, or the
+write-back of every other connection behind it.
 One worker process runs at a time, and in it one round at a time (`ROUNDS`): the loop of
 `contactdata worker` and the scheduled retry_deliveries job take turns.
 
@@ -23,6 +26,7 @@ enriched longer ago than their connection's refresh interval) is always enriched
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import uuid
@@ -56,8 +60,8 @@ FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same
 ROUNDS = threading.Lock()  # one round at a time in this process: two would take the same events
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
-# What ends one attempt at an event; anything else is a bug, and stops the worker.
-FAILURES = (
+# What ends an attempt at an event as expected; anything else is a bug, still that event's.
+EXPECTED = (
     Retriable,
     Permanent,
     server.ServiceError,
@@ -65,6 +69,7 @@ FAILURES = (
     sealing.UnsealError,
     outbound.UnsafeUrl,
 )
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ class Worker:
         outcomes: Counter[str] = Counter()
         try:
             link, mapping, adapter = self._setup(events[0]["connection_id"])
-        except FAILURES as error:
+        except Exception as error:
             return Counter(self._fail(event, error) for event in events)
         notes: list[tuple[Row, str]] = []  # events done with nothing to write, and why
         reads: list[Triaged] = []
@@ -108,7 +113,7 @@ class Worker:
                     outcomes["done"] += 1
                     continue
                 triaged = self._triage(event, link, mapping)
-            except FAILURES as error:
+            except Exception as error:
                 outcomes[self._fail(event, error)] += 1
                 continue
             if isinstance(triaged, Triaged):
@@ -119,7 +124,7 @@ class Worker:
         for triaged, current in self._read(adapter, mapping, reads, outcomes):
             try:
                 plan = self._plan(triaged, current, link, mapping)
-            except FAILURES as error:
+            except Exception as error:
                 outcomes[self._fail(triaged.event, error)] += 1
                 continue
             if isinstance(plan, Planned):
@@ -181,7 +186,7 @@ class Worker:
             return []
         try:
             found = _fetch(adapter, [t.record_id for t in reads], _readable(mapping))
-        except FAILURES as error:  # the whole call: every event waits or fails alike
+        except Exception as error:  # the whole call: every event waits or fails alike
             outcomes.update(self._fail(t.event, error) for t in reads)
             return []
         read: list[tuple[Triaged, Row]] = []
@@ -251,7 +256,7 @@ class Worker:
         unsent = {plan.record_id: plan.unsent() for plan in planned}
         try:
             results = _send(adapter, {key: values for key, values in unsent.items() if values})
-        except Retriable as failure:
+        except Exception as failure:  # the whole call: each unsent record waits or fails alike
             results = {key: failure for key, values in unsent.items() if values}
         outcomes: Counter[str] = Counter()
         failed = [plan for plan in planned if isinstance(results.get(plan.record_id), Exception)]
@@ -278,7 +283,10 @@ class Worker:
             if error.code == "insufficient_credits":
                 return self._postpone(event, error.message, NO_CREDITS_WAIT_SECONDS)
             return self._bury(event, f"{error.code}: {error.message}")
-        return self._bury(event, str(error))
+        if isinstance(error, EXPECTED):
+            return self._bury(event, str(error))
+        log.error("event %s failed unexpectedly", event["id"], exc_info=error)
+        return self._postpone(event, f"internal error ({type(error).__name__}), logged", None)
 
     def _fresh(self, cached: Row, given: Row, ours: Row) -> bool:
         """Whether the record was enriched within FRESH_FOR from the same input: then an

@@ -444,3 +444,30 @@ def test_a_full_record_event_we_already_enriched_needs_no_crm_call(
     _event(db, link, "workflow fired again")  # same contact, same input
     assert work.run_due() == {"done": 1}
     assert len(crm.requests) == before and _credits(db) == 9
+
+
+def test_a_record_that_breaks_enrichment_fails_alone_and_the_worker_goes_on(
+    setup: Any, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug or MemoryError on one record (as a company name that once exploded the matcher
+    caused) is that event's failure: logged, retried later; the round's others are written."""
+    db, work, link, _ = setup
+    poison = "cara.cole@lonestar-discover.com"
+    enrich = store.server.enrich_with_key
+
+    def breaking(db: Database, secret: bytes, key: str, given: dict[str, Any], *rest: Any) -> Any:
+        if given.get("conEmail") == poison:
+            raise MemoryError
+        return enrich(db, secret, key, given, *rest)
+
+    monkeypatch.setattr(store.server, "enrich_with_key", breaking)
+    crm.contacts["502"] = {"email": poison}
+    _event(db, link, "e-501", thin=True, record="501")
+    _event(db, link, "e-502", thin=True, record="502")
+    assert work.run_due() == {"done": 1, "retry": 1}
+    patched = [r.url.path.rsplit("/", 1)[-1] for r in crm.requests if r.method == "PATCH"]
+    assert patched == ["501"] and crm.contacts["501"]["jobtitle"] == "Vice President of Sales"
+    broken = next(e for e in store.events_of(db, link.row["id"]) if e["record_id"] == "502")
+    assert broken["status"] == "pending" and broken["attempts"] == 1
+    assert broken["last_error"] == "internal error (MemoryError), logged"
+    assert "MemoryError" in caplog.text
