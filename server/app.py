@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flask import Flask, Response, g, request
@@ -25,10 +26,11 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     logging.basicConfig(level=settings["LOG_LEVEL"])
     db.connect(settings["DB"]).close()
     errors.init_app(app)
+    app.before_request(_refuse_oversize_body)  # first: before a key is looked at
     access.init_app(app)
     app.before_request(_assign_request_id)
-    app.before_request(_refuse_oversize_body)
     app.after_request(_add_request_id)
+    app.wsgi_app = _measure_streamed_bodies(app.wsgi_app)  # type: ignore[method-assign]
     app.register_blueprint(api.blueprint)
     app.register_blueprint(admin_api.blueprint)
     app.register_blueprint(enrich_api.blueprint)
@@ -46,6 +48,25 @@ def _refuse_oversize_body() -> None:
     """Any route, any method: a declared body over the limit is refused before routing."""
     if (request.content_length or 0) > config.MAX_BODY_BYTES:
         raise RequestEntityTooLarge()
+
+
+def _measure_streamed_bodies(wsgi_app: Callable[..., Iterable[bytes]]) -> Callable[..., Any]:
+    """A body sent chunked, without Content-Length, is read here up to one byte past the limit
+    and handed on with its length, so the limit refuses it as it refuses a declared one
+    (werkzeug would cut it at 1 MiB and the app would read what was left as the whole)."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            stream = environ["wsgi.input"]
+            body = stream.read(config.MAX_BODY_BYTES + 1)
+            if len(body) > config.MAX_BODY_BYTES:
+                errors.drain(stream)
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))  # werkzeug reads no length while
+            del environ["HTTP_TRANSFER_ENCODING"]  # the body is said to be chunked
+        return wsgi_app(environ, start_response)
+
+    return app
 
 
 def _add_request_id(response: Response) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
@@ -124,11 +125,18 @@ def _render_unexpected(error: Exception) -> Response:
     return error_response(500, "internal_error", "An internal error occurred; it was logged.")
 
 
-def _drain_body(limit: int = 64 << 20) -> None:
+def _drain_body() -> None:
     """Read and discard an oversize body so the client gets the 413 rather than a reset."""
     stream = request.environ.get("wsgi.input")
-    remaining = min(request.content_length or limit, limit)
-    while stream is not None and remaining > 0:
+    if stream is not None:
+        drain(stream, request.content_length)
+
+
+def drain(stream: Any, length: int | None = None, limit: int = 64 << 20) -> None:
+    """Read and discard up to `length` bytes (the rest, when not given) of `stream`, at most
+    `limit`: a client still sending would see its connection reset instead of our answer."""
+    remaining = min(length or limit, limit)
+    while remaining > 0:
         chunk = stream.read(min(remaining, 1 << 16))
         if not chunk:
             break

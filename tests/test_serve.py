@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from connector import connections, signatures, store
+from server import accounts, config
+from server.serve import masked_target
 from tests.servers import free_port, serve, start, stop
+
+PLATFORM_SAMPLES = Path(__file__).parent / "data" / "platforms"
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +84,36 @@ def test_errors_keep_their_shape_through_gunicorn(probe_server: str) -> None:
     assert missing.headers["X-Request-Id"]
 
 
+def _chunks(body: bytes, size: int = 64 << 10) -> Iterator[bytes]:
+    """`body` as an iterator, which httpx sends chunked, without Content-Length."""
+    for offset in range(0, len(body), size):
+        yield body[offset : offset + size]
+
+
+def test_a_chunked_body_over_the_limit_is_refused_not_cut(probe_server: str) -> None:
+    """Valid JSON padded with spaces past 1 MiB: cut at the limit it would still parse."""
+    padded = b'{"email": "ava@example.com"}'.ljust((1 << 20) + 100, b" ")
+    response = httpx.post(
+        f"{probe_server}/v7/enrich",
+        content=_chunks(padded),
+        headers={"Content-Type": "application/json", "API_KEY": "cdk_unknown"},
+    )
+    assert response.request.headers["Transfer-Encoding"] == "chunked"
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
+
+
+def test_a_chunked_body_within_the_limit_is_read_whole(probe_server: str) -> None:
+    padded = b'{"email": "ava@example.com"}'.ljust(1 << 20, b" ")
+    response = httpx.post(
+        f"{probe_server}/v7/enrich",
+        content=_chunks(padded),
+        headers={"Content-Type": "application/json", "API_KEY": "cdk_unknown"},
+    )
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "invalid_api_key"
+
+
 def test_contactdata_serve_answers_healthz(tmp_path: Path) -> None:
     port = free_port()
     process = serve(tmp_path / "s.db", port)
@@ -81,3 +121,94 @@ def test_contactdata_serve_answers_healthz(tmp_path: Path) -> None:
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
     finally:
         stop(process)
+
+
+def test_masked_target_keeps_paths_and_names_but_no_value() -> None:
+    assert masked_target("/hooks/c1/events") == "/hooks/c1/events"
+    assert masked_target("/hooks/c1/events?key=s3cret") == "/hooks/c1/events?key=***"
+    assert masked_target("/x?code=a%3Db&flag&=v") == "/x?code=***&***&=***"
+
+
+def _every_platform(db_path: Path) -> tuple[dict[str, connections.Added], list[str]]:
+    """A connection of each platform, and every secret they and their organization hold."""
+    db = store.connect(db_path)
+    secret = config.key_secret({"DB": str(db_path)})
+    now = datetime.now(UTC)
+    _, key = accounts.create_organization(
+        db, secret, now, name="Acme", website="acme.example", tier="pro", credits=10
+    )
+    crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-5eb1-0001"}
+    links = {}
+    for platform, kind in connections.PLATFORMS.items():
+        extra: dict[str, Any] = {**crm} if kind.crm else {}
+        if platform == "hubspot":
+            extra["secret"] = "hubspot-app-secret-5eb1"
+        if platform == "salesforce":
+            extra["salesforce_org_ids"] = ("00Do0000000xxxxxxx",)
+        links[platform] = connections.add(
+            db, secret, now, name=platform, platform=platform, api_key=key, **extra
+        )
+    db.close()
+    return links, [key, crm["crm_token"], *(link.secret for link in links.values())]
+
+
+def _send_every_platforms_requests(
+    base: str, links: dict[str, connections.Added], key: str
+) -> None:
+    """Each platform's requests as it sends them, with its secret where it puts it (and once
+    more with a wrong one), and the API's with the key in a header, the body and the query."""
+    samples = PLATFORM_SAMPLES
+    for platform, link in links.items():
+        hooks = f"{base}/hooks/{link.row['id']}"
+        kind = connections.PLATFORMS[platform]
+        for secret in (link.secret, "wrong-" + link.secret):
+            for route in ("events", "enrich") if kind.crm else ("enrich",):
+                url, headers, body = f"{hooks}/{route}", {}, b'{"email": "ava@example.com"}'
+                if kind.signing == "url-secret":
+                    url += f"?{kind.url_param}={secret}"
+                    if platform == "salesforce":
+                        body = (samples / "salesforce_outbound_message.xml").read_bytes()
+                elif kind.signing == "basic":
+                    basic = base64.b64encode(f"user:{secret}".encode()).decode()
+                    headers["Authorization"] = f"Basic {basic}"
+                elif kind.signing == "body-token":
+                    document = json.loads((samples / "zoho_webhook.json").read_text())
+                    body = json.dumps({**document, "token": secret}).encode()
+                elif kind.signing == "hubspot":
+                    stamp = str(int(time.time() * 1000))
+                    signed = signatures.sign_hubspot_v3(secret, "POST", url, body, stamp)
+                    headers["X-HubSpot-Signature-v3"] = signed
+                    headers["X-HubSpot-Request-Timestamp"] = stamp
+                elif kind.signing == "standard-webhooks" and secret == link.secret:
+                    stamp = str(int(time.time()))
+                    signed = signatures.sign_standard_webhooks(secret, "msg_1", stamp, body)
+                    headers.update({"webhook-id": "msg_1", "webhook-timestamp": stamp,
+                                    "webhook-signature": signed})  # fmt: skip
+                else:
+                    headers["Authorization"] = f"Bearer {secret}"
+                httpx.post(url, content=body, headers=headers, timeout=10)
+    enrich = f"{base}/v7/enrich"
+    httpx.post(enrich, json={"email": "ava@example.com"}, headers={"API_KEY": key})
+    httpx.post(enrich, json={"email": "ava@example.com", "apikey": key})
+    httpx.post(f"{enrich}?apikey={key}", json={"email": "ava@example.com"})
+    httpx.get(f"{base}/settings/sign-in?key={key}")
+
+
+@pytest.mark.slow
+def test_no_secret_reaches_the_servers_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every platform's requests through `contactdata serve`; then its whole output (access
+    log, error log, app log) holds none of the secrets they carried."""
+    db_path = tmp_path / "logged.db"
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the fake CRM's address
+    links, secrets = _every_platform(db_path)
+    port = free_port()
+    process = serve(db_path, port)
+    try:
+        _send_every_platforms_requests(f"http://127.0.0.1:{port}", links, secrets[0])
+    finally:
+        stop(process)
+    output = process.stdout.read().decode()  # type: ignore[union-attr]
+    assert output.count(" /hooks/") >= 2 * len(links), output[-3000:]
+    for secret in secrets:
+        assert secret not in output, f"a secret ending {secret[-4:]} is in the log"
+    assert "?key=***" in output and "?code=***" in output
