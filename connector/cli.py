@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
 import server
-from connector import connections, jobs, mappings, scheduler, store, worker
+from connector import connections, jobs, mappings, outbound, scheduler, store, worker
 from server import demo as service_demo
 from server.cli import _DB, main
 from server.clock import utcnow
@@ -179,7 +178,7 @@ def worker_command(db_path: Path, once: bool, idle: float) -> None:
     """Work off stored events: enrich each record and write it back to its CRM; run the
     scheduled jobs beside (run one)."""
     settings = load({"DB": str(db_path)})
-    with httpx.Client(timeout=httpx.Timeout(10.0), follow_redirects=False) as client:
+    with outbound.client(timeout=10.0) as client:
         work = worker.Worker(
             store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
         )

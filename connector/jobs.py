@@ -17,7 +17,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, store, subscriptions, worker
+from connector import connections, outbound, store, subscriptions, worker
 from server.clock import utcnow
 from server.config import DEFAULTS, load
 
@@ -215,7 +215,7 @@ def run(job_id: str, db_path: str | Path, clock: Callable[[], datetime] = utcnow
     settings = load({"DB": str(db_path)})
     db = store.connect(db_path)
     try:
-        with httpx.Client(timeout=httpx.Timeout(10.0), follow_redirects=False) as client:
+        with outbound.client(timeout=10.0) as client:
             context = Context(db, settings, client, clock)
             outcome = recorded(db, job_id, lambda: JOBS[job_id](context), clock)
     finally:

@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import httpx
 import pytest
 from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlite_utils import Database
 
-from connector import connections, signatures, store, worker
+from connector import connections, outbound, signatures, store, worker
 from connector.app import create_app
 from connector.cli import main
 from server import accounts, importer
@@ -551,9 +550,8 @@ def world(
     shutil.copyfile(dataset[0], db_path)
     app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
     db = store.connect(db_path)
-    timeout = httpx.Timeout(CLIENT_TIMEOUT)
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+        with outbound.client(timeout=CLIENT_TIMEOUT) as client:  # the worker's own client
             work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(SEED))
             yield World(db, db_path, app.test_client(), dataset[1], work, clock, crm)
     finally:

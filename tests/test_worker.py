@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,9 +16,10 @@ import pytest
 from click.testing import CliRunner
 from sqlite_utils import Database
 
-from connector import connections, store, worker
+from connector import connections, outbound, store, worker
 from connector.cli import main
 from server import accounts, importer
+from tests import servers
 from tests.test_receiver import DATA, NOW, SECRET, Clock
 
 AVA = "ava.adams@lonestar-discover.com"
@@ -471,3 +473,43 @@ def test_a_record_that_breaks_enrichment_fails_alone_and_the_worker_goes_on(
     assert broken["status"] == "pending" and broken["attempts"] == 1
     assert broken["last_error"] == "internal error (MemoryError), logged"
     assert "MemoryError" in caplog.text
+
+
+def test_the_worker_connects_only_to_the_address_it_checked(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding (issue 19): the CRM's name answers a public address to the checks, then
+    127.0.0.1. The worker's client connects to nothing on loopback, and the event waits with
+    the check's reason: nothing there tells whether a port on this machine is open."""
+    monkeypatch.delenv(outbound.ALLOW_PRIVATE, raising=False)
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    servers.loopback_only(monkeypatch)
+    answers = iter(["104.18.0.1", "104.18.0.1"])  # the check on adding, the worker's check
+    resolve = socket.getaddrinfo
+
+    def rebinding(host: str, port: Any, *args: Any, **options: Any) -> list[tuple[Any, ...]]:
+        if host != "crm.example":
+            return resolve(host, port, *args, **options)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers, "127.0.0.1"), port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    db = store.connect(db_path)
+    _, key = accounts.create_organization(
+        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=10
+    )
+    listener = servers.Listener()
+    try:
+        link = connections.add(
+            db, SECRET.encode(), NOW, name="hs", platform="hubspot", api_key=key,
+            secret="hubspot-app-secret", crm_base_url=f"https://crm.example:{listener.port}",
+            crm_token="pat-na1-token",
+        )  # fmt: skip
+        _event(db, link, "e1")
+        ran = CliRunner().invoke(main, ["worker", "--db", str(db_path), "--once"])
+    finally:
+        listener.close()
+    assert ran.exit_code == 0, ran.output
+    assert listener.accepted == 0
+    event = _only_event(db, link)
+    assert event["status"] == "pending" and event["attempts"] == 1
+    assert event["last_error"].endswith("crm.example resolves to 127.0.0.1, not public")
