@@ -170,8 +170,8 @@ def _verify(link: Row, body: bytes) -> None:
             sent = request.args.get(kind.url_param, "")
             _same(sent, secret, f"The {kind.url_param} in the URL is not this connection's.")
         elif kind.signing == "basic":
-            sent = request.authorization.password if request.authorization else None
-            _same(sent or "", secret, "Send the connection's secret as the Basic auth password.")
+            sent = signatures.basic_password(request.headers.get("Authorization", ""))
+            _same(sent, secret, "Send the connection's secret as the Basic auth password.")
         elif kind.signing == "body-token":
             _verify_zoho(link, secret, body)
         elif kind.signing == "bearer":

@@ -8,6 +8,7 @@ Verifying (each raises a `SignatureError` subclass when the request is not authe
     verify_standard_webhooks(secret, body, headers, now, *, tolerance=300)
         -> str                    the webhook-id, the sender's idempotency key
     salesforce_organization_allowed(organization_id, allowed) -> bool
+    basic_password(authorization) -> str      an `Authorization: Basic` header's password
 
 Signing (tests and benchmarks produce real signatures with these)::
 
@@ -226,6 +227,21 @@ def salesforce_organization_allowed(organization_id: str, allowed: Iterable[str]
     """Whether an OrganizationId is allowed: ids compared by their case-sensitive 15-char form."""
     wanted = _salesforce_id15(organization_id)
     return wanted is not None and any(_salesforce_id15(a) == wanted for a in allowed)
+
+
+def basic_password(authorization: str) -> str:
+    """The password of an `Authorization: Basic` header; "" when the header is not one or
+    cannot be read (not base64, not UTF-8, no colon, non-ASCII: werkzeug's parser raises on
+    that last one, which made such a header a 500)."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "basic" or not credentials.isascii():
+        return ""
+    try:
+        decoded = base64.b64decode(credentials, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+    return decoded.partition(":")[2]
 
 
 def _salesforce_id15(salesforce_id: str) -> str | None:

@@ -3,6 +3,7 @@ real, stored once and acknowledged the way its sender expects; refusals in the c
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -10,14 +11,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+import server
 from connector import connections, signatures, store
 from connector.app import create_app
 from server import accounts, db, importer
+from tests import servers
 
 PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 SECRET = "test-secret"
@@ -84,14 +88,22 @@ def _hubspot_v3(
     return client.post(url, data=body, headers={**headers, "Content-Type": "application/json"})
 
 
-def _zapier(client: FlaskClient, link: connections.Added, body: bytes, msg_id: str) -> TestResponse:
-    stamp = int(NOW.timestamp())
+def _zapier(
+    client: FlaskClient,
+    link: connections.Added,
+    body: bytes,
+    msg_id: str,
+    route: str = "events",
+    at: datetime = NOW,
+) -> TestResponse:
+    """POST `body` signed as Standard Webhooks (no official library in the venv: ours)."""
+    stamp = int(at.timestamp())
     headers = {
         "webhook-id": msg_id,
         "webhook-timestamp": str(stamp),
         "webhook-signature": signatures.sign_standard_webhooks(link.secret, msg_id, stamp, body),
     }
-    return client.post(f"/hooks/{link.row['id']}/events", data=body, headers=headers)
+    return client.post(f"/hooks/{link.row['id']}/{route}", data=body, headers=headers)
 
 
 def _assert_error(response: TestResponse, status: int, code: str) -> None:
@@ -411,3 +423,91 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
     response = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
     failed = response.get_json()["outputFields"]
     assert failed["hs_execution_state"] == "FAIL_CONTINUE" and failed["contactdata_error"]
+
+
+# --- headers no platform would send: 401, never 500 -------------------------------------------
+
+
+def _basic(credentials: bytes) -> str:
+    return "Basic " + base64.b64encode(credentials).decode()
+
+
+SENT_AT, SENT_AT_MS = "1795435200", "1795435200000"  # NOW as the platforms write it
+
+
+def _standard(msg_id: str, stamp: str, signature: str) -> dict[str, str]:
+    return {"webhook-id": msg_id, "webhook-timestamp": stamp, "webhook-signature": signature}
+
+
+def _v3(signature: str, stamp: str) -> dict[str, str]:
+    return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+
+
+GARBLED = [  # (platform, route, headers)
+    ("pipedrive", "events", {"Authorization": "Basic \u00e9\u00e9"}),
+    ("pipedrive", "events", {"Authorization": _basic("pipedrive:\u00e9".encode())}),
+    ("pipedrive", "events", {"Authorization": _basic(b"pipedrive:\xff\xfe")}),
+    ("pipedrive", "events", {"Authorization": _basic(b"no colon")}),
+    ("pipedrive", "events", {"Authorization": "Basic !!!"}),
+    ("pipedrive", "events", {"Authorization": "Basic ===="}),
+    ("pipedrive", "events", {"Authorization": "Basic "}),
+    ("pipedrive", "events", {"Authorization": ""}),
+    ("marketo", "enrich", {"Authorization": "Bearer \u00e9"}),
+    ("marketo", "enrich", {"Authorization": "Bearer "}),
+    ("marketo", "enrich", {"Authorization": "\u00ff"}),
+    ("zapier", "enrich", {"Authorization": "Bearer \u00e9\u00ff"}),
+    ("zapier", "enrich", _standard("\u00e9", SENT_AT, "v1,\u00e9")),
+    ("zapier", "enrich", _standard("m", "\u00e9", "v1,AAAA")),
+    ("zapier", "enrich", _standard("m", SENT_AT, "v1,!!!not base64")),
+    ("zapier", "enrich", _standard("", "", "")),
+    ("zapier", "enrich", {"webhook-signature": "\u00e9"}),
+    ("hubspot", "events", _v3("\u00e9", SENT_AT_MS)),
+    ("hubspot", "events", _v3("AAAA", "\u00e9")),
+    ("hubspot", "events", {"X-HubSpot-Signature": "\u00e9"}),
+    ("hubspot", "events", {"X-HubSpot-Signature": "00", "X-HubSpot-Signature-Version": "\u00e9"}),
+    ("hubspot", "events", {"X-HubSpot-Signature": "", "X-HubSpot-Signature-v3": ""}),
+]
+
+
+@pytest.mark.parametrize(("platform", "route", "headers"), GARBLED)
+def test_a_garbled_or_non_ascii_credential_is_401_never_500(
+    client: FlaskClient,
+    links: dict[str, connections.Added],
+    platform: str,
+    route: str,
+    headers: dict[str, str],
+) -> None:
+    body = PIPEDRIVE if platform == "pipedrive" else json.dumps({"email": AVA}).encode()
+    url = f"/hooks/{links[platform].row['id']}/{route}"
+    _assert_error(client.post(url, data=body, headers=headers), 401, "invalid_signature")
+
+
+@pytest.mark.slow
+def test_gunicorn_passes_a_non_ascii_basic_header_to_the_app_which_answers_401(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    path = tmp_path / "served.db"
+    database = store.connect(path)
+    secret = server.key_secret({"DB": str(path)})
+    _, key = accounts.create_organization(
+        database, secret, NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    link = connections.add(
+        database, secret, NOW, name="pd", platform="pipedrive", api_key=key,
+        crm_base_url="http://127.0.0.1:9", crm_token="crm-token-1234",
+    )  # fmt: skip
+    database.close()
+    port = servers.free_port()
+    process = servers.serve(path, port, workers=1)
+    try:
+        url = f"http://127.0.0.1:{port}/hooks/{link.row['id']}/events"
+        for value in ("Basic é".encode(), "Basic é".encode("latin-1"), b"Basic \xff\xfe"):
+            refused = httpx.post(url, content=PIPEDRIVE, headers={"Authorization": value})
+            assert refused.status_code == 401, (value, refused.text)
+            assert refused.json()["error"]["code"] == "invalid_signature"
+        sent = httpx.post(url, content=PIPEDRIVE, auth=("pipedrive", link.secret))
+        assert sent.json() == {"accepted": 1}
+    finally:
+        servers.stop(process)
+    assert b"Traceback" not in process.stdout.read()  # type: ignore[union-attr]
