@@ -22,6 +22,7 @@ from connector.signatures import (
     SignatureMismatch,
     TimestampOutsideTolerance,
     basic_password,
+    hubspot_legacy_version,
     hubspot_v3_uri,
     salesforce_organization_allowed,
     sign_hubspot_v1,
@@ -509,3 +510,13 @@ def test_salesforce_organization_allowed(
 )
 def test_basic_password_reads_a_basic_header_or_gives_nothing(header: str, password: str) -> None:
     assert basic_password(header) == password
+
+
+@pytest.mark.parametrize(
+    ("body", "version"),
+    [(BODY, "v1"), (b" \n[]", "v1"), (b'{"vid": 1}', "v2"), (b"", "v2"), (b"not json", "v2")],
+)
+def test_hubspot_legacy_version_is_v1_for_a_webhooks_api_batch_only(
+    body: bytes, version: str
+) -> None:
+    assert hubspot_legacy_version(body) == version
