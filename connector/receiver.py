@@ -9,6 +9,23 @@ duplicate events alike, 401 for a bad signature, 400 for a body the platform wou
 (mapped as the connection's mapping says) out, in the same response; a HubSpot custom
 workflow action gets them as `outputFields` with `hs_execution_state`.
 
+A Standard Webhooks delivery (Zapier, Make, n8n) is answered once: a copy with the same
+`webhook-id` that arrives within REPLAY_WINDOW (while a copy could still pass the timestamp
+check) gets the first answer again (status, body, smarteTransactionId, credits-deducted) and
+is charged nothing. The first delivery claims its id in one write before enriching; a copy
+arriving before that answer is kept gets 409 `delivery_in_progress` with Retry-After (sent
+again, it gets the answer). Only successes are kept: a refused or failed delivery charged
+nothing, so its copy is tried afresh. Kept answers older than REPLAY_WINDOW are deleted
+whenever a delivery is claimed.
+
+HubSpot signatures: a request carrying v3 headers is verified by v3 alone (its timestamp
+bounds replays to 5 minutes). One without them is verified by the version HubSpot documents
+for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow webhook or custom
+action (an object); never the version the request declares. HubSpot sends v3 alongside v1/v2,
+so once a connection has received a valid v3 signature (connections.hubspot_v3_since), it
+takes v3 alone: a request stripped of its v3 headers is refused, not verified by its
+timeless v1/v2 signature.
+
 HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
 stored as an event and the worker completes the action later through HubSpot's callback API.
 That is every action posted to the events URL, and on the enrich URL an action whose
@@ -22,6 +39,8 @@ import hmac
 import json
 import sqlite3
 import uuid
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -33,6 +52,11 @@ from server.wire import UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
+# A copy of a delivery passes the timestamp check until the signed timestamp is TOLERANCE old,
+# and that timestamp may be up to TOLERANCE ahead of our clock when the first copy arrives.
+REPLAY_WINDOW = timedelta(seconds=2 * signatures.STANDARD_WEBHOOKS_TOLERANCE)
+IN_PROGRESS_RETRY_AFTER = 2  # seconds
+REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
 Row = dict[str, Any]
 
 
@@ -50,6 +74,10 @@ class InvalidPayload(ServiceError):
 
 class StoreUnavailable(ServiceError):
     status, code = 503, "unavailable"
+
+
+class DeliveryInProgress(ServiceError):
+    status, code = 409, "delivery_in_progress"
 
 
 @blueprint.post("/<connection_id>/events")
@@ -71,10 +99,17 @@ def receive_events(connection_id: str) -> Response:
 
 @blueprint.post("/<connection_id>/enrich")
 def enrich_now(connection_id: str) -> Response:
-    """Enrich the record an automation step sent and answer with the mapped fields."""
+    """Enrich the record an automation step sent and answer with the mapped fields; a
+    Standard Webhooks delivery once, whatever the number of its copies."""
     link = _connection(connection_id)
     body = request.get_data(cache=True)
-    _verify(link, body)
+    webhook_id = _verify(link, body)
+    if webhook_id is None:
+        return _enrich(link, body)
+    return _answer_once(link, webhook_id, lambda: _enrich(link, body))
+
+
+def _enrich(link: Row, body: bytes) -> Response:
     payload = _json_object(body)
     mapping = mappings.load_current(link["mapping"])
     custom_action = link["platform"] == "hubspot" and inbound.is_action(payload)
@@ -97,7 +132,7 @@ def enrich_now(connection_id: str) -> Response:
     except sqlite3.OperationalError:
         if not custom_action:
             raise
-        current_app.logger.warning("custom action of connection %s blocked", connection_id)
+        current_app.logger.warning("custom action of connection %s blocked", link["id"])
         return _block(link, body, payload)
     fields = mapping.outputs(outcome.result)
     if connections.PLATFORMS[link["platform"]].omit_empty:
@@ -106,6 +141,48 @@ def enrich_now(connection_id: str) -> Response:
     response.headers["smarteTransactionId"] = outcome.transaction_id
     response.headers["credits-deducted"] = str(outcome.credits)
     return response
+
+
+def _answer_once(link: Row, webhook_id: str, answer: Callable[[], Response]) -> Response:
+    """Answer a delivery unless a copy was answered within REPLAY_WINDOW: then that answer."""
+    db, now = server.get_db(), server.now()
+    forget_before = server.iso(now - REPLAY_WINDOW)
+    with server.write(db):
+        seen = store.claim_webhook(db, link["id"], webhook_id, server.iso(now), forget_before)
+    if seen is not None:
+        return _replayed(seen)
+    response = None
+    try:
+        response = answer()
+        return response
+    finally:
+        _settle(link, webhook_id, response)
+
+
+def _replayed(seen: Row) -> Response:
+    if not seen["status"]:
+        raise DeliveryInProgress(
+            "A copy of this delivery is being answered; send it again for that answer.",
+            headers={"Retry-After": str(IN_PROGRESS_RETRY_AFTER)},
+        )
+    headers = json.loads(seen["headers"])
+    return current_app.response_class(seen["body"], status=seen["status"], headers=headers)
+
+
+def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
+    """Keep a delivery's successful answer for its copies, or drop its claim."""
+    try:
+        with server.write(server.get_db()) as db:
+            if response is None or response.status_code >= 300:
+                store.release_webhook(db, link["id"], webhook_id)
+                return
+            headers = {k: v for k, v in response.headers.items() if k in REPLAYED_HEADERS}
+            body = response.get_data(as_text=True)
+            store.answer_webhook(
+                db, link["id"], webhook_id, response.status_code, body, json.dumps(headers)
+            )
+    except sqlite3.OperationalError:  # its copies get 409 until the claim is forgotten
+        current_app.logger.exception("delivery to connection %s not settled", link["id"])
 
 
 def _store(link: Row, found: list[inbound.Event]) -> None:
@@ -152,26 +229,22 @@ def _secret(link: Row) -> str:
     return sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["secret_sealed"])
 
 
-def _verify(link: Row, body: bytes) -> None:
-    """Check the request came from the platform."""
+def _verify(link: Row, body: bytes) -> str | None:
+    """Check the request came from the platform; the webhook-id of a signed Standard Webhooks
+    delivery (answered once), else None."""
     kind = connections.PLATFORMS[link["platform"]]
     secret = _secret(link)
     try:
         if kind.signing == "hubspot":
-            version = request.headers.get("X-HubSpot-Signature-Version", "v2")
-            fallback = "v1" if version == "v1" else "v2"
-            signatures.verify_hubspot(
-                secret, request.method, request.url, body, request.headers, server.now(),
-                fallback=fallback,
-            )  # fmt: skip
+            _verify_hubspot(link, secret, body)
         elif kind.signing == "standard-webhooks":
-            _verify_standard_webhooks(secret, body)
+            return _verify_standard_webhooks(secret, body)
         elif kind.signing == "url-secret":
             sent = request.args.get(kind.url_param, "")
             _same(sent, secret, f"The {kind.url_param} in the URL is not this connection's.")
         elif kind.signing == "basic":
-            sent = request.authorization.password if request.authorization else None
-            _same(sent or "", secret, "Send the connection's secret as the Basic auth password.")
+            sent = signatures.basic_password(request.headers.get("Authorization", ""))
+            _same(sent, secret, "Send the connection's secret as the Basic auth password.")
         elif kind.signing == "body-token":
             _verify_zoho(link, secret, body)
         elif kind.signing == "bearer":
@@ -181,6 +254,36 @@ def _verify(link: Row, body: bytes) -> None:
             raise ValueError(f"no verification for signing {kind.signing!r}")
     except signatures.SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
+    return None
+
+
+def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
+    """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
+    connection has received v3 before (then v3 alone)."""
+    since = link["hubspot_v3_since"]
+    legacy = None if since else signatures.hubspot_legacy_version(body)
+    try:
+        version = signatures.verify_hubspot(
+            secret, request.method, request.url, body, request.headers, server.now(),
+            fallback=legacy,
+        )  # fmt: skip
+    except signatures.MissingHeader as error:
+        if not since:
+            raise
+        raise BadSignature(
+            f"The request signature does not verify: {error}. This connection has received "
+            f"HubSpot's v3 signatures since {since}, so it takes no v1 or v2 signature."
+        ) from None
+    if version == "v3" and not since:
+        _note_hubspot_v3(link)
+
+
+def _note_hubspot_v3(link: Row) -> None:
+    try:
+        with server.write(server.get_db()) as db:
+            store.note_hubspot_v3(db, link["id"], server.iso(server.now()))
+    except sqlite3.OperationalError:  # noted with the next v3 request
+        current_app.logger.warning("v3 of HubSpot connection %s not noted", link["id"])
 
 
 def _same(sent: str, secret: str, refusal: str) -> None:
@@ -201,12 +304,11 @@ def _verify_zoho(link: Row, secret: str, body: bytes) -> None:
         raise BadSignature("The notification is not from this connection's Zoho channel.")
 
 
-def _verify_standard_webhooks(secret: str, body: bytes) -> None:
-    """A Standard Webhooks signature, or, from senders that cannot sign (Zapier's Webhooks
-    step), the secret itself as a bearer token."""
+def _verify_standard_webhooks(secret: str, body: bytes) -> str | None:
+    """A Standard Webhooks signature (its webhook-id returned), or, from senders that cannot
+    sign (Zapier's Webhooks step), the secret itself as a bearer token (None)."""
     if "webhook-signature" in request.headers:
-        signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
-        return
+        return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     _same(
         sent,
@@ -214,6 +316,7 @@ def _verify_standard_webhooks(secret: str, body: bytes) -> None:
         "Sign the request (Standard Webhooks) or send the connection's secret as "
         "'Authorization: Bearer <secret>'.",
     )
+    return None
 
 
 def _events(link: Row, body: bytes) -> list[inbound.Event]:

@@ -5,9 +5,11 @@ Verifying (each raises a `SignatureError` subclass when the request is not authe
 
     verify_hubspot(secret, method, uri, body, headers, now, *, fallback="v2", tolerance=300)
         -> "v3" | "v2" | "v1"     the version that matched
+    hubspot_legacy_version(body) -> "v1" | "v2"   the fallback HubSpot's docs give the request
     verify_standard_webhooks(secret, body, headers, now, *, tolerance=300)
         -> str                    the webhook-id, the sender's idempotency key
     salesforce_organization_allowed(organization_id, allowed) -> bool
+    basic_password(authorization) -> str      an `Authorization: Basic` header's password
 
 Signing (tests and benchmarks produce real signatures with these)::
 
@@ -28,8 +30,9 @@ the full URL HubSpot called: scheme, host, path and query in their original orde
 HubSpot: `verify_hubspot` checks v3 (`X-HubSpot-Signature-v3` + `X-HubSpot-Request-Timestamp`,
 milliseconds) when either v3 header is present; otherwise it checks `X-HubSpot-Signature` with
 the `fallback` version (v2 for workflow webhooks and custom actions, v1 for Webhooks API
-subscriptions; `None` accepts v3 only); an `X-HubSpot-Signature-Version` naming another version
-is refused. v1 and v2 carry no timestamp, so they have no replay window. For v3 the
+subscriptions, as `hubspot_legacy_version` tells from the body; `None` accepts v3 only); an
+`X-HubSpot-Signature-Version` naming another version is refused. v1 and v2 carry no
+timestamp, so they have no replay window. For v3 the
 percent-encoded characters HubSpot's doc lists (`_HUBSPOT_V3_DECODED`) are decoded in the URI
 before signing, both here and in `sign_hubspot_v3`.
 
@@ -158,6 +161,12 @@ def verify_hubspot(
     return fallback
 
 
+def hubspot_legacy_version(body: bytes) -> Literal["v1", "v2"]:
+    """The version HubSpot signs a request with besides v3: v1 for a Webhooks API
+    subscription's batch (a JSON array), v2 for a workflow webhook or custom action."""
+    return "v1" if body.lstrip()[:1] == b"[" else "v2"
+
+
 def _verify_hubspot_legacy(
     secret: str,
     method: str,
@@ -226,6 +235,21 @@ def salesforce_organization_allowed(organization_id: str, allowed: Iterable[str]
     """Whether an OrganizationId is allowed: ids compared by their case-sensitive 15-char form."""
     wanted = _salesforce_id15(organization_id)
     return wanted is not None and any(_salesforce_id15(a) == wanted for a in allowed)
+
+
+def basic_password(authorization: str) -> str:
+    """The password of an `Authorization: Basic` header; "" when the header is not one or
+    cannot be read (not base64, not UTF-8, no colon, non-ASCII: werkzeug's parser raises on
+    that last one, which made such a header a 500)."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "basic" or not credentials.isascii():
+        return ""
+    try:
+        decoded = base64.b64decode(credentials, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+    return decoded.partition(":")[2]
 
 
 def _salesforce_id15(salesforce_id: str) -> str | None:

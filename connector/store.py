@@ -135,6 +135,73 @@ def m006_oauth(db: Database) -> None:
     db.execute("ALTER TABLE connections ADD COLUMN crm_token_expires_at TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m008_webhook_replays(db: Database) -> None:
+    """Replays. The answer given to each Standard Webhooks delivery (by connection and
+    webhook-id), kept while a copy could still pass the timestamp check, so a copy is answered
+    the same and charged nothing; status 0 while the first delivery is being answered. And
+    when a HubSpot connection first received a valid v3 signature: from then on it takes no
+    other."""
+    db.execute(
+        """
+        CREATE TABLE webhook_replays (
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            webhook_id TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            status INTEGER NOT NULL DEFAULT 0,
+            body TEXT NOT NULL DEFAULT '',
+            headers TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (connection_id, webhook_id)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX webhook_replays_received ON webhook_replays (received_at)")
+    db.execute("ALTER TABLE connections ADD COLUMN hubspot_v3_since TEXT NOT NULL DEFAULT ''")
+
+
+def claim_webhook(
+    db: Database, connection_id: str, webhook_id: str, now: str, forget_before: str
+) -> Row | None:
+    """Claim a delivery for answering: None when it is new (the claim is made), else the
+    row of the delivery seen before. Deliveries received before `forget_before` are deleted
+    first. Run it in a write transaction, so two copies cannot both claim."""
+    db.execute("DELETE FROM webhook_replays WHERE received_at < ?", [forget_before])
+    claimed = db.execute(
+        "INSERT OR IGNORE INTO webhook_replays (connection_id, webhook_id, received_at) "
+        "VALUES (?, ?, ?)",
+        [connection_id, webhook_id, now],
+    )
+    if claimed.rowcount == 1:
+        return None
+    sql = "SELECT * FROM webhook_replays WHERE connection_id = ? AND webhook_id = ?"
+    return next(iter(db.query(sql, [connection_id, webhook_id])))
+
+
+def answer_webhook(
+    db: Database, connection_id: str, webhook_id: str, status: int, body: str, headers: str
+) -> None:
+    """Keep the answer to a claimed delivery (headers as JSON), for its copies."""
+    db.execute(
+        "UPDATE webhook_replays SET status = ?, body = ?, headers = ? "
+        "WHERE connection_id = ? AND webhook_id = ?",
+        [status, body, headers, connection_id, webhook_id],
+    )
+
+
+def release_webhook(db: Database, connection_id: str, webhook_id: str) -> None:
+    """Drop a claim whose delivery was not answered for good, so a copy is tried afresh."""
+    sql = "DELETE FROM webhook_replays WHERE connection_id = ? AND webhook_id = ?"
+    db.execute(sql, [connection_id, webhook_id])
+
+
+def note_hubspot_v3(db: Database, connection_id: str, now: str) -> None:
+    """Note that a HubSpot connection received a valid v3 signature (the first time only)."""
+    db.execute(
+        "UPDATE connections SET hubspot_v3_since = ? WHERE id = ? AND hubspot_v3_since = ''",
+        [now, connection_id],
+    )
+
+
 def save_crm_grant(db: Database, connection_id: str, values: Row) -> None:
     """A renewed access token: crm_token_sealed, crm_token_hint, crm_token_expires_at and
     crm_oauth_sealed (the refresh token may have been rotated)."""

@@ -3,6 +3,7 @@ real, stored once and acknowledged the way its sender expects; refusals in the c
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -10,14 +11,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+import server
 from connector import connections, signatures, store
 from connector.app import create_app
 from server import accounts, db, importer
+from tests import servers
 
 PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 SECRET = "test-secret"
@@ -84,14 +88,22 @@ def _hubspot_v3(
     return client.post(url, data=body, headers={**headers, "Content-Type": "application/json"})
 
 
-def _zapier(client: FlaskClient, link: connections.Added, body: bytes, msg_id: str) -> TestResponse:
-    stamp = int(NOW.timestamp())
+def _zapier(
+    client: FlaskClient,
+    link: connections.Added,
+    body: bytes,
+    msg_id: str,
+    route: str = "events",
+    at: datetime = NOW,
+) -> TestResponse:
+    """POST `body` signed as Standard Webhooks (no official library in the venv: ours)."""
+    stamp = int(at.timestamp())
     headers = {
         "webhook-id": msg_id,
         "webhook-timestamp": str(stamp),
         "webhook-signature": signatures.sign_standard_webhooks(link.secret, msg_id, stamp, body),
     }
-    return client.post(f"/hooks/{link.row['id']}/events", data=body, headers=headers)
+    return client.post(f"/hooks/{link.row['id']}/{route}", data=body, headers=headers)
 
 
 def _assert_error(response: TestResponse, status: int, code: str) -> None:
@@ -411,3 +423,259 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
     response = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
     failed = response.get_json()["outputFields"]
     assert failed["hs_execution_state"] == "FAIL_CONTINUE" and failed["contactdata_error"]
+
+
+# --- replays of Standard Webhooks deliveries ---------------------------------------------------
+
+
+def _charges(db_path: Path) -> tuple[int, int]:
+    """Transactions recorded and credits they charged, for every organization."""
+    row = db.connect(db_path).execute("SELECT count(*), total(credits) FROM transactions")
+    count, credits = row.fetchone()
+    return count, int(credits)
+
+
+def _answer(response: TestResponse) -> tuple[int, Any, str | None, str | None]:
+    headers = response.headers
+    return (
+        response.status_code,
+        response.get_json(),
+        headers.get("smarteTransactionId"),
+        headers.get("credits-deducted"),
+    )
+
+
+def test_a_standard_webhooks_delivery_sent_twice_is_answered_twice_and_charged_once(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    link, body = links["zapier"], json.dumps({"email": AVA}).encode()
+    first = _zapier(client, link, body, "msg_once", "enrich")
+    assert first.status_code == 200 and first.get_json()["email"] == AVA
+    again = _zapier(client, link, body, "msg_once", "enrich")
+    assert _answer(again) == _answer(first)
+    assert _answer(first)[3] == "1" and _charges(db_path) == (1, 1)
+    other = _zapier(client, link, body, "msg_other", "enrich")  # another delivery is charged
+    assert other.status_code == 200 and _charges(db_path) == (2, 2)
+
+
+def test_a_copy_sent_after_the_window_is_refused_by_the_timestamp_check(
+    client: FlaskClient,
+    links: dict[str, connections.Added],
+    people: None,
+    db_path: Path,
+    clock: Clock,
+) -> None:
+    link, body = links["zapier"], json.dumps({"email": AVA}).encode()
+    assert _zapier(client, link, body, "msg_late", "enrich").status_code == 200
+    clock.now = NOW + timedelta(seconds=signatures.STANDARD_WEBHOOKS_TOLERANCE + 1)
+    late = _zapier(client, link, body, "msg_late", "enrich")
+    _assert_error(late, 401, "invalid_signature")
+    assert "webhook-timestamp" in late.get_json()["error"]["message"]
+    assert _charges(db_path) == (1, 1)
+
+
+def test_remembered_answers_are_deleted_once_no_copy_can_verify(
+    client: FlaskClient,
+    links: dict[str, connections.Added],
+    people: None,
+    db_path: Path,
+    clock: Clock,
+) -> None:
+    link, body = links["zapier"], json.dumps({"email": AVA}).encode()
+    assert _zapier(client, link, body, "msg_old", "enrich").status_code == 200
+    clock.now = NOW + timedelta(seconds=2 * signatures.STANDARD_WEBHOOKS_TOLERANCE + 1)
+    assert _zapier(client, link, body, "msg_new", "enrich", at=clock.now).status_code == 200
+    kept = db.connect(db_path).execute("SELECT webhook_id FROM webhook_replays").fetchall()
+    assert kept == [("msg_new",)]
+
+
+def test_a_refused_delivery_is_not_remembered(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """Nothing was charged, so a copy is tried afresh (it may succeed now)."""
+    link = links["zapier"]
+    _assert_error(
+        _zapier(client, link, b'{"age": 3}', "msg_bad", "enrich"), 400, "missing_identifier"
+    )
+    _assert_error(
+        _zapier(client, link, b'{"age": 3}', "msg_bad", "enrich"), 400, "missing_identifier"
+    )
+    assert db.connect(db_path).execute("SELECT count(*) FROM webhook_replays").fetchone() == (0,)
+
+
+def test_concurrent_copies_of_one_delivery_are_charged_once(
+    app: Flask, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """A copy that arrives while the first is being answered gets 409 and a Retry-After;
+    sent again, it gets the first answer."""
+    link, body = links["zapier"], json.dumps({"email": AVA}).encode()
+
+    def send(_: int) -> TestResponse:
+        return _zapier(app.test_client(), link, body, "msg_racing", "enrich")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(send, range(8)))
+    answered = [_answer(r) for r in responses if r.status_code == 200]
+    busy = [r for r in responses if r.status_code != 200]
+    assert answered and all(answer == answered[0] for answer in answered)
+    for response in busy:
+        _assert_error(response, 409, "delivery_in_progress")
+        assert response.headers["Retry-After"]
+    assert _charges(db_path) == (1, 1)
+    assert _answer(send(0)) == answered[0]
+
+
+# --- HubSpot: the signature versions each kind of request may use ------------------------------
+
+
+def _hubspot_v2_headers(url: str, body: bytes) -> dict[str, str]:
+    signature = signatures.sign_hubspot_v2(HUBSPOT_SECRET, "POST", url, body)
+    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
+
+
+def _hubspot_v3_headers(url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
+    stamp = int(at.timestamp() * 1000)
+    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
+    return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": str(stamp)}
+
+
+def test_once_a_connection_has_had_v3_a_request_stripped_to_v2_is_refused(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["hubspot"]
+    url = f"http://localhost/hooks/{link.row['id']}/events"
+    v2 = _hubspot_v2_headers(url, WORKFLOW)
+    assert client.post(url, data=WORKFLOW, headers=v2).status_code == 200  # none seen yet
+    both = {**v2, **_hubspot_v3_headers(url, WORKFLOW)}  # what HubSpot sends today
+    assert client.post(url, data=WORKFLOW, headers=both).status_code == 200
+    stripped = client.post(url, data=WORKFLOW, headers=v2)
+    _assert_error(stripped, 401, "invalid_signature")
+    assert "v3" in stripped.get_json()["error"]["message"]
+    assert store.connection(db.connect(db_path), link.row["id"])["hubspot_v3_since"] == (
+        "2026-11-23T12:00:00.000+00:00"
+    )
+
+
+def test_a_request_carrying_v3_is_verified_by_v3_alone(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
+    stale = _hubspot_v3_headers(url, WORKFLOW, NOW - timedelta(minutes=6))
+    response = client.post(
+        url, data=WORKFLOW, headers={**_hubspot_v2_headers(url, WORKFLOW), **stale}
+    )
+    _assert_error(response, 401, "invalid_signature")
+    assert _events(db_path, links["hubspot"]) == []
+
+
+@pytest.mark.parametrize("declared", ["v2", None])
+def test_a_webhooks_api_batch_is_verified_by_v1_not_v2(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path, declared: str | None
+) -> None:
+    """HubSpot signs Webhooks API batches with v1 (+v3); a v2 signature is not one of them."""
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
+    headers = _hubspot_v2_headers(url, BATCH)
+    if declared is None:
+        del headers["X-HubSpot-Signature-Version"]
+    _assert_error(client.post(url, data=BATCH, headers=headers), 401, "invalid_signature")
+    assert _events(db_path, links["hubspot"]) == []
+
+
+def test_a_workflow_webhook_is_verified_by_v2_not_v1(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
+    v1 = {
+        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, WORKFLOW),
+        "X-HubSpot-Signature-Version": "v1",
+    }
+    _assert_error(client.post(url, data=WORKFLOW, headers=v1), 401, "invalid_signature")
+    assert _events(db_path, links["hubspot"]) == []
+
+
+# --- headers no platform would send: 401, never 500 -------------------------------------------
+
+
+def _basic(credentials: bytes) -> str:
+    return "Basic " + base64.b64encode(credentials).decode()
+
+
+SENT_AT, SENT_AT_MS = "1795435200", "1795435200000"  # NOW as the platforms write it
+
+
+def _standard(msg_id: str, stamp: str, signature: str) -> dict[str, str]:
+    return {"webhook-id": msg_id, "webhook-timestamp": stamp, "webhook-signature": signature}
+
+
+def _v3(signature: str, stamp: str) -> dict[str, str]:
+    return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+
+
+GARBLED = [  # (platform, route, headers)
+    ("pipedrive", "events", {"Authorization": "Basic \u00e9\u00e9"}),
+    ("pipedrive", "events", {"Authorization": _basic("pipedrive:\u00e9".encode())}),
+    ("pipedrive", "events", {"Authorization": _basic(b"pipedrive:\xff\xfe")}),
+    ("pipedrive", "events", {"Authorization": _basic(b"no colon")}),
+    ("pipedrive", "events", {"Authorization": "Basic !!!"}),
+    ("pipedrive", "events", {"Authorization": "Basic ===="}),
+    ("pipedrive", "events", {"Authorization": "Basic "}),
+    ("pipedrive", "events", {"Authorization": ""}),
+    ("marketo", "enrich", {"Authorization": "Bearer \u00e9"}),
+    ("marketo", "enrich", {"Authorization": "Bearer "}),
+    ("marketo", "enrich", {"Authorization": "\u00ff"}),
+    ("zapier", "enrich", {"Authorization": "Bearer \u00e9\u00ff"}),
+    ("zapier", "enrich", _standard("\u00e9", SENT_AT, "v1,\u00e9")),
+    ("zapier", "enrich", _standard("m", "\u00e9", "v1,AAAA")),
+    ("zapier", "enrich", _standard("m", SENT_AT, "v1,!!!not base64")),
+    ("zapier", "enrich", _standard("", "", "")),
+    ("zapier", "enrich", {"webhook-signature": "\u00e9"}),
+    ("hubspot", "events", _v3("\u00e9", SENT_AT_MS)),
+    ("hubspot", "events", _v3("AAAA", "\u00e9")),
+    ("hubspot", "events", {"X-HubSpot-Signature": "\u00e9"}),
+    ("hubspot", "events", {"X-HubSpot-Signature": "00", "X-HubSpot-Signature-Version": "\u00e9"}),
+    ("hubspot", "events", {"X-HubSpot-Signature": "", "X-HubSpot-Signature-v3": ""}),
+]
+
+
+@pytest.mark.parametrize(("platform", "route", "headers"), GARBLED)
+def test_a_garbled_or_non_ascii_credential_is_401_never_500(
+    client: FlaskClient,
+    links: dict[str, connections.Added],
+    platform: str,
+    route: str,
+    headers: dict[str, str],
+) -> None:
+    body = PIPEDRIVE if platform == "pipedrive" else json.dumps({"email": AVA}).encode()
+    url = f"/hooks/{links[platform].row['id']}/{route}"
+    _assert_error(client.post(url, data=body, headers=headers), 401, "invalid_signature")
+
+
+@pytest.mark.slow
+def test_gunicorn_passes_a_non_ascii_basic_header_to_the_app_which_answers_401(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    path = tmp_path / "served.db"
+    database = store.connect(path)
+    secret = server.key_secret({"DB": str(path)})
+    _, key = accounts.create_organization(
+        database, secret, NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    link = connections.add(
+        database, secret, NOW, name="pd", platform="pipedrive", api_key=key,
+        crm_base_url="http://127.0.0.1:9", crm_token="crm-token-1234",
+    )  # fmt: skip
+    database.close()
+    port = servers.free_port()
+    process = servers.serve(path, port, workers=1)
+    try:
+        url = f"http://127.0.0.1:{port}/hooks/{link.row['id']}/events"
+        for value in ("Basic é".encode(), "Basic é".encode("latin-1"), b"Basic \xff\xfe"):
+            refused = httpx.post(url, content=PIPEDRIVE, headers={"Authorization": value})
+            assert refused.status_code == 401, (value, refused.text)
+            assert refused.json()["error"]["code"] == "invalid_signature"
+        sent = httpx.post(url, content=PIPEDRIVE, auth=("pipedrive", link.secret))
+        assert sent.json() == {"accepted": 1}
+    finally:
+        servers.stop(process)
+    assert b"Traceback" not in process.stdout.read()  # type: ignore[union-attr]

@@ -21,6 +21,8 @@ from connector.signatures import (
     SignatureError,
     SignatureMismatch,
     TimestampOutsideTolerance,
+    basic_password,
+    hubspot_legacy_version,
     hubspot_v3_uri,
     salesforce_organization_allowed,
     sign_hubspot_v1,
@@ -490,3 +492,31 @@ def test_salesforce_organization_allowed(
     organization_id: str, allowed: list[str], expected: bool
 ) -> None:
     assert salesforce_organization_allowed(organization_id, allowed) is expected
+
+
+@pytest.mark.parametrize(
+    ("header", "password"),
+    [
+        ("Basic " + base64.b64encode(b"contactdata:s3cret:x").decode(), "s3cret:x"),
+        ("basic   " + base64.b64encode("u:\u00e9".encode()).decode() + " ", "\u00e9"),
+        ("Basic \u00e9\u00e9", ""),  # werkzeug raised ValueError on this
+        ("Basic " + base64.b64encode(b"u:\xff").decode(), ""),  # not UTF-8
+        ("Basic " + base64.b64encode(b"no colon").decode(), ""),
+        ("Basic !!!", ""),
+        ("Basic ", ""),
+        ("Bearer " + base64.b64encode(b"u:p").decode(), ""),
+        ("", ""),
+    ],
+)
+def test_basic_password_reads_a_basic_header_or_gives_nothing(header: str, password: str) -> None:
+    assert basic_password(header) == password
+
+
+@pytest.mark.parametrize(
+    ("body", "version"),
+    [(BODY, "v1"), (b" \n[]", "v1"), (b'{"vid": 1}', "v2"), (b"", "v2"), (b"not json", "v2")],
+)
+def test_hubspot_legacy_version_is_v1_for_a_webhooks_api_batch_only(
+    body: bytes, version: str
+) -> None:
+    assert hubspot_legacy_version(body) == version
