@@ -135,6 +135,49 @@ def m006_oauth(db: Database) -> None:
     db.execute("ALTER TABLE connections ADD COLUMN crm_token_expires_at TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m007_settings_sessions(db: Database) -> None:
+    """Settings page sessions, so that signing out ends one on the server: the digest of the
+    random id its cookie holds, the admin key and organization it signed in as, the mark of
+    the value it signed in with (server/auth.py `resume`), and when it began and ended."""
+    db.execute(
+        """
+        CREATE TABLE settings_sessions (
+            id TEXT PRIMARY KEY,
+            key_id TEXT NOT NULL,
+            org_id TEXT NOT NULL,
+            mark TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            ended_at TEXT NOT NULL DEFAULT ''
+        ) WITHOUT ROWID
+        """
+    )
+
+
+def start_settings_session(db: Database, row: Row) -> None:
+    """A new settings session: id (a digest), key_id, org_id, mark, created_at."""
+    db.table("settings_sessions").insert(row)
+
+
+def settings_session(db: Database, session_id: str) -> Row | None:
+    """The settings session with this id (digest), ended or not, or None."""
+    rows = list(db.query("SELECT * FROM settings_sessions WHERE id = ?", [session_id]))
+    return rows[0] if rows else None
+
+
+def end_settings_session(db: Database, session_id: str, now: str) -> bool:
+    """Mark a live settings session ended at `now`; whether there was one."""
+    sql = "UPDATE settings_sessions SET ended_at = ? WHERE id = ? AND ended_at = ''"
+    return db.execute(sql, [now, session_id]).rowcount == 1
+
+
+def purge_settings_sessions(db: Database, before: str) -> int:
+    """Delete settings sessions that ended or began at or before `before` (neither admits
+    anyone any more: a cookie naming a missing session is refused too); how many."""
+    sql = "DELETE FROM settings_sessions WHERE ended_at != '' OR created_at <= ?"
+    return db.execute(sql, [before]).rowcount
+
+
 def save_crm_grant(db: Database, connection_id: str, values: Row) -> None:
     """A renewed access token: crm_token_sealed, crm_token_hint, crm_token_expires_at and
     crm_oauth_sealed (the refresh token may have been rotated)."""

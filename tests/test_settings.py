@@ -32,6 +32,7 @@ CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+COOKIE = "contactdata_settings"
 PAGES = ("keys", "users", "connections", "deliveries", "usage", "schedules")
 
 
@@ -163,18 +164,22 @@ def accounts_key(database: Database, org: Org, email: str) -> tuple[str, str]:
 
 
 def test_the_session_holds_the_key_id_and_org_never_the_key(
-    client: FlaskClient, app: Flask, acme: Org
+    client: FlaskClient, app: Flask, acme: Org, database: Database
 ) -> None:
+    """The cookie names a session by a random id; the server's row holds its key and org."""
     response = sign_in(client, acme.admin_key)
     cookie = response.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/settings" in cookie
     assert "Secure" not in cookie  # plain http here
     value = cookie.split(";")[0].split("=", 1)[1]
     stored = app.session_interface.get_signing_serializer(app).loads(value)  # type: ignore[attr-defined]
-    assert stored["key_id"] == acme.admin_key_id and stored["org_id"] == acme.id
-    assert set(stored) <= {"key_id", "org_id", "mark", "csrf_token", "_flashes"}
-    assert acme.admin_key not in json.dumps(stored)
-    assert acme.admin_key[-12:] not in cookie
+    assert set(stored) <= {"session_id", "csrf_token", "_flashes"}
+    [row] = database["settings_sessions"].rows
+    assert row["id"] != stored["session_id"]  # a digest: the table alone signs nobody in
+    began = (acme.admin_key_id, acme.id, iso(START), "")
+    assert (row["key_id"], row["org_id"], row["created_at"], row["ended_at"]) == began
+    for text_ in (json.dumps(stored), cookie, json.dumps(row)):
+        assert acme.admin_key not in text_ and acme.admin_key[-12:] not in text_
 
 
 def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
@@ -208,6 +213,70 @@ def test_sign_out_ends_the_session(signed_in: FlaskClient) -> None:
     assert response.location == "/settings/sign-in"
     assert "You are signed out." in text(signed_in.get("/settings/sign-in"))
     assert signed_in.get("/settings/keys").status_code == 303
+
+
+def test_a_copied_cookie_is_refused_after_sign_out(
+    signed_in: FlaskClient, app: Flask, acme: Org, database: Database
+) -> None:
+    """Signing out ends the session on the server: a copy of its cookie stops working."""
+    copy = app.test_client()
+    copy.set_cookie(COOKIE, cookie_of(signed_in), path="/settings")
+    form = copy.get("/settings/keys")
+    assert form.status_code == 200  # the copy works while the session lasts
+    submit(signed_in, "/settings/keys", "/settings/sign-out")
+    keys_before = len(use_cases.view_keys(database, admin_context(database, acme), None))
+
+    response = copy.post(
+        "/settings/keys", data={"email": "thief@acme.example.org", "csrf_token": token(form)}
+    )
+    assert (response.status_code, response.location) == (303, "/settings/sign-in")
+    assert len(use_cases.view_keys(database, admin_context(database, acme), None)) == keys_before
+    assert copy.get("/settings/keys").status_code == 303
+
+
+def test_a_session_ends_8_hours_after_sign_in_however_recently_used(
+    signed_in: FlaskClient, clock: Clock
+) -> None:
+    """Each message re-signs the cookie; the session's age still counts from sign-in."""
+    clock.advance(8 * 3600 - 60)
+    created = submit(signed_in, "/settings/keys", "/settings/keys", email="late@acme.example.org")
+    assert created.status_code == 200 and "Set-Cookie" in created.headers  # used and re-signed
+    clock.advance(60)
+    response = signed_in.get("/settings/keys")
+    assert response.location == "/settings/sign-in"
+    assert "Your session ended 8 hours after you signed in" in text(
+        signed_in.get(response.location)
+    )
+
+
+def test_signing_in_ends_the_previous_session_and_purges_old_ones(
+    client: FlaskClient, app: Flask, acme: Org, database: Database, clock: Clock
+) -> None:
+    sign_in(client, acme.admin_key)
+    first = cookie_of(client)
+    clock.advance(3600)
+    again = {"api_key": acme.admin_key, "csrf_token": token(client.get("/settings/keys"))}
+    assert client.post("/settings/sign-in", data=again).status_code == 303
+    assert cookie_of(client) != first  # the first session ended: its copy no longer works
+    copy = app.test_client()
+    copy.set_cookie(COOKIE, first, path="/settings")
+    assert copy.get("/settings/keys").status_code == 303
+    assert database["settings_sessions"].count == 1  # the ended one is purged
+
+    clock.advance(8 * 3600)
+    sign_in(app.test_client(), acme.admin_key)  # the second one is 8 hours old: purged
+    assert database["settings_sessions"].count == 1
+
+
+def cookie_of(client: FlaskClient) -> str:
+    found = client.get_cookie(COOKIE, path="/settings")
+    assert found is not None
+    return found.value
+
+
+def admin_context(database: Database, org: Org) -> use_cases.Context:
+    caller = auth.authenticate(database, SECRET.encode(), org.admin_key, START)
+    return use_cases.Context(caller=caller, now=START, secret=SECRET.encode())
 
 
 def test_sign_in_attempts_are_throttled_per_address(app: Flask, acme: Org, clock: Clock) -> None:
