@@ -29,6 +29,7 @@ from flask import (
     Blueprint,
     Flask,
     Response,
+    abort,
     current_app,
     flash,
     g,
@@ -522,6 +523,8 @@ def deliveries() -> Response:
 @blueprint.post("/deliveries/<int:event_id>/retry")
 def retry_delivery(event_id: int) -> Response:
     """Make a dead letter due again now (store.retry_event, as `deliveries retry` does)."""
+    if event_id > store.LARGEST_ID:  # SQLite cannot even look for it
+        abort(404)
     try:
         found = store.event(_db(), event_id)
         if found is None or found["connection_id"] not in {c["id"] for c in _own_connections()}:

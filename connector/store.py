@@ -14,6 +14,7 @@ import server
 
 Row = dict[str, Any]
 MIGRATIONS = Migrations("connector")
+LARGEST_ID = 2**63 - 1  # SQLite's largest integer: no row has a larger id
 
 
 @MIGRATIONS()

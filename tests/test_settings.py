@@ -678,6 +678,17 @@ def test_deliveries_list_and_retry_a_dead_letter(
     assert store.event(database, theirs)["status"] == "dead"  # type: ignore[index]
 
 
+def test_an_event_id_past_sqlites_range_is_not_found(signed_in: FlaskClient) -> None:
+    for event_id in (2**63, 10**30):
+        path = f"/settings/deliveries/{event_id}/retry"
+        response = submit(signed_in, "/settings/deliveries", path)
+        assert response.status_code == 404
+        assert "There is no such settings page." in text(response)
+        assert response.headers["Content-Security-Policy"] == CSP
+    largest = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{2**63 - 1}/retry")
+    assert f"No event {2**63 - 1} in this organization." in text(signed_in.get(largest.location))
+
+
 # --- usage -----------------------------------------------------------------------------------
 
 
@@ -773,3 +784,25 @@ def test_change_a_connections_refresh_interval(
     submit(signed_in, "/settings/schedules", theirs, refresh_days="5")
     assert store.connection(database, hubspot["id"])["refresh_days"] == 7  # type: ignore[index]
     assert store.connection(database, linked["globex"]["id"])["refresh_days"] == 30  # type: ignore[index]
+
+
+def test_huge_or_non_integer_form_numbers_get_the_usual_message(
+    signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database
+) -> None:
+    path = f"/settings/schedules/connections/{linked['hubspot']['id']}"
+    for days, message in (
+        (str(2**63), "The refresh interval must be 1 to 3650 days."),
+        ("9" * 5000, "The refresh interval must be a whole number."),
+        ("7 days", "The refresh interval must be a whole number."),
+    ):
+        response = submit(signed_in, "/settings/schedules", path, refresh_days=days)
+        assert message in text(signed_in.get(response.location))
+    assert store.connection(database, linked["hubspot"]["id"])["refresh_days"] == 30  # type: ignore[index]
+    for grace, message in ((str(2**63), "graceSeconds must be between"),
+                           ("1e9", "The grace period must be a whole number.")):  # fmt: skip
+        response = submit(
+            signed_in, "/settings/keys", "/settings/keys/update",
+            email=acme.admin_email, action="rotate", grace_seconds=grace,
+        )  # fmt: skip
+        assert message in text(signed_in.get(response.location))
+    assert not [action for action, _ in actions(database, acme) if action == "key.rotate"]
