@@ -116,6 +116,8 @@ def init_app(app: Flask) -> None:
     """Sessions, CSRF checks and the settings routes. Only the settings routes check CSRF
     tokens: the JSON API and /hooks (and any route added later) take keys and signatures,
     never cookies, and must answer exactly as before."""
+    if app.config["TRUSTED_PROXIES"] < 0:
+        raise ValueError("CONTACTDATA_TRUSTED_PROXIES counts proxies: 0 or more")
     app.config.update(
         SECRET_KEY=app.config.get("SECRET_KEY") or _session_secret(app),
         SESSION_COOKIE_NAME="contactdata_settings",
@@ -250,8 +252,9 @@ def sign_in() -> Response:
         if _session_caller() is not None:
             return redirect(url_for(".keys"), 303)
         return _render("sign_in.html")
-    # Only failed attempts count: admins signing in (many behind one proxy address) never
-    # lock each other out, while guessing stays at SIGN_IN_ATTEMPTS a minute an address.
+    # Only failed attempts count, per client address (behind trusted proxies, the client's):
+    # guessing stays at SIGN_IN_ATTEMPTS a minute an address, and admins signing in never
+    # lock each other out.
     limit = _sign_in_limit()
     if _limiter().count(limit, server.now()) >= SIGN_IN_ATTEMPTS:
         wait = SIGN_IN_WINDOW_SECONDS
@@ -284,10 +287,22 @@ def home() -> Response:
 
 
 def _sign_in_limit() -> limits.Limit:
-    address = request.remote_addr or "unknown"
+    forwarded = request.headers.get("X-Forwarded-For", "")
+    address = client_address(request.remote_addr, forwarded, current_app.config["TRUSTED_PROXIES"])
     return limits.Limit.per_window(
         f"settings-sign-in:{address}", "sign-in", SIGN_IN_ATTEMPTS, SIGN_IN_WINDOW_SECONDS
     )
+
+
+def client_address(remote_addr: str | None, forwarded_for: str, trusted_proxies: int) -> str:
+    """The address of the client, as werkzeug's ProxyFix(x_for=trusted_proxies) finds it:
+    the entry the first of `trusted_proxies` proxies appended to X-Forwarded-For (what the
+    client wrote itself is further left, never read). With no trusted proxies, or fewer
+    entries than proxies, the address of the connection."""
+    hops = [hop.strip() for hop in forwarded_for.split(",")] if forwarded_for else []
+    if 0 < trusted_proxies <= len(hops) and hops[-trusted_proxies]:
+        return hops[-trusted_proxies][:100]
+    return remote_addr or "unknown"
 
 
 # --- keys ------------------------------------------------------------------------------------

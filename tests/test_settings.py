@@ -304,6 +304,46 @@ def test_successful_sign_ins_do_not_count_against_the_address(app: Flask, acme: 
     assert sign_in(app.test_client(), "cdk_wrong").status_code == 401
 
 
+def forwarded(app: Flask, chain: str) -> FlaskClient:
+    """A client behind the proxy at 10.0.0.1, which reports `chain` as X-Forwarded-For."""
+    client = app.test_client()
+    client.environ_base.update(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=chain)
+    return client
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_is_throttled_alone(
+    db_path: Path, clock: Clock, acme: Org
+) -> None:
+    app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock,
+                      "TRUSTED_PROXIES": 1})  # fmt: skip
+    attacker = forwarded(app, "203.0.113.5")
+    for _ in range(settings.SIGN_IN_ATTEMPTS):
+        assert sign_in(attacker, "cdk_wrong").status_code == 401
+    assert sign_in(attacker, acme.admin_key).status_code == 429
+    # what the client wrote itself, left of what the proxy added, changes nothing
+    assert sign_in(forwarded(app, "198.51.100.9, 203.0.113.5"), acme.admin_key).status_code == 429
+    assert sign_in(forwarded(app, "198.51.100.9"), acme.admin_key).status_code == 303
+    with pytest.raises(ValueError, match="TRUSTED_PROXIES"):
+        create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "TRUSTED_PROXIES": -1})
+
+
+def test_without_trusted_proxies_x_forwarded_for_is_ignored(app: Flask, acme: Org) -> None:
+    """Nobody escapes the throttle by writing the header: the address is the connection's."""
+    for _ in range(settings.SIGN_IN_ATTEMPTS):
+        assert sign_in(forwarded(app, "203.0.113.5"), "cdk_wrong").status_code == 401
+    assert sign_in(forwarded(app, "198.51.100.9"), acme.admin_key).status_code == 429
+
+
+def test_client_address_takes_the_entry_the_last_trusted_proxy_added() -> None:
+    address = settings.client_address
+    assert address("10.0.0.1", "203.0.113.5", 0) == "10.0.0.1"
+    assert address("10.0.0.1", "6.6.6.6, 203.0.113.5", 1) == "203.0.113.5"
+    assert address("10.0.0.2", "6.6.6.6, 203.0.113.5, 10.0.0.1", 2) == "203.0.113.5"
+    assert address("10.0.0.1", "", 1) == "10.0.0.1"  # the header is missing: the proxy's
+    assert address("10.0.0.2", "203.0.113.5", 2) == "10.0.0.2"  # fewer entries than proxies
+    assert address(None, "", 0) == "unknown"
+
+
 def test_a_suspended_key_ends_the_session(
     signed_in: FlaskClient, acme: Org, database: Database
 ) -> None:
