@@ -221,8 +221,13 @@ def _start_session(caller: Caller, mark: str) -> None:
     purging those that admit nobody any more); the cookie gets its random id, and a fresh
     CSRF token on the next form."""
     session_id, now = secrets.token_urlsafe(32), server.now()
-    row = {"id": _digest(session_id), "key_id": caller.key_id, "org_id": caller.org_id,
-           "mark": mark, "created_at": server.iso(now)}  # fmt: skip
+    row = {
+        "id": _digest(session_id),
+        "key_id": caller.key_id,
+        "org_id": caller.org_id,
+        "mark": mark,
+        "created_at": server.iso(now),
+    }
     with server.write(_db()) as db:
         _end_session()
         store.purge_settings_sessions(db, server.iso(now - SESSION_LIFETIME))
