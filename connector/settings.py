@@ -5,9 +5,11 @@ Server-rendered (templates/settings/) with one stylesheet and one script (static
 inline, so the Content-Security-Policy allows no inline code at all. Every key and user action
 calls the use case the admin API calls (server/admin.py, with a Context naming the admin's
 key), and the connector's own actions are logged under the same actor, so all of them land in
-one audit log. The session cookie holds the key's id, its organization and a mark naming the
-value signed in with (an HMAC of its hash), never the value; every request checks the key
-again, so a suspended key or a value rotated out ends the session.
+one audit log. The session cookie holds a random session id; the server's row of that session
+(connector/store.py) holds the key's id, its organization, a mark naming the value signed in
+with (an HMAC of its hash, never the value) and when it began. Signing out ends the row, and a
+session ends 8 hours after sign-in however recently it was used; every request checks the key
+again, so a suspended key or a value rotated out ends the session too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import secrets
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -26,6 +29,7 @@ from flask import (
     Blueprint,
     Flask,
     Response,
+    abort,
     current_app,
     flash,
     g,
@@ -59,7 +63,8 @@ T = TypeVar("T")
 
 SIGN_IN_ATTEMPTS = 5  # failed sign-ins a client address may make in SIGN_IN_WINDOW_SECONDS
 SIGN_IN_WINDOW_SECONDS = 60
-SESSION_LIFETIME = timedelta(hours=8)
+SESSION_LIFETIME = timedelta(hours=8)  # from sign-in, however recently the session was used
+SESSION_EXPIRED = "Your session ended 8 hours after you signed in: sign in again."
 EVENTS_SHOWN = 50
 EVENT_STATUSES = ("pending", "done", "dead")
 GRACE_CHOICES = (
@@ -111,6 +116,8 @@ def init_app(app: Flask) -> None:
     """Sessions, CSRF checks and the settings routes. Only the settings routes check CSRF
     tokens: the JSON API and /hooks (and any route added later) take keys and signatures,
     never cookies, and must answer exactly as before."""
+    if app.config["TRUSTED_PROXIES"] < 0:
+        raise ValueError("CONTACTDATA_TRUSTED_PROXIES counts proxies: 0 or more")
     app.config.update(
         SECRET_KEY=app.config.get("SECRET_KEY") or _session_secret(app),
         SESSION_COOKIE_NAME="contactdata_settings",
@@ -176,19 +183,71 @@ def _admit() -> Response | None:
 def _session_caller() -> Caller | None:
     """The admin of this session, checked again now (a suspended key, user or a value rotated
     out ends the session), or None."""
-    key_id, org_id, mark = (session.get(name) for name in ("key_id", "org_id", "mark"))
-    if not (key_id and org_id and mark):
+    row = _live_session()
+    if row is None:
         return None
     try:
-        caller = auth.resume(_db(), _secret(), key_id, mark, server.now())
+        caller = auth.resume(_db(), _secret(), row["key_id"], row["mark"], server.now())
     except ServiceError as error:
-        session.clear()
+        _end_session()
         flash(f"You were signed out: {error.message}", "error")
         return None
-    if caller.org_id != org_id:
-        session.clear()
+    if caller.org_id != row["org_id"]:
+        _end_session()
         return None
     return caller
+
+
+def _live_session() -> Row | None:
+    """The server's row of this browser's session while it lasts: not ended (signed out, or
+    replaced by a later sign-in) and begun less than SESSION_LIFETIME ago; else None, and the
+    cookie forgets it."""
+    session_id = session.get("session_id")
+    if not isinstance(session_id, str):
+        return None
+    row = store.settings_session(_db(), _digest(session_id))
+    if row is None or row["ended_at"]:
+        session.clear()
+        return None
+    if row["created_at"] <= server.iso(server.now() - SESSION_LIFETIME):
+        _end_session()
+        flash(SESSION_EXPIRED, "error")
+        return None
+    return row
+
+
+def _start_session(caller: Caller, mark: str) -> None:
+    """A new session for `caller` on the server (ending this browser's previous one and
+    purging those that admit nobody any more); the cookie gets its random id, and a fresh
+    CSRF token on the next form."""
+    session_id, now = secrets.token_urlsafe(32), server.now()
+    row = {
+        "id": _digest(session_id),
+        "key_id": caller.key_id,
+        "org_id": caller.org_id,
+        "mark": mark,
+        "created_at": server.iso(now),
+    }
+    with server.write(_db()) as db:
+        _end_session()
+        store.purge_settings_sessions(db, server.iso(now - SESSION_LIFETIME))
+        store.start_settings_session(db, row)
+    session["session_id"] = session_id
+
+
+def _end_session() -> None:
+    """End this browser's session on the server, so no copy of its cookie works any more,
+    and empty the cookie."""
+    session_id = session.get("session_id")
+    if isinstance(session_id, str):
+        with server.write(_db()) as db:
+            store.end_settings_session(db, _digest(session_id), server.iso(server.now()))
+    session.clear()
+
+
+def _digest(session_id: str) -> str:
+    """What the server keeps of a session id: its SHA-256, so the table alone resumes nothing."""
+    return hashlib.sha256(session_id.encode()).hexdigest()
 
 
 @blueprint.route("/sign-in", methods=["GET", "POST"])
@@ -198,8 +257,9 @@ def sign_in() -> Response:
         if _session_caller() is not None:
             return redirect(url_for(".keys"), 303)
         return _render("sign_in.html")
-    # Only failed attempts count: admins signing in (many behind one proxy address) never
-    # lock each other out, while guessing stays at SIGN_IN_ATTEMPTS a minute an address.
+    # Only failed attempts count, per client address (behind trusted proxies, the client's):
+    # guessing stays at SIGN_IN_ATTEMPTS a minute an address, and admins signing in never
+    # lock each other out.
     limit = _sign_in_limit()
     if _limiter().count(limit, server.now()) >= SIGN_IN_ATTEMPTS:
         wait = SIGN_IN_WINDOW_SECONDS
@@ -213,16 +273,15 @@ def sign_in() -> Response:
     except ServiceError:
         _limiter().hit([limit], server.now())
         return _render("sign_in.html", 401, error=SIGN_IN_FAILED)
-    session.clear()  # a new session: a fresh CSRF token too
-    session.update(key_id=caller.key_id, org_id=caller.org_id, mark=mark)
+    _start_session(caller, mark)
     flash(f"Signed in to {caller.org_name} as {caller.email}.", "success")
     return redirect(url_for(".keys"), 303)
 
 
 @blueprint.post("/sign-out")
 def sign_out() -> Response:
-    """End the session."""
-    session.clear()
+    """End the session, on the server too: a copy of the cookie stops working."""
+    _end_session()
     flash("You are signed out.", "success")
     return redirect(url_for(".sign_in"), 303)
 
@@ -233,10 +292,22 @@ def home() -> Response:
 
 
 def _sign_in_limit() -> limits.Limit:
-    address = request.remote_addr or "unknown"
+    forwarded = request.headers.get("X-Forwarded-For", "")
+    address = client_address(request.remote_addr, forwarded, current_app.config["TRUSTED_PROXIES"])
     return limits.Limit.per_window(
         f"settings-sign-in:{address}", "sign-in", SIGN_IN_ATTEMPTS, SIGN_IN_WINDOW_SECONDS
     )
+
+
+def client_address(remote_addr: str | None, forwarded_for: str, trusted_proxies: int) -> str:
+    """The address of the client, as werkzeug's ProxyFix(x_for=trusted_proxies) finds it:
+    the entry the first of `trusted_proxies` proxies appended to X-Forwarded-For (what the
+    client wrote itself is further left, never read). With no trusted proxies, or fewer
+    entries than proxies, the address of the connection."""
+    hops = [hop.strip() for hop in forwarded_for.split(",")] if forwarded_for else []
+    if 0 < trusted_proxies <= len(hops) and hops[-trusted_proxies]:
+        return hops[-trusted_proxies][:100]
+    return remote_addr or "unknown"
 
 
 # --- keys ------------------------------------------------------------------------------------
@@ -472,6 +543,8 @@ def deliveries() -> Response:
 @blueprint.post("/deliveries/<int:event_id>/retry")
 def retry_delivery(event_id: int) -> Response:
     """Make a dead letter due again now (store.retry_event, as `deliveries retry` does)."""
+    if event_id > store.LARGEST_ID:  # SQLite cannot even look for it
+        abort(404)
     try:
         found = store.event(_db(), event_id)
         if found is None or found["connection_id"] not in {c["id"] for c in _own_connections()}:

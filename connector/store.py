@@ -14,6 +14,7 @@ import server
 
 Row = dict[str, Any]
 MIGRATIONS = Migrations("connector")
+LARGEST_ID = 2**63 - 1  # SQLite's largest integer: no row has a larger id
 
 
 @MIGRATIONS()
@@ -136,6 +137,25 @@ def m006_oauth(db: Database) -> None:
 
 
 @MIGRATIONS()
+def m007_settings_sessions(db: Database) -> None:
+    """Settings page sessions, so that signing out ends one on the server: the digest of the
+    random id its cookie holds, the admin key and organization it signed in as, the mark of
+    the value it signed in with (server/auth.py `resume`), and when it began and ended."""
+    db.execute(
+        """
+        CREATE TABLE settings_sessions (
+            id TEXT PRIMARY KEY,
+            key_id TEXT NOT NULL,
+            org_id TEXT NOT NULL,
+            mark TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            ended_at TEXT NOT NULL DEFAULT ''
+        ) WITHOUT ROWID
+        """
+    )
+
+
+@MIGRATIONS()
 def m008_webhook_replays(db: Database) -> None:
     """Replays. The answer given to each Standard Webhooks delivery (by connection and
     webhook-id), kept while a copy could still pass the timestamp check, so a copy is answered
@@ -157,6 +177,30 @@ def m008_webhook_replays(db: Database) -> None:
     )
     db.execute("CREATE INDEX webhook_replays_received ON webhook_replays (received_at)")
     db.execute("ALTER TABLE connections ADD COLUMN hubspot_v3_since TEXT NOT NULL DEFAULT ''")
+
+
+def start_settings_session(db: Database, row: Row) -> None:
+    """A new settings session: id (a digest), key_id, org_id, mark, created_at."""
+    db.table("settings_sessions").insert(row)
+
+
+def settings_session(db: Database, session_id: str) -> Row | None:
+    """The settings session with this id (digest), ended or not, or None."""
+    rows = list(db.query("SELECT * FROM settings_sessions WHERE id = ?", [session_id]))
+    return rows[0] if rows else None
+
+
+def end_settings_session(db: Database, session_id: str, now: str) -> bool:
+    """Mark a live settings session ended at `now`; whether there was one."""
+    sql = "UPDATE settings_sessions SET ended_at = ? WHERE id = ? AND ended_at = ''"
+    return db.execute(sql, [now, session_id]).rowcount == 1
+
+
+def purge_settings_sessions(db: Database, before: str) -> int:
+    """Delete settings sessions that ended or began at or before `before` (neither admits
+    anyone any more: a cookie naming a missing session is refused too); how many."""
+    sql = "DELETE FROM settings_sessions WHERE ended_at != '' OR created_at <= ?"
+    return db.execute(sql, [before]).rowcount
 
 
 def claim_webhook(

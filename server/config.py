@@ -24,6 +24,8 @@ DEFAULTS: dict[str, Any] = {
     "REFRESH_CREDIT_CAP": 1000,
     # Where tables built from installed packages are kept ("": ~/.cache/contactdata; "off").
     "CACHE_DIR": "",
+    # Proxies in front of the server that append to X-Forwarded-For; 0 believes no such header.
+    "TRUSTED_PROXIES": 0,
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

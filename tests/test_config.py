@@ -22,3 +22,12 @@ def test_key_secret_from_settings_or_a_private_file_beside_the_db(tmp_path: Path
     assert len(first) == 64 and config.key_secret(settings) == first
     mode = stat.S_IMODE(os.stat(tmp_path / "a.db.secret").st_mode)
     assert mode == 0o600
+
+
+def test_no_proxy_is_trusted_unless_the_environment_says_how_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CONTACTDATA_TRUSTED_PROXIES", raising=False)
+    assert config.load()["TRUSTED_PROXIES"] == 0
+    monkeypatch.setenv("CONTACTDATA_TRUSTED_PROXIES", "2")
+    assert config.load()["TRUSTED_PROXIES"] == 2

@@ -32,6 +32,7 @@ CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+COOKIE = "contactdata_settings"
 PAGES = ("keys", "users", "connections", "deliveries", "usage", "schedules")
 
 
@@ -163,18 +164,22 @@ def accounts_key(database: Database, org: Org, email: str) -> tuple[str, str]:
 
 
 def test_the_session_holds_the_key_id_and_org_never_the_key(
-    client: FlaskClient, app: Flask, acme: Org
+    client: FlaskClient, app: Flask, acme: Org, database: Database
 ) -> None:
+    """The cookie names a session by a random id; the server's row holds its key and org."""
     response = sign_in(client, acme.admin_key)
     cookie = response.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/settings" in cookie
     assert "Secure" not in cookie  # plain http here
     value = cookie.split(";")[0].split("=", 1)[1]
     stored = app.session_interface.get_signing_serializer(app).loads(value)  # type: ignore[attr-defined]
-    assert stored["key_id"] == acme.admin_key_id and stored["org_id"] == acme.id
-    assert set(stored) <= {"key_id", "org_id", "mark", "csrf_token", "_flashes"}
-    assert acme.admin_key not in json.dumps(stored)
-    assert acme.admin_key[-12:] not in cookie
+    assert set(stored) <= {"session_id", "csrf_token", "_flashes"}
+    [row] = database["settings_sessions"].rows
+    assert row["id"] != stored["session_id"]  # a digest: the table alone signs nobody in
+    began = (acme.admin_key_id, acme.id, iso(START), "")
+    assert (row["key_id"], row["org_id"], row["created_at"], row["ended_at"]) == began
+    for text_ in (json.dumps(stored), cookie, json.dumps(row)):
+        assert acme.admin_key not in text_ and acme.admin_key[-12:] not in text_
 
 
 def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
@@ -210,6 +215,70 @@ def test_sign_out_ends_the_session(signed_in: FlaskClient) -> None:
     assert signed_in.get("/settings/keys").status_code == 303
 
 
+def test_a_copied_cookie_is_refused_after_sign_out(
+    signed_in: FlaskClient, app: Flask, acme: Org, database: Database
+) -> None:
+    """Signing out ends the session on the server: a copy of its cookie stops working."""
+    copy = app.test_client()
+    copy.set_cookie(COOKIE, cookie_of(signed_in), path="/settings")
+    form = copy.get("/settings/keys")
+    assert form.status_code == 200  # the copy works while the session lasts
+    submit(signed_in, "/settings/keys", "/settings/sign-out")
+    keys_before = len(use_cases.view_keys(database, admin_context(database, acme), None))
+
+    response = copy.post(
+        "/settings/keys", data={"email": "thief@acme.example.org", "csrf_token": token(form)}
+    )
+    assert (response.status_code, response.location) == (303, "/settings/sign-in")
+    assert len(use_cases.view_keys(database, admin_context(database, acme), None)) == keys_before
+    assert copy.get("/settings/keys").status_code == 303
+
+
+def test_a_session_ends_8_hours_after_sign_in_however_recently_used(
+    signed_in: FlaskClient, clock: Clock
+) -> None:
+    """Each message re-signs the cookie; the session's age still counts from sign-in."""
+    clock.advance(8 * 3600 - 60)
+    created = submit(signed_in, "/settings/keys", "/settings/keys", email="late@acme.example.org")
+    assert created.status_code == 200 and "Set-Cookie" in created.headers  # used and re-signed
+    clock.advance(60)
+    response = signed_in.get("/settings/keys")
+    assert response.location == "/settings/sign-in"
+    assert "Your session ended 8 hours after you signed in" in text(
+        signed_in.get(response.location)
+    )
+
+
+def test_signing_in_ends_the_previous_session_and_purges_old_ones(
+    client: FlaskClient, app: Flask, acme: Org, database: Database, clock: Clock
+) -> None:
+    sign_in(client, acme.admin_key)
+    first = cookie_of(client)
+    clock.advance(3600)
+    again = {"api_key": acme.admin_key, "csrf_token": token(client.get("/settings/keys"))}
+    assert client.post("/settings/sign-in", data=again).status_code == 303
+    assert cookie_of(client) != first  # the first session ended: its copy no longer works
+    copy = app.test_client()
+    copy.set_cookie(COOKIE, first, path="/settings")
+    assert copy.get("/settings/keys").status_code == 303
+    assert database["settings_sessions"].count == 1  # the ended one is purged
+
+    clock.advance(8 * 3600)
+    sign_in(app.test_client(), acme.admin_key)  # the second one is 8 hours old: purged
+    assert database["settings_sessions"].count == 1
+
+
+def cookie_of(client: FlaskClient) -> str:
+    found = client.get_cookie(COOKIE, path="/settings")
+    assert found is not None
+    return found.value
+
+
+def admin_context(database: Database, org: Org) -> use_cases.Context:
+    caller = auth.authenticate(database, SECRET.encode(), org.admin_key, START)
+    return use_cases.Context(caller=caller, now=START, secret=SECRET.encode())
+
+
 def test_sign_in_attempts_are_throttled_per_address(app: Flask, acme: Org, clock: Clock) -> None:
     client = app.test_client()
     for _ in range(settings.SIGN_IN_ATTEMPTS):
@@ -233,6 +302,46 @@ def test_successful_sign_ins_do_not_count_against_the_address(app: Flask, acme: 
     for _ in range(settings.SIGN_IN_ATTEMPTS + 2):
         assert sign_in(app.test_client(), acme.admin_key).status_code == 303
     assert sign_in(app.test_client(), "cdk_wrong").status_code == 401
+
+
+def forwarded(app: Flask, chain: str) -> FlaskClient:
+    """A client behind the proxy at 10.0.0.1, which reports `chain` as X-Forwarded-For."""
+    client = app.test_client()
+    client.environ_base.update(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=chain)
+    return client
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_is_throttled_alone(
+    db_path: Path, clock: Clock, acme: Org
+) -> None:
+    app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock,
+                      "TRUSTED_PROXIES": 1})  # fmt: skip
+    attacker = forwarded(app, "203.0.113.5")
+    for _ in range(settings.SIGN_IN_ATTEMPTS):
+        assert sign_in(attacker, "cdk_wrong").status_code == 401
+    assert sign_in(attacker, acme.admin_key).status_code == 429
+    # what the client wrote itself, left of what the proxy added, changes nothing
+    assert sign_in(forwarded(app, "198.51.100.9, 203.0.113.5"), acme.admin_key).status_code == 429
+    assert sign_in(forwarded(app, "198.51.100.9"), acme.admin_key).status_code == 303
+    with pytest.raises(ValueError, match="TRUSTED_PROXIES"):
+        create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "TRUSTED_PROXIES": -1})
+
+
+def test_without_trusted_proxies_x_forwarded_for_is_ignored(app: Flask, acme: Org) -> None:
+    """Nobody escapes the throttle by writing the header: the address is the connection's."""
+    for _ in range(settings.SIGN_IN_ATTEMPTS):
+        assert sign_in(forwarded(app, "203.0.113.5"), "cdk_wrong").status_code == 401
+    assert sign_in(forwarded(app, "198.51.100.9"), acme.admin_key).status_code == 429
+
+
+def test_client_address_takes_the_entry_the_last_trusted_proxy_added() -> None:
+    address = settings.client_address
+    assert address("10.0.0.1", "203.0.113.5", 0) == "10.0.0.1"
+    assert address("10.0.0.1", "6.6.6.6, 203.0.113.5", 1) == "203.0.113.5"
+    assert address("10.0.0.2", "6.6.6.6, 203.0.113.5, 10.0.0.1", 2) == "203.0.113.5"
+    assert address("10.0.0.1", "", 1) == "10.0.0.1"  # the header is missing: the proxy's
+    assert address("10.0.0.2", "203.0.113.5", 2) == "10.0.0.2"  # fewer entries than proxies
+    assert address(None, "", 0) == "unknown"
 
 
 def test_a_suspended_key_ends_the_session(
@@ -609,6 +718,17 @@ def test_deliveries_list_and_retry_a_dead_letter(
     assert store.event(database, theirs)["status"] == "dead"  # type: ignore[index]
 
 
+def test_an_event_id_past_sqlites_range_is_not_found(signed_in: FlaskClient) -> None:
+    for event_id in (2**63, 10**30):
+        path = f"/settings/deliveries/{event_id}/retry"
+        response = submit(signed_in, "/settings/deliveries", path)
+        assert response.status_code == 404
+        assert "There is no such settings page." in text(response)
+        assert response.headers["Content-Security-Policy"] == CSP
+    largest = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{2**63 - 1}/retry")
+    assert f"No event {2**63 - 1} in this organization." in text(signed_in.get(largest.location))
+
+
 # --- usage -----------------------------------------------------------------------------------
 
 
@@ -704,3 +824,25 @@ def test_change_a_connections_refresh_interval(
     submit(signed_in, "/settings/schedules", theirs, refresh_days="5")
     assert store.connection(database, hubspot["id"])["refresh_days"] == 7  # type: ignore[index]
     assert store.connection(database, linked["globex"]["id"])["refresh_days"] == 30  # type: ignore[index]
+
+
+def test_huge_or_non_integer_form_numbers_get_the_usual_message(
+    signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database
+) -> None:
+    path = f"/settings/schedules/connections/{linked['hubspot']['id']}"
+    for days, message in (
+        (str(2**63), "The refresh interval must be 1 to 3650 days."),
+        ("9" * 5000, "The refresh interval must be a whole number."),
+        ("7 days", "The refresh interval must be a whole number."),
+    ):
+        response = submit(signed_in, "/settings/schedules", path, refresh_days=days)
+        assert message in text(signed_in.get(response.location))
+    assert store.connection(database, linked["hubspot"]["id"])["refresh_days"] == 30  # type: ignore[index]
+    for grace, message in ((str(2**63), "graceSeconds must be between"),
+                           ("1e9", "The grace period must be a whole number.")):  # fmt: skip
+        response = submit(
+            signed_in, "/settings/keys", "/settings/keys/update",
+            email=acme.admin_email, action="rotate", grace_seconds=grace,
+        )  # fmt: skip
+        assert message in text(signed_in.get(response.location))
+    assert not [action for action, _ in actions(database, acme) if action == "key.rotate"]
