@@ -17,7 +17,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, outbound, store, subscriptions, worker
+from connector import connections, outbound, signatures, store, subscriptions, worker
 from server.clock import utcnow
 from server.config import DEFAULTS, load
 
@@ -142,11 +142,14 @@ def renew_subscriptions(
 
 def purge_deliveries(db: Database, now: datetime) -> str:
     """Delete done events older than PURGE_AFTER and job runs older than JOB_RUNS_KEPT, so
-    the tables hold what an operator still looks at."""
+    the tables hold what an operator still looks at, and the answers kept for replayed
+    webhook deliveries once no copy can pass (they hold enriched personal data)."""
+    replayable = timedelta(seconds=signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW)
     with server.write(db):
         events = store.purge_done_events(db, server.iso(now - PURGE_AFTER))
         runs = store.purge_job_runs(db, server.iso(now - JOB_RUNS_KEPT))
-    return f"deleted {events} done events and {runs} job runs"
+        answers = store.forget_webhooks(db, server.iso(now - replayable))
+    return f"deleted {events} done events, {runs} job runs and {answers} kept answers"
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,7 @@ from server.wire import UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
-# A copy of a delivery passes the timestamp check until the signed timestamp is TOLERANCE old,
-# and that timestamp may be up to TOLERANCE ahead of our clock when the first copy arrives.
-REPLAY_WINDOW = timedelta(seconds=2 * signatures.STANDARD_WEBHOOKS_TOLERANCE)
+REPLAY_WINDOW = timedelta(seconds=signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW)
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
 REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
 Row = dict[str, Any]

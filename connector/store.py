@@ -209,7 +209,7 @@ def claim_webhook(
     """Claim a delivery for answering: None when it is new (the claim is made), else the
     row of the delivery seen before. Deliveries received before `forget_before` are deleted
     first. Run it in a write transaction, so two copies cannot both claim."""
-    db.execute("DELETE FROM webhook_replays WHERE received_at < ?", [forget_before])
+    forget_webhooks(db, forget_before)
     claimed = db.execute(
         "INSERT OR IGNORE INTO webhook_replays (connection_id, webhook_id, received_at) "
         "VALUES (?, ?, ?)",
@@ -219,6 +219,11 @@ def claim_webhook(
         return None
     sql = "SELECT * FROM webhook_replays WHERE connection_id = ? AND webhook_id = ?"
     return next(iter(db.query(sql, [connection_id, webhook_id])))
+
+
+def forget_webhooks(db: Database, before: str) -> int:
+    """Delete the answers kept for deliveries received before `before`; how many."""
+    return db.execute("DELETE FROM webhook_replays WHERE received_at < ?", [before]).rowcount
 
 
 def answer_webhook(

@@ -201,7 +201,7 @@ def test_retry_deliveries_works_off_what_is_due(db: Database, hubspot_worker: An
     assert jobs.retry_deliveries(work) == "done=1"
 
 
-def test_purge_deletes_only_old_done_events_and_old_job_runs(db: Database) -> None:
+def test_purge_deletes_only_old_done_events_job_runs_and_kept_answers(db: Database) -> None:
     link = _hubspot(db, "hs", _org(db, "Acme", "pro"))
     rows = [("done-old", "done", 31), ("done-new", "done", 29), ("dead-old", "dead", 90),
             ("pending-old", "pending", 90)]  # fmt: skip
@@ -215,8 +215,15 @@ def test_purge_deletes_only_old_done_events_and_old_job_runs(db: Database) -> No
         stamp = iso(NOW - timedelta(days=days))
         store.record_job_run(db, {"job_id": "reenrich", "started_at": stamp,
                                   "finished_at": stamp, "ok": 1, "result": f"{days}"})  # fmt: skip
+    for webhook_id, minutes in (("msg_old", 11), ("msg_new", 9)):
+        stamp = iso(NOW - timedelta(minutes=minutes))
+        store.claim_webhook(db, link.row["id"], webhook_id, stamp, forget_before=stamp)
 
-    assert jobs.purge_deliveries(db, NOW) == "deleted 1 done events and 1 job runs"
+    assert jobs.purge_deliveries(db, NOW) == (
+        "deleted 1 done events, 1 job runs and 1 kept answers"
+    )
+    kept = [row["webhook_id"] for row in db.query("SELECT webhook_id FROM webhook_replays")]
+    assert kept == ["msg_new"]
     left = [e["event_key"] for e in store.events_of(db, link.row["id"])]
     assert left == ["done-new", "dead-old", "pending-old"]
     assert store.last_job_runs(db)["reenrich"]["result"] == "89"

@@ -85,7 +85,7 @@ def test_the_stored_reference_runs_the_job_and_records_the_run(
     running.append(scheduler.start(db_path))
     job = running[0].get_job("purge_deliveries")
     outcome = job.func(*job.args)  # what the scheduler's thread does when the time comes
-    assert outcome == jobs.Run(True, "deleted 0 done events and 0 job runs")
+    assert outcome == jobs.Run(True, "deleted 0 done events, 0 job runs and 0 kept answers")
     (row,) = [r for r in scheduler.status(db_path) if r["id"] == "purge_deliveries"]
     assert row["last_run"]["ok"] == 1 and row["last_run"]["result"] == outcome.result
     started = datetime.fromisoformat(row["last_run"]["started_at"])
