@@ -295,7 +295,9 @@ def deliveries_retry(db_path: Path, event_id: int) -> None:
     """Make a dead event due again now."""
     db = store.connect(db_path)
     with server.write(db):
-        retried = store.retry_event(db, event_id, server.iso(utcnow()))
+        retried = event_id <= store.LARGEST_ID and store.retry_event(
+            db, event_id, server.iso(utcnow())
+        )
     if not retried:
         raise click.ClickException(f"no dead event {event_id}")
     click.echo(f"event {event_id} is due again")

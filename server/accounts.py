@@ -12,6 +12,7 @@ from sqlite_utils import Database
 from server import admin, audit, keys, store
 from server import credits as credit_ledger
 from server.clock import iso
+from server.credits import MAX_CREDITS
 from server.db import write
 from server.errors import AlreadyExists, InvalidParameter, NotFound
 
@@ -114,11 +115,11 @@ def _check_new_organization(
         raise InvalidParameter("name must not be empty.")
     if tier not in TIERS:
         raise InvalidParameter(f"tier must be one of {', '.join(TIERS)}, not {tier!r}.")
-    if credits is not None and credits < 0:
-        raise InvalidParameter("credits must be 0 or more.")
+    if credits is not None and not 0 <= credits <= MAX_CREDITS:
+        raise InvalidParameter(f"credits must be 0 to {MAX_CREDITS:,}.")
     for field, value in (("daily limit", daily), ("qps", qps), ("discover limit", per_minute)):
-        if value < 1:
-            raise InvalidParameter(f"{field} must be at least 1.")
+        if not 1 <= value <= MAX_CREDITS:
+            raise InvalidParameter(f"{field} must be 1 to {MAX_CREDITS:,}.")
 
 
 def _admin_user(org_id: str, email: str, stamp: str) -> dict[str, Any]:

@@ -16,6 +16,10 @@ from server.clock import iso
 from server.db import write
 from server.errors import InsufficientCredits, InvalidParameter, NotFound
 
+# More than any organization buys, and far below SQLite's largest integer, past which a
+# balance would silently turn into a floating-point number.
+MAX_CREDITS = 10**12
+
 
 def record(
     db: Database,
@@ -60,14 +64,16 @@ def debit(db: Database, org_id: str, amount: int, now: datetime, transaction_id:
 
 def top_up(db: Database, org_id: str, amount: int, now: datetime) -> int:
     """Add credits to a limited balance (operator); the balance after."""
-    if amount < 1:
-        raise InvalidParameter("The number of credits to add must be at least 1.")
+    if not 1 <= amount <= MAX_CREDITS:
+        raise InvalidParameter(f"The number of credits to add must be 1 to {MAX_CREDITS:,}.")
     with write(db):
         if store.organization(db, org_id) is None:
             raise NotFound(f"No organization with id {org_id}.")
         _, balance = store.change_credits(db, org_id, amount)
         if balance is None:
             raise InvalidParameter(f"The organization {org_id} has unlimited credits.")
+        if balance > MAX_CREDITS:  # undone with the transaction
+            raise InvalidParameter(f"A balance holds at most {MAX_CREDITS:,} credits.")
         record(db, now, org_id=org_id, change=amount, balance=balance, reason="top-up")
         audit.record(
             db, now, org_id=org_id, actor=audit.OPERATOR, action="credits.add",

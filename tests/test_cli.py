@@ -133,6 +133,25 @@ def test_org_credits_refuses_unlimited_and_unknown_organizations(db_path: Path) 
         assert result.exit_code == 1 and message in result.output
 
 
+def test_numbers_past_what_a_balance_holds_are_refused_not_overflowed(db_path: Path) -> None:
+    """SQLite turns an integer sum past 2**63 into a float, and refuses a larger literal."""
+    created = create_org(db_path, "Pro Co", "proco.com", "pro", "--credits", "10")
+    for amount in ("99999999999999999999", "9223372036854775000", "1000000000000"):
+        result = CliRunner().invoke(
+            main, ["org", "credits", "--db", str(db_path), created["orgId"], "--add", amount]
+        )
+        assert result.exit_code == 1 and "1,000,000,000,000" in result.output, result.output
+    assert f"{created['orgId']} credits=10" in run(
+        "org", "credits", "--db", str(db_path), created["orgId"]
+    )
+    result = CliRunner().invoke(
+        main,
+        ["org", "create", "--db", str(db_path), "--name", "Q", "--website", "q.example",
+         "--tier", "pro", "--qps", "99999999999999999999"],
+    )  # fmt: skip
+    assert result.exit_code == 1 and "qps must be 1 to 1,000,000,000,000" in result.output
+
+
 def test_audit_lists_actions_without_secrets(db_path: Path) -> None:
     created = create_org(db_path, "Audit Co", "audit.example", "pro")
     run("org", "set-status", "--db", str(db_path), created["orgId"], "inactive")

@@ -230,6 +230,10 @@ def test_a_permanent_failure_is_a_dead_letter_that_can_be_retried(
         main, ["deliveries", "retry", "--db", str(db_path), str(event["id"])]
     )
     assert retried.exit_code == 0, retried.output
+    past_sqlite = CliRunner().invoke(
+        main, ["deliveries", "retry", "--db", str(db_path), str(2**64)]
+    )
+    assert past_sqlite.exit_code == 1 and f"no dead event {2**64}" in past_sqlite.output
     clock.now = datetime.now(UTC)  # the command made it due at the real time
     assert work.run_due() == {"done": 1}
 
