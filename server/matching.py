@@ -7,11 +7,11 @@ and graded A+/A/A-/B, or dropped when two candidates are too close to tell apart
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import product
 from typing import Any, TypeVar
 
 from rapidfuzz import fuzz, process
@@ -266,30 +266,54 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     """Companies whose name or an alias is `key` with its misspelt words corrected, with the
     similarity of `typo_similarity`.
 
-    A word of `key` that no company name has is replaced by the known words within its
-    allowed edits (`allowed_edits`); every combination within MAX_EDITS is looked up exactly.
+    A word of `key` that no company name has is misspelt. Each costs an edit at least, so a
+    key with more than MAX_EDITS misspelt words has no near name and is not searched. Else
+    each misspelt word is replaced by its `_corrections` and the `cheapest_spellings` are
+    looked up exactly. The work is bounded whatever the key's length: one statement for the
+    known words, at most MAX_EDITS for corrections and CORRECTED_KEYS for lookups.
     """
     words = key.split()
-    fuzzy = [word for word in words if len(word) >= SHORTEST_TYPO]
+    fuzzy = sorted({word for word in words if len(word) >= SHORTEST_TYPO})
     known = store.known_company_words(db, fuzzy) if fuzzy else set()
+    misspelt = [word for word in words if len(word) >= SHORTEST_TYPO and word not in known]
+    if not misspelt or len(misspelt) > MAX_EDITS:
+        return []
     options: list[list[tuple[str, int]]] = []
     for word in words:
-        if len(word) < SHORTEST_TYPO or word in known:
+        if word not in misspelt:
             options.append([(word, 0)])
         elif fixes := _corrections(db, word):
             options.append(fixes)
         else:
             return []
-    keys = sorted(
-        (sum(edits for _, edits in combination), " ".join(word for word, _ in combination))
-        for combination in product(*options)
-    )
     found: dict[str, tuple[dict[str, Any], float]] = {}
-    for edits, corrected in keys[:CORRECTED_KEYS]:
-        if 0 < edits <= MAX_EDITS:
-            for row in store.companies_by_name_key(db, corrected):
-                found.setdefault(row["guid"], (row, 1 - TYPO_COST * edits))
+    for edits, corrected in cheapest_spellings(options):
+        for row in store.companies_by_name_key(db, corrected):
+            found.setdefault(row["guid"], (row, 1 - TYPO_COST * edits))
     return list(found.values())
+
+
+def cheapest_spellings(
+    options: Sequence[Sequence[tuple[str, int]]],
+    budget: int = MAX_EDITS,
+    limit: int = CORRECTED_KEYS,
+) -> list[tuple[int, str]]:
+    """The `limit` cheapest spellings of a name whose words may each be any of their
+    `options` (word, edits): (edits, name) with 1 to `budget` edits, fewest first, then
+    alphabetical (the order of every combination sorted).
+
+    A spelling over the budget is dropped as soon as it is: with words whose corrections all
+    cost an edit, at most (options a word) ** budget spellings are ever built.
+    """
+    spellings = [(0, "")]
+    for choices in options:
+        spellings = [
+            (edits + more, f"{name} {word}")
+            for edits, name in spellings
+            for word, more in choices
+            if edits + more <= budget
+        ]
+    return heapq.nsmallest(limit, ((edits, name[1:]) for edits, name in spellings if edits))
 
 
 def _corrections(db: Database, word: str) -> list[tuple[str, int]]:
