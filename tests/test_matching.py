@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import product
 from pathlib import Path
 
 import pytest
 from sqlite_utils import Database
 
 from server import db as database
-from server import facets, matching, store
+from server import enrich, facets, matching, store
 from server.matching import Query
 from server.normalize import company_key, person_key, registrable_domain
 
@@ -86,20 +89,24 @@ PEOPLE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    path: Path = tmp_path_factory.mktemp("matching") / "m.db"
+def _database(path: Path, companies: list[tuple[dict, list[str]]], people: list) -> Database:
     connection = database.connect(path)
     with database.write(connection):
-        store.upsert_companies(connection, [row for row, _ in COMPANIES])
+        store.upsert_companies(connection, [row for row, _ in companies])
         store.replace_company_aliases(
             connection,
-            [row["guid"] for row, _ in COMPANIES],
-            [(row["guid"], alias) for row, aliases in COMPANIES for alias in aliases],
+            [row["guid"] for row, _ in companies],
+            [(row["guid"], alias) for row, aliases in companies for alias in aliases],
         )
-        store.upsert_contacts(connection, [contact for contact, _ in PEOPLE])
-        store.upsert_employments(connection, [job for _, jobs in PEOPLE for job in jobs])
+        store.upsert_contacts(connection, [contact for contact, _ in people])
+        store.upsert_employments(connection, [job for _, jobs in people for job in jobs])
         store.index_company_names(connection)
+    return connection
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    connection = _database(tmp_path_factory.mktemp("matching") / "m.db", COMPANIES, PEOPLE)
     yield connection
     connection.close()
 
@@ -384,3 +391,111 @@ def test_a_different_first_name_is_not_the_person(db: Database) -> None:
     found = _found(db, first_name="Karen", last_name="Smith", company_name="Acme Robotics")
     assert found is not None and found[:2] == (ACME, "")
     assert _found(db, first_name="Vera", last_name="Chen", company_name="Acme Robotics")[1] == ""
+
+
+# --- misspelt company names cost a bounded amount of work ---------------------------------------
+
+# Company names whose words have several near neighbours: "Marow" may be Marlow, Marrow or
+# Mallow, "Laboratores" Laboratories, Laboratorios or Laboratory.
+CROWDED = [
+    _company(f"E{number:015X}", name, "")
+    for number, name in enumerate(
+        [
+            "Pharmaceutical Laboratories",
+            "Pharmaceuticals International",
+            "Telecommunication Services",
+            "Telecommunications Partners",
+            "Telecommunicator Group",
+            "Marlow Engineering",
+            "Marrow Engineering",
+            "Mallow Engineering",
+            "Laboratorios Unidos",
+            "Laboratory Services",
+        ]
+    )
+]
+MISSPELT = ["Pharmacuetical", "Telecommunicatons", "Marow", "Laboratores", "Enginering"]
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    connection = _database(tmp_path_factory.mktemp("crowded") / "c.db", CROWDED, [])
+    yield connection
+    connection.close()
+
+
+@contextmanager
+def statement_budget(db: Database, most: int) -> Iterator[list[str]]:
+    """The SQL statements `db` runs inside the block; SQLite interrupts any beyond `most` (its
+    progress handler), so a search that would run on fails here, by assertion."""
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    db.conn.set_progress_handler(lambda: len(statements) > most, 1)
+    try:
+        yield statements
+    except sqlite3.OperationalError as error:
+        shown = [statement[:70] for statement in statements]
+        assert str(error) != "interrupted", f"more than {most} statements: {shown}"
+        raise
+    finally:
+        db.conn.set_trace_callback(None)
+        db.conn.set_progress_handler(None, 1)
+
+
+def test_a_misspelt_name_is_found_among_near_namesakes(crowded: Database) -> None:
+    found = matching.find(crowded, Query(company_name="Pharmaceutcal Laboratoires"))
+    assert found is not None and found.company_guid == CROWDED[0][0]["guid"]
+    assert found.grade == "B"  # two typos: 0.95 * 0.92
+
+
+def test_a_long_name_of_misspelt_words_costs_a_bounded_number_of_statements(
+    crowded: Database,
+) -> None:
+    # As many misspelt words as the API accepts, each with 1 to 3 corrections: 2**60 spellings
+    name = " ".join(MISSPELT * 100)[: enrich.MAX_VALUE_CHARS].rsplit(" ", 1)[0]
+    assert len(name.split()) > 70 and len(name) > 990
+    with statement_budget(crowded, 1 + matching.MAX_EDITS + matching.CORRECTED_KEYS) as run:
+        assert matching.find(crowded, Query(company_name=name)) is None
+    assert len(run) <= 3  # the name key, then which of its words are known: no more
+
+
+def _old_cheapest_spellings(options: list[list[tuple[str, int]]]) -> list[tuple[int, str]]:
+    """What the matcher looked up before: every combination built, sorted, the first kept."""
+    keys = sorted(
+        (sum(edits for _, edits in combination), " ".join(word for word, _ in combination))
+        for combination in product(*options)
+    )
+    return [(e, k) for e, k in keys[: matching.CORRECTED_KEYS] if 0 < e <= matching.MAX_EDITS]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        [[("acme", 0)], [("robotics", 1), ("robotic", 2)]],
+        [[("marlow", 1), ("marrow", 1), ("mallow", 2)], [("engineering", 1)]],
+        [
+            [("marlow", 1), ("marrow", 1), ("mallow", 2)],
+            [("of", 0)],
+            [("laboratories", 1), ("laboratorios", 2), ("laboratory", 2)],
+        ],
+        [[("bart", 1), ("bert", 1), ("bort", 1)], [("zed", 1), ("zag", 1), ("zig", 1)]],
+        [[("acme", 0)], [("bots", 0)]],  # nothing misspelt: nothing to look up
+        [[("able", 1)], [("baker", 1)], [("cable", 1)]],  # three typos: too many
+        [[("alpha", 2), ("alpine", 2)], [("beta", 1)]],
+        [[("one", 1), ("ones", 2)], [("two", 0)], [("three", 2), ("threw", 1)]],
+    ],
+)
+def test_cheapest_spellings_come_in_the_order_of_every_combination_sorted(
+    options: list[list[tuple[str, int]]],
+) -> None:
+    assert matching.cheapest_spellings(options) == _old_cheapest_spellings(options)
+
+
+def test_cheapest_spellings_of_many_misspelt_words_are_none() -> None:
+    options = [[("bart", 1), ("bert", 1), ("bort", 1)]] * 40
+    assert matching.cheapest_spellings(options) == []
+    assert matching.cheapest_spellings(options[:2])[:3] == [
+        (2, "bart bart"),
+        (2, "bart bert"),
+        (2, "bart bort"),
+    ]
