@@ -10,9 +10,10 @@ import unicodedata
 from functools import cache, lru_cache
 
 import tldextract
-from cleanco.clean import normalized, prepare_default_terms, strip_punct, strip_tail
+from cleanco.clean import normalized, prepare_default_terms, strip_punct
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_SYMBOLS = re.compile(r"[^.\w]*")  # cleanco's tail: anything but dots and word characters
 # Letters that Unicode does not decompose into a base letter plus accents.
 _UNDECOMPOSABLE = str.maketrans(
     {"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"}
@@ -29,6 +30,12 @@ def fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
     return _NON_ALNUM.sub(" ", stripped.casefold().translate(_UNDECOMPOSABLE)).strip()
+
+
+def strip_tail(name: str) -> str:
+    """cleanco's `strip_tail`, the trailing symbols but dots cut, in linear time (cleanco's
+    search for symbols up to the end starts over at each symbol of a run: quadratic in it)."""
+    return name[: len(name) - _SYMBOLS.match(name[::-1]).end()]
 
 
 def _term_positions() -> dict[tuple[str, ...], list[int]]:

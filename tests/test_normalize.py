@@ -3,6 +3,9 @@ import random
 import pytest
 from cleanco import basename
 from cleanco.clean import prepare_default_terms
+from cleanco.clean import strip_tail as cleanco_strip_tail
+from hypothesis import given
+from hypothesis import strategies as st
 
 from server.normalize import (
     company_key,
@@ -11,6 +14,7 @@ from server.normalize import (
     person_key,
     registrable_domain,
     strip_legal_suffixes,
+    strip_tail,
 )
 
 
@@ -42,7 +46,14 @@ def test_strip_legal_suffixes_agrees_with_cleanco() -> None:
         " ".join(pick(words + terms) for _ in range(length)) for length in [1, 2, 3, 4, 5, 6] * 2000
     ]
     names += ["", "  ", "Ltd", "Ltd Ltd", "Acme Pte. Ltd.", "Müller GmbH & Co. KG", "X, Inc.,"]
+    names += ["Acme" + ", " * 400 + "Ltd", "Acme !?" * 100, "A" + " " * 900 + "B", "Acme\n"]
     assert [strip_legal_suffixes(name) for name in names] == [basename(name) for name in names]
+
+
+@given(st.text(alphabet="ab.,-_ !&é\n\t·\u00a0"))
+def test_strip_tail_agrees_with_cleanco(name: str) -> None:
+    # cleanco's own searches for its pattern from every symbol of a run: quadratic in the run.
+    assert strip_tail(name) == cleanco_strip_tail(name)
 
 
 @pytest.mark.parametrize(
