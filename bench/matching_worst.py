@@ -10,10 +10,11 @@ dropped, kept when the matcher has CORRECTIONS known words for them. Company nam
 4, ... such words, up to the most that fit the 1,000 characters an input field may hold, go
 through `matching.find` in-process; the ladder stops after the first name slower than
 LADDER_LIMIT s (before issue 19 each misspelt word tripled time and memory). Next to them, in
-the same run: a normal query (a real company's name with one typo) and an exact name. Then
-every enrich input field alone and beside a person and a company name, with 1,000-character
-values of several shapes: the slowest are shown. Each timing is the median of REPEATS calls
-with the company-key cache cleared before each (the first call of a new name).
+the same run: a normal query (a real company's name with one typo), its exact name, and a
+person (Robert Smith) at it. Then every enrich input field alone, and beside that person and
+name, with 1,000-character values of several shapes: the slowest are shown. Each timing is the
+median of REPEATS calls with the company-key cache cleared before each (as the first call of
+a new name).
 
 HTTP: the same names POSTed to /v7/enrich under gunicorn (server/serve.py settings, 30 s
 worker timeout) on a copy of the database; the longest name only when it finished in-process.
@@ -56,6 +57,7 @@ LADDER_LIMIT = 2.0  # seconds: a slower name ends the ladder
 TARGET_MS = 50
 HTTP_REPEATS = 5
 TYPOS = 40  # distinct misspelt words the names cycle through
+BESIDE = "Robert Smith"  # the person a field's value is also sent beside, at the exact name
 SHAPES = {
     "two-letter words": "ab ",
     "one letter": "a",
@@ -167,7 +169,7 @@ def ladder(db: Database, words: Sequence[str]) -> list[tuple[int, int, float]]:
 
 def slowest_fields(db: Database, company: str) -> list[tuple[float, str, str, str]]:
     """(ms, field, shape, alone or beside a name) of every field and value, slowest first."""
-    beside = {"full_name": "Robert Smith", "company_name": company}
+    beside = {"full_name": BESIDE, "company_name": company}
     rows = []
     for attribute in matching.INPUT_NAMES:
         for shape, value in field_values().items():
@@ -226,7 +228,7 @@ def in_process_lines(
         longest = longest_count(words)
         lines.append(f"  ladder stopped: {longest} words ({enrich.MAX_VALUE_CHARS} chars) not run")
     lines.append(f"  peak memory of this process: {_peak_mb():,.0f} MB")
-    fields = slowest_fields(db, normal[1][1].company_name)
+    fields = slowest_fields(db, normal[1][1].company_name)  # the exact name
     lines.append(f"every input field, 1,000-character values ({len(fields)} queries), slowest:")
     lines += [f"  {ms:8.2f} ms  {name} = {shape}, {how}" for ms, name, shape, how in fields[:5]]
     print("\n".join(lines[-7:]), flush=True)
@@ -256,7 +258,8 @@ def main() -> None:
         "",
     ]
     print("\n".join(lines), flush=True)
-    normal = [("normal: one typo", typo), ("normal: exact name", exact)]
+    person = Query(full_name=BESIDE, company_name=exact.company_name)
+    normal = [("normal: one typo", typo), ("normal: exact name", exact), ("normal: person", person)]
     measured, steps = in_process_lines(db, words, normal)
     lines += measured
     db.conn.close()
@@ -264,7 +267,7 @@ def main() -> None:
     if not options.no_http:
         count = max(c for c, _, ms in steps if ms <= LADDER_LIMIT * 1000)
         bodies = [
-            *((label, {"companyName": q.company_name}) for label, q in normal),
+            *((label, {"companyName": q.company_name}) for label, q in normal[:2]),
             (f"{count} misspelt words", {"companyName": name_of(words, count)}),
         ]
         heading = f"HTTP POST /v7/enrich, gunicorn 2 sync workers, median of {HTTP_REPEATS}:"
