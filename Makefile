@@ -41,6 +41,7 @@ bench: install
 	$(BIN)/python bench/auth.py
 	$(BIN)/python bench/dataset.py
 	$(BIN)/python bench/enrich.py
+	$(BIN)/python bench/matching_worst.py
 	$(BIN)/python bench/discover.py
 	$(BIN)/python bench/webhooks.py
 	$(BIN)/python bench/load.py
