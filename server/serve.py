@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import logging
+import re
 from typing import Any
 
 from flask import Flask
@@ -10,6 +12,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
 DEFAULT_FACTORY = "server.app:create_app"
+_QUERY = re.compile(r"\?[^\s'\"]*")  # a URL's query, up to white space or a quote
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -45,10 +48,15 @@ def warm_up() -> None:
     normalize.registrable_domain("example.com")
 
 
-class AccessLog(Logger):  # type: ignore[misc]
-    """gunicorn's logger with every query value left out of the request line: connections
-    take their secret in the URL (Salesforce `?key=`, Dynamics `?code=`), and a log is read
-    by more people, and kept longer, than the secrets it would hold."""
+class MaskingLogger(Logger):  # type: ignore[misc]
+    """gunicorn's logger with every query value left out, of the access log's request line and
+    of the error log's messages (a failed request's URI, an unreadable request line):
+    connections take their secret in the URL (Salesforce `?key=`, Dynamics `?code=`), and a
+    log is read by more people, and kept longer, than the secrets it would hold."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        self.error_log.addFilter(_mask_queries)
 
     def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> Any:
         atoms = super().atoms(resp, req, environ, request_time)
@@ -56,6 +64,15 @@ class AccessLog(Logger):  # type: ignore[misc]
         atoms["r"] = f"{environ['REQUEST_METHOD']} {target} {environ['SERVER_PROTOCOL']}"
         atoms["q"] = target.partition("?")[2]
         return atoms
+
+
+def _mask_queries(record: logging.LogRecord) -> bool:
+    """Rewrite a log record's message with the query of every URL in it masked."""
+    message = record.getMessage()
+    if "?" in message:
+        record.msg = _QUERY.sub(lambda found: masked_target(found.group()), message)
+        record.args = ()
+    return True
 
 
 def masked_target(target: str) -> str:
@@ -84,7 +101,7 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
         # One shared socket in $HOME would make two servers on one machine fight over it.
         "control_socket_disable": True,
         "accesslog": "-",
-        "logger_class": AccessLog,
+        "logger_class": MaskingLogger,
         "errorlog": "-",
         "access_log_format": '%(h)s "%(r)s" %(s)s %(b)s %(M)sms id=%({x-request-id}o)s',
     }

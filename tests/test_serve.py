@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import subprocess
 import sys
 import textwrap
 import time
@@ -39,6 +41,8 @@ LAUNCHER = textwrap.dedent(
         names = ["apikey", "Api-Key", "API_KEY", "Admin-Api-Key", "Admin_Api_Key"]
         app.add_url_rule("/probe/keys", "keys", methods=["POST"],
                          view_func=lambda: {n: request.headers.get(n) for n in names})
+        # what a worker timeout raises: it escapes the app, and gunicorn logs the request
+        app.add_url_rule("/probe/exit", "exit", view_func=lambda: sys.exit(1))
         return app
 
     server.app.create_app = create_app
@@ -50,14 +54,18 @@ LAUNCHER = textwrap.dedent(
 )
 
 
+def _start_probe(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    launcher = folder / "launch.py"
+    launcher.write_text(LAUNCHER)
+    process = start([sys.executable, str(launcher), str(folder / "serve.db"), str(port)], port)
+    return process, f"http://127.0.0.1:{port}"
+
+
 @pytest.fixture(scope="module")
 def probe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    db = tmp_path_factory.mktemp("serve") / "serve.db"
-    port = free_port()
-    launcher = db.parent / "launch.py"
-    launcher.write_text(LAUNCHER)
-    process = start([sys.executable, str(launcher), str(db), str(port)], port)
-    yield f"http://127.0.0.1:{port}"
+    process, url = _start_probe(tmp_path_factory.mktemp("serve"))
+    yield url
     stop(process)
 
 
@@ -212,3 +220,21 @@ def test_no_secret_reaches_the_servers_log(tmp_path: Path, monkeypatch: pytest.M
     for secret in secrets:
         assert secret not in output, f"a secret ending {secret[-4:]} is in the log"
     assert "?key=***" in output and "?code=***" in output
+
+
+def test_the_error_log_masks_queries_too(tmp_path: Path) -> None:
+    """gunicorn logs the URI of a request that escapes the app (a worker timeout) and an
+    unreadable request line whole: their queries are masked like the access log's."""
+    process, url = _start_probe(tmp_path)
+    try:
+        httpx.get(f"{url}/probe/exit?key=s3cret-exit-0001")
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            raw.sendall(b"GET /hooks/c1/events?code=s3cret-line-0002\r\n\r\n")
+            raw.recv(4096)
+    finally:
+        stop(process)
+    output = process.stdout.read().decode()  # type: ignore[union-attr]
+    assert "Error handling request GET /probe/exit?key=***" in output, output[-2000:]
+    assert "?code=***" in output
+    assert "s3cret" not in output
