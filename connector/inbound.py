@@ -65,6 +65,19 @@ def action_blocked() -> dict[str, Any]:
     return {"outputFields": state}
 
 
+def hubspot_kind(body: bytes) -> str:
+    """What a HubSpot request is, by its body: "webhooks-api" (a subscription's batch, a JSON
+    array), "custom-action" (a custom workflow action's execution request) or "workflow" (a
+    workflow's "Send a webhook", anything else)."""
+    try:
+        document = decode_json(body)
+    except UnreadableJson:
+        return "workflow"
+    if isinstance(document, list):
+        return "webhooks-api"
+    return "custom-action" if is_action(document) else "workflow"
+
+
 def is_action(payload: Any) -> bool:
     """Whether an event is a HubSpot custom action's execution request."""
     return isinstance(payload, dict) and "callbackId" in payload

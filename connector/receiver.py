@@ -21,10 +21,12 @@ whenever a delivery is claimed.
 HubSpot signatures: a request carrying v3 headers is verified by v3 alone (its timestamp
 bounds replays to 5 minutes). One without them is verified by the version HubSpot documents
 for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow webhook or custom
-action (an object); never the version the request declares. HubSpot sends v3 alongside v1/v2,
-so once a connection has received a valid v3 signature (connections.hubspot_v3_since), it
-takes v3 alone: a request stripped of its v3 headers is refused, not verified by its
-timeless v1/v2 signature.
+action (an object); never the version the request declares. HubSpot's apps send v3 beside
+v1/v2, so once a connection has received a valid v3 signature on a kind of request (Webhooks
+API batch, custom action, workflow webhook: connections.hubspot_v3_kinds), it takes v3 alone
+for that kind: such a request stripped of its v3 headers is refused, not verified by its
+timeless v1/v2 signature. Kinds are told apart because not every sender adds v3 (a workflow's
+"Send a webhook" signs v2, and v3 only on newer platforms): one that never did keeps working.
 
 HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
 stored as an event and the worker completes the action later through HubSpot's callback API.
@@ -257,29 +259,30 @@ def _verify(link: Row, body: bytes) -> str | None:
 
 def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
     """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
-    connection has received v3 before (then v3 alone)."""
-    since = link["hubspot_v3_since"]
-    legacy = None if since else signatures.hubspot_legacy_version(body)
+    connection has received v3 on this kind before (then v3 alone)."""
+    kind = inbound.hubspot_kind(body)
+    v3_only = kind in link["hubspot_v3_kinds"].split(",")
+    legacy = None if v3_only else signatures.hubspot_legacy_version(body)
     try:
         version = signatures.verify_hubspot(
             secret, request.method, request.url, body, request.headers, server.now(),
             fallback=legacy,
         )  # fmt: skip
     except signatures.MissingHeader as error:
-        if not since:
+        if not v3_only:
             raise
         raise BadSignature(
             f"The request signature does not verify: {error}. This connection has received "
-            f"HubSpot's v3 signatures since {since}, so it takes no v1 or v2 signature."
+            f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
         ) from None
-    if version == "v3" and not since:
-        _note_hubspot_v3(link)
+    if version == "v3" and not v3_only:
+        _note_hubspot_v3(link, kind)
 
 
-def _note_hubspot_v3(link: Row) -> None:
+def _note_hubspot_v3(link: Row, kind: str) -> None:
     try:
         with server.write(server.get_db()) as db:
-            store.note_hubspot_v3(db, link["id"], server.iso(server.now()))
+            store.note_hubspot_v3(db, link["id"], kind)
     except sqlite3.OperationalError:  # noted with the next v3 request
         current_app.logger.warning("v3 of HubSpot connection %s not noted", link["id"])
 

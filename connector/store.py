@@ -160,8 +160,8 @@ def m008_webhook_replays(db: Database) -> None:
     """Replays. The answer given to each Standard Webhooks delivery (by connection and
     webhook-id), kept while a copy could still pass the timestamp check, so a copy is answered
     the same and charged nothing; status 0 while the first delivery is being answered. And
-    when a HubSpot connection first received a valid v3 signature: from then on it takes no
-    other."""
+    the kinds of request on which a HubSpot connection has received a valid v3 signature:
+    from then on it takes no other for them."""
     db.execute(
         """
         CREATE TABLE webhook_replays (
@@ -176,7 +176,7 @@ def m008_webhook_replays(db: Database) -> None:
         """
     )
     db.execute("CREATE INDEX webhook_replays_received ON webhook_replays (received_at)")
-    db.execute("ALTER TABLE connections ADD COLUMN hubspot_v3_since TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE connections ADD COLUMN hubspot_v3_kinds TEXT NOT NULL DEFAULT ''")
 
 
 def start_settings_session(db: Database, row: Row) -> None:
@@ -243,11 +243,14 @@ def release_webhook(db: Database, connection_id: str, webhook_id: str) -> None:
     db.execute(sql, [connection_id, webhook_id])
 
 
-def note_hubspot_v3(db: Database, connection_id: str, now: str) -> None:
-    """Note that a HubSpot connection received a valid v3 signature (the first time only)."""
+def note_hubspot_v3(db: Database, connection_id: str, kind: str) -> None:
+    """Note that a HubSpot connection received a valid v3 signature on a `kind` of request
+    (`hubspot_v3_kinds`, comma-separated: each kind once)."""
     db.execute(
-        "UPDATE connections SET hubspot_v3_since = ? WHERE id = ? AND hubspot_v3_since = ''",
-        [now, connection_id],
+        "UPDATE connections SET hubspot_v3_kinds = "
+        "ltrim(hubspot_v3_kinds || ',' || :kind, ',') WHERE id = :id "
+        "AND instr(',' || hubspot_v3_kinds || ',', ',' || :kind || ',') = 0",
+        {"kind": kind, "id": connection_id},
     )
 
 

@@ -106,3 +106,16 @@ def test_dynamics_events_of_other_entities_or_deletions_are_none() -> None:
 def test_platforms_without_events_are_refused() -> None:
     with pytest.raises(ValueError, match="marketo sends no events"):
         inbound.events("marketo", b"{}")
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (b'[{"eventId": 1, "subscriptionType": "contact.creation"}]', "webhooks-api"),
+        (b'{"callbackId": "ap-1-2-3-0", "origin": {}, "object": {}}', "custom-action"),
+        (b'{"vid": 501, "properties": {}}', "workflow"),
+        (b"not json", "workflow"),
+    ],
+)
+def test_a_hubspot_request_is_told_by_its_body(body: bytes, kind: str) -> None:
+    assert inbound.hubspot_kind(body) == kind

@@ -550,10 +550,30 @@ def test_once_a_connection_has_had_v3_a_request_stripped_to_v2_is_refused(
     assert client.post(url, data=WORKFLOW, headers=both).status_code == 200
     stripped = client.post(url, data=WORKFLOW, headers=v2)
     _assert_error(stripped, 401, "invalid_signature")
-    assert "v3" in stripped.get_json()["error"]["message"]
-    assert store.connection(db.connect(db_path), link.row["id"])["hubspot_v3_since"] == (
-        "2026-11-23T12:00:00.000+00:00"
-    )
+    assert "v3 signature on workflow requests" in stripped.get_json()["error"]["message"]
+    assert store.connection(db.connect(db_path), link.row["id"])["hubspot_v3_kinds"] == "workflow"
+
+
+def test_v3_on_one_kind_of_request_leaves_the_others_on_the_version_they_are_sent_with(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    """A custom action signed v3 does not stop a v2-only workflow webhook of the same app."""
+    link = links["hubspot"]
+    events, enrich = (f"http://localhost/hooks/{link.row['id']}/{route}" for route in
+                      ("events", "enrich"))  # fmt: skip
+    action = (PLATFORMS / "hubspot_custom_action_execution_request.json").read_bytes()
+    with_v3 = {**_hubspot_v2_headers(enrich, action), **_hubspot_v3_headers(enrich, action)}
+    assert client.post(enrich, data=action, headers=with_v3).status_code == 200
+    v2_only = client.post(events, data=WORKFLOW, headers=_hubspot_v2_headers(events, WORKFLOW))
+    assert v2_only.status_code == 200
+    stripped = client.post(enrich, data=action, headers=_hubspot_v2_headers(enrich, action))
+    _assert_error(stripped, 401, "invalid_signature")
+    kinds = store.connection(db.connect(db_path), link.row["id"])["hubspot_v3_kinds"]
+    assert kinds == "custom-action"
+    both = {**_hubspot_v2_headers(events, WORKFLOW), **_hubspot_v3_headers(events, WORKFLOW)}
+    assert client.post(events, data=WORKFLOW, headers=both).status_code == 200
+    kinds = store.connection(db.connect(db_path), link.row["id"])["hubspot_v3_kinds"]
+    assert kinds == "custom-action,workflow"
 
 
 def test_a_request_carrying_v3_is_verified_by_v3_alone(
