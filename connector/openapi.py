@@ -19,9 +19,9 @@ HOOK_ERRORS = {
     "longer works.",
     403: "The connection's key, its user or its organization is not active.",
     404: "not_found: no such connection (for /events, also one with no CRM to write back to).",
-    409: "delivery_in_progress: a copy of this Standard Webhooks delivery (same webhook-id) is "
-    "being answered; send it again after Retry-After for that answer.",
-    503: "unavailable: the events could not be stored; send them again after Retry-After.",
+    503: "unavailable: the events could not be stored, or delivery_in_progress: a copy of this "
+    "delivery (same webhook-id or callbackId) is being answered; send it again after "
+    "Retry-After.",
 }
 
 
@@ -86,12 +86,12 @@ def hook_operations(
             summary="Enrich an automation step's fields; the mapped result in the answer.",
             description="The body's field names are the connection's mapping file's. A HubSpot "
             "custom workflow action is answered with outputFields and hs_execution_state. A "
-            "Standard Webhooks delivery is answered once: a copy with its webhook-id gets the "
-            "same answer, charged nothing.",
+            "Standard Webhooks delivery, or a custom action's execution, is answered once: a "
+            "copy with its webhook-id (callbackId) gets the same answer, charged nothing.",
             tag="hooks",
             body={"type": "object"},
             ok={"type": "object"},
-            errors=(400, 401, 402, 403, 404, 409, 413, 500),
+            errors=(400, 401, 402, 403, 404, 413, 500, 503),
             ok_headers=("smarteTransactionId", "credits-deducted"),
             security=enrich_security,
         ),

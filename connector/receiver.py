@@ -10,11 +10,13 @@ duplicate events alike, 401 for a bad signature, 400 for a body the platform wou
 workflow action gets them as `outputFields` with `hs_execution_state`.
 
 A Standard Webhooks delivery (Zapier, Make, n8n) is answered once: a copy with the same
-`webhook-id` that arrives within REPLAY_WINDOW (while a copy could still pass the timestamp
+`webhook-id` (for a HubSpot custom action, the same `callbackId`) that arrives within
+REPLAY_WINDOW (while a copy could still pass the timestamp
 check) gets the first answer again (status, body, smarteTransactionId, credits-deducted) and
 is charged nothing. The first delivery claims its id in one write before enriching; a copy
-arriving before that answer is kept gets 409 `delivery_in_progress` with Retry-After (sent
-again, it gets the answer). Only successes are kept: a refused or failed delivery charged
+arriving before that answer is kept gets 503 `delivery_in_progress` with Retry-After (every
+sender retries a 5xx; HubSpot's custom actions fail on other 4xx but 429); sent again, it
+gets the answer. Only successes are kept: a refused or failed delivery charged
 nothing, so its copy is tried afresh. Kept answers older than REPLAY_WINDOW are deleted
 whenever a delivery is claimed.
 
@@ -77,7 +79,7 @@ class StoreUnavailable(ServiceError):
 
 
 class DeliveryInProgress(ServiceError):
-    status, code = 409, "delivery_in_progress"
+    status, code = 503, "delivery_in_progress"  # 5xx: every sender sends it again
 
 
 @blueprint.post("/<connection_id>/events")
@@ -100,13 +102,14 @@ def receive_events(connection_id: str) -> Response:
 @blueprint.post("/<connection_id>/enrich")
 def enrich_now(connection_id: str) -> Response:
     """Enrich the record an automation step sent and answer with the mapped fields; a
-    Standard Webhooks delivery once, whatever the number of its copies."""
+    Standard Webhooks delivery or a HubSpot custom action's execution once, whatever the
+    number of its copies."""
     link = _connection(connection_id)
     body = request.get_data(cache=True)
-    webhook_id = _verify(link, body)
-    if webhook_id is None:
+    delivery_id = _verify(link, body) or _callback_id(link, body)
+    if delivery_id is None:
         return _enrich(link, body)
-    return _answer_once(link, webhook_id, lambda: _enrich(link, body))
+    return _answer_once(link, delivery_id, lambda: _enrich(link, body))
 
 
 def _enrich(link: Row, body: bytes) -> Response:
@@ -141,6 +144,18 @@ def _enrich(link: Row, body: bytes) -> Response:
     response.headers["smarteTransactionId"] = outcome.transaction_id
     response.headers["credits-deducted"] = str(outcome.credits)
     return response
+
+
+def _callback_id(link: Row, body: bytes) -> str | None:
+    """A HubSpot custom action's `callbackId`, which names one execution of the action: a
+    copy (a replay within v3's 5 minutes, or HubSpot's own retry) is answered once too."""
+    if link["platform"] != "hubspot":
+        return None
+    try:
+        payload = decode_json(body)
+    except UnreadableJson:
+        return None
+    return f"callbackId:{payload['callbackId']}" if inbound.is_action(payload) else None
 
 
 def _answer_once(link: Row, webhook_id: str, answer: Callable[[], Response]) -> Response:
@@ -181,7 +196,7 @@ def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
             store.answer_webhook(
                 db, link["id"], webhook_id, response.status_code, body, json.dumps(headers)
             )
-    except sqlite3.OperationalError:  # its copies get 409 until the claim is forgotten
+    except sqlite3.OperationalError:  # its copies get 503 until the claim is forgotten
         current_app.logger.exception("delivery to connection %s not settled", link["id"])
 
 

@@ -153,7 +153,7 @@ def test_every_error_response_is_the_one_error_shape(document: dict[str, Any]) -
         ("/signals/v1/user/createsignalapikey", {400, 401, 403, 409, 413, 415, 429, 500}),
         ("/signals/v1/user/view", {400, 401, 403, 413, 415, 429, 500}),
         ("/signals/v1/user/update", {400, 401, 403, 404, 409, 413, 415, 429, 500}),
-        ("/hooks/{connection_id}/enrich", {400, 401, 402, 403, 404, 409, 413, 500}),
+        ("/hooks/{connection_id}/enrich", {400, 401, 402, 403, 404, 413, 500, 503}),
         ("/hooks/{connection_id}/events", {400, 401, 404, 413, 500, 503}),
     ],
 )

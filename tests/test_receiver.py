@@ -420,6 +420,7 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
         and output["jobtitle"] == "Vice President of Sales"
     )
     request["object"]["properties"] = {}  # nothing to enrich by: the workflow goes on, told why
+    request["callbackId"] = "ap-102-2-3-1"  # another execution (one is answered once)
     response = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
     failed = response.get_json()["outputFields"]
     assert failed["hs_execution_state"] == "FAIL_CONTINUE" and failed["contactdata_error"]
@@ -506,7 +507,7 @@ def test_a_refused_delivery_is_not_remembered(
 def test_concurrent_copies_of_one_delivery_are_charged_once(
     app: Flask, links: dict[str, connections.Added], people: None, db_path: Path
 ) -> None:
-    """A copy that arrives while the first is being answered gets 409 and a Retry-After;
+    """A copy that arrives while the first is being answered gets 503 and a Retry-After;
     sent again, it gets the first answer."""
     link, body = links["zapier"], json.dumps({"email": AVA}).encode()
 
@@ -519,10 +520,38 @@ def test_concurrent_copies_of_one_delivery_are_charged_once(
     busy = [r for r in responses if r.status_code != 200]
     assert answered and all(answer == answered[0] for answer in answered)
     for response in busy:
-        _assert_error(response, 409, "delivery_in_progress")
+        _assert_error(response, 503, "delivery_in_progress")
         assert response.headers["Retry-After"]
     assert _charges(db_path) == (1, 1)
     assert _answer(send(0)) == answered[0]
+
+
+def test_a_copy_arriving_while_the_first_is_answered_is_told_to_come_back(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    link, body = links["zapier"], json.dumps({"email": AVA}).encode()
+    with store.server.write(store.connect(db_path)) as database:  # the first, still at work
+        store.claim_webhook(database, link.row["id"], "msg_busy", "2026-11-23T12:00:00", "")
+    busy = _zapier(client, link, body, "msg_busy", "enrich")
+    _assert_error(busy, 503, "delivery_in_progress")
+    assert busy.headers["Retry-After"] == "2" and _charges(db_path) == (0, 0)
+
+
+def test_a_custom_action_sent_again_is_answered_again_and_charged_once(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """HubSpot's own retry (a new timestamp) or a replay within v3's window: one callbackId
+    is one execution, charged once."""
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"]["properties"]["email"] = AVA
+    body = json.dumps(request).encode()
+    first = _hubspot_v3(client, links["hubspot"], body, NOW, "enrich")
+    retried = _hubspot_v3(client, links["hubspot"], body, NOW + timedelta(seconds=30), "enrich")
+    assert first.get_json()["outputFields"]["hs_execution_state"] == "SUCCESS"
+    assert _answer(retried) == _answer(first) and _charges(db_path) == (1, 1)
+    request["callbackId"] = "ap-102-2-3-1"  # another execution is charged
+    other = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert other.status_code == 200 and _charges(db_path) == (2, 2)
 
 
 # --- HubSpot: the signature versions each kind of request may use ------------------------------
