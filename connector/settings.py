@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import secrets
 import uuid
@@ -300,14 +301,33 @@ def _sign_in_limit() -> limits.Limit:
 
 
 def client_address(remote_addr: str | None, forwarded_for: str, trusted_proxies: int) -> str:
-    """The address of the client, as werkzeug's ProxyFix(x_for=trusted_proxies) finds it:
-    the entry the first of `trusted_proxies` proxies appended to X-Forwarded-For (what the
-    client wrote itself is further left, never read). With no trusted proxies, or fewer
-    entries than proxies, the address of the connection."""
+    """The client the sign-in throttle counts: the entry the first of `trusted_proxies`
+    proxies appended to X-Forwarded-For, as werkzeug's ProxyFix(x_for=trusted_proxies) finds
+    it (what the client wrote itself is further left, never read); with no trusted proxies,
+    or fewer entries than proxies, the address of the connection. A port is left out, and an
+    IPv6 address counts as its /64, which one client usually holds whole."""
     hops = [hop.strip() for hop in forwarded_for.split(",")] if forwarded_for else []
     if 0 < trusted_proxies <= len(hops) and hops[-trusted_proxies]:
-        return hops[-trusted_proxies][:100]
-    return remote_addr or "unknown"
+        return _network(hops[-trusted_proxies])
+    return _network(remote_addr or "unknown")
+
+
+def _network(address: str) -> str:
+    """`address` without a port ("1.2.3.4:5", "[::1]:5"); an IPv6 address as its /64."""
+    host = address.strip()
+    if host.startswith("["):
+        host = host[1:].partition("]")[0]
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    try:
+        parsed = ipaddress.ip_address(host)
+    except ValueError:
+        return host[:100]
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return str(parsed)
 
 
 # --- keys ------------------------------------------------------------------------------------

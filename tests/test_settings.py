@@ -342,6 +342,10 @@ def test_client_address_takes_the_entry_the_last_trusted_proxy_added() -> None:
     assert address("10.0.0.1", "", 1) == "10.0.0.1"  # the header is missing: the proxy's
     assert address("10.0.0.2", "203.0.113.5", 2) == "10.0.0.2"  # fewer entries than proxies
     assert address(None, "", 0) == "unknown"
+    assert address("10.0.0.1", "203.0.113.5:61000", 1) == "203.0.113.5"  # a port is no client
+    assert address("10.0.0.1", "[2001:db8:1:2::7]:443", 1) == "2001:db8:1:2::/64"
+    assert address("2001:db8:1:2:aaaa::1", "", 0) == address("2001:db8:1:2:bbbb::2", "", 0)
+    assert address("::ffff:203.0.113.5", "", 0) == "203.0.113.5"
 
 
 def test_a_suspended_key_ends_the_session(
