@@ -26,14 +26,16 @@ ALLOW_PRIVATE = "CONTACTDATA_ALLOW_PRIVATE_CRM_URLS"
 Resolver = Callable[..., list[tuple[Any, ...]]]
 Connect = Callable[..., httpcore.NetworkStream]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-# IPv6 forms that carry an IPv4 address, which may be a private one (ipaddress calls some of
-# them global), and site-local addresses: IPv4-mapped, IPv4-compatible, 6to4, NAT64 (both),
-# Teredo, site-local.
-NOT_PUBLIC_V6 = tuple(
-    ipaddress.IPv6Network(network)
+# Networks Python 3.11's ipaddress calls global that no CRM is in. IPv6 forms that carry an
+# IPv4 address, which may be a private one: IPv4-mapped, -translated (RFC 2765),
+# -compatible, 6to4, NAT64 (both), Teredo; then site-local, documentation (RFC 9637) and
+# segment routing. IPv4: IETF protocol assignments and the 6to4 relay anycast.
+NOT_PUBLIC = tuple(
+    ipaddress.ip_network(network)
     for network in (
-        "::ffff:0:0/96", "::/96", "2002::/16", "64:ff9b::/96", "64:ff9b:1::/48",
-        "2001::/32", "fec0::/10",
+        "::ffff:0:0/96", "::ffff:0:0:0/96", "::/96", "2002::/16", "64:ff9b::/96",
+        "64:ff9b:1::/48", "2001::/32", "fec0::/10", "3fff::/20", "5f00::/16",
+        "192.0.0.0/24", "192.88.99.0/24",
     )
 )  # fmt: skip
 
@@ -65,11 +67,9 @@ def check_crm_url(url: str, resolve: Resolver | None = None) -> str:
 
 
 def is_public(address: Address) -> bool:
-    """Whether the connector may connect to `address`: a global unicast address, and no IPv6
-    form that carries an IPv4 address or is site-local."""
-    if isinstance(address, ipaddress.IPv6Address) and any(
-        address in network for network in NOT_PUBLIC_V6
-    ):
+    """Whether the connector may connect to `address`: a global unicast address, in none of
+    the NOT_PUBLIC networks (no IPv6 form that carries an IPv4 address, for one)."""
+    if any(address in network for network in NOT_PUBLIC):
         return False
     return address.is_global and not address.is_multicast
 

@@ -83,6 +83,12 @@ NOT_PUBLIC = [
     "::127.0.0.1",  # IPv4-compatible
     "::ffff:127.0.0.1",  # IPv4-mapped
     "::ffff:104.18.0.1",  # IPv4-mapped, even of a public address
+    "::ffff:0:7f00:1",  # IPv4-translated (RFC 2765) of 127.0.0.1
+    "::ffff:0:a9fe:a9fe",  # IPv4-translated of 169.254.169.254
+    "3fff::1",  # documentation (RFC 9637)
+    "5f00::1",  # segment routing (SRv6) SIDs
+    "192.0.0.8",  # IETF protocol assignments
+    "192.88.99.1",  # 6to4 relay anycast
     "2002:7f00:1::1",  # 6to4 of 127.0.0.1
     "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
     "64:ff9b:1::a9fe:a9fe",  # local-use NAT64
