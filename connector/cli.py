@@ -251,7 +251,8 @@ def jobs_run(db_path: Path, job_id: str) -> None:
 @jobs_group.command("reschedule")
 @_DB
 @click.argument("job_id")
-@click.option("--every", type=click.IntRange(1), required=True, help="How many units apart.")
+@click.option("--every", type=click.IntRange(1, 10_000), required=True,
+              help="How many units apart.")  # fmt: skip
 @click.option("--unit", type=click.Choice(["minutes", "hours", "days"]), default="hours",
               show_default=True)  # fmt: skip
 def jobs_reschedule(db_path: Path, job_id: str, every: int, unit: str) -> None:
@@ -272,7 +273,7 @@ def deliveries() -> None:
 @deliveries.command("list")
 @_DB
 @click.option("--status", type=click.Choice(["pending", "done", "dead"]))
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def deliveries_list(db_path: Path, status: str | None, limit: int, as_json: bool) -> None:
     """The latest events, newest first: status, attempts and the last error."""
@@ -290,14 +291,12 @@ def deliveries_list(db_path: Path, status: str | None, limit: int, as_json: bool
 
 @deliveries.command("retry")
 @_DB
-@click.argument("event_id", type=int)
+@click.argument("event_id", type=click.IntRange(1, store.LARGEST_ID))
 def deliveries_retry(db_path: Path, event_id: int) -> None:
     """Make a dead event due again now."""
     db = store.connect(db_path)
     with server.write(db):
-        retried = event_id <= store.LARGEST_ID and store.retry_event(
-            db, event_id, server.iso(utcnow())
-        )
+        retried = store.retry_event(db, event_id, server.iso(utcnow()))
     if not retried:
         raise click.ClickException(f"no dead event {event_id}")
     click.echo(f"event {event_id} is due again")

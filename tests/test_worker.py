@@ -230,10 +230,12 @@ def test_a_permanent_failure_is_a_dead_letter_that_can_be_retried(
         main, ["deliveries", "retry", "--db", str(db_path), str(event["id"])]
     )
     assert retried.exit_code == 0, retried.output
-    past_sqlite = CliRunner().invoke(
-        main, ["deliveries", "retry", "--db", str(db_path), str(2**64)]
-    )
-    assert past_sqlite.exit_code == 1 and f"no dead event {2**64}" in past_sqlite.output
+    for past_sqlite in ([str(2**64)], ["--", str(-(2**64))]):
+        command = ["deliveries", "retry", "--db", str(db_path), *past_sqlite]
+        refused = CliRunner().invoke(main, command)
+        assert refused.exit_code == 2 and "is not in the range" in refused.output
+    many = ["deliveries", "list", "--db", str(db_path), "--limit", str(2**64)]
+    assert CliRunner().invoke(main, many).exit_code == 2
     clock.now = datetime.now(UTC)  # the command made it due at the real time
     assert work.run_due() == {"done": 1}
 
