@@ -112,11 +112,14 @@ def test_a_chunked_body_over_the_limit_is_refused_not_cut(probe_server: str) -> 
 
 
 def test_a_chunked_body_within_the_limit_is_read_whole(probe_server: str) -> None:
-    padded = b'{"email": "ava@example.com"}'.ljust(1 << 20, b" ")
+    """Exactly 1 MiB whose last byte closes the JSON, the key in it: cut, it would be 400."""
+    head = b'{"email": "ava@example.com", "apikey": "cdk_unknown", "pad": "'
+    body = head + b"x" * ((1 << 20) - len(head) - 2) + b'"}'
+    assert len(body) == 1 << 20
     response = httpx.post(
         f"{probe_server}/v7/enrich",
-        content=_chunks(padded),
-        headers={"Content-Type": "application/json", "API_KEY": "cdk_unknown"},
+        content=_chunks(body),
+        headers={"Content-Type": "application/json"},
     )
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "invalid_api_key"
