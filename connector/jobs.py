@@ -144,7 +144,7 @@ def purge_deliveries(db: Database, now: datetime) -> str:
     """Delete done events older than PURGE_AFTER and job runs older than JOB_RUNS_KEPT, so
     the tables hold what an operator still looks at, and the answers kept for replayed
     webhook deliveries once no copy can pass (they hold enriched personal data)."""
-    replayable = timedelta(seconds=signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW)
+    replayable = signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW
     with server.write(db):
         events = store.purge_done_events(db, server.iso(now - PURGE_AFTER))
         runs = store.purge_job_runs(db, server.iso(now - JOB_RUNS_KEPT))

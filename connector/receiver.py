@@ -44,7 +44,6 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -56,7 +55,7 @@ from server.wire import UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
-REPLAY_WINDOW = timedelta(seconds=signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW)
+REPLAY_WINDOW = signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
 REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
 Row = dict[str, Any]

@@ -55,14 +55,14 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, TypeAlias
 
 HUBSPOT_TOLERANCE = 300
 STANDARD_WEBHOOKS_TOLERANCE = 300
 # A copy of a delivery passes the timestamp check until the signed timestamp is TOLERANCE old,
 # and that timestamp may be up to TOLERANCE ahead of our clock when the first copy arrives.
-STANDARD_WEBHOOKS_REPLAY_WINDOW = 2 * STANDARD_WEBHOOKS_TOLERANCE
+STANDARD_WEBHOOKS_REPLAY_WINDOW = timedelta(seconds=2 * STANDARD_WEBHOOKS_TOLERANCE)
 
 HUBSPOT_SIGNATURE = "X-HubSpot-Signature"
 HUBSPOT_SIGNATURE_VERSION = "X-HubSpot-Signature-Version"

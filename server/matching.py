@@ -318,8 +318,9 @@ def cheapest_spellings(
 
 def _corrections(db: Database, word: str) -> list[tuple[str, int]]:
     """Known company name words that `word` may be a misspelling of, with their edits: the
-    closest first, then the most used (CORRECTIONS at most). One index range read, of the known
-    words with its first letter and within two letters of its length, however long `word` is."""
+    closest first, then the most used (CORRECTIONS at most). One read, however long `word` is:
+    the index range of the known words with its first letter, those within two letters of its
+    length kept."""
     choices = dict(store.company_words_like(db, word[0], len(word) - 2, len(word) + 2))
     close = process.extract(word, choices.keys(), scorer=OSA.distance, score_cutoff=2, limit=None)
     fits = [
