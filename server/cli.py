@@ -121,14 +121,14 @@ def _line_count(path: Path) -> int:
 )
 def enrich_command(db_path: Path, org_id: str, source: Path, target: Path) -> None:
     """Enrich a CSV of enrich inputs for an organization (charged and recorded as the API)."""
-    from server import enrich
+    from server import csv_enrich, enrich
 
     database = db.connect(db_path)
     try:
         who = enrich.requester_for(database, org_id, "cli:enrich")
         with _progress(lambda: max(_line_count(source) - 1, 0), "rows") as advance:
-            report = enrich.enrich_csv(database, who, source, target, utcnow, advance)
-    except enrich.OutputMismatch as error:
+            report = csv_enrich.enrich_csv(database, who, source, target, utcnow, advance)
+    except csv_enrich.OutputMismatch as error:
         raise click.ClickException(str(error)) from None
     except InsufficientCredits as error:
         raise click.ClickException(

@@ -517,10 +517,3 @@ def test_requester_for_refuses_unknown_and_inactive_organizations(database: Data
     with pytest.raises(Forbidden) as refused:
         enrich.requester_for(database, who.org_id, "cli:enrich")
     assert refused.value.code == "organization_inactive"
-
-
-def test_output_header_keeps_input_columns_and_renames_clashing_output_fields() -> None:
-    header = enrich.output_header(["recordId", "compName", "conEmail", "note"])
-    assert header[:4] == ["recordId", "compName", "conEmail", "note"]
-    assert "enriched_compName" in header and "enriched_recordId" in header
-    assert header[-1] == "error" and len(header) == 4 + len(enrich.OUTPUT_FIELDS) + 1

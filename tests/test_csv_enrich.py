@@ -1,4 +1,5 @@
-"""`contactdata enrich`: a CSV in, every output field out, resumable without a second charge."""
+"""`contactdata enrich` (server/csv_enrich.py): a CSV in, every output field out, resumable without
+a second charge."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
-from server import credits, store
+from server import credits, csv_enrich, enrich, store
 from server.cli import main
 from server.enrich import OUTPUT_FIELDS
 from tests.test_enrich import AVA, NOW, copy_dataset, make_requester
@@ -152,3 +153,10 @@ def test_an_output_with_other_columns_is_left_alone(
 def test_an_unknown_organization_is_refused(db_path: Path, source: Path, tmp_path: Path) -> None:
     result = run(db_path, "nope", source, tmp_path / "o")
     assert result.exit_code == 1 and "No organization with id nope" in result.output
+
+
+def test_output_header_keeps_input_columns_and_renames_clashing_output_fields() -> None:
+    header = csv_enrich.output_header(["recordId", "compName", "conEmail", "note"])
+    assert header[:4] == ["recordId", "compName", "conEmail", "note"]
+    assert "enriched_compName" in header and "enriched_recordId" in header
+    assert header[-1] == "error" and len(header) == 4 + len(enrich.OUTPUT_FIELDS) + 1
