@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ import click
 
 import server
 from connector import connections, jobs, mappings, outbound, scheduler, store, worker
-from server import demo as service_demo
 from server.cli import _DB, main
 from server.clock import utcnow
 from server.config import load
@@ -28,28 +27,21 @@ __all__ = ["main", "run"]
 
 
 def run() -> None:
-    """The `contactdata` entry point: every command, serving the connector's app."""
-    main(obj={"app_factory": "connector.app:create_app"})
+    """The `contactdata` entry point: every command, serving the connector's app, and the
+    demo with the write-back worker beside it."""
+    main(obj={"app_factory": "connector.app:create_app", "demo_alongside": worker_alongside})
 
 
-def _with_worker(serve: Callable[..., None]) -> Callable[..., None]:
-    """`demo`, with the write-back worker running beside the server until it stops."""
-
-    @functools.wraps(serve)
-    def demo(db_path: Path, **options: Any) -> None:
-        service_demo.ensure_database(db_path)  # first: building it needs the file to itself
-        command = [sys.executable, "-m", "connector.cli", "worker", "--db", str(db_path)]
-        worker_process = subprocess.Popen(command)
-        try:
-            serve(db_path=db_path, **options)
-        finally:
-            worker_process.terminate()
-            worker_process.wait(timeout=30)
-
-    return demo
-
-
-main.commands["demo"].callback = _with_worker(main.commands["demo"].callback)
+@contextmanager
+def worker_alongside(db_path: Path) -> Iterator[None]:
+    """The write-back worker (and its scheduled jobs) running until the block ends."""
+    command = [sys.executable, "-m", "connector.cli", "worker", "--db", str(db_path)]
+    worker_process = subprocess.Popen(command)
+    try:
+        yield
+    finally:
+        worker_process.terminate()
+        worker_process.wait(timeout=30)
 
 
 @main.group()

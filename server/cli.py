@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -318,7 +318,11 @@ def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
     demo.ensure_database(db_path)
     for line in demo.instructions(db_path, demo.ensure_organizations(db_path), host, port):
         click.echo(line)
-    run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
+    alongside: Callable[[Path], AbstractContextManager[Any]] = _entry_option(
+        "demo_alongside", lambda _db_path: nullcontext()
+    )
+    with alongside(db_path):
+        run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
 
 
 def _app_factory() -> str:
@@ -326,5 +330,11 @@ def _app_factory() -> str:
     (the connector's `contactdata` serves the connector's app, which includes the service)."""
     from server.serve import DEFAULT_FACTORY
 
+    return str(_entry_option("app_factory", DEFAULT_FACTORY))
+
+
+def _entry_option(name: str, default: Any) -> Any:
+    """What the entry point gave `main` as `obj[name]` (the connector's `contactdata` gives
+    `app_factory`, and `demo_alongside`: what runs beside the demo server while it serves)."""
     options = click.get_current_context().find_root().obj or {}
-    return str(options.get("app_factory", DEFAULT_FACTORY))
+    return options.get(name, default)
