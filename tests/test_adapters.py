@@ -195,6 +195,11 @@ class Platform:
     server_error: Any  # a 5xx's body
     batch_writes: bool  # write_many is one call (else one update a record)
     expired_headers: dict[str, str] = field(default_factory=dict)
+    # A refusal of the value sent in `unknown` (a property the CRM has, say a picklist whose
+    # options lack ours) naming it, in the CRM's shape for each write call; and its reason,
+    # as WriteResult.dropped names it. None: the contract does not hold this CRM to it yet.
+    refuses_value: Reply | None = None
+    value_dropped: str = ""
 
 
 def replying(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
@@ -251,7 +256,8 @@ def pipedrive_answers(request: httpx.Request) -> httpx.Response:
 
     def person(key: str) -> dict[str, Any]:
         email = {"value": "jane@acme.example", "primary": True, "label": "work"}
-        return {"id": int(key), "name": "Jane Doe", "job_title": TITLE, "emails": [email]}
+        custom = {PIPEDRIVE_KEY: TITLE}
+        return {"id": int(key), "name": "Jane Doe", "emails": [email], "custom_fields": custom}
 
     if "ids" in request.url.params:
         people = [person(key) for key in request.url.params["ids"].split(",")]
@@ -327,7 +333,39 @@ DYNAMICS_UNKNOWN_ON_WRITE = (
 SALESFORCE_NO_SUCH_COLUMN = (
     "No such column 'ContactData_Record_Status__c' on sobject of type Contact"
 )
-PIPEDRIVE_NOT_ALLOWED = "linkedin_url: Parameter 'linkedin_url' is not allowed for this request"
+BAD_PICKLIST = "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST"
+SALESFORCE_BAD_STATUS = {  # the shape of SalesforceFoundation/NPSP#5409's "bad value"
+    "message": "ContactData Record Status: bad value for restricted picklist field: Active",
+    "fields": ["ContactData_Record_Status__c"],
+}
+# Pipedrive names a custom field by its key: one the account has (a text field holding
+# TITLE), and one it does not. v2's refusals name the path ("Validation failed: <path>: <why>",
+# pipedrive/client-nodejs#651); their wording for a custom field is unverified.
+PIPEDRIVE_KEY = "d4de1c1518b4531717c676029a45911c340390a6"
+PIPEDRIVE_OTHER_KEY = "e5ef2d2629c5642828d787b1aa56a22d451401b7"
+PIPEDRIVE_NOT_ALLOWED = f"custom_fields: Unknown custom field '{PIPEDRIVE_OTHER_KEY}'"
+PIPEDRIVE_BAD_OPTION = f"custom_fields.{PIPEDRIVE_OTHER_KEY}: must be one of the field's options"
+
+
+def salesforce_refuses_status(request: httpx.Request) -> httpx.Response:
+    """A restricted picklist refusing our record status: a 400 for one Contact, a failed
+    SaveResult for each record sending it in a collection (the others saved)."""
+    if not request.url.path.endswith("/composite/sobjects"):
+        return answer(400, [{**SALESFORCE_BAD_STATUS, "errorCode": BAD_PICKLIST}])
+    refused = [{**SALESFORCE_BAD_STATUS, "statusCode": BAD_PICKLIST}]
+    results = [
+        {"id": record["id"], "success": not errors, "errors": errors}
+        for record in json.loads(request.content)["records"]
+        for errors in [refused if "ContactData_Record_Status__c" in record else []]
+    ]
+    return answer(200, results)
+
+
+def pipedrive_refusing(why: str) -> Reply:
+    """v2's refusal of a request's values: "Validation failed: " and each path's reason."""
+    body = {"success": False, "error": f"Validation failed: {why}"}
+    return replying(400, {**body, "code": "ERR_SCHEMA_VALIDATION_FAILED"})
+
 
 PLATFORMS: dict[str, Platform] = {
     "hubspot": Platform(
@@ -401,24 +439,18 @@ PLATFORMS: dict[str, Platform] = {
             }
         ],
         batch_writes=True,
+        refuses_value=salesforce_refuses_status,
+        value_dropped=f"{BAD_PICKLIST}: {SALESFORCE_BAD_STATUS['message']}",
     ),
     "pipedrive": Platform(
         base_url="https://acme.pipedrive.com",
         ids=("12", "14"),
         auth=("x-api-token", TOKEN),
-        known="job_title",
-        unknown="linkedin_url",
+        known=PIPEDRIVE_KEY,
+        unknown=PIPEDRIVE_OTHER_KEY,
         answers=pipedrive_answers,
         refuses_read=None,  # a person comes whole: a field it lacks is absent
-        # v2's refusal of a parameter it does not know (pipedrive/client-nodejs#651).
-        refuses_write=replying(
-            400,
-            {
-                "success": False,
-                "error": f"Validation failed: {PIPEDRIVE_NOT_ALLOWED}",
-                "code": "ERR_SCHEMA_VALIDATION_FAILED",
-            },
-        ),
+        refuses_write=pipedrive_refusing(PIPEDRIVE_NOT_ALLOWED),
         dropped=PIPEDRIVE_NOT_ALLOWED,
         expired={
             "success": False,
@@ -431,6 +463,8 @@ PLATFORMS: dict[str, Platform] = {
         wait=2.0,  # the burst window
         server_error={"success": False, "error": "Service Unavailable", "errorCode": 503},
         batch_writes=False,
+        refuses_value=pipedrive_refusing(PIPEDRIVE_BAD_OPTION),
+        value_dropped=PIPEDRIVE_BAD_OPTION,
     ),
     "zoho": Platform(
         base_url="https://www.zohoapis.com",
@@ -678,10 +712,11 @@ def test_connection_failures_and_resets_are_retriable(
     assert len(crm.requests) == 1
 
 
-def refusing(spec: Platform, call: str) -> Reply:
-    """The CRM refusing, in its own shape, each request naming its unknown property, and
-    answering the others."""
-    refusal = spec.refuses_read if call.startswith("read") else spec.refuses_write
+def refusing(spec: Platform, call: str, refusal: Reply | None = None) -> Reply:
+    """The CRM refusing, in its own shape, each request naming its unknown property (with
+    `refusal`, else the platform's refusal of an unknown one), and answering the others."""
+    if refusal is None:
+        refusal = spec.refuses_read if call.startswith("read") else spec.refuses_write
 
     def reply(request: httpx.Request) -> httpx.Response:
         if refusal is not None and spec.unknown in sent(request):
@@ -707,6 +742,27 @@ def test_400_naming_an_unknown_field_drops_it_and_reports_it(platform: str, call
         named = [spec.unknown in sent(request) for request in crm.requests]
         assert named == [True, False] * rounds(platform, call)
         assert all(spec.known in sent(request) for request in crm.requests)
+
+
+# Every adapter's write calls, for the CRMs whose row gives their refusal of a value.
+VALUE_REFUSALS = [
+    param
+    for param in CONTRACT
+    if param.values[1].startswith("write") and PLATFORMS[param.values[0]].refuses_value
+]
+
+
+@pytest.mark.parametrize(("platform", "call"), VALUE_REFUSALS)
+def test_a_value_refused_drops_that_field_alone_and_reports_why(platform: str, call: str) -> None:
+    """A field-level refusal of a value (not only of an unknown property) costs the record
+    that field alone: the rest is written, and the CRM's reason goes with the write."""
+    spec = PLATFORMS[platform]
+    crm = contract_crm(refusing(spec, call, spec.refuses_value))
+    done = outcomes(platform, call, crm, {spec.known: TITLE, spec.unknown: "Active"})
+    expected = WriteResult(written={spec.known: TITLE}, dropped={spec.unknown: spec.value_dropped})
+    assert done == dict.fromkeys(asked(platform, call), expected)
+    named = [spec.unknown in sent(request) for request in crm.requests]
+    assert named == [True, False] * rounds(platform, call)
 
 
 @pytest.mark.parametrize(("platform", "call"), CONTRACT)
@@ -1143,17 +1199,104 @@ def test_salesforce_drops_unknown_fields_named_one_answer_at_a_time() -> None:
     ]
 
 
-def test_salesforce_other_field_errors_are_permanent_with_the_message() -> None:
-    body = [
-        {
-            "message": "Email: invalid email address: x",
-            "errorCode": "INVALID_EMAIL_ADDRESS",
-            "fields": ["Email"],
-        }
-    ]
-    crm = FakeCRM(answer(400, body))
-    with pytest.raises(Permanent, match="INVALID_EMAIL_ADDRESS: Email: invalid email address"):
-        salesforce(crm).write(CONTACT_ID, {"Email": "x"})
+# Salesforce's refusals of a value, as they were answered in public reports (the field names
+# are the Contact's where the report was about a Lead or a custom object).
+COUNTRY_REFUSED = {  # verbb/formie#963 (a Lead's Country), with Contact's label and field
+    "message": "There's a problem with this country, even though it may appear correct. Please "
+    "select a country/territory from the list of valid countries.: Mailing Country",
+    "errorCode": "FIELD_INTEGRITY_EXCEPTION",
+    "fields": ["MailingCountry"],
+}
+RANGE_REFUSED = {  # the shape of SalesforceFoundation/NPSP#5409's "bad value" on our field
+    "message": "Employee Range: bad value for restricted picklist field: 5001 to 10,000",
+    "errorCode": "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST",
+    "fields": ["ContactData_Employee_Range__c"],
+}
+EMAIL_REFUSED = {
+    "message": "Email: invalid email address: x",
+    "errorCode": "INVALID_EMAIL_ADDRESS",
+    "fields": ["Email"],
+}
+STATE_REFUSED = {  # SalesforceFoundation/NPSP#2432 (Billing), for the Mailing address
+    "message": "The existing country/territory doesn't recognize the state value for field: "
+    "Mailing State/Province Code",
+    "errorCode": "FIELD_INTEGRITY_EXCEPTION",
+    "fields": ["MailingStateCode"],
+}
+
+
+@pytest.mark.parametrize(
+    ("error", "refused"),
+    [
+        pytest.param(COUNTRY_REFUSED, "MailingCountry", id="country picklist"),
+        pytest.param(RANGE_REFUSED, "ContactData_Employee_Range__c", id="restricted picklist"),
+        pytest.param(EMAIL_REFUSED, "Email", id="invalid e-mail"),
+    ],
+)
+def test_salesforce_drops_a_value_it_refuses_and_writes_the_rest(
+    error: dict[str, Any], refused: str
+) -> None:
+    """A refused value costs that field alone: the rest of the Contact is written, and the
+    reason, Salesforce's own, goes with the write (into the delivery's note)."""
+    fields = {"Title": "CTO", "MailingCity": "Seoul", refused: "x"}
+    crm = FakeCRM(answer(400, [error]), answer(204))
+    result = salesforce(crm).write(CONTACT_ID, fields)
+    rest = {"Title": "CTO", "MailingCity": "Seoul"}
+    assert result == WriteResult(
+        written=rest, dropped={refused: f"{error['errorCode']}: {error['message']}"}
+    )
+    assert crm.bodies() == [fields, rest]
+
+
+def test_salesforce_a_state_refused_for_the_country_we_send_drops_that_country() -> None:
+    """State and country are checked together: a refusal naming the state's code, which we did
+    not send, is the country we sent (the Contact's state belongs to another country)."""
+    crm = FakeCRM(answer(400, [STATE_REFUSED]), answer(204))
+    result = salesforce(crm).write(CONTACT_ID, {"MailingCountry": "Canada", "Title": "CTO"})
+    assert result.written == {"Title": "CTO"}
+    assert result.dropped == {
+        "MailingCountry": "FIELD_INTEGRITY_EXCEPTION (MailingStateCode): The existing "
+        "country/territory doesn't recognize the state value for field: Mailing State/Province Code"
+    }
+    assert crm.bodies()[1] == {"Title": "CTO"}
+
+
+def test_salesforce_a_refusal_naming_the_code_of_a_state_sent_as_text_drops_the_text() -> None:
+    crm = FakeCRM(answer(400, [STATE_REFUSED]), answer(204))
+    sent = {"MailingState": "ON", "MailingCountry": "Canada", "Title": "CTO"}
+    result = salesforce(crm).write(CONTACT_ID, sent)
+    assert result.written == {"MailingCountry": "Canada", "Title": "CTO"}
+    assert list(result.dropped) == ["MailingState"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(
+            {
+                "message": "Required fields are missing: [LastName]",
+                "errorCode": "REQUIRED_FIELD_MISSING",
+                "fields": ["LastName"],
+            },
+            id="a field not sent",
+        ),
+        pytest.param(
+            {
+                "message": "Contacts need an account.",
+                "errorCode": "FIELD_CUSTOM_VALIDATION_EXCEPTION",
+                "fields": [],
+            },
+            id="no field",
+        ),
+    ],
+)
+def test_salesforce_a_refusal_naming_no_field_sent_is_permanent_with_the_message(
+    error: dict[str, Any],
+) -> None:
+    crm = FakeCRM(answer(400, [error]))
+    with pytest.raises(Permanent) as caught:
+        salesforce(crm).write(CONTACT_ID, {"Title": "CTO"})
+    assert caught.value.reason == f"400 Bad Request: {error['errorCode']}: {error['message']}"
     assert len(crm.requests) == 1
 
 
@@ -1240,6 +1383,61 @@ def test_salesforce_batch_record_refused_for_other_reasons_is_permanent() -> Non
     crm = FakeCRM(answer(200, [refused]))
     outcomes = salesforce(crm).write_many({CONTACT_ID: {"Title": "CTO"}})
     assert outcomes[CONTACT_ID].reason == "ENTITY_IS_DELETED: entity is deleted"
+
+
+def refusing_per_record(error: dict[str, Any]) -> Reply:
+    """sObject Collections' answer refusing, record by record, each record that sends a field
+    `error` names (SaveResult errors carry `statusCode`), and saving the others."""
+    named = error["fields"][0]
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        results = []
+        for record in json.loads(request.content)["records"]:
+            refused = named in record
+            saved = {"statusCode": error["errorCode"], "message": error["message"]}
+            errors = [{**saved, "fields": error["fields"]}] if refused else []
+            results.append({"id": record["id"], "success": not refused, "errors": errors})
+        return answer(200, results)
+
+    return reply
+
+
+def test_salesforce_batch_drops_a_refused_value_and_writes_that_record_again() -> None:
+    other = "003xx000004TmiRAAS"
+    crm = FakeCRM(refusing_per_record(COUNTRY_REFUSED), refusing_per_record(COUNTRY_REFUSED))
+    changes = {
+        CONTACT_ID: {"Title": "CTO", "MailingCountry": "South Korea"},
+        other: {"Title": "VP", "Department": "R&D"},
+    }
+    outcomes = salesforce(crm).write_many(changes)
+    reason = f"FIELD_INTEGRITY_EXCEPTION: {COUNTRY_REFUSED['message']}"
+    assert outcomes == {
+        CONTACT_ID: WriteResult(written={"Title": "CTO"}, dropped={"MailingCountry": reason}),
+        other: WriteResult(written={"Title": "VP", "Department": "R&D"}),
+    }
+    first, again = crm.bodies()
+    assert [record["id"] for record in first["records"]] == [CONTACT_ID, other]
+    assert again["records"] == [
+        {"attributes": {"type": "Contact"}, "id": CONTACT_ID, "Title": "CTO"}
+    ]
+
+
+def test_salesforce_batch_bodies_hold_what_the_specification_requires() -> None:
+    """ "Update Records Using sObject Collections": `allOrNone` (ours false, so one record's
+    refusal is its own), and for each record `attributes.type` and `id`; at most 200 records.
+    Held for every call, the sending again of refused records included."""
+    changes = {f"003xx{n:013d}": {"Title": f"t{n}", "MailingCountry": "x"} for n in range(201)}
+    crm = FakeCRM(*[refusing_per_record(COUNTRY_REFUSED)] * 4)
+    outcomes = salesforce(crm).write_many(changes)
+    assert all(outcome.dropped.keys() == {"MailingCountry"} for outcome in outcomes.values())
+    bodies = crm.bodies()
+    assert [len(body["records"]) for body in bodies] == [200, 200, 1, 1]
+    for body in bodies:
+        assert set(body) == {"allOrNone", "records"} and body["allOrNone"] is False
+        for record in body["records"]:
+            assert record["attributes"] == {"type": "Contact"}
+            assert isinstance(record["id"], str) and record["id"] in changes
+            assert set(record) - {"attributes", "id"} <= set(changes[record["id"]])
 
 
 def test_salesforce_batch_locked_row_raises_for_the_whole_call() -> None:

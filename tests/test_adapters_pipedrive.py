@@ -28,6 +28,10 @@ WEBHOOK = json.loads((SAMPLES / "pipedrive_v2_person_updated.json").read_text())
 PATCH_SAMPLE = json.loads(
     (SAMPLES / "outbound" / "pipedrive_person_patch_v2_request.json").read_text()
 )
+# The update body's fields as Pipedrive's v2 specification names them (see its .src.txt).
+DOCUMENTED = json.loads(
+    (SAMPLES / "outbound" / "pipedrive_update_person_request_fields.json").read_text()
+)
 # The person of the webhook sample as GET /api/v2/persons/12 gives it, with one custom field.
 PERSON = {**WEBHOOK["data"], "custom_fields": {KEY: "Enriched value"}}
 # Pipedrive's error envelope ({"success": false, "error", "error_info"}); the 404 text is ours.
@@ -220,11 +224,11 @@ def test_write_sends_the_documented_body() -> None:
 
 def test_write_sends_a_phone_as_a_one_item_list() -> None:
     crm = FakePipedrive(updated)
-    crm.adapter().write("12", {"phone": "+15125550100", "job_title": "CTO"})
+    crm.adapter().write("12", {"phone": "+15125550100", "name": "Jane Doe"})
     assert crm.bodies() == [
         {
             "phones": [{"value": "+15125550100", "primary": True, "label": "work"}],
-            "job_title": "CTO",
+            "name": "Jane Doe",
         }
     ]
 
@@ -238,19 +242,61 @@ def test_write_never_sends_an_empty_email_or_phone() -> None:
     assert crm.bodies() == [{"name": "Jane Doe"}]
 
 
+def test_write_sends_only_fields_of_the_documented_update_body() -> None:
+    """job_title, birthday and the other contact-sync fields, first_name and last_name are
+    no fields of v2's update body: they are dropped unsent, saying so (the job title goes to a
+    custom field, mappings/pipedrive.yaml)."""
+    crm = FakePipedrive(updated)
+    flat = {"name": "Jane Doe", "job_title": "CTO", "first_name": "Jane", "birthday": "1990-01-01"}
+    result = crm.adapter().write("12", flat)
+    assert result.written == {"name": "Jane Doe"}
+    assert set(result.dropped) == {"job_title", "first_name", "birthday"}
+    assert all(why.startswith("not sent: not a field of") for why in result.dropped.values())
+    assert crm.bodies() == [{"name": "Jane Doe"}]
+
+
+def test_every_documented_field_goes_into_the_body_as_documented() -> None:
+    flat = {
+        "name": "Jane Doe",
+        "owner_id": 7,
+        "org_id": 42,
+        "add_time": "2026-01-02T03:04:05Z",
+        "update_time": "2026-01-02T03:04:05Z",
+        "email": "jane@acme.example",
+        "phone": "+15125550100",
+        "visible_to": 3,
+        "label_ids": [1, 2],
+        "marketing_status": "subscribed",
+        KEY: "Chief Technology Officer",
+    }
+    crm = FakePipedrive(updated)
+    assert crm.adapter().write("12", flat) == WriteResult(written=flat)
+    (body,) = crm.bodies()
+    assert list(body) == DOCUMENTED["body"]
+    for name in ("emails", "phones"):
+        assert [list(item) for item in body[name]] == [DOCUMENTED[f"{name}[]"]]
+    assert body["custom_fields"] == {KEY: "Chief Technology Officer"}
+
+
 def test_write_drops_a_field_v2_does_not_allow_and_sends_the_rest_again() -> None:
-    crm = FakePipedrive(refused("first_name"), updated)
-    result = crm.adapter().write("12", {"first_name": "Jane", "name": "Jane Doe"})
-    why = "first_name: Parameter 'first_name' is not allowed for this request"
-    assert result == WriteResult(written={"name": "Jane Doe"}, dropped={"first_name": why})
-    assert crm.bodies() == [{"first_name": "Jane", "name": "Jane Doe"}, {"name": "Jane Doe"}]
+    # marketing_status is accepted only where the company uses Campaigns
+    crm = FakePipedrive(refused("marketing_status"), updated)
+    result = crm.adapter().write("12", {"marketing_status": "subscribed", "name": "Jane Doe"})
+    why = "marketing_status: Parameter 'marketing_status' is not allowed for this request"
+    assert result == WriteResult(written={"name": "Jane Doe"}, dropped={"marketing_status": why})
+    assert crm.bodies() == [
+        {"marketing_status": "subscribed", "name": "Jane Doe"},
+        {"name": "Jane Doe"},
+    ]
 
 
 def test_write_drops_every_field_one_refusal_names() -> None:
-    crm = FakePipedrive(refused("first_name", "last_name"), updated)
-    result = crm.adapter().write("12", {"first_name": "J", "last_name": "D", "name": "J D"})
+    crm = FakePipedrive(refused("marketing_status", "visible_to"), updated)
+    result = crm.adapter().write(
+        "12", {"marketing_status": "subscribed", "visible_to": 3, "name": "J D"}
+    )
     assert result.written == {"name": "J D"}
-    assert set(result.dropped) == {"first_name", "last_name"}
+    assert set(result.dropped) == {"marketing_status", "visible_to"}
     assert len(crm.requests) == 2
 
 
@@ -290,24 +336,13 @@ def test_a_400_naming_nothing_sent_is_permanent_with_pipedrives_words() -> None:
     assert len(crm.requests) == 1
 
 
-def test_a_403_drops_contact_sync_fields_and_sends_the_rest_again() -> None:
+def test_a_403_is_permanent_and_asked_once() -> None:
     forbidden = answer(403, {"success": False, "error": "Forbidden"})
-    crm = FakePipedrive(forbidden, updated)
-    result = crm.adapter().write("12", {"job_title": "CTO", "name": "Jane Doe"})
-    assert result.written == {"name": "Jane Doe"}
-    assert result.dropped == {
-        "job_title": "403: Forbidden (a contact-sync field: is contact sync on?)"
-    }
-    assert crm.bodies() == [{"job_title": "CTO", "name": "Jane Doe"}, {"name": "Jane Doe"}]
-
-
-def test_a_403_again_is_permanent() -> None:
-    forbidden = answer(403, {"success": False, "error": "Forbidden"})
-    crm = FakePipedrive(forbidden, forbidden)
+    crm = FakePipedrive(forbidden)
     with pytest.raises(Permanent) as caught:
-        crm.adapter().write("12", {"job_title": "CTO", "name": "Jane Doe"})
+        crm.adapter().write("12", {"name": "Jane Doe", KEY: "CTO"})
     assert caught.value.reason == "403 Forbidden: Forbidden"
-    assert len(crm.requests) == 2
+    assert len(crm.requests) == 1
 
 
 def test_write_to_a_missing_person_is_permanent() -> None:
@@ -320,18 +355,18 @@ def test_write_to_a_missing_person_is_permanent() -> None:
 
 
 def test_write_many_patches_each_person_and_keeps_each_outcome() -> None:
-    crm = FakePipedrive(updated, answer(404, NOT_FOUND), refused("first_name"), updated)
+    crm = FakePipedrive(updated, answer(404, NOT_FOUND), refused("marketing_status"), updated)
     outcomes = crm.adapter().write_many(
         {
             "12": {"name": "Jane Doe"},
             "13": {"name": "Gone"},
-            "14": {"first_name": "J", "email": "j@acme.example"},
+            "14": {"marketing_status": "subscribed", "email": "j@acme.example"},
         }
     )
     assert outcomes["12"] == WriteResult(written={"name": "Jane Doe"})
     assert outcomes["13"].reason == "no such person (Person not found)"
     assert outcomes["14"].written == {"email": "j@acme.example"}
-    assert list(outcomes["14"].dropped) == ["first_name"]
+    assert list(outcomes["14"].dropped) == ["marketing_status"]
     paths = [(request.method, request.url.path) for request in crm.requests]
     assert paths == [
         ("PATCH", "/api/v2/persons/12"),
@@ -489,7 +524,23 @@ def test_mapping_fills_an_empty_phone_and_keeps_the_email(mapping: mappings.Mapp
         "conJobTitleEn": "Chief Technology Officer",
     }
     current = {"name": "Person Name", "email": "person@example.com", "phone": None}
-    assert mapping.changes(result, current) == {
-        "phone": "+15125550100",
-        "job_title": "Chief Technology Officer",
+    assert mapping.changes(result, current) == {"phone": "+15125550100"}
+
+
+def test_the_shipped_mapping_writes_only_fields_of_the_documented_update_body(
+    mapping: mappings.Mapping,
+) -> None:
+    """Every rule of the shipped mapping, over an empty person, goes into the PATCH body as a
+    field v2 documents: nothing is left to be refused (the job title was, as job_title)."""
+    result = {
+        "conFullName": "Person Name",
+        "conEmail": "person@example.com",
+        "conWorkLocPhoneNo": "+1 512-555-0100",
+        "conJobTitleEn": "Chief Technology Officer",
     }
+    changes = mapping.changes(result, {})
+    assert set(changes) == {rule.property for rule in mapping.output}
+    crm = FakePipedrive(updated)
+    assert crm.adapter().write("12", changes) == WriteResult(written=changes)
+    (body,) = crm.bodies()
+    assert set(body) <= set(DOCUMENTED["body"])

@@ -32,6 +32,7 @@ from xml.etree import ElementTree
 
 import httpx
 import pytest
+import yaml
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlite_utils import Database
@@ -46,6 +47,9 @@ from server import accounts, importer
 from tests.test_receiver import NOW, PLATFORMS, SECRET, Clock, app, clock  # noqa: F401
 
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
+# The "Job title" person custom field a Pipedrive admin creates (mappings/pipedrive.yaml).
+PIPEDRIVE_JOB_TITLE = "0b3c7f1e9a5d4c2b8e6f1a3d5c7b9e2f4a6c8d0b"
 HUBSPOT_SECRET = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"  # the client secret of HubSpot's docs
 HUBSPOT_TOKEN = "pat-na1-5eb10000-0000-4000-8000-000000000001"
 SALESFORCE_TOKEN = "00Do0000000xxxxxxx!AQ4AQReplay.Access.Token"
@@ -556,6 +560,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, crm_server: FakeCrm) -> Da
         )
 
     crm = crm_server.url
+    job_title = _pipedrive_job_title_mapping(path.parent / "pipedrive.yaml")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
         links = {
@@ -570,7 +575,9 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, crm_server: FakeCrm) -> Da
                 crm_token=SALESFORCE_TOKEN,
             ),
             "zapier": add("zap", "zapier", secret=STANDARD_SECRET),
-            "pipedrive": add("pd", "pipedrive", crm_base_url=crm, crm_token=PIPEDRIVE_TOKEN),
+            "pipedrive": add(
+                "pd", "pipedrive", mapping=job_title, crm_base_url=crm, crm_token=PIPEDRIVE_TOKEN
+            ),
             "zoho": add("zoho", "zoho", secret=ZOHO_SECRET, crm_base_url=crm, crm_token=ZOHO_TOKEN),
             "dynamics": add("d365", "dynamics", crm_base_url=crm, crm_token=DYNAMICS_TOKEN),
             "marketo": add("mkto", "marketo"),
@@ -695,6 +702,17 @@ def _marketo(client: FlaskClient, link: connections.Added, route: str, body: byt
     """POST as a Marketo webhook whose custom header carries the connection's secret."""
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {link.secret}"}
     return client.post(f"/hooks/{link.row['id']}/{route}", data=body, headers=headers)
+
+
+def _pipedrive_job_title_mapping(path: Path) -> Path:
+    """The shipped Pipedrive mapping with the job title custom field its header describes."""
+    mapping = yaml.safe_load((ROOT / "mappings" / "pipedrive.yaml").read_text())
+    key = PIPEDRIVE_JOB_TITLE
+    mapping["input"]["conJobTitle"] += [f"data.custom_fields.{key}", key]
+    rule = {"field": "conJobTitleEn", "property": key, "policy": "overwrite_if_ours"}
+    mapping["output"].append(rule)
+    path.write_text(yaml.safe_dump(mapping, sort_keys=False))
+    return path
 
 
 def _with(sample: bytes, **fields: Any) -> bytes:
@@ -1178,7 +1196,7 @@ def test_the_standard_webhooks_sample_sent_as_an_event_is_refused(
 
 PIPEDRIVE_PERSON = {  # the sample's person 12 as GET /api/v2/persons/12 gives it
     **json.loads(PIPEDRIVE_PERSON_CHANGED)["data"],
-    "job_title": None,  # present: the company has contact sync on, so the field exists
+    "custom_fields": {PIPEDRIVE_JOB_TITLE: None},  # the custom field the mapping writes
 }
 
 
@@ -1212,7 +1230,9 @@ def test_the_pipedrive_sample_is_enriched_and_written_back(
     assert replay.work.run_due() == {"done": 1}
     read, write = crm.calls
     _assert_pipedrive_call(read, "GET", None)
-    _assert_pipedrive_call(write, "PATCH", {"job_title": "Operations Manager"})
+    _assert_pipedrive_call(
+        write, "PATCH", {"custom_fields": {PIPEDRIVE_JOB_TITLE: "Operations Manager"}}
+    )
     assert write.headers["content-type"] == "application/json"
     assert crm.pipedrive["12"]["name"] == "Person Name" and replay.credits() == 9
     assert store.record(replay.db, replay.links["pipedrive"].row["id"], "12")["contact_guid"] == (
@@ -1229,8 +1249,8 @@ def _pipedrive_change(source: str, event_id: str) -> bytes:
     `previous` lists it alone, made by an API call ("api") or by a user in the app ("app")."""
     return _with(
         PIPEDRIVE_PERSON_CHANGED,
-        data__job_title="Operations Manager",
-        previous={"job_title": None},
+        data__custom_fields={PIPEDRIVE_JOB_TITLE: "Operations Manager"},
+        previous={"custom_fields": {PIPEDRIVE_JOB_TITLE: None}},
         meta__change_source=source,
         meta__id=event_id,
     )
@@ -1239,8 +1259,8 @@ def _pipedrive_change(source: str, event_id: str) -> bytes:
 @pytest.mark.parametrize(
     ("days_later", "source", "reads", "note", "credits"),
     [
-        (0, "api", 0, "our own write of job_title echoed back: ignored", 9),
-        (31, "api", 0, "our own write of job_title echoed back: ignored", 9),
+        (0, "api", 0, f"our own write of {PIPEDRIVE_JOB_TITLE} echoed back: ignored", 9),
+        (31, "api", 0, f"our own write of {PIPEDRIVE_JOB_TITLE} echoed back: ignored", 9),
         (0, "app", 0, "unchanged since 2026-11-23T12:00:00.000+00:00: not enriched again", 9),
         (31, "app", 1, "", 8),
     ],
@@ -1276,9 +1296,9 @@ def test_a_pipedrive_echo_of_our_write_is_ignored_and_the_same_change_in_the_app
     ] * reads
     echo = store.events_of(replay.db, link.row["id"])[-1]
     assert (echo["status"], echo["last_error"]) == ("done", note)
-    assert crm.pipedrive["12"]["job_title"] == "Operations Manager"
+    assert crm.pipedrive["12"]["custom_fields"] == {PIPEDRIVE_JOB_TITLE: "Operations Manager"}
     cached = store.record(replay.db, link.row["id"], "12")
-    assert json.loads(cached["written"]) == {"job_title": "Operations Manager"}
+    assert json.loads(cached["written"]) == {PIPEDRIVE_JOB_TITLE: "Operations Manager"}
     assert replay.credits() == credits
 
 

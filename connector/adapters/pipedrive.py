@@ -8,6 +8,13 @@ field's key (under `custom_fields`), any other name a field of the person (`name
 `job_title`, `org_id`, ...). On write `email` and `phone` become a one-item `emails` /
 `phones` list, and a PATCH replaces the whole list: the mappings write them only when empty.
 
+Writes hold to the update body v2's specification documents (UpdatePersonRequest: `name`,
+`owner_id`, `org_id`, `add_time`, `update_time`, `emails`, `phones`, `visible_to`,
+`label_ids`, `marketing_status`, `custom_fields`): any other property is dropped unsent, with
+the reason. `job_title`, `birthday`, `notes`, `im` and `postal_address` are read where contact
+sync is on, but the body has no place for them (the operation's description only warns that
+setting them without contact sync answers 403), so a job title goes to a custom field.
+
 Failures beyond `base.classify`, answers being {"success": false, "error": ..., "code": ...}:
 
 - 400 (v2 answers ERR_SCHEMA_VALIDATION_FAILED with "Validation failed: <path>: <why>; ...",
@@ -15,9 +22,6 @@ Failures beyond `base.classify`, answers being {"success": false, "error": ..., 
   path names and sends the rest again; a custom field is dropped where the message names its
   key (the shape of that message for an unknown key inside `custom_fields` is unverified).
   Values refused as invalid are dropped the same way, so one bad value does not block the rest.
-- 403 while sending a contact-sync field (job_title, birthday, notes, im, postal_address):
-  Pipedrive documents a 403 for setting them without contact sync, so they are dropped and
-  the rest sent again; a 403 again is Permanent.
 - 401 is a token expired or revoked; 404 is no such person.
 - 429 waits Retry-After, else x-ratelimit-reset (seconds left of the 2-second burst window),
   else that window; with x-daily-requests-left at 0 (the daily write allowance, counted in
@@ -67,10 +71,18 @@ LIST_IDS = 100  # GET /persons takes up to 100 comma-separated `ids`
 BURST_WAIT_SECONDS = 2.0  # Pipedrive's rate-limit window
 LISTS = {"email": "emails", "phone": "phones"}  # flat property -> Pipedrive's list of them
 FLAT = {field: name for name, field in LISTS.items()}
-CONTACT_SYNC_FIELDS = frozenset({"job_title", "birthday", "notes", "im", "postal_address"})
+# The flat properties a PATCH body has a place for (see the module docstring), keys aside.
+UPDATE_FIELDS = frozenset(
+    {"name", "owner_id", "org_id", "add_time", "update_time", "visible_to", "label_ids"}
+    | {"marketing_status", *LISTS}
+)
 HASH_KEY = re.compile(r"[0-9a-f]{40}")  # a custom field's key
 PERSON_ID = re.compile(r"[0-9]+")
 NOT_CLEARED = "not sent: an empty value would replace the person's whole list"
+NOT_IN_BODY = (
+    "not sent: not a field of Pipedrive's v2 person update (PATCH /api/v2/persons/{id}); "
+    "a custom field goes by its 40-character key"
+)
 
 
 class Pipedrive:
@@ -144,9 +156,9 @@ class Pipedrive:
         }
 
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
-        blank = [name for name in LISTS if name in properties and _empty(properties[name])]
-        if blank:
-            return dict.fromkeys(blank, NOT_CLEARED)
+        unsent = _unsendable(properties)
+        if unsent:
+            return unsent
         response = self._send("PATCH", _person(record_id), json=_body(properties))
         refused = _refused(response, properties)
         if not refused:
@@ -228,14 +240,21 @@ def _body(properties: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def _unsendable(properties: dict[str, Any]) -> Refusal:
+    """The properties not to send: those the update body has no place for, and an empty
+    email or phone (it would clear the person's list)."""
+    unsent = {name: NOT_IN_BODY for name in properties if not _in_body(name)}
+    blank = [name for name in LISTS if name in properties and _empty(properties[name])]
+    return unsent | dict.fromkeys(blank, NOT_CLEARED)
+
+
+def _in_body(name: str) -> bool:
+    return name in UPDATE_FIELDS or HASH_KEY.fullmatch(name) is not None
+
+
 def _refused(response: httpx.Response, sent: dict[str, Any]) -> Refusal:
-    """The sent properties a 400 names, or the contact-sync fields a 403 refuses."""
-    if response.status_code == 400:
-        return _named(_said(response), sent)
-    if response.status_code == 403:
-        why = f"403: {_said(response)} (a contact-sync field: is contact sync on?)"
-        return {name: why for name in sent if name in CONTACT_SYNC_FIELDS}
-    return {}
+    """The sent properties a 400 names."""
+    return _named(_said(response), sent) if response.status_code == 400 else {}
 
 
 def _named(said: str, sent: dict[str, Any]) -> Refusal:

@@ -1,14 +1,23 @@
 """Salesforce contacts over the REST API: read and update one Contact, and sObject Collections
 reads and updates of up to 200 a call (allOrNone false: each record is written or refused alone).
 
-Failures beyond `base.classify`: INVALID_FIELD and INVALID_FIELD_FOR_INSERT_UPDATE drop the
-fields named (by `fields`, or the message's "No such column 'X'") and send the rest again,
-on reads too, so a custom field missing from the org does not block the others.
-UNABLE_TO_LOCK_ROW is Retriable; 401 is a token expired or revoked (refreshing it is the
-caller's business). 403 REQUEST_LIMIT_EXCEEDED is Retriable after an hour: the org's API
-limit counts requests over a rolling 24 hours, so room comes back as the oldest calls age
-out, not at a fixed reset; an hour retries about 24 times a day at most, and the worker's
-growing backoff stretches that further.
+Failures beyond `base.classify`: an error naming fields sent (its `fields`, or INVALID_FIELD's
+"No such column 'X'") drops those fields, with Salesforce's code and message as the reason,
+and sends the rest again: a field the org lacks or does not let us write (INVALID_FIELD,
+INVALID_FIELD_FOR_INSERT_UPDATE, on reads too), and a value refused (a restricted picklist's
+INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST, a state or country picklist's
+FIELD_INTEGRITY_EXCEPTION, an invalid e-mail, ...), so one field does not block the others.
+In a collection only the refused record is sent again. With State and Country/Territory
+Picklists, Salesforce checks an address's state against its country: a refusal naming a
+state or country field we did not send is charged to its text or code twin we sent
+(MailingState for MailingStateCode), else to the other half of that address we sent (our
+country, when the Contact's state belongs to another). An error naming no field sent (a
+required field missing, a validation rule) is Permanent. UNABLE_TO_LOCK_ROW is Retriable;
+401 is a token expired or revoked (refreshing it is the caller's business).
+403 REQUEST_LIMIT_EXCEEDED is Retriable after an hour: the org's API limit counts requests
+over a rolling 24 hours, so room comes back as the oldest calls age out, not at a fixed
+reset; an hour retries about 24 times a day at most, and the worker's growing backoff
+stretches that further.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from connector.adapters.base import (
     WriteResult,
     chunks,
     classify,
+    dicts,
     error_message,
     garbled,
     id_chunks,
@@ -43,8 +53,9 @@ from connector.adapters.base import (
 API_VERSION = "v62.0"
 BATCH_SIZE = 200
 REQUEST_LIMIT_WAIT_SECONDS = 3600.0  # see the module docstring
-FIELD_ERRORS = frozenset({"INVALID_FIELD", "INVALID_FIELD_FOR_INSERT_UPDATE"})
+RETRY_CODES = frozenset({"UNABLE_TO_LOCK_ROW", "REQUEST_LIMIT_EXCEEDED"})  # not a field's fault
 NO_SUCH_COLUMN = re.compile(r"No such column '([^']+)'")
+ADDRESS_PART = re.compile(r"(\w*?)(state|country)(?:code)?", re.IGNORECASE)  # MailingStateCode
 
 
 class Salesforce:
@@ -120,7 +131,7 @@ class Salesforce:
 
     def _update(self, record_id: str, fields: dict[str, Any]) -> Refusal:
         response = self._send("PATCH", _contact(record_id), json=_values(fields))
-        refused = _refused_fields(response)
+        refused = _charged(_refused_fields(response), fields)
         if not refused:
             self._check(response)
             if response.content:  # Salesforce's success is 204 No Content; a body is not it
@@ -184,18 +195,46 @@ def _refused_fields(response: httpx.Response) -> Refusal:
 
 
 def _field_errors(errors: Any) -> Refusal:
-    """Fields named by field errors, in either envelope: {errorCode, message, fields} (one
-    resource) or {statusCode, message, fields} (a collection's SaveResult)."""
+    """Fields named by errors, in either envelope: {errorCode, message, fields} (one resource)
+    or {statusCode, message, fields} (a collection's SaveResult), each with `CODE: message`."""
     refused: Refusal = {}
-    for error in errors if isinstance(errors, list) else []:
-        if not isinstance(error, dict):
-            continue
+    for error in dicts(errors):
         code = error.get("errorCode") or error.get("statusCode")
-        if code in FIELD_ERRORS:
-            message = str(error.get("message") or "")
-            names = error.get("fields") or NO_SUCH_COLUMN.findall(message)
-            refused.update(dict.fromkeys(names, f"{code}: {message}"))
+        if code in RETRY_CODES:
+            continue
+        message = str(error.get("message") or "")
+        names = error.get("fields") or NO_SUCH_COLUMN.findall(message)
+        refused.update(dict.fromkeys(map(str, names), f"{code}: {message}"))
     return refused
+
+
+def _charged(refused: Refusal, sent: dict[str, Any]) -> Refusal:
+    """The sent fields a refusal stands for, by their sent names: each named field sent, and
+    for a state or country field not sent, its twin sent, else the other half of its address
+    sent (see the module docstring), with the field named in the reason."""
+    charged = matching(sent, refused)
+    for name, why in refused.items():
+        if not matching(sent, {name: why}):
+            code, _, message = why.partition(": ")
+            reason = f"{code} ({name}): {message}"
+            charged.update(dict.fromkeys(_address_partners(name, sent), reason))
+    return charged
+
+
+def _address_partners(name: str, sent: dict[str, Any]) -> list[str]:
+    """The sent fields of the address a state or country field `name` belongs to: its text
+    or code twin, else the other half (the country for a state, the state for a country)."""
+    named = ADDRESS_PART.fullmatch(name)
+    if named is None:
+        return []
+    parts = [(field, ADDRESS_PART.fullmatch(field)) for field in sent]
+    address = [(field, part) for field, part in parts if part and _same(part[1], named[1])]
+    twins = [field for field, part in address if _same(part[2], named[2])]
+    return twins or [field for field, _ in address]
+
+
+def _same(one: str, other: str) -> bool:
+    return one.lower() == other.lower()
 
 
 def _listed(
@@ -222,10 +261,11 @@ def _save_results(changes: dict[str, dict[str, Any]], results: list[Any]) -> dic
 def _saved(fields: dict[str, Any], result: dict[str, Any]) -> Outcome:
     if result.get("success") is True:
         return WriteResult(written=dict(fields))
-    errors = [error for error in result.get("errors") or [] if isinstance(error, dict)]
+    errors = dicts(result.get("errors"))
     if "UNABLE_TO_LOCK_ROW" in {error.get("statusCode") for error in errors}:
         raise Retriable(f"UNABLE_TO_LOCK_ROW: {_messages(errors)}")
-    return _field_errors(errors) or Permanent(_messages(errors) or "refused without a reason")
+    refused = _charged(_field_errors(errors), fields)
+    return refused or Permanent(_messages(errors) or "refused without a reason")
 
 
 def _messages(errors: list[dict[str, Any]]) -> str:
