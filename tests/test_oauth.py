@@ -112,6 +112,19 @@ def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platfor
     assert len(endpoint.crm_requests) == 2 and len(endpoint.forms) == 1  # no loop
 
 
+@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+def test_a_token_refused_right_after_it_was_given_is_not_renewed_for_each_record(
+    platform: str,
+) -> None:
+    spec = PLATFORMS[platform]
+    endpoint = TokenEndpoint(platform, accepts=False)
+    adapter, _ = renewing(platform, endpoint)
+    for record_id in spec.ids:
+        with pytest.raises(Permanent, match=TOKEN_REFUSED):
+            adapter.read(record_id, [spec.known])
+    assert len(endpoint.forms) == 1 and len(endpoint.crm_requests) == 3
+
+
 def test_no_token_yet_is_asked_for_before_the_first_request() -> None:
     endpoint = TokenEndpoint("zoho")
     adapter, saved = renewing("zoho", endpoint, token="")
