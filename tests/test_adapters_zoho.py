@@ -706,9 +706,13 @@ NO_CHANNEL = {
 }
 
 
-def watch(crm: FakeZoho, expires: datetime = EXPIRES) -> datetime:
+def watch(crm: FakeZoho, expires: datetime = EXPIRES, lapsed: bool = False) -> datetime:
     return crm.adapter().watch(
-        "1000000068001", "https://connector.example/hooks/7/events", "secret-42", expires
+        "1000000068001",
+        "https://connector.example/hooks/7/events",
+        "secret-42",
+        expires,
+        lapsed=lapsed,
     )
 
 
@@ -733,12 +737,40 @@ def test_watch_renews_the_channel_and_returns_the_confirmed_expiry() -> None:
     ]
 
 
-def test_watch_enables_a_channel_zoho_does_not_know() -> None:
-    crm = FakeZoho(answer(400, NO_CHANNEL), answer(200, ENABLED))
+NOT_SUBSCRIBED = {
+    "watch": [
+        {
+            "code": "NOT_SUBSCRIBED",
+            "details": {"channel_id": "1000000068001"},
+            "message": "not subscribed for actions-watch of the given channel",
+            "status": "error",
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("refusal", [NO_CHANNEL, NOT_SUBSCRIBED], ids=["invalid id", "unknown"])
+def test_watch_enables_a_channel_zoho_does_not_know(refusal: dict[str, Any]) -> None:
+    crm = FakeZoho(answer(400, refusal), answer(201, ENABLED))
     assert watch(crm) == EXPIRES
     assert [request.method for request in crm.requests] == ["PATCH", "POST"]
     assert crm.bodies()[0] == crm.bodies()[1]
     assert_sent(crm.requests[1], "POST", WATCH)
+
+
+def test_watch_enables_a_lapsed_channel_without_updating_it_first() -> None:
+    """Zoho's own advice: re-subscribe with the Enable Notification API (Kaizen #170)."""
+    crm = FakeZoho(answer(201, ENABLED))
+    assert watch(crm, lapsed=True) == EXPIRES
+    (request,) = crm.requests
+    assert_sent(request, "POST", WATCH)
+    assert crm.bodies()[0]["watch"][0]["channel_id"] == "1000000068001"
+
+
+def test_watch_updates_a_channel_that_is_still_enabled_when_enabling_is_refused() -> None:
+    crm = FakeZoho(answer(400, NO_CHANNEL), answer(200, RENEWED))
+    assert watch(crm, lapsed=True) == EXPIRES
+    assert [request.method for request in crm.requests] == ["POST", "PATCH"]
 
 
 def test_watch_returns_the_expiry_zoho_chose() -> None:

@@ -151,14 +151,23 @@ class Zoho:
             outcomes.update(write_many_dropping(self._update_batch, chunk))
         return outcomes
 
-    def watch(self, channel_id: str, notify_url: str, token: str, expires: datetime) -> datetime:
+    def watch(
+        self,
+        channel_id: str,
+        notify_url: str,
+        token: str,
+        expires: datetime,
+        lapsed: bool = False,
+    ) -> datetime:
         """Enable, or renew (same `channel_id`), the notification channel posting Contacts'
         create and edit events to `notify_url` with `token`; the expiry Zoho confirmed.
 
-        Zoho keeps a channel at most a week: an `expires` further out gets its one-hour
-        default instead, and that is what comes back, so schedule the next renewal from the
-        answer. Renewing is PATCH (update specific details); a channel Zoho does not know
-        (first run, or expired) is refused, and then enabled with POST."""
+        Zoho keeps a channel at most a week (a day before API v4): an `expires` further out
+        gets its one-hour default instead, and that is what comes back, so schedule the next
+        renewal from the answer. A live channel is renewed with PATCH (update specific
+        details), a `lapsed` one (expired, or never enabled) enabled again with POST, as Zoho
+        advises; when Zoho refuses either (it does not know the channel, or still has it),
+        the other is asked."""
         if expires.tzinfo is None:
             raise ValueError("expires needs a time zone: Zoho reads channel_expiry with its offset")
         channel = {
@@ -169,10 +178,11 @@ class Zoho:
             "notify_url": notify_url,
             "notify_on_related_action": False,  # notes, calls...: no new contact data
         }
+        first, then = ("POST", "PATCH") if lapsed else ("PATCH", "POST")
         try:
-            return self._subscribe("PATCH", channel)
+            return self._subscribe(first, channel)
         except _Refused:
-            return self._subscribe("POST", channel)
+            return self._subscribe(then, channel)
 
     def _read_batch(
         self, ids: list[str], properties: list[str]
