@@ -34,27 +34,32 @@ def renew(
     """Enable or renew every Zoho connection's channel that is due: connection id -> the
     expiry Zoho confirmed, the one it holds and NOT_DUE, or "failed: " and why (the next run
     tries again)."""
-    done: dict[str, str] = {}
-    for link in store.connections(db):
-        if link["platform"] != "zoho":
-            continue
-        expires = _confirmed(link)
-        channel = f"channel {connections.channel_id(link)} until"
-        if expires is not None and expires - now > RENEW_BEFORE:
-            done[link["id"]] = f"{channel} {expires.isoformat(timespec='seconds')}{NOT_DUE}"
-            continue
-        lapsed = expires is None or expires <= now
-        try:
-            expiry = _watch(db, link, secret, client, public_url, now, lapsed)
-        except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
-            reason = getattr(error, "reason", str(error))
-            log.warning("zoho channel of connection %s not renewed: %s", link["id"], reason)
-            done[link["id"]] = f"failed: {reason}"
-            continue
-        with server.write(db):
-            store.save_channel_expiry(db, link["id"], server.iso(expiry))
-        done[link["id"]] = f"{channel} {expiry.isoformat(timespec='seconds')}"
-    return done
+    return {
+        link["id"]: _renewed(db, link, secret, client, public_url, now)
+        for link in store.connections(db)
+        if link["platform"] == "zoho"
+    }
+
+
+def _renewed(
+    db: Database, link: Row, secret: bytes, client: httpx.Client, public_url: str, now: datetime
+) -> str:
+    """One connection's channel renewed (or enabled) if due, its new expiry stored: what
+    became of it."""
+    expires = _confirmed(link)
+    channel = f"channel {connections.channel_id(link)} until"
+    if expires is not None and expires - now > RENEW_BEFORE:
+        return f"{channel} {expires.isoformat(timespec='seconds')}{NOT_DUE}"
+    lapsed = expires is None or expires <= now
+    try:
+        expiry = _watch(db, link, secret, client, public_url, now, lapsed)
+    except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
+        reason = getattr(error, "reason", str(error))
+        log.warning("zoho channel of connection %s not renewed: %s", link["id"], reason)
+        return f"failed: {reason}"
+    with server.write(db):
+        store.save_channel_expiry(db, link["id"], server.iso(expiry))
+    return f"{channel} {expiry.isoformat(timespec='seconds')}"
 
 
 def _confirmed(link: Row) -> datetime | None:
