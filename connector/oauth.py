@@ -180,14 +180,14 @@ class Renewing(httpx.Auth):
         self.credentials, self.token, self.expires_at = credentials, token, expires_at
         self.save, self.clock = save, clock
         self.failed: Permanent | Retriable | None = None  # the renewal that failed, if one did
-        self.granted = ""  # the token the endpoint last gave this authentication
+        self.given = ""  # the token the endpoint last gave this authentication
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         if not self.token or (self.expires_at and self.clock() >= self.expires_at - EARLY):
             yield from self._renew()
         self._sign(request)
         response = yield request
-        if response.status_code == 401 and self.token != self.granted:
+        if response.status_code == 401 and self.token != self.given:
             yield from self._renew()
             self._sign(request)
             yield request
@@ -214,7 +214,7 @@ class Renewing(httpx.Auth):
         except Exception as error:  # e.g. the database locked: asked for again next round
             self.failed = Retriable(f"a renewed access token could not be saved: {error}")
             raise self.failed from None
-        self.failed, self.granted = None, got.access_token
+        self.failed, self.given = None, got.access_token
         self.credentials, self.token, self.expires_at = (
             got.credentials,
             got.access_token,
