@@ -130,11 +130,14 @@ def retry_deliveries(work: worker.Worker, rounds: int = RETRY_ROUNDS) -> str:
 def renew_subscriptions(
     db: Database, secret: bytes, client: httpx.Client, public_url: str, now: datetime
 ) -> str:
-    """Enable or renew every Zoho connection's notification channel; a failed renewal fails
-    the run (naming it), and the next run tries again well before the channel lapses."""
+    """Enable or renew each Zoho connection's notification channel that is due; a failed
+    renewal fails the run (naming it), and the next run tries again well before the channel
+    lapses."""
     outcomes = subscriptions.renew(db, secret, client, public_url, now)
     failed = {key: why for key, why in outcomes.items() if why.startswith("failed")}
-    summary = f"{len(outcomes) - len(failed)} of {len(outcomes)} zoho channels renewed"
+    kept = sum(why.endswith(subscriptions.NOT_DUE) for why in outcomes.values())
+    due = len(outcomes) - kept
+    summary = f"{due - len(failed)} of {due} zoho channels renewed ({kept} not due)"
     if failed:
         raise JobFailed("; ".join([summary, *(f"{key} {why}" for key, why in failed.items())]))
     return summary

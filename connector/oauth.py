@@ -12,6 +12,12 @@ token the endpoint rotates (Salesforce may) replaces the old one.
 Grants (RFC 6749): `refresh_token` when a refresh token was given (Salesforce, HubSpot, Zoho),
 else `client_credentials` with a scope (Dynamics 365: `<environment URL>/.default`). The client
 authenticates with its id and secret in the form body (§2.3.1), as all four accept.
+
+Token endpoints limit how often they are asked: Zoho gives a refresh token 10 access tokens in
+10 minutes, then answers 200 {"error": "Access Denied"} for the rest of those minutes (its
+OAuth token-limits page). That is Retriable after THROTTLED_WAIT, and a `Renewing` asks at most
+once for a token it cannot get: the worker builds one per connection and round, so a refused
+renewal fails the round's events together instead of being asked again for each record.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ EARLY = timedelta(seconds=60)  # a token this close to its expiry is renewed bef
 # httpx sends an auth flow's own requests as built: the token request needs its own timeout.
 TOKEN_TIMEOUT = httpx.Timeout(10.0)
 LONGEST = timedelta(days=365)  # an `expires_in` beyond this is read as this
+THROTTLED = "Access Denied"  # Zoho's `error` for too many token requests in 10 minutes
+THROTTLED_WAIT = timedelta(minutes=10)  # the rest of Zoho's window is at most this
 # The token endpoint of each CRM, from its API base URL, when the connection names none.
 ZOHO_ACCOUNTS = {
     "https://www.zohoapis.com": "https://accounts.zoho.com",
@@ -108,7 +116,8 @@ def default_scope(platform: str, base_url: str, refresh_token: str) -> str:
 
 
 def granted(response: httpx.Response, credentials: Credentials, now: datetime) -> Granted:
-    """Read a token endpoint's answer: 429 and 5xx Retriable; an answer without an access
+    """Read a token endpoint's answer: 429 and 5xx Retriable, and Zoho's throttle (200 with
+    {"error": "Access Denied"}) Retriable after THROTTLED_WAIT; an answer without an access
     token Permanent, with the endpoint's words (Zoho answers 200 with {"error": ...})."""
     status = response.status_code
     if status == 429 or status >= 500:
@@ -119,6 +128,10 @@ def granted(response: httpx.Response, credentials: Credentials, now: datetime) -
     except (json.JSONDecodeError, UnicodeDecodeError):
         body = {}
     body = body if isinstance(body, dict) else {}
+    if body.get("error") == THROTTLED:
+        said = f"{status} {THROTTLED} {body.get('error_description') or ''}".strip()
+        reason = f"the token endpoint refused more access tokens for now ({said[:300]})"
+        raise Retriable(reason, THROTTLED_WAIT.total_seconds())
     token = body.get("access_token")
     if 200 <= status < 300 and isinstance(token, str) and token and "error" not in body:
         refreshed = body.get("refresh_token")
@@ -147,7 +160,12 @@ class Renewing(httpx.Auth):
     """httpx authentication with a renewable access token: each request gets the current
     token under the scheme the adapter wrote (`Bearer`, `Zoho-oauthtoken`); a missing or
     expired token is renewed first, and a request the CRM answers 401 is sent once more with
-    a renewed token. `save` is called with every grant."""
+    a renewed token. `save` is called with every grant.
+
+    Made for one round of requests (a worker round, a job run): a renewal that failed
+    (refused, throttled, unanswered, unsaved) fails every later request with the same
+    reason, without asking the token endpoint again, and a 401 for a token it was just given
+    is final (renewing again would be refused alike)."""
 
     requires_response_body = True  # the token endpoint's answer is read in the flow
 
@@ -161,18 +179,22 @@ class Renewing(httpx.Auth):
     ) -> None:
         self.credentials, self.token, self.expires_at = credentials, token, expires_at
         self.save, self.clock = save, clock
+        self.failed: Permanent | Retriable | None = None  # the renewal that failed, if one did
+        self.given = ""  # the token the endpoint last gave this authentication
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         if not self.token or (self.expires_at and self.clock() >= self.expires_at - EARLY):
             yield from self._renew()
         self._sign(request)
         response = yield request
-        if response.status_code == 401:
+        if response.status_code == 401 and self.token != self.given:
             yield from self._renew()
             self._sign(request)
             yield request
 
     def _renew(self) -> Generator[httpx.Request, httpx.Response, None]:
+        if self.failed is not None:
+            raise self.failed
         asking = httpx.Request(
             "POST",
             self.credentials.token_url,
@@ -180,11 +202,19 @@ class Renewing(httpx.Auth):
             headers={"Accept": "application/json"},
             extensions={"timeout": TOKEN_TIMEOUT.as_dict()},
         )
-        got = granted((yield asking), self.credentials, self.clock())
+        # Until an answer is read: a request that times out never comes back to this flow.
+        self.failed = Retriable("the token endpoint did not answer")
+        try:
+            got = granted((yield asking), self.credentials, self.clock())
+        except (Permanent, Retriable) as refused:
+            self.failed = refused
+            raise
         try:
             self.save(got)
-        except Exception as error:  # e.g. the database locked: the token is asked for again
-            raise Retriable(f"a renewed access token could not be saved: {error}") from None
+        except Exception as error:  # e.g. the database locked: asked for again next round
+            self.failed = Retriable(f"a renewed access token could not be saved: {error}")
+            raise self.failed from None
+        self.failed, self.given = None, got.access_token
         self.credentials, self.token, self.expires_at = (
             got.credentials,
             got.access_token,

@@ -56,9 +56,10 @@ DEFAULTS = (
         "renew_subscriptions",
         "Renew subscriptions",
         "interval",
-        {"hours": 12},
-        "enable or renew each Zoho connection's notification channel (Contacts.create, "
-        f"Contacts.edit) for {subscriptions.CHANNEL_LIFETIME.days} days",
+        {"hours": 1},
+        "renew each Zoho connection's notification channel (Contacts.create, Contacts.edit) "
+        f"for {subscriptions.CHANNEL_LIFETIME.days} days once the expiry Zoho confirmed is "
+        f"within {subscriptions.RENEW_BEFORE.days} day, and enable it again when it lapsed",
     ),
     Default(
         "purge_deliveries",

@@ -179,6 +179,15 @@ def m008_webhook_replays(db: Database) -> None:
     db.execute("ALTER TABLE connections ADD COLUMN hubspot_v3_kinds TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m009_zoho_channel_expiry(db: Database) -> None:
+    """When the Zoho notification channel of a connection expires, as Zoho confirmed it at
+    its last enabling or renewal ('' before the first): renewed from it, with a margin."""
+    db.execute(
+        "ALTER TABLE connections ADD COLUMN zoho_channel_expires_at TEXT NOT NULL DEFAULT ''"
+    )
+
+
 def start_settings_session(db: Database, row: Row) -> None:
     """A new settings session: id (a digest), key_id, org_id, mark, created_at."""
     db.table("settings_sessions").insert(row)
@@ -258,6 +267,12 @@ def save_crm_grant(db: Database, connection_id: str, values: Row) -> None:
     """A renewed access token: crm_token_sealed, crm_token_hint, crm_token_expires_at and
     crm_oauth_sealed (the refresh token may have been rotated)."""
     db.table("connections").update(connection_id, values)
+
+
+def save_channel_expiry(db: Database, connection_id: str, expires_at: str) -> None:
+    """The expiry Zoho confirmed for a connection's notification channel (ISO 8601)."""
+    sql = "UPDATE connections SET zoho_channel_expires_at = ? WHERE id = ?"
+    db.execute(sql, [expires_at, connection_id])
 
 
 def set_refresh_days(db: Database, connection_id: str, days: int) -> bool:

@@ -1,9 +1,10 @@
 """Platform subscriptions kept alive. Zoho CRM's notification channels expire (a week at
-most), so each Zoho connection's channel is enabled, or renewed, by the scheduled
-renew_subscriptions job (every 12 hours, see connector/scheduler.py), each time for
-CHANNEL_LIFETIME: several renewals in a row can fail before a channel lapses. Renewing is an
-update of the same channel (by its id, made from the connection's), so running it more often
-does no harm.
+most from API v4, a day before; an expiry asked beyond it gets Zoho's one-hour default), so
+the scheduled renew_subscriptions job (hourly, see connector/scheduler.py) looks at each Zoho
+connection's channel: one whose confirmed expiry is more than RENEW_BEFORE away is left as it
+is; the others are renewed (updated) for CHANNEL_LIFETIME, or enabled again when they lapsed
+or were never enabled, and the expiry Zoho confirms is stored for the next run. A failed
+renewal is tried again at each run until the channel lapses, then it is enabled again.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from typing import Any
 import httpx
 from sqlite_utils import Database
 
+import server
 from connector import connections, outbound, sealing, store
 from connector.adapters.base import Permanent, Retriable
 from connector.adapters.zoho import Zoho
 
-CHANNEL_LIFETIME = timedelta(days=6)  # under Zoho's week, which it replaces with an hour
+CHANNEL_LIFETIME = timedelta(days=6)  # asked for: under Zoho's week, which it replaces with an hour
+RENEW_BEFORE = timedelta(days=1)  # a channel is renewed once its expiry is this close
+NOT_DUE = ": not due"  # how a channel left as it is ends its outcome
 log = logging.getLogger(__name__)
 Row = dict[str, Any]
 
@@ -27,28 +31,54 @@ Row = dict[str, Any]
 def renew(
     db: Database, secret: bytes, client: httpx.Client, public_url: str, now: datetime
 ) -> dict[str, str]:
-    """Enable or renew every Zoho connection's channel: connection id -> the expiry Zoho
-    confirmed, or "failed: " and why (the next run tries again)."""
-    done: dict[str, str] = {}
-    for link in store.connections(db):
-        if link["platform"] != "zoho":
-            continue
-        try:
-            expiry = _watch(db, link, secret, client, public_url, now)
-        except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
-            reason = getattr(error, "reason", str(error))
-            log.warning("zoho channel of connection %s not renewed: %s", link["id"], reason)
-            done[link["id"]] = f"failed: {reason}"
-        else:
-            until = expiry.isoformat(timespec="seconds")
-            done[link["id"]] = f"channel {connections.channel_id(link)} until {until}"
-    return done
+    """Enable or renew every Zoho connection's channel that is due: connection id -> the
+    expiry Zoho confirmed, the one it holds and NOT_DUE, or "failed: " and why (the next run
+    tries again)."""
+    return {
+        link["id"]: _renewed(db, link, secret, client, public_url, now)
+        for link in store.connections(db)
+        if link["platform"] == "zoho"
+    }
+
+
+def _renewed(
+    db: Database, link: Row, secret: bytes, client: httpx.Client, public_url: str, now: datetime
+) -> str:
+    """One connection's channel renewed (or enabled) if due, its new expiry stored: what
+    became of it."""
+    expires = _confirmed(link)
+    channel = f"channel {connections.channel_id(link)} until"
+    if expires is not None and expires - now > RENEW_BEFORE:
+        return f"{channel} {expires.isoformat(timespec='seconds')}{NOT_DUE}"
+    lapsed = expires is None or expires <= now
+    try:
+        expiry = _watch(db, link, secret, client, public_url, now, lapsed)
+    except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
+        reason = getattr(error, "reason", str(error))
+        log.warning("zoho channel of connection %s not renewed: %s", link["id"], reason)
+        return f"failed: {reason}"
+    with server.write(db):
+        store.save_channel_expiry(db, link["id"], server.iso(expiry))
+    return f"{channel} {expiry.isoformat(timespec='seconds')}"
+
+
+def _confirmed(link: Row) -> datetime | None:
+    """The expiry Zoho last confirmed for the connection's channel; None before the first."""
+    stored = link["zoho_channel_expires_at"]
+    return datetime.fromisoformat(stored) if stored else None
 
 
 def _watch(
-    db: Database, link: Row, secret: bytes, client: httpx.Client, public_url: str, now: datetime
+    db: Database,
+    link: Row,
+    secret: bytes,
+    client: httpx.Client,
+    public_url: str,
+    now: datetime,
+    lapsed: bool,
 ) -> datetime:
-    """Ask Zoho to watch the connection's Contacts until now + CHANNEL_LIFETIME."""
+    """Ask Zoho to watch the connection's Contacts until now + CHANNEL_LIFETIME: the expiry
+    it confirms."""
     base_url = outbound.check_crm_url(link["crm_base_url"])
     token = connections.crm_token(secret, link)
     notify_url = connections.urls(link, public_url)["eventsUrl"] or ""
@@ -56,5 +86,5 @@ def _watch(
     zoho = Zoho(base_url, token, client)
     zoho.auth = connections.crm_auth(db, secret, link, lambda: now)
     return zoho.watch(
-        connections.channel_id(link), notify_url, channel_token, now + CHANNEL_LIFETIME
+        connections.channel_id(link), notify_url, channel_token, now + CHANNEL_LIFETIME, lapsed
     )

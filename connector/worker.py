@@ -60,6 +60,7 @@ FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same
 ROUNDS = threading.Lock()  # one round at a time in this process: two would take the same events
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
+Auths = dict[str, httpx.Auth | None]  # connection id -> its token renewal for the round
 # What ends an attempt at an event as expected; anything else is a bug, still that event's.
 EXPECTED = (
     Retriable,
@@ -86,20 +87,25 @@ class Worker:
 
     def run_due(self, limit: int = 100) -> Counter[str]:
         """Work off up to `limit` due events, a connection's at a time (one CRM call writes
-        them all, where the CRM has batch writes); how many ended done, retrying or dead."""
+        them all, where the CRM has batch writes); how many ended done, retrying or dead.
+        A connection's batches of the round share its token renewal: one token request a
+        round at most, however many batches or records (Zoho throttles token requests)."""
         outcomes: Counter[str] = Counter()
+        auths: Auths = {}
         with ROUNDS:
             for batch in _batches(store.due_events(self.db, server.iso(self.clock()), limit)):
-                outcomes.update(self.work(batch))
+                outcomes.update(self.work(batch, auths))
         return outcomes
 
-    def work(self, events: list[Row]) -> Counter[str]:
+    def work(self, events: list[Row], auths: Auths | None = None) -> Counter[str]:
         """Do events of one connection, at most one per CRM record: how many ended "done",
         "retry" or "dead". The records are read in one call and written in one call where
-        the CRM allows; the round's write intents are saved together before the write."""
+        the CRM allows; the round's write intents are saved together before the write.
+        `auths` holds the round's token renewal of each connection (made when missing)."""
         outcomes: Counter[str] = Counter()
         try:
-            link, mapping, adapter = self._setup(events[0]["connection_id"])
+            connection_id = events[0]["connection_id"]
+            link, mapping, adapter = self._setup(connection_id, {} if auths is None else auths)
         except Exception as error:
             return Counter(self._fail(event, error) for event in events)
         notes: list[tuple[Row, str]] = []  # events done with nothing to write, and why
@@ -140,7 +146,7 @@ class Worker:
         outcomes["done"] += len(notes)
         return outcomes + self._write(link, adapter, planned)
 
-    def _setup(self, connection_id: str) -> tuple[Row, mappings.Mapping, Adapter]:
+    def _setup(self, connection_id: str, auths: Auths) -> tuple[Row, mappings.Mapping, Adapter]:
         link = store.connection(self.db, connection_id)
         if link is None:
             raise Permanent("the connection was removed")
@@ -149,7 +155,9 @@ class Worker:
         mapping = mappings.load_current(link["mapping"])
         base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
         token = connections.crm_token(self.secret, link)
-        auth = connections.crm_auth(self.db, self.secret, link, self.clock)
+        if connection_id not in auths:
+            auths[connection_id] = connections.crm_auth(self.db, self.secret, link, self.clock)
+        auth = auths[connection_id]
         return link, mapping, adapter_for(link["platform"], base_url, token, self.client, auth)
 
     def _triage(self, event: Row, link: Row, mapping: mappings.Mapping) -> Triaged | str:

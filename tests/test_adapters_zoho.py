@@ -486,6 +486,96 @@ def test_write_many_refused_call_is_each_contacts_outcome() -> None:
     }
 
 
+CHANGES = {"1": {"Title": "CTO"}, "2": {"Title": "CEO"}, "3": {"Title": "CFO"}}
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        {"code": "INVALID_DATA", "details": {}, "message": "invalid data", "status": "error"},
+        {
+            "code": "INVALID_DATA",
+            "details": {"expected_data_type": "jsonobject", "json_path": "$.data[1]"},
+            "message": "invalid data",
+            "status": "error",
+        },
+        {
+            "code": "INVALID_DATA",
+            "details": {"api_name": "data", "expected_data_type": "jsonarray"},
+            "message": "invalid data",
+            "status": "error",
+        },
+    ],
+    ids=["no details", "a record's path", "a field no contact was sent"],
+)
+def test_write_many_400_naming_no_field_sent_writes_each_contact_alone(
+    refusal: dict[str, Any],
+) -> None:
+    """One bad record can make Zoho refuse the whole call without naming a field: each
+    contact then goes alone, so the others are written."""
+    crm = FakeZoho(
+        answer(400, refusal),
+        answer(200, {"data": [success("1")]}),
+        answer(400, {"data": [INVALID_ID]}),
+        answer(200, {"data": [success("3")]}),
+    )
+    outcomes = crm.adapter().write_many(CHANGES)
+    assert outcomes["1"] == WriteResult(written={"Title": "CTO"})
+    assert isinstance(outcomes["2"], Permanent)
+    assert outcomes["2"].reason == "INVALID_DATA: the id given seems to be invalid (id)"
+    assert outcomes["3"] == WriteResult(written={"Title": "CFO"})
+    assert [(request.method, request.url.path) for request in crm.requests] == [
+        ("PUT", "/crm/v7/Contacts"),
+        ("PUT", "/crm/v7/Contacts/1"),
+        ("PUT", "/crm/v7/Contacts/2"),
+        ("PUT", "/crm/v7/Contacts/3"),
+    ]
+    assert [body["data"] for body in crm.bodies()[1:]] == [[values] for values in CHANGES.values()]
+
+
+def test_write_many_400_after_a_partial_answer_writes_the_rest_alone() -> None:
+    unnamed = {"code": "INVALID_DATA", "details": {}, "message": "invalid data", "status": "error"}
+    crm = FakeZoho(
+        answer(207, {"data": [success("1"), invalid("Phone", 1), invalid("Phone", 2)]}),
+        answer(400, unnamed),
+        answer(200, {"data": [success("2")]}),
+        answer(400, {"data": [MANDATORY]}),
+    )
+    changes = {key: {**values, "Phone": "x"} for key, values in CHANGES.items()}
+    outcomes = crm.adapter().write_many(changes)
+    assert outcomes["1"] == WriteResult(written={"Title": "CTO", "Phone": "x"})
+    assert outcomes["2"] == WriteResult(
+        written={"Title": "CEO"}, dropped={"Phone": "INVALID_DATA: invalid data"}
+    )
+    assert isinstance(outcomes["3"], Permanent) and "MANDATORY_NOT_FOUND" in outcomes["3"].reason
+    assert [request.url.path for request in crm.requests][2:] == [
+        "/crm/v7/Contacts/2",
+        "/crm/v7/Contacts/3",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("AUTHORIZATION_FAILED", "User does not have sufficient privilege to update records"),
+        ("INVALID_MODULE", "the module name given seems to be invalid"),
+        ("LICENSE_LIMIT_EXCEEDED", "license limit exceeded"),
+    ],
+)
+def test_write_many_400_refusing_the_call_itself_is_each_contacts_outcome_at_once(
+    code: str, message: str
+) -> None:
+    """Codes about the call, not a record in it: sending each contact alone would only be
+    refused again, contact by contact."""
+    refusal = {"code": code, "details": {}, "message": message, "status": "error"}
+    crm = FakeZoho(answer(400, refusal))
+    outcomes = crm.adapter().write_many(CHANGES)
+    assert {key: outcome.reason for key, outcome in outcomes.items()} == dict.fromkeys(
+        CHANGES, f"400 Bad Request: {code}: {message}"
+    )
+    assert len(crm.requests) == 1
+
+
 def test_write_many_rate_limit_raises_for_the_whole_call() -> None:
     crm = FakeZoho(answer(429, TOO_MANY, {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}))
     crm.answers[0].headers["Date"] = "Wed, 21 Oct 2026 07:27:00 GMT"
@@ -616,9 +706,13 @@ NO_CHANNEL = {
 }
 
 
-def watch(crm: FakeZoho, expires: datetime = EXPIRES) -> datetime:
+def watch(crm: FakeZoho, expires: datetime = EXPIRES, lapsed: bool = False) -> datetime:
     return crm.adapter().watch(
-        "1000000068001", "https://connector.example/hooks/7/events", "secret-42", expires
+        "1000000068001",
+        "https://connector.example/hooks/7/events",
+        "secret-42",
+        expires,
+        lapsed=lapsed,
     )
 
 
@@ -643,12 +737,40 @@ def test_watch_renews_the_channel_and_returns_the_confirmed_expiry() -> None:
     ]
 
 
-def test_watch_enables_a_channel_zoho_does_not_know() -> None:
-    crm = FakeZoho(answer(400, NO_CHANNEL), answer(200, ENABLED))
+NOT_SUBSCRIBED = {
+    "watch": [
+        {
+            "code": "NOT_SUBSCRIBED",
+            "details": {"channel_id": "1000000068001"},
+            "message": "not subscribed for actions-watch of the given channel",
+            "status": "error",
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("refusal", [NO_CHANNEL, NOT_SUBSCRIBED], ids=["invalid id", "unknown"])
+def test_watch_enables_a_channel_zoho_does_not_know(refusal: dict[str, Any]) -> None:
+    crm = FakeZoho(answer(400, refusal), answer(201, ENABLED))
     assert watch(crm) == EXPIRES
     assert [request.method for request in crm.requests] == ["PATCH", "POST"]
     assert crm.bodies()[0] == crm.bodies()[1]
     assert_sent(crm.requests[1], "POST", WATCH)
+
+
+def test_watch_enables_a_lapsed_channel_without_updating_it_first() -> None:
+    """Zoho's own advice: re-subscribe with the Enable Notification API (Kaizen #170)."""
+    crm = FakeZoho(answer(201, ENABLED))
+    assert watch(crm, lapsed=True) == EXPIRES
+    (request,) = crm.requests
+    assert_sent(request, "POST", WATCH)
+    assert crm.bodies()[0]["watch"][0]["channel_id"] == "1000000068001"
+
+
+def test_watch_updates_a_channel_that_is_still_enabled_when_enabling_is_refused() -> None:
+    crm = FakeZoho(answer(400, NO_CHANNEL), answer(200, RENEWED))
+    assert watch(crm, lapsed=True) == EXPIRES
+    assert [request.method for request in crm.requests] == ["POST", "PATCH"]
 
 
 def test_watch_returns_the_expiry_zoho_chose() -> None:

@@ -234,14 +234,23 @@ def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: D
     zoho = connections.add(db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
                            crm_base_url=CRM, crm_token="1000.token")  # fmt: skip
     fake = FakeZoho()
+    clock = Clock()
     with httpx.Client(transport=httpx.MockTransport(fake)) as client:
-        renew = lambda: jobs.renew_subscriptions(db, SECRET.encode(), client, "https://x.io", NOW)  # noqa: E731
-        assert jobs.recorded(db, "renew_subscriptions", renew, Clock()) == jobs.Run(
-            True, "1 of 1 zoho channels renewed"
+
+        def renew() -> str:
+            return jobs.renew_subscriptions(db, SECRET.encode(), client, "https://x.io", clock())
+
+        assert jobs.recorded(db, "renew_subscriptions", renew, clock) == jobs.Run(
+            True, "1 of 1 zoho channels renewed (0 not due)"
+        )
+        assert jobs.recorded(db, "renew_subscriptions", renew, clock) == jobs.Run(
+            True, "0 of 0 zoho channels renewed (1 not due)"
         )
         fake.failures.append(httpx.Response(401, json={"code": "INVALID_TOKEN"}))
-        failed = jobs.recorded(db, "renew_subscriptions", renew, Clock())
-    assert not failed.ok and failed.result.startswith("0 of 1 zoho channels renewed; ")
+        clock.now += timedelta(days=5, hours=1)  # within a day of the channel's expiry
+        failed = jobs.recorded(db, "renew_subscriptions", renew, clock)
+    assert not failed.ok
+    assert failed.result.startswith("0 of 1 zoho channels renewed (0 not due); ")
     assert f"{zoho.row['id']} failed: token expired or revoked" in failed.result
     last = store.last_job_runs(db)["renew_subscriptions"]
     assert (last["ok"], last["result"]) == (0, failed.result)

@@ -10,15 +10,18 @@ import json
 import random
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
 import pytest
 
+import server
 from connector import connections, oauth, outbound, sealing, store, worker
 from connector.adapters import adapter_for
 from connector.adapters.base import TOKEN_REFUSED, Permanent, Retriable
+from server import accounts
 from tests.test_adapters import PLATFORMS, answer
 from tests.test_receiver import SECRET
 from tests.test_worker import FakeHubSpot, _event, setup
@@ -109,6 +112,19 @@ def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platfor
     assert len(endpoint.crm_requests) == 2 and len(endpoint.forms) == 1  # no loop
 
 
+@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+def test_a_token_refused_right_after_it_was_given_is_not_renewed_for_each_record(
+    platform: str,
+) -> None:
+    spec = PLATFORMS[platform]
+    endpoint = TokenEndpoint(platform, accepts=False)
+    adapter, _ = renewing(platform, endpoint)
+    for record_id in spec.ids:
+        with pytest.raises(Permanent, match=TOKEN_REFUSED):
+            adapter.read(record_id, [spec.known])
+    assert len(endpoint.forms) == 1 and len(endpoint.crm_requests) == 3
+
+
 def test_no_token_yet_is_asked_for_before_the_first_request() -> None:
     endpoint = TokenEndpoint("zoho")
     adapter, saved = renewing("zoho", endpoint, token="")
@@ -196,6 +212,48 @@ def test_a_busy_token_endpoint_is_retriable(status: int) -> None:
     with pytest.raises(Retriable) as busy:
         read_granted(token_answer(status, {}, {"Retry-After": "7"}))
     assert busy.value.retry_after == 7.0
+
+
+# Zoho's answer once a refresh token has asked for 10 access tokens within 10 minutes
+# (accounts/protocol/oauth/token-limits; "Access Denied" for the rest of the 10 minutes).
+THROTTLED = {
+    "error_description": (
+        "You have made too many requests continuously. Please try again after some time."
+    ),
+    "error": "Access Denied",
+    "status": "failure",
+}
+
+
+def test_zoho_throttling_token_requests_is_retriable_once_its_ten_minutes_are_over() -> None:
+    with pytest.raises(Retriable) as throttled:
+        read_granted(token_answer(200, THROTTLED))
+    assert throttled.value.retry_after == 600.0
+    assert "Access Denied" in throttled.value.reason
+    assert "too many requests" in throttled.value.reason
+
+
+@pytest.mark.parametrize(
+    ("refusal", "failure"),
+    [
+        (token_answer(200, THROTTLED), Retriable),
+        (token_answer(400, {"error": "invalid_grant"}), Permanent),
+    ],
+    ids=["throttled", "refused"],
+)
+def test_a_refused_renewal_is_not_asked_for_again_by_the_same_authentication(
+    refusal: httpx.Response, failure: type[Exception]
+) -> None:
+    """One refusal a round: asking again for each record deepens Zoho's throttle."""
+    spec = PLATFORMS["zoho"]
+    endpoint = TokenEndpoint("zoho", [refusal])
+    adapter, saved = renewing("zoho", endpoint, token="")
+    for record_id in spec.ids:
+        with pytest.raises(failure):
+            adapter.read(record_id, [spec.known])
+    with pytest.raises(failure):
+        adapter.write_many({record_id: {spec.known: "CTO"} for record_id in spec.ids})
+    assert len(endpoint.forms) == 1 and endpoint.crm_requests == [] and saved == []
 
 
 def test_a_renewal_refused_fails_the_adapters_call_with_the_reason() -> None:
@@ -338,3 +396,54 @@ def test_an_absurd_expiry_is_read_as_a_year(expires_in: Any) -> None:
 def test_secrets_stay_out_of_reprs() -> None:
     shown = repr(read_granted(token_answer(200, {"access_token": "at-123", "expires_in": 60})))
     assert "at-123" not in shown and "client-secret" not in shown and "refresh-1" not in shown
+
+
+class ThrottlingZoho:
+    """Zoho's accounts server answering every token request as throttled, and Zoho CRM
+    refusing a request without a token; keeps the requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if request.url.path == "/oauth/v2/token":
+            return httpx.Response(200, json=THROTTLED)
+        return httpx.Response(401, json=PLATFORMS["zoho"].expired)
+
+    def token_requests(self) -> list[httpx.Request]:
+        return [request for request in self.requests if request.url.path == "/oauth/v2/token"]
+
+
+def test_a_throttled_zoho_token_postpones_the_round_asking_once(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three events, two batches (one record's second event waits its turn): one token
+    request for the round, and every event waits out Zoho's ten minutes."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    db = store.connect(db_path)
+    _, key = accounts.create_organization(
+        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    zoho_api = "http://127.0.0.1:9"
+    link = connections.add(
+        db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
+        crm_base_url=zoho_api, crm_client_id="1000.client", crm_client_secret="client-secret",
+        crm_refresh_token="1000.refresh", crm_token_url=f"{zoho_api}/oauth/v2/token",
+    )  # fmt: skip
+    events = [("e1", "101"), ("e2", "102"), ("e3", "101")]
+    with store.server.write(db):
+        store.add_events(db, [
+            {"connection_id": link.row["id"], "event_key": key, "record_id": record,
+             "payload": json.dumps({"id": record, "module": "Contacts", "operation": "update"}),
+             "thin": 1, "received_at": server.iso(NOW)}
+            for key, record in events
+        ])  # fmt: skip
+    zoho = ThrottlingZoho()
+    with httpx.Client(transport=httpx.MockTransport(zoho)) as client:
+        work = worker.Worker(db, SECRET.encode(), lambda: NOW, client, random.Random(1))
+        assert work.run_due() == {"retry": 3}
+    assert len(zoho.token_requests()) == 1 and len(zoho.requests) == 1
+    for event in store.events_of(db, link.row["id"]):
+        assert event["status"] == "pending" and "Access Denied" in event["last_error"]
+        assert event["due_at"] >= server.iso(NOW + timedelta(minutes=10))

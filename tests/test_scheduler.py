@@ -37,7 +37,7 @@ def test_the_default_jobs_are_stored_in_their_own_file(
     assert str(stored["reenrich"].trigger) == "cron[hour='2', minute='0']"
     assert str(stored["reenrich"].trigger.timezone) == "UTC"
     assert str(stored["retry_deliveries"].trigger) == "interval[0:01:00]"
-    assert str(stored["renew_subscriptions"].trigger) == "interval[12:00:00]"
+    assert str(stored["renew_subscriptions"].trigger) == "interval[1:00:00]"
     assert str(stored["purge_deliveries"].trigger) == "cron[hour='3', minute='0']"
     for job in stored.values():
         assert job.func_ref == scheduler.JOB_FUNCTION

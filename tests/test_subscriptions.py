@@ -1,9 +1,11 @@
-"""Zoho notification channels kept alive: enabled or renewed (each time for six days) for
-every Zoho connection at each run of the renew_subscriptions job; a failure is reported."""
+"""Zoho notification channels kept alive: the renew_subscriptions job (hourly) enables a
+channel, renews it (for six days) once the expiry Zoho confirmed is within a day, and enables
+a lapsed one again; a failure is reported and tried again at the next run."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,19 +23,21 @@ PUBLIC_URL = "https://hooks.acme.example"
 
 
 class FakeZoho:
-    """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for
-    (or the queued failures first); keeps the requests."""
+    """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
+    `confirms` when set (the queued failures first); keeps the requests."""
 
     def __init__(self) -> None:
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []
+        self.confirms = ""
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
         (channel,) = json.loads(request.content)["watch"]
-        event = {"channel_expiry": channel["channel_expiry"], "resource_name": "Contacts",
+        expiry = self.confirms or channel["channel_expiry"]
+        event = {"channel_expiry": expiry, "resource_name": "Contacts",
                  "channel_id": channel["channel_id"]}  # fmt: skip
         answer = {"code": "SUCCESS", "details": {"events": [event]}, "status": "success",
                   "message": "Successfully updated the subscribe details"}  # fmt: skip
@@ -54,16 +58,26 @@ def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connecti
     return db, link
 
 
-def test_a_zoho_channel_is_enabled_then_renewed(setup: Any) -> None:
+def renewing(db: Any, zoho: FakeZoho) -> Callable[[datetime], dict[str, str]]:
+    """A run of the renewal at a given time, over the fake."""
+    client = httpx.Client(transport=httpx.MockTransport(zoho))
+    return lambda now: subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, now)
+
+
+def stored_expiry(db: Any, link: connections.Added) -> str:
+    row = store.connection(db, link.row["id"])
+    assert row is not None
+    return str(row["zoho_channel_expires_at"])
+
+
+def test_a_zoho_channel_is_enabled_then_renewed_when_a_day_is_left(setup: Any) -> None:
     db, link = setup
     zoho = FakeZoho()
-    client = httpx.Client(transport=httpx.MockTransport(zoho))
+    renew = renewing(db, zoho)
     channel = connections.channel_id(link.row)
-    assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {
-        link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00"
-    }
+    assert renew(NOW) == {link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00"}
     (request,) = zoho.requests
-    assert (request.method, request.url.path) == ("PATCH", "/crm/v7/actions/watch")
+    assert (request.method, request.url.path) == ("POST", "/crm/v7/actions/watch")
     assert request.headers["authorization"] == "Zoho-oauthtoken 1000.zoho-access-token"
     assert json.loads(request.content)["watch"][0] == {
         "channel_id": channel,
@@ -73,10 +87,49 @@ def test_a_zoho_channel_is_enabled_then_renewed(setup: Any) -> None:
         "notify_url": f"https://hooks.acme.example/hooks/{link.row['id']}/events",
         "notify_on_related_action": False,
     }
-    later = NOW + timedelta(hours=12)  # the next run: the same channel, six days from then
-    renewed = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, later)
-    assert renewed == {link.row["id"]: f"channel {channel} until 2026-11-30T00:00:00+00:00"}
+    assert stored_expiry(db, link) == "2026-11-29T12:00:00.000+00:00"
+
+    kept = renew(NOW + timedelta(days=4, hours=23))  # more than a day left: not asked
+    assert kept == {link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00: not due"}
+    assert len(zoho.requests) == 1
+
+    later = NOW + timedelta(days=5, hours=1)  # within a day: the same channel, six days more
+    renewed = renew(later)
+    assert renewed == {link.row["id"]: f"channel {channel} until 2026-12-04T13:00:00+00:00"}
+    assert zoho.requests[1].method == "PATCH"
     assert json.loads(zoho.requests[1].content)["watch"][0]["channel_id"] == channel
+    assert stored_expiry(db, link) == "2026-12-04T13:00:00.000+00:00"
+
+
+def test_a_channel_is_renewed_from_the_expiry_zoho_confirms(setup: Any) -> None:
+    """Zoho answers an expiry beyond its maximum with its one-hour default: the channel is
+    renewed at the next hourly run, not when six days would have passed."""
+    db, link = setup
+    zoho = FakeZoho()
+    zoho.confirms = "2026-11-23T18:30:00+05:30"  # NOW plus Zoho's hour, in India's time
+    renew = renewing(db, zoho)
+    (outcome,) = renew(NOW).values()
+    assert outcome.endswith(" until 2026-11-23T18:30:00+05:30")
+    assert stored_expiry(db, link) == "2026-11-23T13:00:00.000+00:00"
+    zoho.confirms = "2026-11-23T19:20:00+05:30"
+    (outcome,) = renew(NOW + timedelta(minutes=50)).values()
+    assert outcome.endswith(" until 2026-11-23T19:20:00+05:30")
+    assert [request.method for request in zoho.requests] == ["POST", "PATCH"]
+    assert stored_expiry(db, link) == "2026-11-23T13:50:00.000+00:00"
+
+
+def test_a_lapsed_channel_is_enabled_again(setup: Any) -> None:
+    db, link = setup
+    zoho = FakeZoho()
+    zoho.confirms = "2026-11-23T13:00:00+00:00"
+    renew = renewing(db, zoho)
+    renew(NOW)
+    zoho.confirms = ""
+    later = NOW + timedelta(hours=3)  # the worker was down: the channel lapsed two hours ago
+    (outcome,) = renew(later).values()
+    assert outcome.endswith(" until 2026-11-29T15:00:00+00:00")
+    assert [request.method for request in zoho.requests] == ["POST", "POST"]
+    assert stored_expiry(db, link) == "2026-11-29T15:00:00.000+00:00"
 
 
 def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -> None:

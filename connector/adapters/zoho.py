@@ -11,6 +11,10 @@ Failures beyond `base.classify`:
   invalid are dropped and asked again (read as None); when it refuses the "fields" parameter
   without naming one, the whole record is asked for instead (a batch read then reads record
   by record, since the batch endpoint needs "fields").
+- A 400 refusing a whole batch update with one error naming no field sent (INVALID_DATA
+  without an api_name, or naming `data`) may be one record's fault: each record is then sent
+  alone, so the others are written. A code refusing the call itself (CALL_REFUSED:
+  AUTHORIZATION_FAILED, INVALID_MODULE, NO_PERMISSION...) is every record's Permanent outcome.
 - A missing record is Permanent: 204 No Content, a record a batch answer leaves out, or
   INVALID_DATA on the id ("the id given seems to be invalid").
 - 401 (INVALID_TOKEN) is a token expired or revoked; OAUTH_SCOPE_MISMATCH a token lacking a
@@ -21,7 +25,8 @@ Failures beyond `base.classify`:
 
 Sources: Zoho CRM API v7 docs (get-records, update-records, notifications/enable and
 update-info, multi-dc), Zoho's OpenAPI description of the records endpoints (200/207/400
-shapes, per-record answers in the order sent), and Kaizen #203 (limits, TOO_MANY_REQUESTS).
+shapes, per-record answers in the order sent), Kaizen #25 (error codes by status) and
+Kaizen #203 (limits, TOO_MANY_REQUESTS).
 """
 
 from __future__ import annotations
@@ -75,6 +80,21 @@ FIELDS_PER_READ = 50  # field names a read takes (documented; LIMIT_EXCEEDED bey
 IDS_PER_READ = 100
 WATCHED_EVENTS = ("Contacts.create", "Contacts.edit")
 FIELD_ERRORS = frozenset({"INVALID_DATA"})  # codes that, naming a field, drop it
+# Codes of a 400 refusing a call for what it is, not for a record in it (Zoho's update-records
+# errors and Kaizen #25): each record sent alone would be refused alike.
+CALL_REFUSED = frozenset(
+    {
+        "INVALID_MODULE",
+        "INVALID_REQUEST_METHOD",
+        "INVALID_URL_PATTERN",
+        "AUTHORIZATION_FAILED",
+        "AUTHENTICATION_FAILURE",
+        "NO_PERMISSION",
+        "FEATURE_NOT_SUPPORTED",
+        "NOT_SUPPORTED",
+        "LICENSE_LIMIT_EXCEEDED",
+    }
+)
 Record = dict[str, Any]
 
 
@@ -131,14 +151,23 @@ class Zoho:
             outcomes.update(write_many_dropping(self._update_batch, chunk))
         return outcomes
 
-    def watch(self, channel_id: str, notify_url: str, token: str, expires: datetime) -> datetime:
+    def watch(
+        self,
+        channel_id: str,
+        notify_url: str,
+        token: str,
+        expires: datetime,
+        lapsed: bool = False,
+    ) -> datetime:
         """Enable, or renew (same `channel_id`), the notification channel posting Contacts'
         create and edit events to `notify_url` with `token`; the expiry Zoho confirmed.
 
-        Zoho keeps a channel at most a week: an `expires` further out gets its one-hour
-        default instead, and that is what comes back, so schedule the next renewal from the
-        answer. Renewing is PATCH (update specific details); a channel Zoho does not know
-        (first run, or expired) is refused, and then enabled with POST."""
+        Zoho keeps a channel at most a week (a day before API v4): an `expires` further out
+        gets its one-hour default instead, and that is what comes back, so schedule the next
+        renewal from the answer. A live channel is renewed with PATCH (update specific
+        details), a `lapsed` one (expired, or never enabled) enabled again with POST, as Zoho
+        advises; when Zoho refuses either (it does not know the channel, or still has it),
+        the other is asked."""
         if expires.tzinfo is None:
             raise ValueError("expires needs a time zone: Zoho reads channel_expiry with its offset")
         channel = {
@@ -149,10 +178,11 @@ class Zoho:
             "notify_url": notify_url,
             "notify_on_related_action": False,  # notes, calls...: no new contact data
         }
+        first, then = ("POST", "PATCH") if lapsed else ("PATCH", "POST")
         try:
-            return self._subscribe("PATCH", channel)
+            return self._subscribe(first, channel)
         except _Refused:
-            return self._subscribe("POST", channel)
+            return self._subscribe(then, channel)
 
     def _read_batch(
         self, ids: list[str], properties: list[str]
@@ -183,11 +213,14 @@ class Zoho:
         return records
 
     def _update(self, record_id: str, values: dict[str, Any]) -> Refusal:
-        response = self._send("PUT", _contact(record_id), json=_payload([values]))
-        outcome = self._outcomes(response, {record_id: values})[record_id]
+        outcome = self._update_one(record_id, values)
         if isinstance(outcome, Permanent):
             raise outcome
         return outcome if isinstance(outcome, dict) else {}
+
+    def _update_one(self, record_id: str, values: dict[str, Any]) -> Outcome:
+        response = self._send("PUT", _contact(record_id), json=_payload([values]))
+        return self._outcomes(response, {record_id: values})[record_id]
 
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
         records = [{"id": key, **values} for key, values in changes.items()]
@@ -195,20 +228,32 @@ class Zoho:
 
     def _outcomes(self, response: httpx.Response, changes: dict[str, Record]) -> dict[str, Outcome]:
         """Each record's outcome: from `data` (one answer a record, in the order sent) of a
-        2xx or 400 answer; from a 400's top-level error, the fields it names refused for all
-        (records without them go again as they are); else the call's failure for all."""
+        2xx or 400 answer; from a 400's top-level error, as `_refused_call` reads it; else
+        the call's failure for all."""
         body = _body(response)
         answers = body.get("data")
         if isinstance(answers, list) and (response.is_success or response.status_code == 400):
             return _per_record(changes, answers)
         if _top_level_refusal(response, body):
-            why = Permanent(f"400 Bad Request: {_describe(body)}")
-            return dict.fromkeys(changes, _named_fields(body) or why)
+            return self._refused_call(body, changes)
         try:
             self._check(response)
         except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(changes, failure)
         return dict.fromkeys(changes, Permanent("Zoho answered without a result per record"))
+
+    def _refused_call(self, body: Record, changes: dict[str, Record]) -> dict[str, Outcome]:
+        """A 400 with one error for the whole call. Fields it names that were sent are
+        refused for every record (those without them go again as they are); a code refusing
+        the call itself (CALL_REFUSED) is every record's outcome. Any other (INVALID_DATA
+        naming no field sent, ...) may be one record's fault: several records are then sent
+        one a call, so that the others are written."""
+        named = _named_fields(body)
+        if any(matching(values, named) for values in changes.values()):
+            return dict.fromkeys(changes, named)
+        if len(changes) > 1 and body.get("code") not in CALL_REFUSED:
+            return {key: self._update_one(key, values) for key, values in changes.items()}
+        return dict.fromkeys(changes, Permanent(f"400 Bad Request: {_describe(body)}"))
 
     def _subscribe(self, method: str, channel: Record) -> datetime:
         response = self._send(method, WATCH, json={"watch": [channel]})
