@@ -31,6 +31,7 @@ from connector.adapters.salesforce import Salesforce
 
 SAMPLES = Path(__file__).parent / "data" / "platforms" / "outbound"
 HUBSPOT = "https://api.hubapi.com"
+HS_CONTACTS = "/crm/v3/objects/contacts"
 SALESFORCE = "https://example.my.salesforce.com"
 SF_DATA = f"{SALESFORCE}/services/data/v62.0"
 DYNAMICS = "https://contoso.crm.dynamics.com"
@@ -750,7 +751,7 @@ def test_hubspot_read_asks_for_the_properties() -> None:
     assert_sent(
         request,
         "GET",
-        f"{HUBSPOT}/crm/v3/objects/contacts/512?properties=jobtitle%2Ccompany%2Cindustry",
+        f"{HUBSPOT}{HS_CONTACTS}/512?properties=jobtitle%2Ccompany%2Cindustry",
     )
     assert request.url.params["properties"] == "jobtitle,company,industry"
 
@@ -768,7 +769,7 @@ def test_hubspot_read_of_a_missing_contact_is_permanent() -> None:
 def test_hubspot_record_id_cannot_leave_the_contacts_path() -> None:
     crm = FakeCRM(answer(200, {"id": "1", "properties": {}}))
     hubspot(crm).read("../../owners/1", [])
-    assert crm.requests[0].url.raw_path == b"/crm/v3/objects/contacts/..%2F..%2Fowners%2F1"
+    assert crm.requests[0].url.raw_path == f"{HS_CONTACTS}/..%2F..%2Fowners%2F1".encode()
 
 
 def test_hubspot_read_many_asks_100_contacts_a_call_and_reports_the_missing() -> None:
@@ -793,9 +794,7 @@ def test_hubspot_read_many_asks_100_contacts_a_call_and_reports_the_missing() ->
     crm = FakeCRM(found, found)
     ids = [str(n) for n in range(101, 221)] + ["101"]  # 120 contacts, one named twice
     values = hubspot(crm).read_many(ids, ["jobtitle", "company"])
-    assert [request.url.path for request in crm.requests] == [
-        "/crm/v3/objects/contacts/batch/read"
-    ] * 2
+    assert [request.url.path for request in crm.requests] == [f"{HS_CONTACTS}/batch/read"] * 2
     assert [len(body["inputs"]) for body in crm.bodies()] == [100, 20]
     assert crm.bodies()[0]["properties"] == ["jobtitle", "company"]
     assert crm.bodies()[0]["inputs"][0] == {"id": "101"}
@@ -814,7 +813,7 @@ def test_hubspot_write_sends_the_documented_body() -> None:
     result = hubspot(crm).write("512", properties)
     assert result == WriteResult(written=properties, dropped={})
     (request,) = crm.requests
-    assert_sent(request, "PATCH", f"{HUBSPOT}/crm/v3/objects/contacts/512")
+    assert_sent(request, "PATCH", f"{HUBSPOT}{HS_CONTACTS}/512")
     assert request.headers["content-type"] == "application/json"
     assert crm.bodies() == [{"properties": properties}]
 
@@ -849,7 +848,7 @@ def test_hubspot_write_of_only_unknown_properties_sends_once() -> None:
     assert len(crm.requests) == 1
 
 
-def test_hubspot_other_validation_errors_are_permanent() -> None:
+def test_hubspot_validation_errors_naming_no_property_are_permanent() -> None:
     refusal = {
         "status": "error",
         "message": 'Property values were not valid: "industry" has no option "Widgets"',
@@ -860,6 +859,102 @@ def test_hubspot_other_validation_errors_are_permanent() -> None:
     with pytest.raises(Permanent, match="has no option"):
         hubspot(crm).write("512", {"industry": "Widgets"})
     assert len(crm.requests) == 1
+
+
+INVALID_INDUSTRY = (
+    'INVALID_OPTION: Computer Software was not one of the allowed options: [label: "Computer '
+    'Software (COMPUTER_SOFTWARE)" value: "COMPUTER_SOFTWARE" display_order: 0 hidden: false '
+    'read_only: false , label: "Internet" value: "INTERNET" display_order: 1 hidden: false '
+    "read_only: false ]"
+)
+
+
+def test_hubspot_drops_an_invalid_option_and_writes_the_rest() -> None:
+    """An enumeration value the property has no option for (INVALID_OPTION, naming the
+    property) refuses the whole update: the contact's other properties go again without it,
+    and the reason is HubSpot's."""
+    refusal = sample("hubspot_error_400_invalid_option.json")
+    crm = FakeCRM(answer(400, refusal), answer(200, {"id": "512"}))
+    result = hubspot(crm).write("512", {"jobtitle": "CTO", "industry": "Computer Software"})
+    assert result == WriteResult(
+        written={"jobtitle": "CTO"}, dropped={"industry": INVALID_INDUSTRY}
+    )
+    assert crm.bodies() == [
+        {"properties": {"jobtitle": "CTO", "industry": "Computer Software"}},
+        {"properties": {"jobtitle": "CTO"}},
+    ]
+
+
+def test_hubspot_reads_the_refused_properties_from_the_messages_list() -> None:
+    """Answers without `errors` name the properties only in the message's JSON list (as the
+    v3 APIs long did): every invalid one is dropped at once."""
+    listed = [
+        {"isValid": False, "message": "12 cats was not a valid number.", "error":
+         "INVALID_INTEGER", "name": "numberofemployees"},
+        {"isValid": False, "message": "Widgets was not one of the allowed options: [A, B]",
+         "error": "INVALID_OPTION", "name": "industry"},
+    ]  # fmt: skip
+    refusal = {
+        "status": "error",
+        "message": f"Property values were not valid: {json.dumps(listed)}",
+        "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
+        "category": "VALIDATION_ERROR",
+    }
+    crm = FakeCRM(answer(400, refusal), answer(200, {"id": "512"}))
+    values = {"jobtitle": "CTO", "industry": "Widgets", "numberofemployees": "12 cats"}
+    result = hubspot(crm).write("512", values)
+    assert result == WriteResult(
+        written={"jobtitle": "CTO"},
+        dropped={
+            "numberofemployees": "INVALID_INTEGER: 12 cats was not a valid number.",
+            "industry": "INVALID_OPTION: Widgets was not one of the allowed options: [A, B]",
+        },
+    )
+    assert len(crm.requests) == 2
+
+
+def test_hubspot_batch_refused_for_one_contacts_invalid_option_is_each_contacts_outcome() -> None:
+    """The refusal does not say whose value it was: dropping the property from every contact
+    would lose valid values, so each contact is refused alike (the worker then writes them
+    one at a time, where HubSpot names the contact)."""
+    crm = FakeCRM(answer(400, sample("hubspot_error_400_invalid_option.json")))
+    changes = {"1": {"industry": "INTERNET"}, "2": {"industry": "Computer Software"}}
+    outcomes = hubspot(crm).write_many(changes)
+    assert all(isinstance(outcome, Permanent) for outcome in outcomes.values())
+    reasons = {getattr(outcome, "reason", None) for outcome in outcomes.values()}
+    assert len(reasons) == 1 and "INVALID_OPTION" in str(reasons)
+    assert len(crm.requests) == 1
+
+
+def test_hubspot_batch_207_drops_an_invalid_option_named_for_one_contact() -> None:
+    failed = {
+        "status": "error",
+        "category": "VALIDATION_ERROR",
+        "message": "Property values were not valid",
+        "context": {"ids": ["513"]},
+        "errors": [
+            {
+                "message": "Widgets was not one of the allowed options: [A, B]",
+                "code": "INVALID_OPTION",
+                "context": {"propertyName": ["industry"]},
+            }
+        ],
+    }
+    written = {"id": "512", "properties": {"industry": "A"}}
+    multi = {"status": "COMPLETE", "results": [written], "numErrors": 1, "errors": [failed]}
+    crm = FakeCRM(answer(207, multi), hubspot_batch_answer)
+    changes = {"512": {"industry": "A"}, "513": {"jobtitle": "CTO", "industry": "Widgets"}}
+    outcomes = hubspot(crm).write_many(changes)
+    assert outcomes == {
+        "512": WriteResult(written={"industry": "A"}),
+        "513": WriteResult(
+            written={"jobtitle": "CTO"},
+            dropped={
+                "industry": "INVALID_OPTION: Widgets was not one of the allowed options: [A, B]"
+            },
+        ),
+    }
+    assert crm.bodies()[1] == {"inputs": [{"id": "513", "properties": {"jobtitle": "CTO"}}]}
 
 
 def test_hubspot_ten_secondly_limit_waits_retry_after() -> None:
@@ -917,7 +1012,7 @@ def test_hubspot_batch_splits_250_contacts_into_100_100_50() -> None:
     outcomes = hubspot(crm).write_many(changes)
     assert [len(body["inputs"]) for body in crm.bodies()] == [100, 100, 50]
     for request in crm.requests:
-        assert_sent(request, "POST", f"{HUBSPOT}/crm/v3/objects/contacts/batch/update")
+        assert_sent(request, "POST", f"{HUBSPOT}{HS_CONTACTS}/batch/update")
     sent = [item for body in crm.bodies() for item in body["inputs"]]
     assert [item["id"] for item in sent] == list(changes)
     assert sent[7] == {"id": "7", "properties": {"jobtitle": "title 7", "numberofemployees": "7"}}
