@@ -11,11 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import unquote
 
 import httpx
 import pytest
+from hubspot.automation import actions as sdk_actions
+from hubspot.crm import contacts as sdk_contacts
 
 from connector.adapters import ADAPTERS, adapter_for
 from connector.adapters.base import (
@@ -31,7 +34,7 @@ from connector.adapters.salesforce import Salesforce
 
 SAMPLES = Path(__file__).parent / "data" / "platforms" / "outbound"
 HUBSPOT = "https://api.hubapi.com"
-HS_CONTACTS = "/crm/v3/objects/contacts"
+HS_CONTACTS = "/crm/objects/2026-03/contacts"  # HubSpot's date-versioned path (2026-03)
 SALESFORCE = "https://example.my.salesforce.com"
 SF_DATA = f"{SALESFORCE}/services/data/v62.0"
 DYNAMICS = "https://contoso.crm.dynamics.com"
@@ -1102,6 +1105,93 @@ def test_hubspot_batch_refused_call_is_each_contacts_outcome() -> None:
         "1": "400 Bad Request: Unable to perform update",
         "2": "400 Bad Request: Unable to perform update",
     }
+
+
+def test_hubspot_calls_the_date_versioned_paths() -> None:
+    """HubSpot ends /crm/v3 and /automation/v4 in 2027; its date-versioned paths replace them
+    with the same request and response shapes."""
+    crm = FakeCRM(*[hubspot_answers] * 4, answer(204))
+    adapter = hubspot(crm)
+    adapter.read("512", ["jobtitle"])
+    adapter.read_many(["512", "513"], ["jobtitle"])
+    adapter.write("512", {"jobtitle": "CTO"})
+    adapter.write_many({"512": {"jobtitle": "CTO"}, "513": {"jobtitle": "CEO"}})
+    adapter.complete_action("ap-102670506-56776413549-7-0", {"outputFields": {}})
+    assert [(request.method, request.url.path) for request in crm.requests] == [
+        ("GET", "/crm/objects/2026-03/contacts/512"),
+        ("POST", "/crm/objects/2026-03/contacts/batch/read"),
+        ("PATCH", "/crm/objects/2026-03/contacts/512"),
+        ("POST", "/crm/objects/2026-03/contacts/batch/update"),
+        ("POST", "/automation/actions/callbacks/2026-03/ap-102670506-56776413549-7-0/complete"),
+    ]
+
+
+def sdk_model(api: Any, body: bytes, model: str) -> tuple[Any, Any]:
+    """`body` loaded into the HubSpot SDK's generated `model` with client-side validation on
+    (a field the specification marks required and the body lacks raises ValueError), and the
+    SDK's client, which turns the model back into JSON."""
+    configuration = api.Configuration()
+    configuration.client_side_validation = True
+    client = api.ApiClient(configuration)
+    return client.deserialize(SimpleNamespace(data=body), model), client
+
+
+def test_hubspot_batch_read_body_is_the_sdks_model_with_every_required_field() -> None:
+    """The specification marks `propertiesWithHistory` required; the SDK refuses a body
+    without it."""
+    crm = FakeCRM(hubspot_answers)
+    hubspot(crm).read_many(["512", "513"], ["jobtitle", "company"])
+    (request,) = crm.requests
+    model, client = sdk_model(sdk_contacts, request.content, "BatchReadInputSimplePublicObjectId")
+    assert isinstance(model, sdk_contacts.BatchReadInputSimplePublicObjectId)
+    assert model.properties_with_history == []
+    assert client.sanitize_for_serialization(model) == json.loads(request.content)
+
+
+def test_hubspot_update_bodies_are_the_sdks_models() -> None:
+    crm = FakeCRM(hubspot_answers, hubspot_batch_answer)
+    adapter = hubspot(crm)
+    adapter.write("512", {"jobtitle": "CTO", "numberofemployees": 17})
+    adapter.write_many({"512": {"jobtitle": "CTO"}, "513": {"hobbies": ["chess", "go"]}})
+    single, batch = crm.requests
+    model, client = sdk_model(sdk_contacts, single.content, "SimplePublicObjectInput")
+    assert model.properties == {"jobtitle": "CTO", "numberofemployees": "17"}
+    assert client.sanitize_for_serialization(model) == json.loads(single.content)
+    model, client = sdk_model(sdk_contacts, batch.content, "BatchInputSimplePublicObjectBatchInput")
+    assert [item.id for item in model.inputs] == ["512", "513"]
+    assert client.sanitize_for_serialization(model) == json.loads(batch.content)
+
+
+# CallbackCompletionRequest's required fields in HubSpot's date-versioned specification
+# (PublicApiSpecs/Automation/Actions V4/Rollouts/148901/2026-03 and 2026-09/actionsV4.json).
+CALLBACK_REQUIRED = {"outputFields", "typedOutputs"}
+
+
+def test_hubspot_completes_an_action_as_the_specification_and_the_sdk_say() -> None:
+    """Output fields as strings (the specification's and the SDK's `dict[str, str]`, and the
+    documentation's examples), a value left out where there is none, and `typedOutputs`,
+    which the date-versioned specification marks required, empty."""
+    crm = FakeCRM(answer(204))
+    fields = {"hs_execution_state": "SUCCESS", "contactdata_employee_count": 1200,
+              "contactdata_verified": True, "contactdata_phone": None}  # fmt: skip
+    hubspot(crm).complete_action("ap-1", {"outputFields": fields})
+    (request,) = crm.requests
+    body = json.loads(request.content)
+    assert set(body) >= CALLBACK_REQUIRED and body["typedOutputs"] == {}
+    model, _ = sdk_model(sdk_actions, request.content, "CallbackCompletionRequest")
+    assert model.output_fields == {
+        "hs_execution_state": "SUCCESS",
+        "contactdata_employee_count": "1200",
+        "contactdata_verified": "true",
+    }
+
+
+def test_the_sdk_check_catches_a_missing_required_field() -> None:
+    """The check above is not vacuous: the SDK refuses a batch read without
+    propertiesWithHistory, as the adapter sent it before."""
+    without = json.dumps({"properties": ["jobtitle"], "inputs": [{"id": "512"}]}).encode()
+    with pytest.raises(ValueError, match="properties_with_history"):
+        sdk_model(sdk_contacts, without, "BatchReadInputSimplePublicObjectId")
 
 
 # --- Salesforce ------------------------------------------------------------------------------

@@ -1,5 +1,11 @@
-"""HubSpot contacts over the CRM v3 objects API: read and update one contact, and batch reads
-and updates of up to 100 contacts a call. Values always go as strings ("" clears a property).
+"""HubSpot contacts over the CRM objects API: read and update one contact, and batch reads
+and updates of up to 100 contacts a call; and the completion of BLOCKed custom workflow
+actions. Values always go as strings ("" clears a property).
+
+Paths are HubSpot's date-versioned ones, the version named once (API_VERSION): HubSpot ends
+/crm/v3 in September 2027 and /automation/v4 on 30 March 2027, and the 2026-03 paths take the
+same request and response shapes. From 2026-09 HubSpot also enforces each account's own
+validation rules on writes.
 
 Failures beyond `base.classify`: a 400 VALIDATION_ERROR naming properties (in `errors[]`'s
 context.propertyName, or in the JSON list of its "Property values were not valid: [...]"
@@ -54,8 +60,9 @@ from connector.adapters.base import (
 BATCH_SIZE = 100
 BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says how long
 DAILY_WAIT_SECONDS = 24 * 3600.0  # see the module docstring
-CONTACTS = "/crm/v3/objects/contacts"
-CALLBACKS = "/automation/v4/actions/callbacks"
+API_VERSION = "2026-03"  # HubSpot's date-versioned APIs (see the module docstring)
+CONTACTS = f"/crm/objects/{API_VERSION}/contacts"
+CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 UNKNOWN = "PROPERTY_DOESNT_EXIST"
 LISTED = "Property values were not valid:"  # a 400's message, then its refusals as JSON
 
@@ -87,7 +94,11 @@ class HubSpot:
         out (HubSpot's 207 names ids it could not get) is Permanent."""
         found: dict[str, dict[str, Any] | Permanent] = {}
         for chunk in id_chunks(record_ids, BATCH_SIZE):
-            body = {"properties": list(properties), "inputs": [{"id": key} for key in chunk]}
+            body = {
+                "properties": list(properties),
+                "propertiesWithHistory": [],  # required by the specification
+                "inputs": [{"id": key} for key in chunk],
+            }
             response = self._send("POST", f"{CONTACTS}/batch/read", json=body)
             self._check(response)
             answer = json_body(response)
@@ -112,9 +123,14 @@ class HubSpot:
         return outcomes
 
     def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
-        """Complete a BLOCKed custom workflow action with `answer` (its `outputFields`)."""
+        """Complete a BLOCKed custom workflow action with `answer`'s `outputFields`, in the
+        body the specification gives: output values as strings (none where a value is None),
+        and `typedOutputs`, which it marks required, empty."""
+        fields = answer.get("outputFields") or {}
+        outputs = {name: _string(value) for name, value in fields.items() if value is not None}
+        body = {"outputFields": outputs, "typedOutputs": {}}
         path = f"{CALLBACKS}/{quote(callback_id, safe='')}/complete"
-        self._check(self._send("POST", path, json=answer))
+        self._check(self._send("POST", path, json=body))
 
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
         body = {"properties": _strings(properties)}
