@@ -69,6 +69,7 @@ from serving import (
 
 import server
 from connector import signatures, store, worker
+from connector.adapters import hubspot
 from server.clock import utcnow
 
 RESULTS = Path(__file__).parent / "results" / "webhooks.txt"
@@ -76,7 +77,7 @@ SENDERS = 50
 TARGET_P99_MS = 100.0
 BATCH = 100  # events the worker takes a round, as `contactdata worker` does
 HUBSPOT_SECRET = "bench-hubspot-client-secret"
-CONTACTS_PATH = "/crm/v3/objects/contacts/"
+CONTACTS_PATH = f"{hubspot.CONTACTS}/"
 Row = dict[str, Any]
 
 
@@ -118,8 +119,8 @@ def people(db: Path, count: int) -> list[Row]:
 
 
 class FakeHubSpot(ThreadingHTTPServer):
-    """HubSpot's contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id}, and POST
-    /crm/v3/objects/contacts/batch/read and batch/update."""
+    """HubSpot's contacts on loopback, under the adapter's contacts path (CONTACTS_PATH): GET
+    and PATCH a contact, and POST batch/read and batch/update."""
 
     daemon_threads = True
 

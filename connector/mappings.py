@@ -44,6 +44,9 @@ Problem = tuple[tuple[Any, ...], str, int | None]  # where, what, and the line i
 
 _NEWER_BY_ATTRIBUTE = {attribute: name for name, attribute in NEWER_NAMES.items()}
 _MASKED = re.compile(r"[Xx*]{2,}")  # enrich masks the last digits of a direct dial
+# How a CRM or enrich joins a list's items in text: ";" (HubSpot, Salesforce, Dataverse) or
+# enrich's " | ". Never ",": names and titles hold commas.
+LIST_SEPARATORS = re.compile(rf"[;{re.escape(JOIN.strip())}]")
 
 
 class MappingError(Exception):
@@ -93,19 +96,29 @@ def _present(payload: Any, paths: Iterable[str]) -> Iterator[str]:
             yield text
 
 
+def same(ours: Any, theirs: Any) -> bool:
+    """Whether a value we wrote is the one a CRM holds, whatever form the CRM holds a list in:
+    a JSON array (Zoho, Pipedrive), text joined with ";" (HubSpot multiple checkboxes,
+    Salesforce multi-select picklists, Dataverse), or enrich's " | ". A list is its items, in
+    any order (CRMs keep their options' order, not ours); a number is its text."""
+    return _items(ours) == _items(theirs)
+
+
+def _items(value: Any) -> frozenset[str]:
+    """The items of a value, as text: those of a list, or of text split at LIST_SEPARATORS."""
+    if isinstance(value, list | tuple):
+        return frozenset().union(*map(_items, value))
+    parts = LIST_SEPARATORS.split(_text(value))
+    return frozenset(part.strip() for part in parts if part.strip())
+
+
 def _text(value: Any) -> str:
-    """A value as the text a CRM would hold, to compare ours with theirs."""
+    """A single value as the text a CRM would hold."""
     if is_empty(value):
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, list):
-        return JOIN.join(_text(item) for item in value)
     return str(value).strip()
-
-
-def _same(ours: Any, theirs: Any) -> bool:
-    return _text(ours) == _text(theirs)
 
 
 # --- transforms ------------------------------------------------------------------------------
@@ -186,7 +199,7 @@ def may_write(policy: str, current: Any, ours: Any = None) -> bool:
         return policy == "always"
     if is_empty(current):
         return True
-    return policy == "overwrite_if_ours" and not is_empty(ours) and _same(current, ours)
+    return policy == "overwrite_if_ours" and not is_empty(ours) and same(current, ours)
 
 
 # --- the model -------------------------------------------------------------------------------
@@ -292,7 +305,7 @@ class Mapping(BaseModel):
         written: dict[str, Any] = {}
         for rule in self.output:
             value, now = rule.value(result), current.get(rule.property)
-            if is_empty(value) or _same(value, now):
+            if is_empty(value) or same(value, now):
                 continue
             if may_write(rule.policy, now, ours.get(rule.property)):
                 written[rule.property] = value

@@ -377,8 +377,8 @@ class Planned:
     saving: Row | None = None  # None when finishing a saved intent
 
     def unsent(self) -> Row:
-        """What of the intent the CRM does not hold yet."""
-        return {k: v for k, v in self.intent.items() if str(v) != str(self.current.get(k))}
+        """What of the intent the CRM does not hold yet (in whatever form it holds it)."""
+        return {k: v for k, v in self.intent.items() if not mappings.same(v, self.current.get(k))}
 
 
 def _batches(events: list[Row]) -> list[list[Row]]:
@@ -457,7 +457,7 @@ def _echo(change: Row, ours: Row) -> str:
     events name one property and its value; Pipedrive's webhooks made by an API call
     (`meta.change_source` "api") list the changed fields in `previous`."""
     name, value = change.get("propertyName"), change.get("propertyValue")
-    if isinstance(name, str) and name in ours and str(ours[name]) == str(value):
+    if isinstance(name, str) and name in ours and mappings.same(ours[name], value):
         return name
     meta, data, previous = change.get("meta"), change.get("data"), change.get("previous")
     if not (isinstance(meta, dict) and meta.get("change_source") == "api"):
@@ -465,7 +465,7 @@ def _echo(change: Row, ours: Row) -> str:
     if not (isinstance(data, dict) and isinstance(previous, dict) and previous):
         return ""
     now = _pipedrive_values(data, previous)
-    if now and all(key in ours and str(ours[key]) == str(now[key]) for key in now):
+    if now and all(key in ours and mappings.same(ours[key], now[key]) for key in now):
         return ", ".join(now)
     return ""
 

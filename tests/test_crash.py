@@ -48,10 +48,10 @@ Row = dict[str, Any]
 
 
 class FakeHubSpot(ThreadingHTTPServer):
-    """HubSpot contacts on loopback: GET and PATCH /crm/v3/objects/contacts/{id} and POST
-    /crm/v3/objects/contacts/batch/read and batch/update, with every request of each contact
-    logged (when, method, properties written; a batch's reads and writes logged as GETs and
-    PATCHes of each contact)."""
+    """HubSpot contacts on loopback: GET and PATCH a contact and POST batch/read and
+    batch/update (whatever the path before them), with every request of each contact logged
+    (when, method, properties written; a batch's reads and writes logged as GETs and PATCHes
+    of each contact)."""
 
     daemon_threads = True
 

@@ -38,6 +38,7 @@ def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
 
     (platform,) = [p for p in _manifest()["platforms"] if p["id"] == "hubspot"]
     written = platform["writeBack"]
+    assert written["batchRead"] == f"POST {{crm_base_url}}{hubspot.CONTACTS}/batch/read"
     assert written["update"] == f"PATCH {{crm_base_url}}{hubspot.CONTACTS}/{{id}}"
     assert written["batch"] == f"POST {{crm_base_url}}{hubspot.CONTACTS}/batch/update"
     assert written["maxBatch"] == hubspot.BATCH_SIZE

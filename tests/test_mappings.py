@@ -346,6 +346,65 @@ def test_always_overwrites_and_never_writes_nothing_but_still_shows() -> None:
     }
 
 
+# A list we wrote, as each CRM gives it back: HubSpot (multiple checkboxes), Salesforce
+# (multi-select picklists) and Dataverse as text joined with ";" (in their option order, not
+# ours), Zoho and Pipedrive v2 as a JSON array, and enrich's own " | ".
+LIST_WRITTEN = ["Sales", "Marketing"]
+LIST_FORMS = {
+    "hubspot": "Sales;Marketing",
+    "salesforce, reordered": "Marketing;Sales",
+    "spaced": "Sales ; Marketing",
+    "zoho": ["Sales", "Marketing"],
+    "pipedrive, reordered": ["Marketing", "Sales"],
+    "enrich": "Sales | Marketing",
+}
+
+
+@pytest.mark.parametrize("held", LIST_FORMS.values(), ids=LIST_FORMS.keys())
+def test_a_list_we_wrote_is_ours_whatever_form_the_crm_holds_it_in(held: Any) -> None:
+    assert may_write("overwrite_if_ours", held, LIST_WRITTEN)
+    assert may_write("overwrite_if_ours", held, "Sales | Marketing")
+
+
+@pytest.mark.parametrize("held", ["Sales;Operations", "Sales", ["Sales"], "Sales;Marketing;Legal"])
+def test_a_list_a_user_changed_is_not_ours(held: Any) -> None:
+    assert not may_write("overwrite_if_ours", held, LIST_WRITTEN)
+
+
+LISTS = Mapping.model_validate(
+    {
+        "platform": "test",
+        "record_id": ["id"],
+        "input": {"conEmail": ["email"]},
+        "output": [
+            {
+                "field": "conFunctions",
+                "property": "functions",
+                "transforms": ["split"],
+                "policy": "overwrite_if_ours",
+            }
+        ],
+    }
+)
+
+
+@pytest.mark.parametrize("held", LIST_FORMS.values(), ids=LIST_FORMS.keys())
+def test_a_list_the_crm_already_holds_is_not_written_again(held: Any) -> None:
+    always = LISTS.model_copy(
+        update={"output": (LISTS.output[0].model_copy(update={"policy": "always"}),)}
+    )
+    result = {"conFunctions": "Sales | Marketing"}
+    assert always.changes(result, {"functions": held}, {"functions": LIST_WRITTEN}) == {}
+
+
+def test_a_list_we_wrote_is_kept_fresh_by_overwrite_if_ours() -> None:
+    """Written as ["Sales", "Marketing"], held by HubSpot as "Sales;Marketing": when enrich
+    later finds another function, the field is still ours and is updated."""
+    result = {"conFunctions": "Sales | Marketing | Finance"}
+    changes = LISTS.changes(result, {"functions": "Sales;Marketing"}, {"functions": LIST_WRITTEN})
+    assert changes == {"functions": ["Sales", "Marketing", "Finance"]}
+
+
 def test_changes_leave_out_unchanged_values_and_never_clear_a_field() -> None:
     current = {
         "title": "",

@@ -41,6 +41,7 @@ from werkzeug.test import TestResponse
 from connector import connections, store, worker
 from connector.adapters.base import Permanent, WriteResult
 from connector.adapters.dynamics import Dynamics
+from connector.adapters.hubspot import CALLBACKS, CONTACTS
 from connector.adapters.pipedrive import Pipedrive
 from connector.adapters.zoho import Zoho
 from server import accounts, importer
@@ -438,10 +439,10 @@ def _dynamics_not_found(guid: str) -> dict[str, Any]:
 
 
 _ROUTES = [
-    (r"/crm/v3/objects/contacts/batch/(read|update)", "POST", FakeCrm.hubspot_batch),
-    (r"/crm/v3/objects/contacts/([^/]+)", "GET", FakeCrm.hubspot_read),
-    (r"/crm/v3/objects/contacts/([^/]+)", "PATCH", FakeCrm.hubspot_update),
-    (r"/automation/v4/actions/callbacks/([^/]+)/complete", "POST", FakeCrm.hubspot_callback),
+    (rf"{CONTACTS}/batch/(read|update)", "POST", FakeCrm.hubspot_batch),
+    (rf"{CONTACTS}/([^/]+)", "GET", FakeCrm.hubspot_read),
+    (rf"{CONTACTS}/([^/]+)", "PATCH", FakeCrm.hubspot_update),
+    (rf"{CALLBACKS}/([^/]+)/complete", "POST", FakeCrm.hubspot_callback),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
     (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),
@@ -757,7 +758,7 @@ def test_the_hubspot_workflow_sample_names_nobody_enrich_can_find(
     (read,) = crm.calls
     assert (read.method, read.path, read.query) == (
         "GET",
-        "/crm/v3/objects/contacts/3234574",
+        f"{CONTACTS}/3234574",
         {"properties": HUBSPOT_READ},
     )
     assert read.headers["authorization"] == f"Bearer {HUBSPOT_TOKEN}"
@@ -783,10 +784,10 @@ def test_the_hubspot_workflow_sample_with_an_email_is_written_back(
 
     assert replay.work.run_due() == {"done": 1}
     read, write = crm.calls
-    assert (read.method, read.path) == ("GET", "/crm/v3/objects/contacts/3234574")
+    assert (read.method, read.path) == ("GET", f"{CONTACTS}/3234574")
     assert (write.method, write.path, write.query) == (
         "PATCH",
-        "/crm/v3/objects/contacts/3234574",
+        f"{CONTACTS}/3234574",
         {},
     )
     assert write.headers["authorization"] == f"Bearer {HUBSPOT_TOKEN}"
@@ -830,10 +831,10 @@ def test_the_hubspot_webhooks_api_batch_reads_the_contact_then_writes_it_back(
     read, write = crm.calls
     assert (read.method, read.path, read.query) == (
         "GET",
-        "/crm/v3/objects/contacts/123",
+        f"{CONTACTS}/123",
         {"properties": HUBSPOT_READ},
     )
-    assert (write.method, write.path) == ("PATCH", "/crm/v3/objects/contacts/123")
+    assert (write.method, write.path) == ("PATCH", f"{CONTACTS}/123")
     assert write.headers["authorization"] == f"Bearer {HUBSPOT_TOKEN}"
     assert write.body == {
         "properties": {
@@ -895,7 +896,7 @@ def test_the_hubspot_custom_action_sample_is_answered_with_output_fields(
     assert crm.calls == [] and replay.credits() == 9
 
 
-CALLBACK = "/automation/v4/actions/callbacks/ap-102670506-56776413549-7-0/complete"
+CALLBACK = f"{CALLBACKS}/ap-102670506-56776413549-7-0/complete"
 
 
 def _assert_blocked(response: TestResponse) -> None:
@@ -910,14 +911,16 @@ def _assert_blocked(response: TestResponse) -> None:
 
 
 def _assert_completed(crm: FakeCrm, output: dict[str, Any]) -> None:
-    """One callback completion, in the shape of HubSpot's sample, with `output`."""
+    """One callback completion, in the shape of HubSpot's sample, with `output`, and the
+    `typedOutputs` the date-versioned specification marks required, empty (as HubSpot's
+    2026-03 reference example sends it)."""
     (call,) = crm.calls
     documented = json.loads(
         (PLATFORMS / "hubspot_custom_action_callback_complete_request.json").read_text()
     )
     assert (call.method, call.path) == ("POST", CALLBACK)
     assert call.headers["authorization"] == f"Bearer {HUBSPOT_TOKEN}"
-    assert call.body.keys() == documented.keys() and call.body["outputFields"] == output
+    assert call.body == {**documented, "outputFields": output, "typedOutputs": {}}
 
 
 def test_a_custom_action_posted_to_the_events_url_is_blocked_then_completed_by_callback(
@@ -1707,9 +1710,7 @@ def test_twenty_concurrent_copies_of_one_event_make_one_job_and_one_write_back(
         assert list(pool.map(send, range(20))) == [200] * 20
     assert replay.work.run_due() == {"done": 1} and replay.work.run_due() == {}
     writes = [call for call in crm.calls if call.method != "GET"]
-    assert [(call.method, call.path) for call in writes] == [
-        ("PATCH", "/crm/v3/objects/contacts/3234574")
-    ]
+    assert [(call.method, call.path) for call in writes] == [("PATCH", f"{CONTACTS}/3234574")]
     assert replay.credits() == 9
 
 
@@ -1724,11 +1725,11 @@ def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) ->
     completed = {"outputFields": {"hs_execution_state": "SUCCESS"}}
     with httpx.Client(base_url=crm.url) as http:
         updated = http.post(
-            "/crm/v3/objects/contacts/batch/update",
+            f"{CONTACTS}/batch/update",
             json={"inputs": [{"id": "512", "properties": {"jobtitle": "CTO"}}, {"id": "9"}]},
         )
         read = http.post(
-            "/crm/v3/objects/contacts/batch/read",
+            f"{CONTACTS}/batch/read",
             json={"properties": ["jobtitle"], "inputs": [{"id": "512"}]},
         )
         collection = http.patch(
@@ -1740,14 +1741,14 @@ def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) ->
                 ],
             },
         )
-        done = http.post(f"/automation/v4/actions/callbacks/{callback}/complete", json=completed)
+        done = http.post(f"{CALLBACKS}/{callback}/complete", json=completed)
     assert updated.status_code == 207 and updated.json()["errors"][0]["context"] == {"ids": ["9"]}
     assert read.json()["results"][0]["properties"] == {"jobtitle": "CTO", "hs_object_id": "512"}
     assert collection.json() == [{"id": "003xx000004TmiQAAS", "success": True, "errors": []}]
     assert crm.salesforce["003xx000004TmiQAAS"]["Title"] == "Lead"
     assert (done.status_code, done.content) == (204, b"")
     assert (crm.calls[-1].path, crm.calls[-1].body) == (
-        f"/automation/v4/actions/callbacks/{callback}/complete",
+        f"{CALLBACKS}/{callback}/complete",
         completed,
     )
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from sqlite_utils import Database
 
 from connector import connections, outbound, store, worker
+from connector.adapters.hubspot import CONTACTS
 from connector.cli import main
 from server import accounts, importer
 from tests import servers
@@ -33,6 +34,7 @@ class FakeHubSpot:
         self.contacts: dict[str, dict[str, Any]] = {"501": {"email": AVA, "jobtitle": ""}}
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []
+        self.options: dict[str, set[str]] = {}  # dropdown properties: the values they allow
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
@@ -46,13 +48,18 @@ class FakeHubSpot:
         if record_id not in self.contacts:
             return httpx.Response(404, json={"status": "error", "message": "Object not found"})
         if request.method == "PATCH":
-            self.contacts[record_id].update(json.loads(request.content)["properties"])
+            sent = json.loads(request.content)["properties"]
+            if refused := self._invalid_option([sent]):
+                return refused
+            self.contacts[record_id].update(sent)
         properties = self.contacts[record_id]
         return httpx.Response(200, json={"id": record_id, "properties": properties})
 
     def _batch_update(self, inputs: list[dict[str, Any]]) -> httpx.Response:
         """HubSpot's batch update: 200 when every contact was written, else 207 with an
-        error naming the missing ones."""
+        error naming the missing ones; one contact's invalid option refuses them all."""
+        if refused := self._invalid_option([item["properties"] for item in inputs]):
+            return refused
         found = [item for item in inputs if item["id"] in self.contacts]
         for item in found:
             self.contacts[item["id"]].update(item["properties"])
@@ -64,6 +71,14 @@ class FakeHubSpot:
                  "context": {"ids": missing}}  # fmt: skip
         return httpx.Response(207, json={"status": "COMPLETE", "results": results,
                                          "errors": [error], "numErrors": 1})  # fmt: skip
+
+    def _invalid_option(self, sent: list[dict[str, Any]]) -> httpx.Response | None:
+        """HubSpot's 400 for a dropdown value it has no option for; None when every value
+        sent is allowed."""
+        for name, value in ((n, v) for values in sent for n, v in values.items()):
+            if name in self.options and value not in self.options[name]:
+                return httpx.Response(400, json=_invalid_option(name, value, self.options[name]))
+        return None
 
     def _batch_read(self, body: dict[str, Any]) -> httpx.Response:
         """HubSpot's batch read: the contacts found, 207 naming the missing ones."""
@@ -92,6 +107,23 @@ class FakeHubSpot:
             for r in self.requests
             if r.url.path.endswith("/batch/update")
         ]
+
+
+def _invalid_option(name: str, value: str, allowed: set[str]) -> dict[str, Any]:
+    """HubSpot's VALIDATION_ERROR for an option a dropdown lacks, naming the property in its
+    message's list and in `errors` (the shape of tests/data/platforms/outbound's samples)."""
+    message = f"{value} was not one of the allowed options: {sorted(allowed)}"
+    listed = [{"isValid": False, "message": message, "error": "INVALID_OPTION", "name": name,
+               "localizedErrorMessage": message}]  # fmt: skip
+    return {
+        "status": "error",
+        "message": f"Property values were not valid: {json.dumps(listed)}",
+        "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
+        "category": "VALIDATION_ERROR",
+        "errors": [
+            {"message": message, "code": "INVALID_OPTION", "context": {"propertyName": [name]}}
+        ],
+    }
 
 
 @pytest.fixture
@@ -338,10 +370,10 @@ def test_a_batch_read_refused_as_a_whole_is_read_record_by_record(
     assert work.run_due() == {"done": 2, "dead": 1}
     paths = [request.url.path for request in crm.requests if request.method != "PATCH"]
     assert paths[:4] == [
-        "/crm/v3/objects/contacts/batch/read",
-        "/crm/v3/objects/contacts/501",
-        "/crm/v3/objects/contacts/settings-test-1",
-        "/crm/v3/objects/contacts/502",
+        f"{CONTACTS}/batch/read",
+        f"{CONTACTS}/501",
+        f"{CONTACTS}/settings-test-1",
+        f"{CONTACTS}/502",
     ]
     dead = [e for e in store.events_of(db, link.row["id"]) if e["status"] == "dead"]
     assert [e["event_key"] for e in dead] == ["e-test"]
@@ -519,3 +551,85 @@ def test_the_worker_connects_only_to_the_address_it_checked(
     event = _only_event(db, link)
     assert event["status"] == "pending" and event["attempts"] == 1
     assert event["last_error"].endswith("crm.example resolves to 127.0.0.1, not public")
+
+
+REFUSED_LEVEL = (
+    "contactdata_job_levels: INVALID_OPTION: VP was not one of the allowed options: "
+    "['Director', 'Manager']"
+)
+
+
+def test_an_invalid_option_drops_only_that_field_and_the_delivery_says_why(
+    setup: Any, crm: FakeHubSpot, db_path: Path
+) -> None:
+    """A dropdown set up without our value (HubSpot's INVALID_OPTION) used to bury the whole
+    contact; now the rest is written and the delivery names the field and HubSpot's reason."""
+    db, work, link, _ = setup
+    crm.options["contactdata_job_levels"] = {"Director", "Manager"}
+    _event(db, link, "e1", thin=True)
+    assert work.run_due() == {"done": 1}
+    refused, written = crm.patches()
+    assert refused["contactdata_job_levels"] == "VP"
+    assert "contactdata_job_levels" not in written
+    assert written == {k: v for k, v in refused.items() if k != "contactdata_job_levels"}
+    assert crm.contacts["501"]["jobtitle"] == "Vice President of Sales"
+    assert _only_event(db, link)["last_error"] == REFUSED_LEVEL
+    listed = CliRunner().invoke(main, ["deliveries", "list", "--db", str(db_path), "--json"])
+    assert json.loads(listed.output)[0]["last_error"] == REFUSED_LEVEL
+    cached = store.record(db, link.row["id"], "501")
+    assert cached is not None and "contactdata_job_levels" not in json.loads(cached["written"])
+
+
+def test_a_batch_refused_for_one_contacts_invalid_option_writes_every_contact(
+    setup: Any, crm: FakeHubSpot
+) -> None:
+    """HubSpot refuses a whole batch update for one contact's invalid option: each contact is
+    then written on its own, the offending one without the refused field."""
+    db, work, link, _ = setup
+    crm.options["contactdata_job_levels"] = {"Director", "Manager", "Staff/Principal"}
+    crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
+    _event(db, link, "e-501", thin=True)
+    _event(db, link, "e-502", thin=True, record="502")
+    assert work.run_due() == {"done": 2}
+    assert len(crm.batches()) == 1  # refused as a whole, then a PATCH a contact
+    assert crm.contacts["501"]["jobtitle"] == "Vice President of Sales"
+    assert "contactdata_job_levels" not in crm.contacts["501"]
+    assert crm.contacts["502"]["contactdata_job_levels"] == "Staff/Principal"
+    notes = {e["record_id"]: e["last_error"] for e in store.events_of(db, link.row["id"])}
+    assert notes["502"] == ""
+    assert notes["501"].startswith("contactdata_job_levels: INVALID_OPTION: VP was not one")
+
+
+LISTING = """\
+platform: hubspot
+record_id: [objectId, vid]
+input:
+  conEmail: [properties.email.value, email]
+output:
+  - {field: conFunctions, property: contactdata_job_functions, transforms: [split],
+     policy: overwrite_if_ours}
+"""
+
+
+def test_a_list_we_wrote_echoed_back_in_hubspots_form_is_recognized_as_ours(
+    setup: Any, crm: FakeHubSpot, tmp_path: Path
+) -> None:
+    """HubSpot keeps a multiple-checkbox value as "a;b" in its options' order; the list we
+    wrote must still be ours, or its own echo would count as a user's edit."""
+    db, work, link, _ = setup
+    (tmp_path / "hubspot.yaml").write_text(LISTING)
+    db.execute("UPDATE connections SET mapping = ?", [str(tmp_path / "hubspot.yaml")])
+    crm.contacts["501"] = {"email": "milo.moore@lonestar-discover.com"}
+    _event(db, link, "e1", thin=True)
+    assert work.run_due() == {"done": 1}
+    assert crm.patches() == [{"contactdata_job_functions": "Sales;Marketing"}]
+    before = len(crm.requests)
+    change = {"subscriptionType": "contact.propertyChange", "objectId": 501,
+              "propertyName": "contactdata_job_functions",
+              "propertyValue": "Marketing;Sales"}  # fmt: skip
+    _event(db, link, "echo", thin=True, payload=change)
+    assert work.run_due() == {"done": 1}
+    assert len(crm.requests) == before
+    assert store.events_of(db, link.row["id"])[-1]["last_error"] == (
+        "our own write of contactdata_job_functions echoed back: ignored"
+    )

@@ -1,9 +1,20 @@
-"""HubSpot contacts over the CRM v3 objects API: read and update one contact, and batch reads
-and updates of up to 100 contacts a call. Values always go as strings ("" clears a property).
+"""HubSpot contacts over the CRM objects API: read and update one contact, and batch reads
+and updates of up to 100 contacts a call; and the completion of BLOCKed custom workflow
+actions. Values always go as strings ("" clears a property).
 
-Failures beyond `base.classify`: a 400 VALIDATION_ERROR naming PROPERTY_DOESNT_EXIST
-properties drops them and sends the rest once more; 401 is a token expired or revoked; 429
-waits as its policy says:
+Paths are HubSpot's date-versioned ones, the version named once (API_VERSION): HubSpot ends
+/crm/v3 in September 2027 and /automation/v4 on 30 March 2027, and the 2026-03 paths take the
+same request and response shapes. From 2026-09 HubSpot also enforces each account's own
+validation rules on writes.
+
+Failures beyond `base.classify`: a 400 VALIDATION_ERROR naming properties (in `errors[]`'s
+context.propertyName, or in the JSON list of its "Property values were not valid: [...]"
+message) refuses those properties: PROPERTY_DOESNT_EXIST, and values HubSpot will not take
+such as an enumeration option the property lacks (INVALID_OPTION). The contact is written
+again without them, and each is reported with HubSpot's reason. A batch update refused as a
+whole for an invalid value does not say whose it was: each contact of it is Permanent alike
+(the worker then writes them one at a time). 401 is a token expired or revoked; 429 waits as
+its policy says:
 
 - TEN_SECONDLY_ROLLING (and any other burst policy): Retry-After in seconds when HubSpot
   sends it, else X-HubSpot-RateLimit-Interval-Milliseconds, else the 10 s window.
@@ -17,6 +28,8 @@ waits as its policy says:
 
 from __future__ import annotations
 
+import json
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +37,7 @@ from urllib.parse import quote
 import httpx
 
 from connector.adapters.base import (
+    MESSAGE_LIMIT,
     TOKEN_REFUSED,
     Outcome,
     Permanent,
@@ -46,8 +60,11 @@ from connector.adapters.base import (
 BATCH_SIZE = 100
 BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says how long
 DAILY_WAIT_SECONDS = 24 * 3600.0  # see the module docstring
-CONTACTS = "/crm/v3/objects/contacts"
-CALLBACKS = "/automation/v4/actions/callbacks"
+API_VERSION = "2026-03"  # HubSpot's date-versioned APIs (see the module docstring)
+CONTACTS = f"/crm/objects/{API_VERSION}/contacts"
+CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
+UNKNOWN = "PROPERTY_DOESNT_EXIST"
+LISTED = "Property values were not valid:"  # a 400's message, then its refusals as JSON
 
 
 class HubSpot:
@@ -77,7 +94,11 @@ class HubSpot:
         out (HubSpot's 207 names ids it could not get) is Permanent."""
         found: dict[str, dict[str, Any] | Permanent] = {}
         for chunk in id_chunks(record_ids, BATCH_SIZE):
-            body = {"properties": list(properties), "inputs": [{"id": key} for key in chunk]}
+            body = {
+                "properties": list(properties),
+                "propertiesWithHistory": [],  # required by the specification
+                "inputs": [{"id": key} for key in chunk],
+            }
             response = self._send("POST", f"{CONTACTS}/batch/read", json=body)
             self._check(response)
             answer = json_body(response)
@@ -90,7 +111,8 @@ class HubSpot:
         return found
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
-        """Update one contact; unknown properties are dropped and reported."""
+        """Update one contact; properties HubSpot refuses (unknown, or a value it will not
+        take) are dropped and reported."""
         return write_dropping(lambda sent: self._update(record_id, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
@@ -101,14 +123,19 @@ class HubSpot:
         return outcomes
 
     def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
-        """Complete a BLOCKed custom workflow action with `answer` (its `outputFields`)."""
+        """Complete a BLOCKed custom workflow action with `answer`'s `outputFields`, in the
+        body the specification gives: output values as strings (none where a value is None),
+        and `typedOutputs`, which it marks required, empty."""
+        fields = answer.get("outputFields") or {}
+        outputs = {name: _string(value) for name, value in fields.items() if value is not None}
+        body = {"outputFields": outputs, "typedOutputs": {}}
         path = f"{CALLBACKS}/{quote(callback_id, safe='')}/complete"
-        self._check(self._send("POST", path, json=answer))
+        self._check(self._send("POST", path, json=body))
 
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
         body = {"properties": _strings(properties)}
         response = self._send("PATCH", _contact(record_id), json=body)
-        refused = _unknown_properties(response)
+        refused = _reasons(_refused_properties(response))
         if not refused:
             self._check(response)
             written = json_body(response)  # the contact: anything else may not have been written
@@ -119,9 +146,12 @@ class HubSpot:
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
         inputs = [{"id": key, "properties": _strings(values)} for key, values in changes.items()]
         response = self._send("POST", f"{CONTACTS}/batch/update", json={"inputs": inputs})
-        refused = _unknown_properties(response)
-        if refused:
-            return dict.fromkeys(changes, refused)
+        refused = _refused_properties(response)
+        unknown = {name: said for name, said in refused.items() if said[0] == UNKNOWN}
+        if unknown:  # unknown to every contact: each goes again without them
+            return dict.fromkeys(changes, _reasons(unknown))
+        if refused:  # someone's value, and HubSpot does not say whose
+            return dict.fromkeys(changes, Permanent(f"refused: {_described(refused)}"))
         try:
             self._check(response)
         except Permanent as failure:  # the whole call refused: every record's outcome
@@ -162,23 +192,55 @@ def _string(value: Any) -> str:
     return str(value)
 
 
-def _unknown_properties(response: httpx.Response) -> Refusal:
-    """The properties a 400 VALIDATION_ERROR says do not exist, each with HubSpot's message."""
+Said = tuple[str, str]  # HubSpot's code and message for a refused property
+
+
+def _refused_properties(response: httpx.Response) -> dict[str, Said]:
+    """The properties a 400 VALIDATION_ERROR refuses, with what HubSpot says of each."""
     body = json_body(response)
     if response.status_code != 400 or not isinstance(body, dict):
         return {}
-    if body.get("category") != "VALIDATION_ERROR":
+    return _refused(body) if body.get("category") == "VALIDATION_ERROR" else {}
+
+
+def _refused(error: dict[str, Any]) -> dict[str, Said]:
+    """The properties an error object (a whole answer, or one of a batch's errors) names:
+    in `errors[]` by context.propertyName, or by "name" in the JSON list of a "Property
+    values were not valid: [...]" message."""
+    named = _message_list(error.get("message"))
+    for detail in dicts(error.get("errors")):
+        said = (str(detail.get("code") or ""), str(detail.get("message") or ""))
+        named.update(dict.fromkeys(_listed(_context(detail).get("propertyName")), said))
+    return named
+
+
+def _message_list(message: Any) -> dict[str, Said]:
+    if not isinstance(message, str) or not message.startswith(LISTED):
         return {}
-    return _nonexistent(body.get("errors"))
+    try:
+        items = json.loads(message.removeprefix(LISTED))
+    except ValueError:
+        return {}
+    return {
+        str(item["name"]): (str(item.get("error") or ""), str(item.get("message") or ""))
+        for item in dicts(items)
+        if item.get("name") and item.get("isValid") is not True
+    }
 
 
-def _nonexistent(errors: Any) -> Refusal:
-    refused: Refusal = {}
-    for error in dicts(errors):
-        if error.get("code") == "PROPERTY_DOESNT_EXIST":
-            names = _listed(_context(error).get("propertyName"))
-            refused.update(dict.fromkeys(names, str(error.get("message") or "does not exist")))
-    return refused
+def _reasons(refused: dict[str, Said]) -> Refusal:
+    """Each refused property with HubSpot's words: its message, after the code unless the
+    code is PROPERTY_DOESNT_EXIST (whose message says so), shortened."""
+    return {name: _reason(*said) for name, said in refused.items()}
+
+
+def _reason(code: str, message: str) -> str:
+    text = message if code in (UNKNOWN, "") else f"{code}: {message}".rstrip(": ")
+    return textwrap.shorten(text or "refused", MESSAGE_LIMIT, placeholder="…")
+
+
+def _described(refused: dict[str, Said]) -> str:
+    return "; ".join(f"{name}: {why}" for name, why in _reasons(refused).items())
 
 
 def _batch_outcomes(
@@ -194,7 +256,7 @@ def _batch_outcomes(
     unnamed: list[str] = []
     for error in dicts(body.get("errors")):
         named = [key for key in _named(error) if key in changes]
-        outcome = _nonexistent(error.get("errors")) or Permanent(_describe(error))
+        outcome = _reasons(_refused(error)) or Permanent(_describe(error))
         outcomes.update(dict.fromkeys(named, outcome))
         if not named:
             unnamed.append(_describe(error))
