@@ -45,6 +45,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
 
@@ -277,11 +278,11 @@ def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
     kind = inbound.hubspot_kind(body)
     v3_only = kind in link["hubspot_v3_kinds"].split(",")
     legacy = None if v3_only else signatures.hubspot_legacy_version(body)
+    uri = _called_uri()
     try:
         version = signatures.verify_hubspot(
-            secret, request.method, request.url, body, request.headers, server.now(),
-            fallback=legacy,
-        )  # fmt: skip
+            secret, request.method, uri, body, request.headers, server.now(), fallback=legacy
+        )
     except signatures.MissingHeader as error:
         if not v3_only:
             raise
@@ -289,8 +290,26 @@ def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
             f"The request signature does not verify: {error}. This connection has received "
             f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
         ) from None
+    except signatures.SignatureMismatch as error:
+        raise BadSignature(
+            f"The request signature does not verify: {error} (checked for the URL "
+            f"{uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the address HubSpot calls)."
+        ) from None
     if version == "v3" and not v3_only:
         _note_hubspot_v3(link, kind)
+
+
+def _called_uri() -> str:
+    """The URL the sender called, as it signed it: the public URL with the request's path and
+    query as sent (gunicorn's RAW_URI; REQUEST_URI elsewhere), never Werkzeug's decoded
+    `request.url`, nor a URL rebuilt from a proxy's plain-http request."""
+    environ = request.environ
+    target = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if target is None:  # a server that keeps neither: the path escaped again
+        query = environ.get("QUERY_STRING", "")
+        target = quote(request.script_root + request.path) + (f"?{query}" if query else "")
+    target = target.encode("latin-1", "replace").decode("utf-8", "replace")  # WSGI's str
+    return signatures.sent_uri(current_app.config["PUBLIC_URL"], target, request.script_root)
 
 
 def _note_hubspot_v3(link: Row, kind: str) -> None:

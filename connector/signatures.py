@@ -6,6 +6,7 @@ Verifying (each raises a `SignatureError` subclass when the request is not authe
     verify_hubspot(secret, method, uri, body, headers, now, *, fallback="v2", tolerance=300)
         -> "v3" | "v2" | "v1"     the version that matched
     hubspot_legacy_version(body) -> "v1" | "v2"   the fallback HubSpot's docs give the request
+    sent_uri(public_url, target, mount="") -> str   the URL a sender called, as it signed it
     verify_standard_webhooks(secret, body, headers, now, *, tolerance=300)
         -> str                    the webhook-id, the sender's idempotency key
     salesforce_organization_allowed(organization_id, allowed) -> bool
@@ -25,7 +26,8 @@ Errors: `SignatureError(ValueError)` and its subclasses `MissingHeader`, `Malfor
 `body` is the raw request body as bytes (Flask: `request.get_data(cache=True)` before any JSON
 parsing). `headers` is any mapping; names are matched case-insensitively. `now` is an aware
 `datetime` or unix seconds. `method` is the HTTP method as HubSpot sent it (upper case) and `uri`
-the full URL HubSpot called: scheme, host, path and query in their original order.
+the full URL HubSpot called: scheme, host, path and query in their original order, escapes as
+sent (`sent_uri`: never a URL the server decoded, nor one rebuilt from a proxy's own address).
 
 HubSpot: `verify_hubspot` checks v3 (`X-HubSpot-Signature-v3` + `X-HubSpot-Request-Timestamp`,
 milliseconds) when either v3 header is present; otherwise it checks `X-HubSpot-Signature` with
@@ -162,6 +164,19 @@ def verify_hubspot(
         raise MissingHeader(f"missing header {HUBSPOT_SIGNATURE_V3}")
     _verify_hubspot_legacy(secret, method, uri, body, headers, fallback)
     return fallback
+
+
+def sent_uri(public_url: str, target: str, mount: str = "") -> str:
+    """The URL a sender called, as it signed it: the public URL it was given (scheme, host and
+    any path prefix a proxy removes) followed by the request target (path and query exactly
+    as sent, percent-escapes kept), less `mount`, the prefix the app is mounted at (WSGI's
+    SCRIPT_NAME, which a public URL names already). An absolute-form target (`http://h/p`)
+    gives only its path and query: the public URL names the scheme and host."""
+    if not target.startswith("/"):
+        target = "/" + target.partition("://")[2].partition("/")[2]
+    if mount and target.startswith(f"{mount}/"):
+        target = target[len(mount) :]
+    return public_url.rstrip("/") + target
 
 
 def hubspot_legacy_version(body: bytes) -> Literal["v1", "v2"]:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from hubspot.utils.signature import Signature
 from werkzeug.test import TestResponse
 
 import server
@@ -50,7 +51,8 @@ def clock() -> Clock:
 @pytest.fixture
 def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
+    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock}
+    return create_app({**settings, "PUBLIC_URL": "http://localhost"})  # the test client's
 
 
 @pytest.fixture
@@ -640,6 +642,111 @@ def test_a_workflow_webhook_is_verified_by_v2_not_v1(
     }
     _assert_error(client.post(url, data=WORKFLOW, headers=v1), 401, "invalid_signature")
     assert _events(db_path, links["hubspot"]) == []
+
+
+# --- HubSpot: the URL signed is the one HubSpot called, escapes and all ------------------------
+
+# Webhook URLs with percent-escapes in their query, and each as HubSpot's v3 signs it: only the
+# escapes of its documented table decoded (v2 signs the URL exactly as called).
+ESCAPED = {
+    "?src=wf%3Ahubspot%2Fa%40b": "?src=wf:hubspot/a@b",
+    "?q=a%7Eb": "?q=a%7Eb",
+    "?name=Jos%C3%A9": "?name=Jos%C3%A9",
+}
+
+
+def _signed_by_hubspot(version: str, url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
+    """The headers HubSpot sends with `body` to `url`, signed by HubSpot's own Python client."""
+    if version == "v3":
+        stamp = str(int(at.timestamp() * 1000))
+        path, _, query = url.partition("?")
+        signed = f"{path}{ESCAPED[f'?{query}']}" if query else path
+        signature = Signature.get_signature(
+            HUBSPOT_SECRET, body.decode(), "v3", http_uri=signed, timestamp=stamp
+        )
+        return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    signature = Signature.get_signature(HUBSPOT_SECRET, body.decode(), version, http_uri=url)
+    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": version}
+
+
+@pytest.mark.parametrize("query", list(ESCAPED))
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_hubspot_signs_the_url_as_it_called_it_and_so_it_is_checked(
+    client: FlaskClient,
+    links: dict[str, connections.Added],
+    db_path: Path,
+    version: str,
+    query: str,
+) -> None:
+    """Werkzeug decodes the query of `request.url`; HubSpot signed the escapes."""
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events{query}"
+    response = client.post(url, data=WORKFLOW, headers=_signed_by_hubspot(version, url, WORKFLOW))
+    assert response.status_code == 200, response.get_json()
+    assert len(_events(db_path, links["hubspot"])) == 1
+
+
+def test_hubspot_v1_of_a_webhooks_api_batch_covers_the_body_alone(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events?src=wf%3Ahubspot"
+    response = client.post(url, data=BATCH, headers=_signed_by_hubspot("v1", url, BATCH))
+    assert response.status_code == 200 and len(_events(db_path, links["hubspot"])) == 1
+
+
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_behind_a_tls_proxy_hubspot_signatures_cover_the_public_url(
+    app: Flask, links: dict[str, connections.Added], db_path: Path, version: str
+) -> None:
+    """The proxy calls the app over plain http on another host: the URL checked is
+    CONTACTDATA_PUBLIC_URL's (the one HubSpot was given) with the path and query as sent."""
+    app.config["PUBLIC_URL"] = "https://hooks.acme.example/"
+    route = f"/hooks/{links['hubspot'].row['id']}/events?src=wf%3Ahubspot%2Fa%40b"
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "hooks.acme.example"}
+    client = app.test_client()
+    called = _signed_by_hubspot(version, f"https://hooks.acme.example{route}", WORKFLOW)
+    response = client.post(f"http://10.0.0.7:8080{route}", data=WORKFLOW,
+                           headers={**forwarded, **called})  # fmt: skip
+    assert response.status_code == 200, response.get_json()
+    seen = _signed_by_hubspot(version, f"http://10.0.0.7:8080{route}", WORKFLOW)
+    refused = client.post(f"http://10.0.0.7:8080{route}", data=WORKFLOW, headers=seen)
+    _assert_error(refused, 401, "invalid_signature")
+    message = refused.get_json()["error"]["message"]
+    assert "https://hooks.acme.example/hooks/" in message and "CONTACTDATA_PUBLIC_URL" in message
+    assert len(_events(db_path, links["hubspot"])) == 1
+
+
+@pytest.mark.slow
+def test_through_gunicorn_hubspot_signatures_cover_the_url_as_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gunicorn's RAW_URI is the request target as sent: escapes kept, whatever the proxy's
+    scheme and host (the public URL names them)."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    monkeypatch.setenv("CONTACTDATA_PUBLIC_URL", "https://hooks.acme.example")
+    path = tmp_path / "served.db"
+    database = store.connect(path)
+    secret = server.key_secret({"DB": str(path)})
+    _, key = accounts.create_organization(
+        database, secret, NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    link = connections.add(
+        database, secret, NOW, name="hs", platform="hubspot", api_key=key,
+        secret=HUBSPOT_SECRET, crm_base_url="http://127.0.0.1:9", crm_token="crm-token-1234",
+    )  # fmt: skip
+    database.close()
+    port = servers.free_port()
+    process = servers.serve(path, port, workers=1)
+    try:
+        route = f"/hooks/{link.row['id']}/events?src=wf%3Ahubspot%2Fa%40b"
+        for version, contact in (("v2", b"3234575"), ("v3", b"3234576")):
+            body = WORKFLOW.replace(b"3234574", contact)  # two events
+            called, now = f"https://hooks.acme.example{route}", datetime.now(UTC)  # served
+            headers = _signed_by_hubspot(version, called, body, now)
+            sent = httpx.post(f"http://127.0.0.1:{port}{route}", content=body, headers=headers)
+            assert sent.status_code == 200, sent.text
+    finally:
+        servers.stop(process)
+    assert len(store.events_of(store.connect(path), link.row["id"])) == 2
 
 
 # --- headers no platform would send: 401, never 500 -------------------------------------------

@@ -25,6 +25,7 @@ from connector.signatures import (
     hubspot_legacy_version,
     hubspot_v3_uri,
     salesforce_organization_allowed,
+    sent_uri,
     sign_hubspot_v1,
     sign_hubspot_v2,
     sign_hubspot_v3,
@@ -458,6 +459,24 @@ def test_hubspot_v2_uri_must_match_exactly() -> None:
     headers = {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
     with pytest.raises(SignatureMismatch):
         verify_hubspot(SECRETS["hubspot_v2"], "POST", sent, BODY, headers, NOW)
+
+
+@pytest.mark.parametrize(
+    ("public_url", "target", "mount", "called"),
+    [
+        ("https://hooks.example", "/hooks/1/events?q=a%7Eb", "", "https://hooks.example/hooks/1/events?q=a%7Eb"),
+        ("https://hooks.example/", "/hooks/1/events", "", "https://hooks.example/hooks/1/events"),
+        ("https://x.example/cd", "/hooks/1/events?n=Jos%C3%A9", "", "https://x.example/cd/hooks/1/events?n=Jos%C3%A9"),
+        ("https://x.example/cd", "/cd/hooks/1/events?a=%3A", "/cd", "https://x.example/cd/hooks/1/events?a=%3A"),
+        ("https://hooks.example", "http://10.0.0.7:8080/hooks/1/events?a=%40", "", "https://hooks.example/hooks/1/events?a=%40"),
+    ],
+)  # fmt: skip
+def test_the_uri_checked_is_the_public_url_with_the_target_as_sent(
+    public_url: str, target: str, mount: str, called: str
+) -> None:
+    """Path and query as the sender wrote them (a proxy's scheme and host never count; a
+    proxy that removes the public URL's prefix, or an app mounted at it, alike)."""
+    assert sent_uri(public_url, target, mount) == called
 
 
 # Salesforce OrganizationId allowlist
