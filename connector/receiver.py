@@ -342,7 +342,15 @@ def _verify_standard_webhooks(secret: str, body: bytes) -> str | None:
     """A Standard Webhooks signature (its webhook-id returned), or, from senders that cannot
     sign (Zapier's Webhooks step), the secret itself as a bearer token (None)."""
     if "webhook-signature" in request.headers:
-        return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+        try:
+            return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+        except signatures.UnusableSecret:  # saved before `connection add` checked secrets
+            current_app.logger.warning("connection secret unusable for Standard Webhooks")
+            raise BadSignature(
+                "This connection's secret cannot check Standard Webhooks signatures (it is "
+                "not base64): send it as 'Authorization: Bearer <secret>', or add the "
+                "connection again with the whsec_ secret the sender signs with."
+            ) from None
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     _same(
         sent,

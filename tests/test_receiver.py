@@ -16,10 +16,11 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from hubspot.utils.signature import Signature
+from standardwebhooks import Webhook
 from werkzeug.test import TestResponse
 
 import server
-from connector import connections, signatures, store
+from connector import connections, sealing, signatures, store
 from connector.app import create_app
 from server import accounts, db, importer
 from tests import servers
@@ -642,6 +643,64 @@ def test_a_workflow_webhook_is_verified_by_v2_not_v1(
     }
     _assert_error(client.post(url, data=WORKFLOW, headers=v1), 401, "invalid_signature")
     assert _events(db_path, links["hubspot"]) == []
+
+
+# --- Standard Webhooks, signed by the official library ----------------------------------------
+
+KEY = b"twenty-six bytes of a key!"  # 26 bytes: its base64 ends with one "="
+PADDED = base64.b64encode(KEY).decode()
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [f"whsec_{PADDED}", f"whsec_{PADDED.rstrip('=')}", PADDED.rstrip("=")],
+    ids=["padded", "unpadded", "unprefixed"],
+)
+def test_standard_webhooks_signed_by_the_official_library_are_taken_padded_or_not(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path,
+    secret: str,
+) -> None:  # fmt: skip
+    """The library pads the secret before decoding it; an unpadded one answered 500 here."""
+    link = connections.add(
+        store.connect(db_path), SECRET.encode(), NOW, name="sw", platform="make",
+        api_key=sealing.unseal(SECRET.encode(), links["zapier"].row["api_key_sealed"]),
+        secret=secret,
+    )  # fmt: skip
+    body = json.dumps({"email": AVA}).encode()
+    signed = Webhook(secret).sign("msg_official", NOW, body.decode())
+    headers = _standard("msg_official", str(int(NOW.timestamp())), signed)
+    response = client.post(f"/hooks/{link.row['id']}/enrich", data=body, headers=headers)
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["email"] == AVA
+    other = Webhook(base64.b64encode(b"another key").decode()).sign("msg_2", NOW, body.decode())
+    refused = client.post(
+        f"/hooks/{link.row['id']}/enrich",
+        data=body,
+        headers=_standard("msg_2", str(int(NOW.timestamp())), other),
+    )
+    _assert_error(refused, 401, "invalid_signature")
+
+
+def test_a_stored_secret_that_cannot_check_signatures_is_401_never_500(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """A connection added before `connection add` checked its secret: signed requests are
+    refused, saying why; the secret still works as a bearer token."""
+    link = links["zapier"]
+    database = store.connect(db_path)
+    sealed = sealing.seal(SECRET.encode(), "my-shared-token")
+    database.execute(
+        "UPDATE connections SET secret_sealed = ? WHERE id = ?", [sealed, link.row["id"]]
+    )
+    database.conn.commit()
+    body, url = json.dumps({"email": AVA}).encode(), f"/hooks/{link.row['id']}/enrich"
+    for signature in ("", "v1,!!", "v1,AAAA"):
+        response = client.post(url, data=body, headers=_standard("m", SENT_AT, signature))
+        _assert_error(response, 401, "invalid_signature")
+    message = response.get_json()["error"]["message"]
+    assert "cannot check Standard Webhooks signatures" in message and "my-shared" not in message
+    bearer = client.post(url, data=body, headers={"Authorization": "Bearer my-shared-token"})
+    assert bearer.status_code == 200
 
 
 # --- HubSpot: the URL signed is the one HubSpot called, escapes and all ------------------------

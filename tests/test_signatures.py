@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from standardwebhooks import Webhook
 from werkzeug.datastructures import Headers
 
 from connector.signatures import (
@@ -21,6 +22,7 @@ from connector.signatures import (
     SignatureError,
     SignatureMismatch,
     TimestampOutsideTolerance,
+    UnusableSecret,
     basic_password,
     hubspot_legacy_version,
     hubspot_v3_uri,
@@ -347,9 +349,25 @@ def test_other_signature_versions_are_ignored() -> None:
 
 
 def test_standard_webhooks_secret_that_is_not_base64_is_a_configuration_error() -> None:
-    with pytest.raises(ValueError, match="not valid base64") as caught:
+    with pytest.raises(UnusableSecret, match="characters base64 does not use") as caught:
         verify_standard_webhooks("whsec_not*base64!", BODY, sign("standard_webhooks", BODY), NOW)
     assert not isinstance(caught.value, SignatureError)
+
+
+@pytest.mark.parametrize("padding", ["=", ""], ids=["padded", "unpadded"])
+def test_standard_webhooks_keys_are_the_official_librarys(padding: str) -> None:
+    """The official library pads the secret before decoding it; so do we, and what each side
+    signs the other verifies."""
+    secret = "whsec_" + base64.b64encode(b"twenty-six bytes of a key!").decode().rstrip("=")
+    secret += padding
+    official = Webhook(secret)
+    now = datetime.now(UTC)  # the library verifies against the wall clock
+    stamp = str(int(now.timestamp()))
+    ours = sign_standard_webhooks(secret, MSG_ID, stamp, BODY)
+    assert ours == official.sign(MSG_ID, now, BODY.decode())
+    headers = {"webhook-id": MSG_ID, "webhook-timestamp": stamp, "webhook-signature": ours}
+    official.verify(BODY, headers, json_parse=False)
+    assert verify_standard_webhooks(secret, BODY, headers, now) == MSG_ID
 
 
 # Missing and malformed headers
