@@ -429,6 +429,72 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
     assert failed["hs_execution_state"] == "FAIL_CONTINUE" and failed["contactdata_error"]
 
 
+# --- every enrich answer names its transaction -------------------------------------------------
+
+
+@pytest.fixture
+def broke(links: dict[str, connections.Added], db_path: Path) -> dict[str, connections.Added]:
+    """A Zapier and a HubSpot connection of an organization without credits."""
+    database = store.connect(db_path)
+    _, key = accounts.create_organization(
+        database, SECRET.encode(), NOW, name="Broke", website="broke.example", tier="pro",
+        credits=0,
+    )  # fmt: skip
+    crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
+    add = lambda name, platform, **extra: connections.add(  # noqa: E731
+        database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra
+    )
+    return {"zapier": add("broke zap", "zapier"),
+            "hubspot": add("broke hs", "hubspot", secret=HUBSPOT_SECRET, **crm)}  # fmt: skip
+
+
+def _transaction(db_path: Path, transaction_id: str) -> tuple[str, int] | None:
+    found = db.connect(db_path).execute(
+        "SELECT record_status, credits FROM transactions WHERE id = ?", [transaction_id]
+    )
+    return found.fetchone()
+
+
+def test_an_enrich_error_names_the_transaction_it_recorded(
+    client: FlaskClient, broke: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """As /v7/enrich does: 402 for an organization out of credits, 400 for nothing to enrich
+    by, each with the id of the transaction row written and 0 credits."""
+    link = broke["zapier"]
+    bearer = {"Authorization": f"Bearer {link.secret}"}
+    url = f"/hooks/{link.row['id']}/enrich"
+    for body, status, code in ((json.dumps({"email": AVA}), 402, "insufficient_credits"),
+                               ('{"age": 3}', 400, "missing_identifier")):  # fmt: skip
+        response = client.post(url, data=body, headers=bearer)
+        _assert_error(response, status, code)
+        assert response.headers["credits-deducted"] == "0"
+        assert _transaction(db_path, response.headers["smarteTransactionId"]) == (code, 0)
+    refused = client.post(url, data=b"{}")  # not authenticated: no row, a header all the same
+    _assert_error(refused, 401, "invalid_signature")
+    assert refused.headers["credits-deducted"] == "0" and refused.headers["smarteTransactionId"]
+
+
+def test_a_blocked_or_failed_custom_action_names_its_transaction(
+    client: FlaskClient, broke: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"]["properties"]["email"] = AVA
+    blocked = _hubspot_v3(client, broke["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert blocked.get_json()["outputFields"]["hs_execution_state"] == "BLOCK"
+    transaction = blocked.headers["smarteTransactionId"]
+    assert _transaction(db_path, transaction) == ("insufficient_credits", 0)
+    assert blocked.headers["credits-deducted"] == "0"
+    again = _hubspot_v3(client, broke["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert again.headers["smarteTransactionId"] == transaction  # the first answer, kept
+    request["object"]["properties"], request["callbackId"] = {}, "ap-102-2-3-2"
+    failed = _hubspot_v3(client, broke["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert failed.get_json()["outputFields"]["hs_execution_state"] == "FAIL_CONTINUE"
+    assert _transaction(db_path, failed.headers["smarteTransactionId"]) == (
+        "missing_identifier",
+        0,
+    )
+
+
 # --- replays of Standard Webhooks deliveries ---------------------------------------------------
 
 
