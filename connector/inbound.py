@@ -49,8 +49,11 @@ ACTION_EXPIRES_AFTER = "P7D"
 
 
 def action_succeeded(fields: dict[str, Any]) -> dict[str, Any]:
-    """A custom action's answer (or callback completion) carrying the enriched fields."""
-    return {"outputFields": {**fields, "hs_execution_state": "SUCCESS"}}
+    """A custom action's answer (or callback completion) carrying the enriched fields, those
+    without a value left out: HubSpot types each output field (a number field refuses "",
+    an enumeration refuses a value not among its options), and an output not given is empty."""
+    given = {name: value for name, value in fields.items() if value not in ("", None, [])}
+    return {"outputFields": {**given, "hs_execution_state": "SUCCESS"}}
 
 
 def action_failed(message: str) -> dict[str, Any]:

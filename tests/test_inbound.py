@@ -119,3 +119,16 @@ def test_platforms_without_events_are_refused() -> None:
 )
 def test_a_hubspot_request_is_told_by_its_body(body: bytes, kind: str) -> None:
     assert inbound.hubspot_kind(body) == kind
+
+
+def test_a_custom_actions_output_fields_leave_out_fields_without_a_value() -> None:
+    """HubSpot types each output field: a number field refuses "", so nothing is sent."""
+    fields = {"jobtitle": "CTO", "phone": "", "contactdata_employee_count": None,
+              "contactdata_job_levels": [], "contactdata_record_status": "No Match"}  # fmt: skip
+    assert inbound.action_succeeded(fields) == {
+        "outputFields": {
+            "jobtitle": "CTO",
+            "contactdata_record_status": "No Match",
+            "hs_execution_state": "SUCCESS",
+        }
+    }

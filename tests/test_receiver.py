@@ -410,6 +410,47 @@ def test_an_unknown_person_is_answered_with_what_is_known(
     )
 
 
+NUMBER_OUTPUTS = {  # platform: where its answer's fields are, and its number-typed field
+    "hubspot": ("outputFields", "contactdata_employee_count"),
+    "zapier": ("", "company_employees"),
+    "marketo": ("", "numberOfEmployees"),
+}
+
+
+def _no_match(client: FlaskClient, link: connections.Added) -> dict[str, Any]:
+    """The fields a platform is answered with for a person nobody knows."""
+    url = f"/hooks/{link.row['id']}/enrich"
+    if link.row["platform"] == "hubspot":
+        request = json.loads(
+            (PLATFORMS / "hubspot_custom_action_execution_request.json").read_text()
+        )
+        request["object"]["properties"]["email"] = "nobody@nowhere-at-all.example"
+        response = _hubspot_v3(client, link, json.dumps(request).encode(), NOW, "enrich")
+    else:
+        body = json.dumps({"email": "nobody@nowhere-at-all.example"}).encode()
+        response = client.post(url, data=body, headers={"Authorization": f"Bearer {link.secret}"})
+    assert response.status_code == 200, response.get_json()
+    answer = response.get_json()
+    return answer["outputFields"] if link.row["platform"] == "hubspot" else answer
+
+
+@pytest.mark.parametrize("platform", list(NUMBER_OUTPUTS))
+def test_a_no_match_answers_no_value_a_number_typed_field_refuses(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, platform: str
+) -> None:
+    """A match answers the employee count as a number: a No Match answered "", which a
+    number-typed output field refuses. HubSpot custom actions leave empty outputs out (so do
+    Marketo's Response Mappings); Zapier, Make and n8n keep every key, a number as null."""
+    fields = _no_match(client, links[platform])
+    number = NUMBER_OUTPUTS[platform][1]
+    assert "No Match" in fields.values()
+    if platform == "zapier":
+        assert fields[number] is None and fields["company"] == ""  # a text field takes ""
+    else:
+        assert number not in fields
+        assert all(value not in ("", None, []) for value in fields.values()), fields
+
+
 def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
     client: FlaskClient, links: dict[str, connections.Added], people: None
 ) -> None:
