@@ -246,6 +246,26 @@ def test_pipedrive_sends_the_secret_as_its_basic_auth_password(
     )
 
 
+def test_a_pipedrive_webhook_still_on_v1_is_stored_not_answered_zero_and_dropped(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["pipedrive"]
+    url, auth = f"/hooks/{link.row['id']}/events", ("pipedrive", link.secret)
+    v1 = json.loads((DATA / "pipedrive_v1_person_updated.json").read_text())
+    response = client.post(url, data=json.dumps(v1), auth=auth)
+    assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
+    (event,) = _events(db_path, link)
+    assert (event["record_id"], json.loads(event["payload"])["data"]["emails"][0]["value"]) == (
+        "12",
+        "person@example.com",
+    )
+    deleted = {**v1, "event": "deleted.person", "current": None}  # nothing to enrich
+    deleted["meta"] = {**v1["meta"], "action": "deleted"}
+    assert client.post(url, data=json.dumps(deleted), auth=auth).get_json() == {"accepted": 0}
+    unknown = client.post(url, data=b'{"meta": {"id": "1"}}', auth=auth)
+    _assert_error(unknown, 400, "invalid_payload")
+
+
 def _zoho_notification(link: connections.Added, **changes: Any) -> bytes:
     body = json.loads((PLATFORMS / "zoho_webhook.json").read_text())
     body.update(module="Contacts", token=link.secret, channel_id=connections.channel_id(link.row))
