@@ -1,5 +1,7 @@
-"""`POST /hooks/<id>/events` through the connector's app: each platform's sample, signed for
-real, stored once and acknowledged the way its sender expects; refusals in the contract shape."""
+"""`POST /hooks/<id>/events` and `/enrich` through the connector's app: each platform's sample,
+signed by the platform's own client where it has one (HubSpot's `Signature`, Standard Webhooks'
+`Webhook`), stored once and acknowledged the way its sender expects; refusals in the contract
+shape."""
 
 from __future__ import annotations
 
@@ -81,13 +83,34 @@ def _events(db_path: Path, link: connections.Added) -> list[dict[str, Any]]:
     return store.events_of(db.connect(db_path), link.row["id"])
 
 
+# Webhook URLs with percent-escapes in their query, and each as HubSpot's v3 signs it: only the
+# escapes of its documented table decoded (v2 signs the URL exactly as called).
+ESCAPED = {
+    "?src=wf%3Ahubspot%2Fa%40b": "?src=wf:hubspot/a@b",
+    "?q=a%7Eb": "?q=a%7Eb",
+    "?name=Jos%C3%A9": "?name=Jos%C3%A9",
+}
+
+
+def _signed_by_hubspot(version: str, url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
+    """The headers HubSpot sends with `body` to `url`, signed by HubSpot's own Python client."""
+    if version == "v3":
+        stamp = str(int(at.timestamp() * 1000))
+        path, _, query = url.partition("?")
+        signed = f"{path}{ESCAPED[f'?{query}']}" if query else path
+        signature = Signature.get_signature(
+            HUBSPOT_SECRET, body.decode(), "v3", http_uri=signed, timestamp=stamp
+        )
+        return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    signature = Signature.get_signature(HUBSPOT_SECRET, body.decode(), version, http_uri=url)
+    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": version}
+
+
 def _hubspot_v3(
     client: FlaskClient, link: connections.Added, body: bytes, at: datetime, route: str = "events"
 ) -> TestResponse:
     url = f"http://localhost/hooks/{link.row['id']}/{route}"
-    stamp = str(int(at.timestamp() * 1000))
-    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, int(stamp))
-    headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    headers = _signed_by_hubspot("v3", url, body, at)
     return client.post(url, data=body, headers={**headers, "Content-Type": "application/json"})
 
 
@@ -99,12 +122,11 @@ def _zapier(
     route: str = "events",
     at: datetime = NOW,
 ) -> TestResponse:
-    """POST `body` signed as Standard Webhooks (no official library in the venv: ours)."""
-    stamp = int(at.timestamp())
+    """POST `body` signed by the official Standard Webhooks library."""
     headers = {
         "webhook-id": msg_id,
-        "webhook-timestamp": str(stamp),
-        "webhook-signature": signatures.sign_standard_webhooks(link.secret, msg_id, stamp, body),
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": Webhook(link.secret).sign(msg_id, at, body.decode()),
     }
     return client.post(f"/hooks/{link.row['id']}/{route}", data=body, headers=headers)
 
@@ -132,10 +154,7 @@ def test_a_hubspot_webhooks_api_batch_is_stored_as_thin_events(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
     url = f"/hooks/{links['hubspot'].row['id']}/events"
-    headers = {
-        "X-HubSpot-Signature-Version": "v1",
-        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, BATCH),
-    }
+    headers = _signed_by_hubspot("v1", url, BATCH)
     assert client.post(url, data=BATCH, headers=headers).status_code == 200
     (event,) = _events(db_path, links["hubspot"])
     assert (event["record_id"], event["thin"], event["event_key"]) == (
@@ -155,9 +174,7 @@ def test_hubspot_signatures_older_than_five_minutes_or_wrong_are_refused(
     )
     tampered = WORKFLOW.replace(b"3234574", b"3234575", 1)
     url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
-    stamp = str(int(NOW.timestamp() * 1000))
-    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, WORKFLOW, int(stamp))
-    headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    headers = _signed_by_hubspot("v3", url, WORKFLOW)
     _assert_error(client.post(url, data=tampered, headers=headers), 401, "invalid_signature")
     assert _events(db_path, links["hubspot"]) == []
 
@@ -688,14 +705,11 @@ def test_a_custom_action_sent_again_is_answered_again_and_charged_once(
 
 
 def _hubspot_v2_headers(url: str, body: bytes) -> dict[str, str]:
-    signature = signatures.sign_hubspot_v2(HUBSPOT_SECRET, "POST", url, body)
-    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
+    return _signed_by_hubspot("v2", url, body)
 
 
 def _hubspot_v3_headers(url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
-    stamp = int(at.timestamp() * 1000)
-    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
-    return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": str(stamp)}
+    return _signed_by_hubspot("v3", url, body, at)
 
 
 def test_once_a_connection_has_had_v3_a_request_stripped_to_v2_is_refused(
@@ -764,10 +778,7 @@ def test_a_workflow_webhook_is_verified_by_v2_not_v1(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
     url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
-    v1 = {
-        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, WORKFLOW),
-        "X-HubSpot-Signature-Version": "v1",
-    }
+    v1 = _signed_by_hubspot("v1", url, WORKFLOW)
     _assert_error(client.post(url, data=WORKFLOW, headers=v1), 401, "invalid_signature")
     assert _events(db_path, links["hubspot"]) == []
 
@@ -831,28 +842,6 @@ def test_a_stored_secret_that_cannot_check_signatures_is_401_never_500(
 
 
 # --- HubSpot: the URL signed is the one HubSpot called, escapes and all ------------------------
-
-# Webhook URLs with percent-escapes in their query, and each as HubSpot's v3 signs it: only the
-# escapes of its documented table decoded (v2 signs the URL exactly as called).
-ESCAPED = {
-    "?src=wf%3Ahubspot%2Fa%40b": "?src=wf:hubspot/a@b",
-    "?q=a%7Eb": "?q=a%7Eb",
-    "?name=Jos%C3%A9": "?name=Jos%C3%A9",
-}
-
-
-def _signed_by_hubspot(version: str, url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
-    """The headers HubSpot sends with `body` to `url`, signed by HubSpot's own Python client."""
-    if version == "v3":
-        stamp = str(int(at.timestamp() * 1000))
-        path, _, query = url.partition("?")
-        signed = f"{path}{ESCAPED[f'?{query}']}" if query else path
-        signature = Signature.get_signature(
-            HUBSPOT_SECRET, body.decode(), "v3", http_uri=signed, timestamp=stamp
-        )
-        return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
-    signature = Signature.get_signature(HUBSPOT_SECRET, body.decode(), version, http_uri=url)
-    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": version}
 
 
 @pytest.mark.parametrize("query", list(ESCAPED))
