@@ -7,7 +7,8 @@ duplicate events alike, 401 for a bad signature, 400 for a body the platform wou
 
 `POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
 (mapped as the connection's mapping says) out, in the same response; a HubSpot custom
-workflow action gets them as `outputFields` with `hs_execution_state`.
+workflow action gets them as `outputFields` with `hs_execution_state`. Every answer, errors
+included, carries `smarteTransactionId` (the transaction recorded) and `credits-deducted`.
 
 A Standard Webhooks delivery (Zapier, Make, n8n) is answered once: a copy with the same
 `webhook-id` (for a HubSpot custom action, the same `callbackId`) that arrives within
@@ -20,15 +21,17 @@ gets the answer. Only successes are kept: a refused or failed delivery charged
 nothing, so its copy is tried afresh. Kept answers older than REPLAY_WINDOW are deleted
 whenever a delivery is claimed.
 
-HubSpot signatures: a request carrying v3 headers is verified by v3 alone (its timestamp
-bounds replays to 5 minutes). One without them is verified by the version HubSpot documents
-for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow webhook or custom
-action (an object); never the version the request declares. HubSpot's apps send v3 beside
-v1/v2, so once a connection has received a valid v3 signature on a kind of request (Webhooks
-API batch, custom action, workflow webhook: connections.hubspot_v3_kinds), it takes v3 alone
-for that kind: such a request stripped of its v3 headers is refused, not verified by its
-timeless v1/v2 signature. Kinds are told apart because not every sender adds v3 (a workflow's
-"Send a webhook" signs v2, and v3 only on newer platforms): one that never did keeps working.
+HubSpot signatures: v2 and v3 cover the URL, taken as HubSpot called it (PUBLIC_URL followed by
+the request target as sent: `_called_uri`). A request carrying v3 headers is verified by v3
+alone (its timestamp bounds replays to 5 minutes). One without them is verified by the version
+HubSpot documents for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow
+webhook or custom action (an object); never the version the request declares. HubSpot's apps
+send v3 beside v1/v2, so once a connection has received a valid v3 signature on a kind of
+request (Webhooks API batch, custom action, workflow webhook: connections.hubspot_v3_kinds), it
+takes v3 alone for that kind: such a request stripped of its v3 headers is refused, not
+verified by its timeless v1/v2 signature. Kinds are told apart because not every sender adds v3
+(a workflow's "Send a webhook" signs v2, and v3 only on newer platforms): one that never did
+keeps working.
 
 HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
 stored as an event and the worker completes the action later through HubSpot's callback API.
@@ -116,7 +119,11 @@ def enrich_now(connection_id: str) -> Response:
 
 @blueprint.before_request
 def _assign_transaction_id() -> None:
-    g.transaction_id = str(uuid.uuid4())
+    g.transaction_id = _new_id()
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
 
 
 @blueprint.after_app_request
@@ -124,7 +131,7 @@ def _name_the_transaction(response: Response) -> Response:
     """Every answer of an enrich URL names its transaction and what it cost (0 on errors),
     as /v7/enrich's do; an answer given again keeps the first's."""
     if _ENRICH_PATH.fullmatch(request.path):
-        response.headers.setdefault("smarteTransactionId", g.get("transaction_id", ""))
+        response.headers.setdefault("smarteTransactionId", g.get("transaction_id") or _new_id())
         response.headers.setdefault("credits-deducted", "0")
     return response
 
@@ -314,8 +321,8 @@ def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
         ) from None
     except signatures.SignatureMismatch as error:
         raise BadSignature(
-            f"The request signature does not verify: {error} (checked for the URL "
-            f"{uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the address HubSpot calls)."
+            f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
+            f"as {uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one HubSpot calls)."
         ) from None
     if version == "v3" and not v3_only:
         _note_hubspot_v3(link, kind)
