@@ -17,7 +17,7 @@ from typing import Any
 from sqlite_utils import Database
 
 import server
-from connector import mappings, oauth, outbound, sealing, store
+from connector import mappings, oauth, outbound, sealing, signatures, store
 from connector.adapters.zoho import ZOHO_API_DOMAINS
 
 MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
@@ -100,10 +100,7 @@ def add(
     caller = server.authenticate(db, server_secret, api_key, now)
     mapping_path = _mapping(mapping, platform)
     inbound = secret or _new_secret(kind, platform)
-    if kind.signing == "body-token" and len(inbound) > ZOHO_TOKEN_LIMIT:
-        raise InvalidConnection(
-            f"secret: Zoho takes a token of {ZOHO_TOKEN_LIMIT} characters at most"
-        )
+    _check_secret(kind, inbound)
     allowed = _allowed_organizations(platform, salesforce_org_ids)
     client = (crm_client_id, crm_client_secret, crm_refresh_token, crm_token_url, crm_scope)
     credentials = _oauth(platform, crm_base_url, *client) if any(client) and kind.crm else None
@@ -252,6 +249,22 @@ def _allowed_organizations(platform: str, ids: tuple[str, ...]) -> list[str]:
             "Salesforce organization allowed to send (Setup > Company Information)"
         )
     return cleaned
+
+
+def _check_secret(kind: Platform, secret: str) -> None:
+    """Refuse a secret the platform's requests could not be checked with."""
+    if kind.signing == "body-token" and len(secret) > ZOHO_TOKEN_LIMIT:
+        raise InvalidConnection(
+            f"secret: Zoho takes a token of {ZOHO_TOKEN_LIMIT} characters at most"
+        )
+    if kind.signing == "standard-webhooks":
+        try:
+            signatures.standard_webhooks_key(secret)
+        except signatures.UnusableSecret as error:
+            raise InvalidConnection(
+                f"secret: {error}. Leave --secret out to have one made, or give the whsec_ "
+                "secret the sender signs with"
+            ) from None
 
 
 def _new_secret(kind: Platform, platform: str) -> str:

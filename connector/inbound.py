@@ -12,7 +12,9 @@ platform sends.
 - Salesforce Outbound Messages (SOAP): one event per `Notification`, keyed by its `Id`; the
   organization id comes along, for the allow-list.
 - Pipedrive webhooks v2 (`meta`, `data`, `previous`): one event per person created or
-  changed, keyed by `meta.id`.
+  changed, keyed by `meta.id`. A v1 body (`event`, `current`, `previous`) is read as v2's,
+  keyed by webhook, person and time, `previous` cut down to the fields that changed (the
+  worker recognizes our own writes by them).
 - Zoho CRM Notification API callbacks (ids only): one thin event per Contact id, keyed by
   channel, server time and id.
 - Dynamics 365 / Dataverse webhooks (a RemoteExecutionContext): one event per contact
@@ -24,6 +26,8 @@ Zapier, Make, n8n and Marketo send no events: they call the enrich URL and use i
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,8 +53,11 @@ ACTION_EXPIRES_AFTER = "P7D"
 
 
 def action_succeeded(fields: dict[str, Any]) -> dict[str, Any]:
-    """A custom action's answer (or callback completion) carrying the enriched fields."""
-    return {"outputFields": {**fields, "hs_execution_state": "SUCCESS"}}
+    """A custom action's answer (or callback completion) carrying the enriched fields, those
+    without a value left out: HubSpot types each output field (a number field refuses "",
+    an enumeration refuses a value not among its options), and an output not given is empty."""
+    given = {name: value for name, value in fields.items() if value not in ("", None, [])}
+    return {"outputFields": {**given, "hs_execution_state": "SUCCESS"}}
 
 
 def action_failed(message: str) -> dict[str, Any]:
@@ -114,17 +121,84 @@ def events(platform: str, body: bytes) -> list[Event]:
 
 
 def pipedrive_events(document: dict[str, Any]) -> list[Event]:
-    """A webhook v2 body: one event, keyed by `meta.id`, for a person created or changed
-    (deletions and other entities have nothing to enrich: none)."""
+    """A webhook body, v2 or v1 (read as v2): one event, keyed by `meta.id`, for a person
+    created or changed (deletions and other entities have nothing to enrich: none)."""
+    if _pipedrive_v1(document):
+        document = _pipedrive_as_v2(document)
     meta, data = document.get("meta"), document.get("data")
     if not isinstance(meta, dict) or not meta.get("id"):
         raise Unparseable("a Pipedrive webhook v2 body needs meta.id")
+    if "entity" not in meta:
+        raise Unparseable("a Pipedrive webhook body names its entity (v2 meta.entity)")
     if meta.get("entity") != "person" or meta.get("action") == "delete":
         return []
     if not isinstance(data, dict):
         raise Unparseable("a Pipedrive person event needs its data")
     record_id = str(data.get("id") or meta.get("entity_id") or "")
     return [Event(str(meta["id"]), record_id, document)]
+
+
+# Webhooks v1 (`event: "updated.person"`, meta.object/action, `current` and the whole
+# `previous`) still run in accounts made before v2 became the default (2025-03-17).
+_PIPEDRIVE_V1_ACTIONS = {"added": "create", "updated": "change", "merged": "change",
+                         "deleted": "delete"}  # fmt: skip
+_PIPEDRIVE_CUSTOM_FIELD = re.compile(r"[0-9a-f]{40}")  # v1 puts them beside the others
+
+
+def _pipedrive_v1(document: dict[str, Any]) -> bool:
+    meta = document.get("meta")
+    v1_meta = isinstance(meta, dict) and "object" in meta and "entity" not in meta
+    return v1_meta or "current" in document or "event" in document
+
+
+def _pipedrive_as_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """A v1 body as v2 sends it: the person as `data` (`emails`, `phones`, `custom_fields`)
+    and `previous` only the fields that changed."""
+    meta = document["meta"] if isinstance(document.get("meta"), dict) else {}
+    action, _, entity = str(document.get("event", "")).partition(".")
+    current, previous = (_pipedrive_person(document.get(k)) for k in ("current", "previous"))
+    record_id = (current or previous or {}).get("id") or meta.get("id")
+    if not record_id:
+        raise Unparseable("a Pipedrive webhook v1 body needs meta.id or current.id")
+    entity = str(meta.get("object") or entity)
+    v2_meta = {
+        **{name: meta[name] for name in ("change_source", "user_id", "webhook_id") if name in meta},
+        "id": _pipedrive_v1_key(meta, entity, record_id, current), "entity": entity,
+        "entity_id": str(record_id), "version": "1.0",
+        "action": _PIPEDRIVE_V1_ACTIONS.get(str(meta.get("action") or action), action),
+    }  # fmt: skip
+    changed = _pipedrive_changes(current, previous) if current and previous else None
+    return {"meta": v2_meta, "data": current, "previous": changed}
+
+
+def _pipedrive_v1_key(meta: dict[str, Any], entity: str, record_id: Any, current: Any) -> str:
+    """A v1 event's id (v1 has none): the webhook, the record and the change's time, which a
+    retry keeps (or, without a time, the record's values)."""
+    times = (meta.get(name) for name in ("timestamp_micro", "timestamp_milli", "timestamp"))
+    stamp = next((t for t in times if t), None)
+    if stamp is None:
+        stamp = _digest(json.dumps(current, sort_keys=True).encode())
+    return f"v1:{meta.get('webhook_id', '')}:{entity}:{record_id}:{stamp}"
+
+
+def _pipedrive_person(person: Any) -> dict[str, Any] | None:
+    """A v1 person in v2's shape: `email`/`phone` as `emails`/`phones`, custom fields (keyed
+    by their 40-character hash) under `custom_fields`."""
+    if not isinstance(person, dict):
+        return None
+    custom = {k: v for k, v in person.items() if _PIPEDRIVE_CUSTOM_FIELD.fullmatch(k)}
+    renamed = {"email": "emails", "phone": "phones"}
+    fields = {renamed.get(k, k): v for k, v in person.items() if k not in custom}
+    return {**fields, "custom_fields": custom}
+
+
+def _pipedrive_changes(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """The fields whose value changed, with the value before (v2's `previous`)."""
+    changed = {k: previous.get(k) for k, v in current.items()
+               if k != "custom_fields" and v != previous.get(k)}  # fmt: skip
+    before = previous["custom_fields"]
+    custom = {k: before.get(k) for k, v in current["custom_fields"].items() if v != before.get(k)}
+    return {**changed, "custom_fields": custom} if custom else changed
 
 
 def zoho_events(document: dict[str, Any]) -> list[Event]:

@@ -135,10 +135,11 @@ def _strings(function: Callable[[str], Any]) -> Callable[[Any], Any]:
     return apply
 
 
-def _integer(text: str) -> int | str:
-    """`"1,200"` or `"1200"` -> 1200; "" and anything else but a whole number -> ""."""
+def _integer(text: str) -> int | None:
+    """`"1,200"` or `"1200"` -> 1200; "" and anything else but a whole number -> None (a
+    number-typed field refuses "": JSON's null, or no value at all, is its "nothing")."""
     whole = re.fullmatch(r"([+-]?\d+)(?:\.0*)?", re.sub(r"[,\s]", "", text))
-    return int(whole[1]) if whole else ""
+    return int(whole[1]) if whole else None
 
 
 def _e164(text: str) -> str:

@@ -93,6 +93,7 @@ def hook_operations(
             ok={"type": "object"},
             errors=(400, 401, 402, 403, 404, 413, 500, 503),
             ok_headers=("smarteTransactionId", "credits-deducted"),
+            error_headers=("smarteTransactionId", "credits-deducted"),
             security=enrich_security,
         ),
         "hooks.receive_events": Operation(

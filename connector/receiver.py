@@ -7,7 +7,8 @@ duplicate events alike, 401 for a bad signature, 400 for a body the platform wou
 
 `POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
 (mapped as the connection's mapping says) out, in the same response; a HubSpot custom
-workflow action gets them as `outputFields` with `hs_execution_state`.
+workflow action gets them as `outputFields` with `hs_execution_state`. Every answer, errors
+included, carries `smarteTransactionId` (the transaction recorded) and `credits-deducted`.
 
 A Standard Webhooks delivery (Zapier, Make, n8n) is answered once: a copy with the same
 `webhook-id` (for a HubSpot custom action, the same `callbackId`) that arrives within
@@ -20,15 +21,17 @@ gets the answer. Only successes are kept: a refused or failed delivery charged
 nothing, so its copy is tried afresh. Kept answers older than REPLAY_WINDOW are deleted
 whenever a delivery is claimed.
 
-HubSpot signatures: a request carrying v3 headers is verified by v3 alone (its timestamp
-bounds replays to 5 minutes). One without them is verified by the version HubSpot documents
-for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow webhook or custom
-action (an object); never the version the request declares. HubSpot's apps send v3 beside
-v1/v2, so once a connection has received a valid v3 signature on a kind of request (Webhooks
-API batch, custom action, workflow webhook: connections.hubspot_v3_kinds), it takes v3 alone
-for that kind: such a request stripped of its v3 headers is refused, not verified by its
-timeless v1/v2 signature. Kinds are told apart because not every sender adds v3 (a workflow's
-"Send a webhook" signs v2, and v3 only on newer platforms): one that never did keeps working.
+HubSpot signatures: v2 and v3 cover the URL, taken as HubSpot called it (PUBLIC_URL followed by
+the request target as sent: `_called_uri`). A request carrying v3 headers is verified by v3
+alone (its timestamp bounds replays to 5 minutes). One without them is verified by the version
+HubSpot documents for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow
+webhook or custom action (an object); never the version the request declares. HubSpot's apps
+send v3 beside v1/v2, so once a connection has received a valid v3 signature on a kind of
+request (Webhooks API batch, custom action, workflow webhook: connections.hubspot_v3_kinds), it
+takes v3 alone for that kind: such a request stripped of its v3 headers is refused, not
+verified by its timeless v1/v2 signature. Kinds are told apart because not every sender adds v3
+(a workflow's "Send a webhook" signs v2, and v3 only on newer platforms): one that never did
+keeps working.
 
 HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
 stored as an event and the worker completes the action later through HubSpot's callback API.
@@ -41,12 +44,14 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 import server
 from connector import connections, inbound, mappings, sealing, signatures, store
@@ -58,6 +63,7 @@ RETRY_AFTER_SECONDS = 30
 REPLAY_WINDOW = signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
 REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
+_ENRICH_PATH = re.compile(r"/hooks/[^/]+/enrich")
 Row = dict[str, Any]
 
 
@@ -111,6 +117,25 @@ def enrich_now(connection_id: str) -> Response:
     return _answer_once(link, delivery_id, lambda: _enrich(link, body))
 
 
+@blueprint.before_request
+def _assign_transaction_id() -> None:
+    g.transaction_id = _new_id()
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@blueprint.after_app_request
+def _name_the_transaction(response: Response) -> Response:
+    """Every answer of an enrich URL names its transaction and what it cost (0 on errors),
+    as /v7/enrich's do; an answer given again keeps the first's."""
+    if _ENRICH_PATH.fullmatch(request.path):
+        response.headers.setdefault("smarteTransactionId", g.get("transaction_id") or _new_id())
+        response.headers.setdefault("credits-deducted", "0")
+    return response
+
+
 def _enrich(link: Row, body: bytes) -> Response:
     payload = _json_object(body)
     mapping = mappings.load_current(link["mapping"])
@@ -122,26 +147,31 @@ def _enrich(link: Row, body: bytes) -> Response:
             sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"]),
             mapping.enrich_input(payload),
             server.now(),
-            str(uuid.uuid4()),
+            g.transaction_id,
             f"/hooks/{link['id']}/enrich",
         )
     except ServiceError as error:
         if not custom_action:
             raise
         if error.code == "insufficient_credits":
-            return _block(link, body, payload)
-        return _json(inbound.action_failed(error.message))
+            return _named(_block(link, body, payload))
+        return _named(_json(inbound.action_failed(error.message)))
     except sqlite3.OperationalError:
         if not custom_action:
             raise
         current_app.logger.warning("custom action of connection %s blocked", link["id"])
-        return _block(link, body, payload)
+        return _named(_block(link, body, payload))
     fields = mapping.outputs(outcome.result)
     if connections.PLATFORMS[link["platform"]].omit_empty:
         fields = {name: value for name, value in fields.items() if not mappings.is_empty(value)}
-    response = _json(inbound.action_succeeded(fields) if custom_action else fields)
-    response.headers["smarteTransactionId"] = outcome.transaction_id
-    response.headers["credits-deducted"] = str(outcome.credits)
+    return _named(_json(inbound.action_succeeded(fields) if custom_action else fields),
+                  outcome.credits)  # fmt: skip
+
+
+def _named(response: Response, credits: int = 0) -> Response:
+    """An answer with its transaction's headers, kept with it for copies of the delivery."""
+    response.headers["smarteTransactionId"] = g.transaction_id
+    response.headers["credits-deducted"] = str(credits)
     return response
 
 
@@ -277,11 +307,11 @@ def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
     kind = inbound.hubspot_kind(body)
     v3_only = kind in link["hubspot_v3_kinds"].split(",")
     legacy = None if v3_only else signatures.hubspot_legacy_version(body)
+    uri = _called_uri()
     try:
         version = signatures.verify_hubspot(
-            secret, request.method, request.url, body, request.headers, server.now(),
-            fallback=legacy,
-        )  # fmt: skip
+            secret, request.method, uri, body, request.headers, server.now(), fallback=legacy
+        )
     except signatures.MissingHeader as error:
         if not v3_only:
             raise
@@ -289,8 +319,26 @@ def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
             f"The request signature does not verify: {error}. This connection has received "
             f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
         ) from None
+    except signatures.SignatureMismatch as error:
+        raise BadSignature(
+            f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
+            f"as {uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one HubSpot calls)."
+        ) from None
     if version == "v3" and not v3_only:
         _note_hubspot_v3(link, kind)
+
+
+def _called_uri() -> str:
+    """The URL the sender called, as it signed it: the public URL with the request's path and
+    query as sent (gunicorn's RAW_URI; REQUEST_URI elsewhere), never Werkzeug's decoded
+    `request.url`, nor a URL rebuilt from a proxy's plain-http request."""
+    environ = request.environ
+    target = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if target is None:  # a server that keeps neither: the path escaped again
+        query = environ.get("QUERY_STRING", "")
+        target = quote(request.script_root + request.path) + (f"?{query}" if query else "")
+    target = target.encode("latin-1", "replace").decode("utf-8", "replace")  # WSGI's str
+    return signatures.sent_uri(current_app.config["PUBLIC_URL"], target, request.script_root)
 
 
 def _note_hubspot_v3(link: Row, kind: str) -> None:
@@ -323,7 +371,15 @@ def _verify_standard_webhooks(secret: str, body: bytes) -> str | None:
     """A Standard Webhooks signature (its webhook-id returned), or, from senders that cannot
     sign (Zapier's Webhooks step), the secret itself as a bearer token (None)."""
     if "webhook-signature" in request.headers:
-        return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+        try:
+            return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
+        except signatures.UnusableSecret:  # saved before `connection add` checked secrets
+            current_app.logger.warning("connection secret unusable for Standard Webhooks")
+            raise BadSignature(
+                "This connection's secret cannot check Standard Webhooks signatures (it is "
+                "not base64): send it as 'Authorization: Bearer <secret>', or add the "
+                "connection again with the whsec_ secret the sender signs with."
+            ) from None
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     _same(
         sent,

@@ -6,9 +6,11 @@ Verifying (each raises a `SignatureError` subclass when the request is not authe
     verify_hubspot(secret, method, uri, body, headers, now, *, fallback="v2", tolerance=300)
         -> "v3" | "v2" | "v1"     the version that matched
     hubspot_legacy_version(body) -> "v1" | "v2"   the fallback HubSpot's docs give the request
+    sent_uri(public_url, target, mount="") -> str   the URL a sender called, as it signed it
     verify_standard_webhooks(secret, body, headers, now, *, tolerance=300)
         -> str                    the webhook-id, the sender's idempotency key
     salesforce_organization_allowed(organization_id, allowed) -> bool
+    standard_webhooks_key(secret) -> bytes    the key; UnusableSecret when there is none
     basic_password(authorization) -> str      an `Authorization: Basic` header's password
 
 Signing (tests and benchmarks produce real signatures with these)::
@@ -20,12 +22,14 @@ Signing (tests and benchmarks produce real signatures with these)::
     hubspot_v3_uri(uri) -> str    the URI as HubSpot signs it for v3
 
 Errors: `SignatureError(ValueError)` and its subclasses `MissingHeader`, `MalformedHeader`,
-`TimestampOutsideTolerance` and `SignatureMismatch`.
+`TimestampOutsideTolerance` and `SignatureMismatch`; `UnusableSecret(ValueError)` for a secret
+that can check no signature (a configuration error, not the request's).
 
 `body` is the raw request body as bytes (Flask: `request.get_data(cache=True)` before any JSON
 parsing). `headers` is any mapping; names are matched case-insensitively. `now` is an aware
 `datetime` or unix seconds. `method` is the HTTP method as HubSpot sent it (upper case) and `uri`
-the full URL HubSpot called: scheme, host, path and query in their original order.
+the full URL HubSpot called: scheme, host, path and query in their original order, escapes as
+sent (`sent_uri`: never a URL the server decoded, nor one rebuilt from a proxy's own address).
 
 HubSpot: `verify_hubspot` checks v3 (`X-HubSpot-Signature-v3` + `X-HubSpot-Request-Timestamp`,
 milliseconds) when either v3 header is present; otherwise it checks `X-HubSpot-Signature` with
@@ -36,7 +40,8 @@ timestamp, so they have no replay window. For v3 the
 percent-encoded characters HubSpot's doc lists (`_HUBSPOT_V3_DECODED`) are decoded in the URI
 before signing, both here and in `sign_hubspot_v3`.
 
-Standard Webhooks: the key is the base64-decoded part of the secret after `whsec_`; the signed
+Standard Webhooks: the key is the base64-decoded part of the secret after `whsec_` (padded
+first, as the official libraries do); the signed
 content is `{webhook-id}.{webhook-timestamp}.{body}`; any one `v1,` entry of the space-separated
 `webhook-signature` header may match (key rotation); other versions (`v1a`) are ignored.
 
@@ -44,7 +49,7 @@ As in stripe-python, the signature is checked before the timestamp window, so
 `TimestampOutsideTolerance` is only raised for an authentic request (a replay or clock skew).
 Both directions are bounded: a timestamp more than `tolerance` seconds old or ahead is rejected.
 Messages name what was wrong, never the secret or the expected signature. A secret that cannot
-be used (Standard Webhooks secret not base64) is a configuration error: plain `ValueError`.
+be used (Standard Webhooks secret not base64) is a configuration error: `UnusableSecret`.
 """
 
 from __future__ import annotations
@@ -89,6 +94,7 @@ _HUBSPOT_V3_DECODED = {
     "3B": ";",
 }
 _HUBSPOT_V3_ESCAPE = re.compile("%(" + "|".join(_HUBSPOT_V3_DECODED) + ")", re.IGNORECASE)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*")  # the standard alphabet, padding stripped
 _SALESFORCE_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 
 Now: TypeAlias = datetime | float
@@ -112,6 +118,10 @@ class TimestampOutsideTolerance(SignatureError):
 
 class SignatureMismatch(SignatureError):
     """No signature in the request matches the body, secret and signed request details."""
+
+
+class UnusableSecret(ValueError):
+    """A secret that cannot check the scheme's signatures: a configuration error."""
 
 
 def sign_hubspot_v1(secret: str, body: bytes) -> str:
@@ -140,7 +150,7 @@ def hubspot_v3_uri(uri: str) -> str:
 def sign_standard_webhooks(secret: str, msg_id: str, timestamp: int | str, body: bytes) -> str:
     """One `webhook-signature` entry: `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`."""
     content = f"{msg_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(_hmac_sha256(_standard_webhooks_key(secret), content)).decode()
+    return "v1," + base64.b64encode(_hmac_sha256(standard_webhooks_key(secret), content)).decode()
 
 
 def verify_hubspot(
@@ -162,6 +172,19 @@ def verify_hubspot(
         raise MissingHeader(f"missing header {HUBSPOT_SIGNATURE_V3}")
     _verify_hubspot_legacy(secret, method, uri, body, headers, fallback)
     return fallback
+
+
+def sent_uri(public_url: str, target: str, mount: str = "") -> str:
+    """The URL a sender called, as it signed it: the public URL it was given (scheme, host and
+    any path prefix a proxy removes) followed by the request target (path and query exactly
+    as sent, percent-escapes kept), less `mount`, the prefix the app is mounted at (WSGI's
+    SCRIPT_NAME, which a public URL names already). An absolute-form target (`http://h/p`)
+    gives only its path and query: the public URL names the scheme and host."""
+    if not target.startswith("/"):
+        target = "/" + target.partition("://")[2].partition("/")[2]
+    if mount and target.startswith(f"{mount}/"):
+        target = target[len(mount) :]
+    return public_url.rstrip("/") + target
 
 
 def hubspot_legacy_version(body: bytes) -> Literal["v1", "v2"]:
@@ -261,11 +284,24 @@ def _salesforce_id15(salesforce_id: str) -> str | None:
     return text[:15] if _SALESFORCE_ID.fullmatch(text) else None
 
 
-def _standard_webhooks_key(secret: str) -> bytes:
-    try:
-        return base64.b64decode(secret.removeprefix("whsec_"), validate=True)
-    except binascii.Error:
-        raise ValueError("the Standard Webhooks secret is not valid base64") from None
+def standard_webhooks_key(secret: str) -> bytes:
+    """The signing key of a Standard Webhooks secret: the base64 after `whsec_`, decoded as the
+    official libraries do (padding optional); UnusableSecret when it cannot be one key alone
+    (characters outside standard base64, which other libraries read differently, or none)."""
+    encoded = secret.removeprefix("whsec_").rstrip("=")
+    if not _BASE64.fullmatch(encoded):
+        raise UnusableSecret(
+            "a Standard Webhooks secret is base64 after an optional whsec_, and this one "
+            "holds characters base64 does not use"
+        )
+    if not encoded:
+        raise UnusableSecret("a Standard Webhooks secret is base64 key bytes, and it is empty")
+    if len(encoded) % 4 == 1:
+        raise UnusableSecret(
+            "a Standard Webhooks secret is base64 key bytes, and this one's length is not "
+            "that of a whole number of bytes"
+        )
+    return base64.b64decode(encoded + "=" * (-len(encoded) % 4))
 
 
 def _hmac_sha256(key: bytes, content: bytes) -> bytes:

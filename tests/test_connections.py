@@ -119,6 +119,38 @@ def test_add_refuses_what_cannot_work(
     assert result.exit_code != 0 and words in result.output, result.output
 
 
+@pytest.mark.parametrize(
+    ("secret", "words"),
+    [
+        ("my-shared-token", "characters base64 does not use"),
+        ("whsec_c2VjcmV0_a2V5", "characters base64 does not use"),  # base64url is not base64
+        ("whsec_", "it is empty"),
+        ("whsec_c2VjcmV0a", "whole number of bytes"),
+        ("whsec_c2Vj=cmV0", "characters base64 does not use"),  # padding inside
+    ],
+)
+def test_add_refuses_a_standard_webhooks_secret_it_could_not_use(
+    db_path: Path, key: str, secret: str, words: str
+) -> None:
+    """A request carrying a webhook-signature answered 500 with such a secret."""
+    result = _add(db_path, key, "--name", "x", "--platform", "zapier", "--secret", secret)
+    assert result.exit_code != 0 and "secret: a Standard Webhooks secret" in result.output
+    assert words in result.output, result.output
+    assert json.loads(_run(db_path, "connection", "list", "--json").output) == []
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2VjcmV0IGtleQ", "c2VjcmV0IGtleQ=="],
+)
+def test_add_takes_a_standard_webhooks_secret_padded_or_not(
+    db_path: Path, key: str, secret: str
+) -> None:
+    result = _add(db_path, key, "--name", "x", "--platform", "n8n", "--secret", secret, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["secret"] == secret
+
+
 def test_add_needs_a_valid_key_and_a_new_name(db_path: Path, key: str) -> None:
     bad = _run(
         db_path, "connection", "add", "--api-key", "cdk_nope", "--name", "a", "--platform", "make"

@@ -50,6 +50,7 @@ DATA = Path(__file__).parent / "data"
 PLATFORMS = DATA / "platforms"
 SECRET = "fuzz-secret"
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+LOCAL = "http://localhost"  # the test client's host: the public URL HubSpot signs requests for
 HUBSPOT_SECRET = "hubspot-app-secret-0f3c"
 CRM_TOKEN = "crm-token-5d1e"
 LONESTAR = "D15C0000000000A1"  # a company of tests/data/discover_companies.csv
@@ -161,7 +162,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the CRM is never called
-        app = create_app({"DB": str(path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW})
+        app = create_app(
+            {"DB": str(path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW, "PUBLIC_URL": LOCAL}
+        )
         database = db.connect(path)
         importer.import_files(
             database,
@@ -326,7 +329,7 @@ def send(world: World, case: schemathesis.Case, choice: Choice) -> TestResponse:
     kwargs = case.as_transport_kwargs()
     headers, body = dict(kwargs["headers"]), _twisted(kwargs, choice.twist)
     query = kwargs.get("query_string") or None
-    url = f"http://localhost{kwargs['path']}"
+    url = f"{LOCAL}{kwargs['path']}"
     if choice.twist == "media":
         headers["Content-Type"] = "text/plain"
     if known and choice.signed:
@@ -446,7 +449,9 @@ def test_fuzzing_finds_no_server_error_wrong_error_shape_or_leak(world: World) -
 def fresh(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FlaskClient, str, dict]:
     """A product app with one organization (its admin key) and its two connections."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW})
+    app = create_app(
+        {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW, "PUBLIC_URL": LOCAL}
+    )
     database = db.connect(db_path)
     _, admin_key = _organization(database, "Acme Fuzz Corp", "acme-fuzz.example")
     return app.test_client(), admin_key, _connections(database, admin_key)
@@ -483,7 +488,7 @@ def test_a_hook_body_no_store_can_hold_is_refused_not_a_server_error(
     bearer = {"Authorization": f"Bearer {zap.secret}"}
     enriched = client.post(f"/hooks/{zap.row['id']}/enrich", data=body, headers=bearer)
     headers: dict[str, str] = {}
-    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
+    url = f"{LOCAL}/hooks/{links['hubspot'].row['id']}/events"
     _signed("hubspot", HUBSPOT_SECRET, url, body, headers)
     stored = client.post(url, data=body, headers=headers)
     for response in (enriched, stored):

@@ -17,6 +17,10 @@ PIPEDRIVE = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_tex
 ZOHO = json.loads((PLATFORMS / "zoho_webhook.json").read_text())
 DYNAMICS = json.loads((PLATFORMS / "dynamics365_webhook_remote_execution_context.json").read_text())
 GLYNN = "6d81597f-0f9f-e711-8122-000d3aa2331c"  # the Dynamics sample's contact
+# A webhook v1 body (reconstructed: its keys as in real v1 captures, the person the v2
+# sample's in v1's form): `event`, meta.object/action/id, `current` and the whole `previous`.
+PIPEDRIVE_V1 = json.loads((PLATFORMS.parent / "pipedrive_v1_person_updated.json").read_text())
+CUSTOM = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key
 
 
 def _events(platform: str, document: Any) -> list[inbound.Event]:
@@ -56,6 +60,70 @@ def test_pipedrive_events_with_nothing_to_enrich_are_none(changes: dict[str, Any
 def test_a_pipedrive_body_without_meta_id_is_unparseable() -> None:
     with pytest.raises(inbound.Unparseable, match=r"meta\.id"):
         _events("pipedrive", _with(PIPEDRIVE, meta__id=""))
+
+
+def test_a_pipedrive_v1_person_change_is_read_like_a_v2_one() -> None:
+    """Webhooks v1 still exist in accounts: the person comes as v2's `data` (emails, phones,
+    custom_fields) and `previous` holds only what changed, as v2's does."""
+    (event,) = _events("pipedrive", PIPEDRIVE_V1)
+    assert (event.key, event.record_id, event.thin) == (
+        "v1:1234567:person:12:1750349256754000",
+        "12",
+        False,
+    )
+    meta, data = event.payload["meta"], event.payload["data"]
+    assert (meta["action"], meta["entity"], meta["entity_id"], meta["change_source"]) == (
+        "change",
+        "person",
+        "12",
+        "app",
+    )
+    assert data["emails"] == PIPEDRIVE["data"]["emails"] and data["custom_fields"] == {CUSTOM: None}
+    assert "email" not in data and CUSTOM not in data
+    assert event.payload["previous"] == {
+        "emails": [{"value": "", "primary": True}],
+        "update_time": "2025-06-19 16:00:00",
+    }
+
+
+def test_a_pipedrive_v1_key_is_the_same_for_a_retry_and_another_for_the_next_change() -> None:
+    (first,) = _events("pipedrive", PIPEDRIVE_V1)
+    (retried,) = _events("pipedrive", _with(PIPEDRIVE_V1, retry=1))
+    (later,) = _events("pipedrive", _with(PIPEDRIVE_V1, meta__timestamp_micro=1750349300000000))
+    assert first.key == retried.key != later.key
+
+
+def test_a_pipedrive_v1_addition_has_no_previous_and_a_custom_field_change_is_listed() -> None:
+    added = _with(PIPEDRIVE_V1, event="added.person", meta__action="added", previous=None)
+    assert _events("pipedrive", added)[0].payload["meta"]["action"] == "create"
+    assert _events("pipedrive", added)[0].payload["previous"] is None
+    changed = _with(PIPEDRIVE_V1, **{f"current__{CUSTOM}": "Acme", "meta__change_source": "api"})
+    (event,) = _events("pipedrive", changed)
+    assert event.payload["previous"]["custom_fields"] == {CUSTOM: None}
+    assert event.payload["data"]["custom_fields"] == {CUSTOM: "Acme"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"event": "deleted.person", "meta__action": "deleted", "current": None},
+        {"event": "updated.deal", "meta__object": "deal"},
+    ],
+    ids=["a deletion", "another entity"],
+)
+def test_pipedrive_v1_events_with_nothing_to_enrich_are_none(changes: dict[str, Any]) -> None:
+    assert _events("pipedrive", _with(PIPEDRIVE_V1, **changes)) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"meta": {"id": "x"}}, {"meta": {"v": 1, "object": "person", "action": "updated"}}],
+    ids=["neither v1 nor v2", "v1 without the person's id"],
+)
+def test_a_pipedrive_body_of_no_known_version_is_unparseable(body: dict[str, Any]) -> None:
+    """Not a silent 200 that does nothing: 400, which shows in Pipedrive's webhook log."""
+    with pytest.raises(inbound.Unparseable):
+        _events("pipedrive", body)
 
 
 def test_a_zoho_notification_is_a_thin_event_per_contact_id() -> None:
@@ -119,3 +187,16 @@ def test_platforms_without_events_are_refused() -> None:
 )
 def test_a_hubspot_request_is_told_by_its_body(body: bytes, kind: str) -> None:
     assert inbound.hubspot_kind(body) == kind
+
+
+def test_a_custom_actions_output_fields_leave_out_fields_without_a_value() -> None:
+    """HubSpot types each output field: a number field refuses "", so nothing is sent."""
+    fields = {"jobtitle": "CTO", "phone": "", "contactdata_employee_count": None,
+              "contactdata_job_levels": [], "contactdata_record_status": "No Match"}  # fmt: skip
+    assert inbound.action_succeeded(fields) == {
+        "outputFields": {
+            "jobtitle": "CTO",
+            "contactdata_record_status": "No Match",
+            "hs_execution_state": "SUCCESS",
+        }
+    }

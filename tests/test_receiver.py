@@ -1,5 +1,7 @@
-"""`POST /hooks/<id>/events` through the connector's app: each platform's sample, signed for
-real, stored once and acknowledged the way its sender expects; refusals in the contract shape."""
+"""`POST /hooks/<id>/events` and `/enrich` through the connector's app: each platform's sample,
+signed by the platform's own client where it has one (HubSpot's `Signature`, Standard Webhooks'
+`Webhook`), stored once and acknowledged the way its sender expects; refusals in the contract
+shape."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ import httpx
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from hubspot.utils.signature import Signature
+from standardwebhooks import Webhook
 from werkzeug.test import TestResponse
 
 import server
-from connector import connections, signatures, store
+from connector import connections, sealing, signatures, store
 from connector.app import create_app
 from server import accounts, db, importer
 from tests import servers
@@ -50,7 +54,8 @@ def clock() -> Clock:
 @pytest.fixture
 def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
+    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock}
+    return create_app({**settings, "PUBLIC_URL": "http://localhost"})  # the test client's
 
 
 @pytest.fixture
@@ -78,13 +83,34 @@ def _events(db_path: Path, link: connections.Added) -> list[dict[str, Any]]:
     return store.events_of(db.connect(db_path), link.row["id"])
 
 
+# Webhook URLs with percent-escapes in their query, and each as HubSpot's v3 signs it: only the
+# escapes of its documented table decoded (v2 signs the URL exactly as called).
+ESCAPED = {
+    "?src=wf%3Ahubspot%2Fa%40b": "?src=wf:hubspot/a@b",
+    "?q=a%7Eb": "?q=a%7Eb",
+    "?name=Jos%C3%A9": "?name=Jos%C3%A9",
+}
+
+
+def _signed_by_hubspot(version: str, url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
+    """The headers HubSpot sends with `body` to `url`, signed by HubSpot's own Python client."""
+    if version == "v3":
+        stamp = str(int(at.timestamp() * 1000))
+        path, _, query = url.partition("?")
+        signed = f"{path}{ESCAPED[f'?{query}']}" if query else path
+        signature = Signature.get_signature(
+            HUBSPOT_SECRET, body.decode(), "v3", http_uri=signed, timestamp=stamp
+        )
+        return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    signature = Signature.get_signature(HUBSPOT_SECRET, body.decode(), version, http_uri=url)
+    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": version}
+
+
 def _hubspot_v3(
     client: FlaskClient, link: connections.Added, body: bytes, at: datetime, route: str = "events"
 ) -> TestResponse:
     url = f"http://localhost/hooks/{link.row['id']}/{route}"
-    stamp = str(int(at.timestamp() * 1000))
-    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, int(stamp))
-    headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    headers = _signed_by_hubspot("v3", url, body, at)
     return client.post(url, data=body, headers={**headers, "Content-Type": "application/json"})
 
 
@@ -96,12 +122,11 @@ def _zapier(
     route: str = "events",
     at: datetime = NOW,
 ) -> TestResponse:
-    """POST `body` signed as Standard Webhooks (no official library in the venv: ours)."""
-    stamp = int(at.timestamp())
+    """POST `body` signed by the official Standard Webhooks library."""
     headers = {
         "webhook-id": msg_id,
-        "webhook-timestamp": str(stamp),
-        "webhook-signature": signatures.sign_standard_webhooks(link.secret, msg_id, stamp, body),
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": Webhook(link.secret).sign(msg_id, at, body.decode()),
     }
     return client.post(f"/hooks/{link.row['id']}/{route}", data=body, headers=headers)
 
@@ -129,10 +154,7 @@ def test_a_hubspot_webhooks_api_batch_is_stored_as_thin_events(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
     url = f"/hooks/{links['hubspot'].row['id']}/events"
-    headers = {
-        "X-HubSpot-Signature-Version": "v1",
-        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, BATCH),
-    }
+    headers = _signed_by_hubspot("v1", url, BATCH)
     assert client.post(url, data=BATCH, headers=headers).status_code == 200
     (event,) = _events(db_path, links["hubspot"])
     assert (event["record_id"], event["thin"], event["event_key"]) == (
@@ -152,9 +174,7 @@ def test_hubspot_signatures_older_than_five_minutes_or_wrong_are_refused(
     )
     tampered = WORKFLOW.replace(b"3234574", b"3234575", 1)
     url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
-    stamp = str(int(NOW.timestamp() * 1000))
-    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, WORKFLOW, int(stamp))
-    headers = {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": stamp}
+    headers = _signed_by_hubspot("v3", url, WORKFLOW)
     _assert_error(client.post(url, data=tampered, headers=headers), 401, "invalid_signature")
     assert _events(db_path, links["hubspot"]) == []
 
@@ -241,6 +261,26 @@ def test_pipedrive_sends_the_secret_as_its_basic_auth_password(
         "123456789-1234-1234-1234-123456789012",
         "12",
     )
+
+
+def test_a_pipedrive_webhook_still_on_v1_is_stored_not_answered_zero_and_dropped(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    link = links["pipedrive"]
+    url, auth = f"/hooks/{link.row['id']}/events", ("pipedrive", link.secret)
+    v1 = json.loads((DATA / "pipedrive_v1_person_updated.json").read_text())
+    response = client.post(url, data=json.dumps(v1), auth=auth)
+    assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
+    (event,) = _events(db_path, link)
+    assert (event["record_id"], json.loads(event["payload"])["data"]["emails"][0]["value"]) == (
+        "12",
+        "person@example.com",
+    )
+    deleted = {**v1, "event": "deleted.person", "current": None}  # nothing to enrich
+    deleted["meta"] = {**v1["meta"], "action": "deleted"}
+    assert client.post(url, data=json.dumps(deleted), auth=auth).get_json() == {"accepted": 0}
+    unknown = client.post(url, data=b'{"meta": {"id": "1"}}', auth=auth)
+    _assert_error(unknown, 400, "invalid_payload")
 
 
 def _zoho_notification(link: connections.Added, **changes: Any) -> bytes:
@@ -407,6 +447,47 @@ def test_an_unknown_person_is_answered_with_what_is_known(
     )
 
 
+NUMBER_OUTPUTS = {  # platform: where its answer's fields are, and its number-typed field
+    "hubspot": ("outputFields", "contactdata_employee_count"),
+    "zapier": ("", "company_employees"),
+    "marketo": ("", "numberOfEmployees"),
+}
+
+
+def _no_match(client: FlaskClient, link: connections.Added) -> dict[str, Any]:
+    """The fields a platform is answered with for a person nobody knows."""
+    url = f"/hooks/{link.row['id']}/enrich"
+    if link.row["platform"] == "hubspot":
+        request = json.loads(
+            (PLATFORMS / "hubspot_custom_action_execution_request.json").read_text()
+        )
+        request["object"]["properties"]["email"] = "nobody@nowhere-at-all.example"
+        response = _hubspot_v3(client, link, json.dumps(request).encode(), NOW, "enrich")
+    else:
+        body = json.dumps({"email": "nobody@nowhere-at-all.example"}).encode()
+        response = client.post(url, data=body, headers={"Authorization": f"Bearer {link.secret}"})
+    assert response.status_code == 200, response.get_json()
+    answer = response.get_json()
+    return answer["outputFields"] if link.row["platform"] == "hubspot" else answer
+
+
+@pytest.mark.parametrize("platform", list(NUMBER_OUTPUTS))
+def test_a_no_match_answers_no_value_a_number_typed_field_refuses(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, platform: str
+) -> None:
+    """A match answers the employee count as a number: a No Match answered "", which a
+    number-typed output field refuses. HubSpot custom actions leave empty outputs out (so do
+    Marketo's Response Mappings); Zapier, Make and n8n keep every key, a number as null."""
+    fields = _no_match(client, links[platform])
+    number = NUMBER_OUTPUTS[platform][1]
+    assert "No Match" in fields.values()
+    if platform == "zapier":
+        assert fields[number] is None and fields["company"] == ""  # a text field takes ""
+    else:
+        assert number not in fields
+        assert all(value not in ("", None, []) for value in fields.values()), fields
+
+
 def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
     client: FlaskClient, links: dict[str, connections.Added], people: None
 ) -> None:
@@ -424,6 +505,72 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
     response = _hubspot_v3(client, links["hubspot"], json.dumps(request).encode(), NOW, "enrich")
     failed = response.get_json()["outputFields"]
     assert failed["hs_execution_state"] == "FAIL_CONTINUE" and failed["contactdata_error"]
+
+
+# --- every enrich answer names its transaction -------------------------------------------------
+
+
+@pytest.fixture
+def broke(links: dict[str, connections.Added], db_path: Path) -> dict[str, connections.Added]:
+    """A Zapier and a HubSpot connection of an organization without credits."""
+    database = store.connect(db_path)
+    _, key = accounts.create_organization(
+        database, SECRET.encode(), NOW, name="Broke", website="broke.example", tier="pro",
+        credits=0,
+    )  # fmt: skip
+    crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
+    add = lambda name, platform, **extra: connections.add(  # noqa: E731
+        database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra
+    )
+    return {"zapier": add("broke zap", "zapier"),
+            "hubspot": add("broke hs", "hubspot", secret=HUBSPOT_SECRET, **crm)}  # fmt: skip
+
+
+def _transaction(db_path: Path, transaction_id: str) -> tuple[str, int] | None:
+    found = db.connect(db_path).execute(
+        "SELECT record_status, credits FROM transactions WHERE id = ?", [transaction_id]
+    )
+    return found.fetchone()
+
+
+def test_an_enrich_error_names_the_transaction_it_recorded(
+    client: FlaskClient, broke: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """As /v7/enrich does: 402 for an organization out of credits, 400 for nothing to enrich
+    by, each with the id of the transaction row written and 0 credits."""
+    link = broke["zapier"]
+    bearer = {"Authorization": f"Bearer {link.secret}"}
+    url = f"/hooks/{link.row['id']}/enrich"
+    for body, status, code in ((json.dumps({"email": AVA}), 402, "insufficient_credits"),
+                               ('{"age": 3}', 400, "missing_identifier")):  # fmt: skip
+        response = client.post(url, data=body, headers=bearer)
+        _assert_error(response, status, code)
+        assert response.headers["credits-deducted"] == "0"
+        assert _transaction(db_path, response.headers["smarteTransactionId"]) == (code, 0)
+    refused = client.post(url, data=b"{}")  # not authenticated: no row, a header all the same
+    _assert_error(refused, 401, "invalid_signature")
+    assert refused.headers["credits-deducted"] == "0" and refused.headers["smarteTransactionId"]
+
+
+def test_a_blocked_or_failed_custom_action_names_its_transaction(
+    client: FlaskClient, broke: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"]["properties"]["email"] = AVA
+    blocked = _hubspot_v3(client, broke["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert blocked.get_json()["outputFields"]["hs_execution_state"] == "BLOCK"
+    transaction = blocked.headers["smarteTransactionId"]
+    assert _transaction(db_path, transaction) == ("insufficient_credits", 0)
+    assert blocked.headers["credits-deducted"] == "0"
+    again = _hubspot_v3(client, broke["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert again.headers["smarteTransactionId"] == transaction  # the first answer, kept
+    request["object"]["properties"], request["callbackId"] = {}, "ap-102-2-3-2"
+    failed = _hubspot_v3(client, broke["hubspot"], json.dumps(request).encode(), NOW, "enrich")
+    assert failed.get_json()["outputFields"]["hs_execution_state"] == "FAIL_CONTINUE"
+    assert _transaction(db_path, failed.headers["smarteTransactionId"]) == (
+        "missing_identifier",
+        0,
+    )
 
 
 # --- replays of Standard Webhooks deliveries ---------------------------------------------------
@@ -558,14 +705,11 @@ def test_a_custom_action_sent_again_is_answered_again_and_charged_once(
 
 
 def _hubspot_v2_headers(url: str, body: bytes) -> dict[str, str]:
-    signature = signatures.sign_hubspot_v2(HUBSPOT_SECRET, "POST", url, body)
-    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
+    return _signed_by_hubspot("v2", url, body)
 
 
 def _hubspot_v3_headers(url: str, body: bytes, at: datetime = NOW) -> dict[str, str]:
-    stamp = int(at.timestamp() * 1000)
-    signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
-    return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": str(stamp)}
+    return _signed_by_hubspot("v3", url, body, at)
 
 
 def test_once_a_connection_has_had_v3_a_request_stripped_to_v2_is_refused(
@@ -634,12 +778,150 @@ def test_a_workflow_webhook_is_verified_by_v2_not_v1(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
     url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events"
-    v1 = {
-        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, WORKFLOW),
-        "X-HubSpot-Signature-Version": "v1",
-    }
+    v1 = _signed_by_hubspot("v1", url, WORKFLOW)
     _assert_error(client.post(url, data=WORKFLOW, headers=v1), 401, "invalid_signature")
     assert _events(db_path, links["hubspot"]) == []
+
+
+# --- Standard Webhooks, signed by the official library ----------------------------------------
+
+KEY = b"twenty-six bytes of a key!"  # 26 bytes: its base64 ends with one "="
+PADDED = base64.b64encode(KEY).decode()
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [f"whsec_{PADDED}", f"whsec_{PADDED.rstrip('=')}", PADDED.rstrip("=")],
+    ids=["padded", "unpadded", "unprefixed"],
+)
+def test_standard_webhooks_signed_by_the_official_library_are_taken_padded_or_not(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path,
+    secret: str,
+) -> None:  # fmt: skip
+    """The library pads the secret before decoding it; an unpadded one answered 500 here."""
+    link = connections.add(
+        store.connect(db_path), SECRET.encode(), NOW, name="sw", platform="make",
+        api_key=sealing.unseal(SECRET.encode(), links["zapier"].row["api_key_sealed"]),
+        secret=secret,
+    )  # fmt: skip
+    body = json.dumps({"email": AVA}).encode()
+    signed = Webhook(secret).sign("msg_official", NOW, body.decode())
+    headers = _standard("msg_official", str(int(NOW.timestamp())), signed)
+    response = client.post(f"/hooks/{link.row['id']}/enrich", data=body, headers=headers)
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["email"] == AVA
+    other = Webhook(base64.b64encode(b"another key").decode()).sign("msg_2", NOW, body.decode())
+    refused = client.post(
+        f"/hooks/{link.row['id']}/enrich",
+        data=body,
+        headers=_standard("msg_2", str(int(NOW.timestamp())), other),
+    )
+    _assert_error(refused, 401, "invalid_signature")
+
+
+def test_a_stored_secret_that_cannot_check_signatures_is_401_never_500(
+    client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
+) -> None:
+    """A connection added before `connection add` checked its secret: signed requests are
+    refused, saying why; the secret still works as a bearer token."""
+    link = links["zapier"]
+    database = store.connect(db_path)
+    sealed = sealing.seal(SECRET.encode(), "my-shared-token")
+    database.execute(
+        "UPDATE connections SET secret_sealed = ? WHERE id = ?", [sealed, link.row["id"]]
+    )
+    database.conn.commit()
+    body, url = json.dumps({"email": AVA}).encode(), f"/hooks/{link.row['id']}/enrich"
+    for signature in ("", "v1,!!", "v1,AAAA"):
+        response = client.post(url, data=body, headers=_standard("m", SENT_AT, signature))
+        _assert_error(response, 401, "invalid_signature")
+    message = response.get_json()["error"]["message"]
+    assert "cannot check Standard Webhooks signatures" in message and "my-shared" not in message
+    bearer = client.post(url, data=body, headers={"Authorization": "Bearer my-shared-token"})
+    assert bearer.status_code == 200
+
+
+# --- HubSpot: the URL signed is the one HubSpot called, escapes and all ------------------------
+
+
+@pytest.mark.parametrize("query", list(ESCAPED))
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_hubspot_signs_the_url_as_it_called_it_and_so_it_is_checked(
+    client: FlaskClient,
+    links: dict[str, connections.Added],
+    db_path: Path,
+    version: str,
+    query: str,
+) -> None:
+    """Werkzeug decodes the query of `request.url`; HubSpot signed the escapes."""
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events{query}"
+    response = client.post(url, data=WORKFLOW, headers=_signed_by_hubspot(version, url, WORKFLOW))
+    assert response.status_code == 200, response.get_json()
+    assert len(_events(db_path, links["hubspot"])) == 1
+
+
+def test_hubspot_v1_of_a_webhooks_api_batch_covers_the_body_alone(
+    client: FlaskClient, links: dict[str, connections.Added], db_path: Path
+) -> None:
+    url = f"http://localhost/hooks/{links['hubspot'].row['id']}/events?src=wf%3Ahubspot"
+    response = client.post(url, data=BATCH, headers=_signed_by_hubspot("v1", url, BATCH))
+    assert response.status_code == 200 and len(_events(db_path, links["hubspot"])) == 1
+
+
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_behind_a_tls_proxy_hubspot_signatures_cover_the_public_url(
+    app: Flask, links: dict[str, connections.Added], db_path: Path, version: str
+) -> None:
+    """The proxy calls the app over plain http on another host: the URL checked is
+    CONTACTDATA_PUBLIC_URL's (the one HubSpot was given) with the path and query as sent."""
+    app.config["PUBLIC_URL"] = "https://hooks.acme.example/"
+    route = f"/hooks/{links['hubspot'].row['id']}/events?src=wf%3Ahubspot%2Fa%40b"
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "hooks.acme.example"}
+    client = app.test_client()
+    called = _signed_by_hubspot(version, f"https://hooks.acme.example{route}", WORKFLOW)
+    response = client.post(f"http://10.0.0.7:8080{route}", data=WORKFLOW,
+                           headers={**forwarded, **called})  # fmt: skip
+    assert response.status_code == 200, response.get_json()
+    seen = _signed_by_hubspot(version, f"http://10.0.0.7:8080{route}", WORKFLOW)
+    refused = client.post(f"http://10.0.0.7:8080{route}", data=WORKFLOW, headers=seen)
+    _assert_error(refused, 401, "invalid_signature")
+    message = refused.get_json()["error"]["message"]
+    assert "https://hooks.acme.example/hooks/" in message and "CONTACTDATA_PUBLIC_URL" in message
+    assert len(_events(db_path, links["hubspot"])) == 1
+
+
+@pytest.mark.slow
+def test_through_gunicorn_hubspot_signatures_cover_the_url_as_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gunicorn's RAW_URI is the request target as sent: escapes kept, whatever the proxy's
+    scheme and host (the public URL names them)."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    monkeypatch.setenv("CONTACTDATA_PUBLIC_URL", "https://hooks.acme.example")
+    path = tmp_path / "served.db"
+    database = store.connect(path)
+    secret = server.key_secret({"DB": str(path)})
+    _, key = accounts.create_organization(
+        database, secret, NOW, name="Acme", website="acme.example", tier="pro"
+    )
+    link = connections.add(
+        database, secret, NOW, name="hs", platform="hubspot", api_key=key,
+        secret=HUBSPOT_SECRET, crm_base_url="http://127.0.0.1:9", crm_token="crm-token-1234",
+    )  # fmt: skip
+    database.close()
+    port = servers.free_port()
+    process = servers.serve(path, port, workers=1)
+    try:
+        route = f"/hooks/{link.row['id']}/events?src=wf%3Ahubspot%2Fa%40b"
+        for version, contact in (("v2", b"3234575"), ("v3", b"3234576")):
+            body = WORKFLOW.replace(b"3234574", contact)  # two events
+            called, now = f"https://hooks.acme.example{route}", datetime.now(UTC)  # served
+            headers = _signed_by_hubspot(version, called, body, now)
+            sent = httpx.post(f"http://127.0.0.1:{port}{route}", content=body, headers=headers)
+            assert sent.status_code == 200, sent.text
+    finally:
+        servers.stop(process)
+    assert len(store.events_of(store.connect(path), link.row["id"])) == 2
 
 
 # --- headers no platform would send: 401, never 500 -------------------------------------------

@@ -75,6 +75,8 @@ STANDARD_HEADERS = dict(
 )
 SPEC_SENT_AT = datetime.fromtimestamp(int(STANDARD_HEADERS["webhook-timestamp"]), UTC)
 PIPEDRIVE_PERSON_CHANGED = (PLATFORMS / "pipedrive_v2_person_updated.json").read_bytes()
+# The same change as a webhook v1 sends it (`event`, `current`, the whole `previous`).
+PIPEDRIVE_V1_CHANGED = (DATA / "pipedrive_v1_person_updated.json").read_bytes()
 ZOHO_NOTIFICATION = (PLATFORMS / "zoho_webhook.json").read_bytes()
 DYNAMICS_CONTEXT = (PLATFORMS / "dynamics365_webhook_remote_execution_context.json").read_bytes()
 MARKETO_RESPONSE = json.loads((PLATFORMS / "marketo_webhook_response_example.json").read_text())
@@ -854,23 +856,18 @@ def test_the_hubspot_webhooks_api_batch_reads_the_contact_then_writes_it_back(
     assert crm.hubspot["123"]["jobtitle"] == "Head of Ops" and replay.credits() == 9
 
 
-ARDYS_OUTPUT = {  # the custom action sample's contact, as the hubspot mapping outputs her
+ARDYS_OUTPUT = {  # the custom action sample's contact, as the hubspot mapping outputs her:
+    # fields without a value (industry, phone, the employee count, ...) are left out, since
+    # HubSpot's typed output fields refuse "" (a number field, an enumeration)
     "firstname": "Ardys",
     "lastname": "Jenken",
     "jobtitle": "Licensing and Compliance Manager",
     "company": "Free Software Foundation, Inc.",
     "website": "https://www.fsf.org",
-    "industry": "",
-    "phone": "",
-    "address": "",
     "city": "Boston",
     "state": "MA",
     "zip": "02110",
     "country": "United States",
-    "linkedin_url": "",
-    "contactdata_employee_count": "",
-    "contactdata_employee_range": "",
-    "contactdata_revenue_range": "",
     "contactdata_job_levels": "Manager",
     "contactdata_job_functions": "Legal /Regulatory & Compliance",
     "contactdata_record_status": "Active",
@@ -1079,7 +1076,7 @@ BRYAN_HELMIG_FIELDS = {
     "company_domain": "zapier.com",
     "company_phone": "",
     "company_industry": "",
-    "company_employees": "",
+    "company_employees": None,  # a number, or null
     "company_employee_range": "",
     "company_revenue_range": "",
     "company_city": "San Francisco",
@@ -1172,7 +1169,7 @@ def test_the_standard_webhooks_sample_with_a_company_gets_the_enriched_fields(
         "company_domain": "acme-aerospace.com",
         "company_phone": "",
         "company_industry": "",
-        "company_employees": "",
+        "company_employees": None,  # a number, or null
         "company_employee_range": "",
         "company_revenue_range": "",
         "company_city": "Webster",
@@ -1303,6 +1300,37 @@ def test_a_pipedrive_echo_of_our_write_is_ignored_and_the_same_change_in_the_app
     cached = store.record(replay.db, link.row["id"], "12")
     assert json.loads(cached["written"]) == {PIPEDRIVE_JOB_TITLE: "Operations Manager"}
     assert replay.credits() == credits
+
+
+def test_a_pipedrive_webhook_still_on_v1_is_enriched_written_back_and_its_echo_ignored(
+    client: FlaskClient, replay: Replay, crm: FakeCrm
+) -> None:
+    """A v1 webhook was answered {"accepted": 0} and never enriched anything. Read like v2:
+    written back the same, and our write coming back through the API (v1's `previous` holds
+    the whole person) is recognized by the one field that changed."""
+    crm.pipedrive["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
+    link = replay.links["pipedrive"]
+    for body in (PIPEDRIVE_V1_CHANGED, _with(PIPEDRIVE_V1_CHANGED, retry=1)):  # once
+        response = _pipedrive(client, link, body)
+        assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
+    assert replay.work.run_due() == {"done": 1}
+    _read, write = crm.calls
+    _assert_pipedrive_call(write, "PATCH", {"job_title": "Operations Manager"})
+    crm.calls.clear()
+
+    echo = _with(
+        PIPEDRIVE_V1_CHANGED,
+        current__job_title="Operations Manager",
+        previous__job_title=None,
+        previous__email=[{"label": "work", "value": "person@example.com", "primary": True}],
+        meta__change_source="api",
+        meta__timestamp_micro=1750349300000000,
+    )
+    assert _pipedrive(client, link, echo).get_json() == {"accepted": 1}
+    assert replay.work.run_due() == {"done": 1} and crm.calls == []
+    last = store.events_of(replay.db, link.row["id"])[-1]
+    assert last["last_error"] == "our own write of job_title echoed back: ignored"
+    assert replay.credits() == 9
 
 
 # --- Zoho CRM --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from standardwebhooks import Webhook
 from werkzeug.datastructures import Headers
 
 from connector.signatures import (
@@ -21,10 +22,12 @@ from connector.signatures import (
     SignatureError,
     SignatureMismatch,
     TimestampOutsideTolerance,
+    UnusableSecret,
     basic_password,
     hubspot_legacy_version,
     hubspot_v3_uri,
     salesforce_organization_allowed,
+    sent_uri,
     sign_hubspot_v1,
     sign_hubspot_v2,
     sign_hubspot_v3,
@@ -346,9 +349,25 @@ def test_other_signature_versions_are_ignored() -> None:
 
 
 def test_standard_webhooks_secret_that_is_not_base64_is_a_configuration_error() -> None:
-    with pytest.raises(ValueError, match="not valid base64") as caught:
+    with pytest.raises(UnusableSecret, match="characters base64 does not use") as caught:
         verify_standard_webhooks("whsec_not*base64!", BODY, sign("standard_webhooks", BODY), NOW)
     assert not isinstance(caught.value, SignatureError)
+
+
+@pytest.mark.parametrize("padding", ["=", ""], ids=["padded", "unpadded"])
+def test_standard_webhooks_keys_are_the_official_librarys(padding: str) -> None:
+    """The official library pads the secret before decoding it; so do we, and what each side
+    signs the other verifies."""
+    secret = "whsec_" + base64.b64encode(b"twenty-six bytes of a key!").decode().rstrip("=")
+    secret += padding
+    official = Webhook(secret)
+    now = datetime.now(UTC)  # the library verifies against the wall clock
+    stamp = str(int(now.timestamp()))
+    ours = sign_standard_webhooks(secret, MSG_ID, stamp, BODY)
+    assert ours == official.sign(MSG_ID, now, BODY.decode())
+    headers = {"webhook-id": MSG_ID, "webhook-timestamp": stamp, "webhook-signature": ours}
+    official.verify(BODY, headers, json_parse=False)
+    assert verify_standard_webhooks(secret, BODY, headers, now) == MSG_ID
 
 
 # Missing and malformed headers
@@ -458,6 +477,24 @@ def test_hubspot_v2_uri_must_match_exactly() -> None:
     headers = {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
     with pytest.raises(SignatureMismatch):
         verify_hubspot(SECRETS["hubspot_v2"], "POST", sent, BODY, headers, NOW)
+
+
+@pytest.mark.parametrize(
+    ("public_url", "target", "mount", "called"),
+    [
+        ("https://hooks.example", "/hooks/1/events?q=a%7Eb", "", "https://hooks.example/hooks/1/events?q=a%7Eb"),
+        ("https://hooks.example/", "/hooks/1/events", "", "https://hooks.example/hooks/1/events"),
+        ("https://x.example/cd", "/hooks/1/events?n=Jos%C3%A9", "", "https://x.example/cd/hooks/1/events?n=Jos%C3%A9"),
+        ("https://x.example/cd", "/cd/hooks/1/events?a=%3A", "/cd", "https://x.example/cd/hooks/1/events?a=%3A"),
+        ("https://hooks.example", "http://10.0.0.7:8080/hooks/1/events?a=%40", "", "https://hooks.example/hooks/1/events?a=%40"),
+    ],
+)  # fmt: skip
+def test_the_uri_checked_is_the_public_url_with_the_target_as_sent(
+    public_url: str, target: str, mount: str, called: str
+) -> None:
+    """Path and query as the sender wrote them (a proxy's scheme and host never count; a
+    proxy that removes the public URL's prefix, or an app mounted at it, alike)."""
+    assert sent_uri(public_url, target, mount) == called
 
 
 # Salesforce OrganizationId allowlist
