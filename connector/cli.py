@@ -18,7 +18,8 @@ import click
 
 import server
 from connector import connections, jobs, mappings, outbound, scheduler, store, worker
-from server.cli import _DB, main
+from server import DB_OPTION
+from server import cli_main as main
 from server.clock import utcnow
 from server.config import load
 from server.errors import ServiceError
@@ -50,7 +51,7 @@ def connection() -> None:
 
 
 @connection.command("add")
-@_DB
+@DB_OPTION
 @click.option("--name", required=True)
 @click.option("--platform", required=True, type=click.Choice(list(connections.PLATFORMS)))
 @click.option("--api-key", required=True, help="An API key of the organization to enrich for.")
@@ -106,7 +107,7 @@ def connection_add(db_path: Path, as_json: bool, **options: Any) -> None:
 
 
 @connection.command("list")
-@_DB
+@DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def connection_list(db_path: Path, as_json: bool) -> None:
     """List connections (secrets by their last characters only)."""
@@ -119,7 +120,7 @@ def connection_list(db_path: Path, as_json: bool) -> None:
 
 
 @connection.command("show")
-@_DB
+@DB_OPTION
 @click.argument("connection_id")
 def connection_show(db_path: Path, connection_id: str) -> None:
     """Show one connection and its webhook URLs, as JSON."""
@@ -135,7 +136,7 @@ def connection_show(db_path: Path, connection_id: str) -> None:
 
 
 @connection.command("remove")
-@_DB
+@DB_OPTION
 @click.argument("connection_id")
 def connection_remove(db_path: Path, connection_id: str) -> None:
     """Remove a connection: its webhook URLs stop working at once."""
@@ -162,7 +163,7 @@ def mapping_check(path: Path) -> None:
 
 
 @main.command("worker")
-@_DB
+@DB_OPTION
 @click.option("--once", is_flag=True, help="Work off the events due now, then stop (no jobs).")
 @click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
               help="Seconds to wait when no event is due.")  # fmt: skip
@@ -208,7 +209,7 @@ def jobs_group() -> None:
 
 
 @jobs_group.command("list")
-@_DB
+@DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def jobs_list(db_path: Path, as_json: bool) -> None:
     """Each job: its trigger, next run and last result."""
@@ -226,7 +227,7 @@ def jobs_list(db_path: Path, as_json: bool) -> None:
 
 
 @jobs_group.command("run")
-@_DB
+@DB_OPTION
 @click.argument("job_id")
 def jobs_run(db_path: Path, job_id: str) -> None:
     """Run a job now, in this process, recorded like a scheduled run; print its result
@@ -241,7 +242,7 @@ def jobs_run(db_path: Path, job_id: str) -> None:
 
 
 @jobs_group.command("reschedule")
-@_DB
+@DB_OPTION
 @click.argument("job_id")
 @click.option("--every", type=click.IntRange(1, 10_000), required=True,
               help="How many units apart.")  # fmt: skip
@@ -263,7 +264,7 @@ def deliveries() -> None:
 
 
 @deliveries.command("list")
-@_DB
+@DB_OPTION
 @click.option("--status", type=click.Choice(["pending", "done", "dead"]))
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
@@ -282,7 +283,7 @@ def deliveries_list(db_path: Path, status: str | None, limit: int, as_json: bool
 
 
 @deliveries.command("retry")
-@_DB
+@DB_OPTION
 @click.argument("event_id", type=click.IntRange(1, store.LARGEST_ID))
 def deliveries_retry(db_path: Path, event_id: int) -> None:
     """Make a dead event due again now."""

@@ -15,7 +15,7 @@ from server import accounts, config, db, demo
 from server.clock import utcnow
 from server.errors import InsufficientCredits, ServiceError
 
-_DB = click.option(
+DB_OPTION = click.option(
     "--db",
     "db_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -47,7 +47,7 @@ def _fail(error: ServiceError) -> None:
 
 
 @main.command()
-@_DB
+@DB_OPTION
 @click.option("--host", envvar="CONTACTDATA_HOST", default="127.0.0.1", show_default=True)
 @click.option("--port", envvar="CONTACTDATA_PORT", type=int, default=8080, show_default=True)
 @click.option("--workers", envvar="CONTACTDATA_WORKERS", type=int, default=2, show_default=True)
@@ -60,7 +60,7 @@ def serve(db_path: Path, host: str, port: int, workers: int) -> None:
 
 
 @main.command("demo-data")
-@_DB
+@DB_OPTION
 @click.option("--companies", type=click.IntRange(1), default=5000, show_default=True)
 @click.option("--contacts", type=click.IntRange(0), default=100_000, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
@@ -77,7 +77,7 @@ def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
 
 
 @main.command("import")
-@_DB
+@DB_OPTION
 @click.option("--companies", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--contacts", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> None:
@@ -108,7 +108,7 @@ def _line_count(path: Path) -> int:
 
 
 @main.command("enrich")
-@_DB
+@DB_OPTION
 @click.option("--org", "org_id", required=True, help="The organization's id (orgId).")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
@@ -145,7 +145,7 @@ def enrich_command(db_path: Path, org_id: str, source: Path, target: Path) -> No
 
 
 @main.command("export")
-@_DB
+@DB_OPTION
 @click.option("--companies", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--contacts", type=click.Path(dir_okay=False, path_type=Path))
 def export(db_path: Path, companies: Path | None, contacts: Path | None) -> None:
@@ -169,7 +169,7 @@ def org() -> None:
 
 
 @org.command("create")
-@_DB
+@DB_OPTION
 @click.option("--name", required=True)
 @click.option("--website", required=True)
 @click.option("--tier", required=True, type=click.Choice(accounts.TIERS))
@@ -221,7 +221,7 @@ def org_create(db_path: Path, as_json: bool, **options: Any) -> None:
 
 
 @org.command("list")
-@_DB
+@DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def org_list(db_path: Path, as_json: bool) -> None:
     """List organizations with tier, status, credits and limits."""
@@ -238,7 +238,7 @@ def org_list(db_path: Path, as_json: bool) -> None:
 
 
 @org.command("set-status")
-@_DB
+@DB_OPTION
 @click.argument("org_id")
 @click.argument("status", type=click.Choice(accounts.ORG_STATUSES))
 def org_set_status(db_path: Path, org_id: str, status: str) -> None:
@@ -251,7 +251,7 @@ def org_set_status(db_path: Path, org_id: str, status: str) -> None:
 
 
 @org.command("credits")
-@_DB
+@DB_OPTION
 @click.argument("org_id")
 @click.option("--add", "amount", type=click.IntRange(1), help="Credits to add to the balance.")
 def org_credits(db_path: Path, org_id: str, amount: int | None) -> None:
@@ -275,7 +275,7 @@ def org_credits(db_path: Path, org_id: str, amount: int | None) -> None:
 
 
 @main.command("audit")
-@_DB
+@DB_OPTION
 @click.option("--org", "org_id", required=True, help="The organization's id (orgId).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def audit_command(db_path: Path, org_id: str, as_json: bool) -> None:
