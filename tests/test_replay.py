@@ -1315,13 +1315,14 @@ def test_a_pipedrive_webhook_still_on_v1_is_enriched_written_back_and_its_echo_i
         assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
     assert replay.work.run_due() == {"done": 1}
     _read, write = crm.calls
-    _assert_pipedrive_call(write, "PATCH", {"job_title": "Operations Manager"})
+    titled = {"custom_fields": {PIPEDRIVE_JOB_TITLE: "Operations Manager"}}
+    _assert_pipedrive_call(write, "PATCH", titled)
     crm.calls.clear()
 
-    echo = _with(
+    echo = _with(  # v1 holds custom fields at the person's top level
         PIPEDRIVE_V1_CHANGED,
-        current__job_title="Operations Manager",
-        previous__job_title=None,
+        **{f"current__{PIPEDRIVE_JOB_TITLE}": "Operations Manager"},
+        **{f"previous__{PIPEDRIVE_JOB_TITLE}": None},
         previous__email=[{"label": "work", "value": "person@example.com", "primary": True}],
         meta__change_source="api",
         meta__timestamp_micro=1750349300000000,
@@ -1329,7 +1330,7 @@ def test_a_pipedrive_webhook_still_on_v1_is_enriched_written_back_and_its_echo_i
     assert _pipedrive(client, link, echo).get_json() == {"accepted": 1}
     assert replay.work.run_due() == {"done": 1} and crm.calls == []
     last = store.events_of(replay.db, link.row["id"])[-1]
-    assert last["last_error"] == "our own write of job_title echoed back: ignored"
+    assert last["last_error"] == f"our own write of {PIPEDRIVE_JOB_TITLE} echoed back: ignored"
     assert replay.credits() == 9
 
 
