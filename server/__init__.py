@@ -5,9 +5,7 @@ may use: tests/test_exported_members.py holds the connector to this list.
 """
 
 from server import admin, auth, limits, usage
-from server.access import get_db, now
 from server.accounts import organization
-from server.app import create_app
 from server.auth import Caller, authenticate
 from server.cli import DB_OPTION
 from server.cli import main as cli_main
@@ -25,8 +23,10 @@ from server.enrich import (
     enrich_with_key,
 )
 from server.errors import InvalidParameter, NotFound, ServiceError
+from server.http.access import get_db, now
+from server.http.app import create_app
+from server.http.openapi import ERROR_DESCRIPTIONS, Operation, Schema
 from server.normalize import registrable_domain
-from server.openapi import ERROR_DESCRIPTIONS, Operation, Schema
 from server.records import JOIN
 from server.wire import UnreadableJson, decode_json
 
