@@ -23,7 +23,7 @@ correct when its company is: it counts as "company only", not as recall. Precisi
 absent record is any returned contact, or a company other than the one the query named.
 
 Speed: every query through `matching.find` in-process after a warm-up, each timed; then the
-app under gunicorn (server/serve.py settings, bench/hello_app.py adds GET /hello) on a copy
+app under gunicorn (server/http/serve.py settings, bench/hello_app.py adds GET /hello) on a copy
 of the database with one unlimited enterprise_plus organization, driven by wrk: hello, then
 enrich (POSTs rotating over 500 known queries), then hello again, 2 connections per worker.
 

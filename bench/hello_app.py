@@ -18,7 +18,8 @@ from typing import Any
 
 from flask import Flask, Response, jsonify
 
-from server import access, app, auth, config, db, discover, enrich, serve, store, wire
+from server import auth, config, db, discover, enrich, store
+from server.http import access, app, body, serve
 
 
 def create_app(settings: dict[str, Any]) -> Flask:
@@ -32,7 +33,7 @@ def create_app(settings: dict[str, Any]) -> Flask:
     @service.post("/floor")
     def floor() -> Response:
         access.admit(access.key_from_headers("apikey"))
-        given = enrich.parse_input(wire.json_body())
+        given = enrich.parse_input(body.json_body())
         with db.write(access.get_db()) as database:
             database.execute("CREATE TABLE IF NOT EXISTS bench_floor (id TEXT PRIMARY KEY)")
             database.execute("INSERT INTO bench_floor VALUES (?)", [str(uuid.uuid4())])
@@ -44,7 +45,7 @@ def create_app(settings: dict[str, Any]) -> Flask:
     def discover_floor() -> dict[str, Any]:
         caller = access.admit(access.key_from_headers("Api-Key"), discover=True)
         auth.require_active_organization(caller)
-        request = wire.parse(discover.DiscoverRequest)
+        request = body.parse(discover.DiscoverRequest)
         if not page:
             page.extend(_people(access.get_db(), request))
         people = [discover.contact_fields(row, dials=True, miles=row["miles"]) for row in page]
@@ -65,7 +66,7 @@ def _people(database: db.Database, request: discover.DiscoverRequest) -> list[di
 
 
 class _HelloGunicorn(serve._Gunicorn):
-    """server/serve.py's gunicorn, loading the app with the hello route."""
+    """server/http/serve.py's gunicorn, loading the app with the hello route."""
 
     def load(self) -> Flask:
         service = create_app(self._settings)

@@ -151,7 +151,7 @@ def webhook_connection(db: Path, key: str) -> Row:
 
 
 def hello(db: Path, workers: int, seconds: int, log: Path) -> dict[str, float]:
-    """wrk on bench/hello_app.py's /hello (server/serve.py's gunicorn settings) with the
+    """wrk on bench/hello_app.py's /hello (server/http/serve.py's gunicorn settings) with the
     load's connections."""
     port = free_port()
     server = start_server(db, port, workers, log)

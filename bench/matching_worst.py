@@ -16,7 +16,7 @@ name, with 1,000-character values of several shapes: the slowest are shown. Each
 median of REPEATS calls with the company-key cache cleared before each (as the first call of
 a new name).
 
-HTTP: the same names POSTed to /v7/enrich under gunicorn (server/serve.py settings, 30 s
+HTTP: the same names POSTed to /v7/enrich under gunicorn (server/http/serve.py settings, 30 s
 worker timeout) on a copy of the database; the longest name only when it finished in-process.
 
 Target (issue 19), printed with pass/FAIL: the longest misspelt name in-process < 50 ms.

@@ -1,34 +1,15 @@
 """The contact-data service: store, dataset, matching, enrich, discover and administration.
 
 The names below are what the connector (connector/) may use of it, in-process, and all it
-may use: tests/test_exported_members.py holds the connector to this list.
+may use: tests/test_exported_members.py holds the connector to this list. Each is imported
+from its module when first used (PEP 562), so importing `server`, or a module of it outside
+server/http/, loads neither Flask nor the rest of the service.
 """
 
-from server import admin, auth, limits, usage
-from server.access import get_db, now
-from server.accounts import organization
-from server.app import create_app
-from server.auth import Caller, authenticate
-from server.cli import DB_OPTION
-from server.cli import main as cli_main
-from server.clock import iso, utcnow
-from server.config import DEFAULTS as SETTING_DEFAULTS
-from server.config import key_secret
-from server.config import load as load_settings
-from server.db import connect, write
-from server.enrich import (
-    FREE_REFRESH_TIERS,
-    NEWER_NAMES,
-    OLDER_NAMES,
-    OUTPUT_FIELDS,
-    Outcome,
-    enrich_with_key,
-)
-from server.errors import InvalidParameter, NotFound, ServiceError
-from server.normalize import registrable_domain
-from server.openapi import ERROR_DESCRIPTIONS, Operation, Schema
-from server.records import JOIN
-from server.wire import UnreadableJson, decode_json
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "DB_OPTION",
@@ -67,3 +48,58 @@ __all__ = [
     "utcnow",
     "write",
 ]
+
+# Where each name of __all__ lives: "module:attribute", or a module of the package itself.
+_HOMES = {
+    "DB_OPTION": "server.cli:DB_OPTION",
+    "ERROR_DESCRIPTIONS": "server.http.openapi:ERROR_DESCRIPTIONS",
+    "FREE_REFRESH_TIERS": "server.enrich:FREE_REFRESH_TIERS",
+    "JOIN": "server.records:JOIN",
+    "NEWER_NAMES": "server.enrich:NEWER_NAMES",
+    "OLDER_NAMES": "server.enrich:OLDER_NAMES",
+    "OUTPUT_FIELDS": "server.enrich:OUTPUT_FIELDS",
+    "SETTING_DEFAULTS": "server.config:DEFAULTS",
+    "Caller": "server.auth:Caller",
+    "InvalidParameter": "server.errors:InvalidParameter",
+    "NotFound": "server.errors:NotFound",
+    "Operation": "server.http.openapi:Operation",
+    "Outcome": "server.enrich:Outcome",
+    "Schema": "server.http.openapi:Schema",
+    "ServiceError": "server.errors:ServiceError",
+    "UnreadableJson": "server.wire:UnreadableJson",
+    "admin": "server.admin",
+    "auth": "server.auth",
+    "authenticate": "server.auth:authenticate",
+    "cli_main": "server.cli:main",
+    "connect": "server.db:connect",
+    "create_app": "server.http.app:create_app",
+    "decode_json": "server.wire:decode_json",
+    "enrich_with_key": "server.enrich:enrich_with_key",
+    "get_db": "server.http.access:get_db",
+    "iso": "server.clock:iso",
+    "key_secret": "server.config:key_secret",
+    "limits": "server.limits",
+    "load_settings": "server.config:load",
+    "now": "server.http.access:now",
+    "organization": "server.accounts:organization",
+    "registrable_domain": "server.normalize:registrable_domain",
+    "usage": "server.usage",
+    "utcnow": "server.clock:utcnow",
+    "write": "server.db:write",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The exported `name`, imported from its home the first time it is asked for."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'server' has no attribute {name!r}")
+    module_name, _, attribute = home.partition(":")
+    module = importlib.import_module(module_name)
+    value = getattr(module, attribute) if attribute else module
+    globals()[name] = value  # asked for once: later lookups find it without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

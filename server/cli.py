@@ -53,7 +53,7 @@ def _fail(error: ServiceError) -> None:
 @click.option("--workers", envvar="CONTACTDATA_WORKERS", type=int, default=2, show_default=True)
 def serve(db_path: Path, host: str, port: int, workers: int) -> None:
     """Serve the API with gunicorn (sync workers)."""
-    from server.serve import serve as run
+    from server.http.serve import serve as run
 
     db.connect(db_path).close()
     run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
@@ -313,7 +313,7 @@ def audit_command(db_path: Path, org_id: str, as_json: bool) -> None:
 @click.option("--workers", type=int, default=2, show_default=True)
 def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
     """Build the demo database if missing, make one organization per tier, print keys, serve."""
-    from server.serve import serve as run
+    from server.http.serve import serve as run
 
     demo.ensure_database(db_path)
     for line in demo.instructions(db_path, demo.ensure_organizations(db_path), host, port):
@@ -328,7 +328,7 @@ def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
 def _app_factory() -> str:
     """The app `serve` and `demo` run: the service's, unless the entry point named another
     (the connector's `contactdata` serves the connector's app, which includes the service)."""
-    from server.serve import DEFAULT_FACTORY
+    from server.http.serve import DEFAULT_FACTORY
 
     return str(_entry_option("app_factory", DEFAULT_FACTORY))
 

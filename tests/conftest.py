@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from sqlite_utils import Database
 
 from server import db
-from server.app import create_app
+from server.http.app import create_app
 
 
 @pytest.fixture

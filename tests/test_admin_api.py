@@ -12,7 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from server import accounts, db, keys
-from server.app import create_app
+from server.http.app import create_app
 
 START = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)
 SECRET = "test-secret"

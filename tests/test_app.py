@@ -9,8 +9,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from server.app import create_app
-from server.wire import json_body
+from server.http.app import create_app
+from server.http.body import json_body
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from server import accounts, db, importer
-from server.app import create_app
+from server.http.app import create_app
 from tests.test_discover import DATA, EVERYONE, LONESTAR
 
 SECRET = "test-secret"

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from server import accounts, db, store
-from server.app import create_app
+from server.http.app import create_app
 from tests.test_enrich import (
     AVA,
     AVA_EMAIL,

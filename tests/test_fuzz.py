@@ -42,8 +42,9 @@ from werkzeug.test import TestResponse
 
 from connector import connections, mappings, signatures
 from connector.app import create_app
-from server import access, accounts, db, importer, keys
+from server import accounts, db, importer, keys
 from server.config import MAX_BODY_BYTES
+from server.http import access
 from server.records import GRADES
 
 DATA = Path(__file__).parent / "data"

@@ -17,9 +17,10 @@ from flask import Flask
 
 from connector import connections
 from connector.app import create_app
-from server import access, admin_api, discover, enrich
-from server.app import create_app as create_service_app
-from server.openapi import openapi_path
+from server import discover, enrich
+from server.http import access, admin_api
+from server.http.app import create_app as create_service_app
+from server.http.openapi import openapi_path
 
 UNDOCUMENTED = ("/static/", "/settings", "/openapi.json")  # files, HTML pages, the document
 AUTOMATIC = {"HEAD", "OPTIONS"}
@@ -207,6 +208,6 @@ def test_the_service_serves_its_own_document_and_never_imports_the_connector(
     service = create_service_app({"DB": str(db_path), "KEY_SECRET": "test-secret"})
     paths = service.test_client().get("/openapi.json").get_json()["paths"]
     assert "/v7/enrich" in paths and not any(path.startswith("/hooks") for path in paths)
-    probe = "import sys, server.app, server.openapi; print(sorted(sys.modules))"
+    probe = "import sys, server.http.app, server.http.openapi; print(sorted(sys.modules))"
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert shown.returncode == 0 and "'connector" not in shown.stdout, shown.stderr

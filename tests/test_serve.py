@@ -19,7 +19,7 @@ import pytest
 
 from connector import connections, signatures, store
 from server import accounts, config
-from server.serve import masked_target
+from server.http.serve import masked_target
 from tests.servers import free_port, serve, start, stop
 
 PLATFORM_SAMPLES = Path(__file__).parent / "data" / "platforms"
@@ -31,10 +31,10 @@ LAUNCHER = textwrap.dedent(
     """
     import sys
     from flask import request
-    from server.serve import _Gunicorn, gunicorn_options
-    import server.app
+    from server.http.serve import _Gunicorn, gunicorn_options
+    import server.http.app
 
-    real_create_app = server.app.create_app
+    real_create_app = server.http.app.create_app
 
     def create_app(settings):
         app = real_create_app(settings)
@@ -45,7 +45,7 @@ LAUNCHER = textwrap.dedent(
         app.add_url_rule("/probe/exit", "exit", view_func=lambda: sys.exit(1))
         return app
 
-    server.app.create_app = create_app
+    server.http.app.create_app = create_app
     db, port = sys.argv[1], int(sys.argv[2])
     _Gunicorn({"DB": db, "KEY_SECRET": "x", "LOG_LEVEL": "WARNING",
                "HOST": "127.0.0.1", "PORT": port, "WORKERS": 2},

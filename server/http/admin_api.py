@@ -12,9 +12,10 @@ from flask import Blueprint, Response, current_app, g, jsonify
 from pydantic import BaseModel, ConfigDict, StrictStr
 
 from server import admin
-from server.access import admit, get_db, key_from_headers, now
 from server.auth import Caller
-from server.wire import WholeNumber, parse
+from server.http.access import admit, get_db, key_from_headers, now
+from server.http.body import parse
+from server.wire import WholeNumber
 
 blueprint = Blueprint("admin", __name__, url_prefix="/signals/v1")
 KEY_HEADER = "Api-Key"  # the header the vendor's key endpoints document

@@ -11,7 +11,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
-DEFAULT_FACTORY = "server.app:create_app"
+DEFAULT_FACTORY = "server.http.app:create_app"
 _QUERY = re.compile(r"\?[^\s'\"]*")  # a URL's query, up to white space or a quote
 
 

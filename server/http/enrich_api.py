@@ -13,9 +13,9 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from server import auth, enrich
-from server.access import admit, get_db, key_from_headers, now
 from server.errors import ServiceError
-from server.wire import json_body
+from server.http.access import admit, get_db, key_from_headers, now
+from server.http.body import json_body
 
 blueprint = Blueprint("enrich", __name__, url_prefix="/v7")
 

@@ -8,8 +8,8 @@ from typing import Any
 from flask import Blueprint
 
 from server import auth, discover
-from server.access import admit, get_db, key_from_headers
-from server.wire import parse
+from server.http.access import admit, get_db, key_from_headers
+from server.http.body import parse
 
 blueprint = Blueprint("discover", __name__, url_prefix="/v1")
 

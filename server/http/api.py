@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint
 
 from server import store
-from server.access import get_db
+from server.http.access import get_db
 
 blueprint = Blueprint("api", __name__)
 
