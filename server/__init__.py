@@ -26,7 +26,7 @@ from server.enrich import (
 )
 from server.errors import InvalidParameter, NotFound, ServiceError
 from server.normalize import registrable_domain
-from server.openapi import ERROR_DESCRIPTIONS, Operation, Schema
+from server.openapi import ERROR_DESCRIPTIONS, Operation, Schema, add_operations
 from server.records import JOIN
 from server.wire import UnreadableJson, decode_json
 
@@ -47,6 +47,7 @@ __all__ = [
     "Schema",
     "ServiceError",
     "UnreadableJson",
+    "add_operations",
     "admin",
     "auth",
     "authenticate",
