@@ -69,7 +69,7 @@ from serving import (
 
 import server
 from connector import signatures, store, worker
-from connector.adapters import hubspot
+from connector.platforms import hubspot
 from server.clock import utcnow
 
 RESULTS = Path(__file__).parent / "results" / "webhooks.txt"

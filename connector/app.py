@@ -9,7 +9,7 @@ from typing import Any
 from flask import Flask
 
 from connector import connections, mappings, openapi, receiver, settings, store
-from server.app import create_app as create_service_app
+from server import create_app as create_service_app
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:

@@ -18,11 +18,10 @@ import click
 
 import server
 from connector import connections, jobs, mappings, outbound, scheduler, store, worker
-from server import DB_OPTION
+from connector.platforms import PLATFORMS
+from server import DB_OPTION, ServiceError, utcnow
 from server import cli_main as main
-from server.clock import utcnow
-from server.config import load
-from server.errors import ServiceError
+from server import load_settings as load
 
 __all__ = ["main", "run"]
 
@@ -53,7 +52,7 @@ def connection() -> None:
 @connection.command("add")
 @DB_OPTION
 @click.option("--name", required=True)
-@click.option("--platform", required=True, type=click.Choice(list(connections.PLATFORMS)))
+@click.option("--platform", required=True, type=click.Choice(list(PLATFORMS)))
 @click.option("--api-key", required=True, help="An API key of the organization to enrich for.")
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--crm-base-url", default="", help="The CRM's API base URL (CRMs only).")

@@ -5,8 +5,6 @@ shown in full only when first made."""
 
 from __future__ import annotations
 
-import base64
-import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -17,40 +15,12 @@ from typing import Any
 from sqlite_utils import Database
 
 import server
-from connector import mappings, oauth, outbound, sealing, signatures, store
-from connector.adapters.zoho import ZOHO_API_DOMAINS
+from connector import mappings, oauth, outbound, sealing, store
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Platform
 
 MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
-ZOHO_TOKEN_LIMIT = 50  # characters of a notification channel's token
 Row = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Platform:
-    """How a platform proves what it sends is its own, and whether it is a CRM we write
-    back to."""
-
-    # "hubspot" (its signatures), "standard-webhooks" (or the secret as a bearer token),
-    # "url-secret" (the secret in the URL's `url_param`), "basic" (the secret as the HTTP
-    # Basic password), "body-token" (the secret as the body's `token`: Zoho) or "bearer"
-    signing: str
-    crm: bool
-    issues_secret: bool = False  # the platform makes the secret (HubSpot's app secret)
-    url_param: str = "key"
-    omit_empty: bool = False  # answers leave out empty fields (they would blank the CRM's)
-
-
-PLATFORMS: dict[str, Platform] = {
-    "hubspot": Platform("hubspot", crm=True, issues_secret=True),
-    "salesforce": Platform("url-secret", crm=True),
-    "pipedrive": Platform("basic", crm=True),
-    "zoho": Platform("body-token", crm=True),
-    "dynamics": Platform("url-secret", crm=True, url_param="code"),  # Dataverse's WebhookKey
-    "marketo": Platform("bearer", crm=False, omit_empty=True),  # Response Mappings write all
-    "zapier": Platform("standard-webhooks", crm=False),
-    "make": Platform("standard-webhooks", crm=False),
-    "n8n": Platform("standard-webhooks", crm=False),
-}
 
 
 class InvalidConnection(ValueError):
@@ -98,13 +68,13 @@ def add(
     if store.connection_named(db, name.strip()):
         raise InvalidConnection(f"a connection named {name.strip()!r} already exists")
     caller = server.authenticate(db, server_secret, api_key, now)
-    mapping_path = _mapping(mapping, platform)
-    inbound = secret or _new_secret(kind, platform)
-    _check_secret(kind, inbound)
-    allowed = _allowed_organizations(platform, salesforce_org_ids)
+    mapping_path = _mapping(mapping, kind)
+    inbound = secret or _new_secret(kind)
+    _asked_of(kind)(lambda: kind.check_secret(inbound))
+    allowed = _asked_of(kind)(lambda: kind.allowed_senders(salesforce_org_ids))
     client = (crm_client_id, crm_client_secret, crm_refresh_token, crm_token_url, crm_scope)
-    credentials = _oauth(platform, crm_base_url, *client) if any(client) and kind.crm else None
-    base_url, token = _crm(kind, platform, crm_base_url, crm_token, any(client))
+    credentials = _oauth(kind, crm_base_url, *client) if any(client) and kind.crm else None
+    base_url, token = _crm(kind, crm_base_url, crm_token, any(client))
     if credentials:  # like the base URL, last: checking resolves the host's name
         credentials = replace(credentials, token_url=_checked(credentials.token_url, "token-url"))
     row = {
@@ -129,23 +99,35 @@ def add(
     return Added(row, inbound)
 
 
-def _mapping(mapping: Path | None, platform: str) -> Path:
-    path = (mapping or MAPPINGS / f"{platform}.yaml").resolve()
+def _asked_of(kind: Platform) -> Callable[[Callable[[], Any]], Any]:
+    """Call a platform's check, its ValueError an InvalidConnection."""
+
+    def asked(check: Callable[[], Any]) -> Any:
+        try:
+            return check()
+        except ValueError as error:
+            raise InvalidConnection(str(error)) from None
+
+    return asked
+
+
+def _mapping(mapping: Path | None, kind: Platform) -> Path:
+    platform = kind.name
+    path = (mapping or MAPPINGS / kind.mapping_file).resolve()
     if not path.is_file():
         raise InvalidConnection(f"mapping: no file {path}")
     try:
         loaded = mappings.load(path)
     except mappings.MappingError as error:
         raise InvalidConnection(f"mapping: {error}") from None
-    if loaded.platform != platform:
+    if loaded.platform != kind.name:
         raise InvalidConnection(f"mapping: {path} is for {loaded.platform}, not {platform}")
     return path
 
 
-def _crm(
-    kind: Platform, platform: str, base_url: str, token: str, renewed: bool
-) -> tuple[str, str]:
+def _crm(kind: Platform, base_url: str, token: str, renewed: bool) -> tuple[str, str]:
     """The CRM's checked base URL and the token given; this resolves names, so it goes last."""
+    platform = kind.name
     if not kind.crm:
         if base_url or token or renewed:
             raise InvalidConnection(f"{platform} is not a CRM: give no --crm-base-url or token")
@@ -155,12 +137,8 @@ def _crm(
             f"{platform} is written back to: give --crm-base-url, and --crm-token or an OAuth "
             "client (--crm-client-id and --crm-client-secret)"
         )
-    local = outbound.private_allowed()  # a local fake Zoho, for tests
-    if platform == "zoho" and not local and base_url.rstrip("/") not in ZOHO_API_DOMAINS.values():
-        raise InvalidConnection(
-            "crm-base-url: give your Zoho data centre's API domain (the api_domain of the "
-            f"OAuth token answer): one of {', '.join(ZOHO_API_DOMAINS.values())}"
-        )
+    local = outbound.private_allowed()  # a local fake CRM, for tests
+    _asked_of(kind)(lambda: kind.check_base_url(base_url, local))
     return _checked(base_url, "base-url"), token
 
 
@@ -172,7 +150,7 @@ def _checked(url: str, option: str) -> str:
 
 
 def _oauth(
-    platform: str,
+    kind: Platform,
     base_url: str,
     client_id: str,
     client_secret: str,
@@ -181,19 +159,19 @@ def _oauth(
     scope: str,
 ) -> oauth.Credentials:
     """The OAuth client that renews the connection's token, checked."""
-    if platform not in oauth.REFRESHABLE:
-        raise InvalidConnection(f"{platform} tokens do not expire: give --crm-token only")
+    if not kind.refreshable:
+        raise InvalidConnection(f"{kind.name} tokens do not expire: give --crm-token only")
     if not (client_id.strip() and client_secret.strip()):
         raise InvalidConnection(
             "an OAuth client needs both --crm-client-id and --crm-client-secret"
         )
-    token_url = token_url.strip() or oauth.default_token_url(platform, base_url)
+    token_url = token_url.strip() or kind.token_url(base_url)
     if not token_url:
         raise InvalidConnection(
             "crm-token-url: give your Entra ID tenant's token endpoint, "
             "https://login.microsoftonline.com/<tenant id>/oauth2/v2.0/token"
         )
-    scope = scope.strip() or oauth.default_scope(platform, base_url, refresh_token)
+    scope = scope.strip() or kind.scope(base_url, refresh_token)
     if not (refresh_token.strip() or scope):
         raise InvalidConnection(
             "give --crm-refresh-token (the refresh_token grant) or --crm-scope (client credentials)"
@@ -236,49 +214,10 @@ def crm_auth(
     return oauth.Renewing(credentials, token, when, save, clock)
 
 
-def _allowed_organizations(platform: str, ids: tuple[str, ...]) -> list[str]:
-    """Salesforce signs nothing: its messages are taken only from the organizations named."""
-    cleaned = [i.strip() for i in ids if i.strip()]
-    if platform != "salesforce":
-        if cleaned:
-            raise InvalidConnection("--salesforce-org-id is for salesforce connections only")
-        return []
-    if not cleaned or not all(len(i) in (15, 18) and i.isalnum() for i in cleaned):
-        raise InvalidConnection(
-            "salesforce: give --salesforce-org-id, the 15- or 18-character id of each "
-            "Salesforce organization allowed to send (Setup > Company Information)"
-        )
-    return cleaned
-
-
-def _check_secret(kind: Platform, secret: str) -> None:
-    """Refuse a secret the platform's requests could not be checked with."""
-    if kind.signing == "body-token" and len(secret) > ZOHO_TOKEN_LIMIT:
-        raise InvalidConnection(
-            f"secret: Zoho takes a token of {ZOHO_TOKEN_LIMIT} characters at most"
-        )
-    if kind.signing == "standard-webhooks":
-        try:
-            signatures.standard_webhooks_key(secret)
-        except signatures.UnusableSecret as error:
-            raise InvalidConnection(
-                f"secret: {error}. Leave --secret out to have one made, or give the whsec_ "
-                "secret the sender signs with"
-            ) from None
-
-
-def _new_secret(kind: Platform, platform: str) -> str:
+def _new_secret(kind: Platform) -> str:
     if kind.issues_secret:
-        raise InvalidConnection(f"{platform} issues the secret it signs with: give --secret")
-    if kind.signing == "standard-webhooks":
-        return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
-    return secrets.token_urlsafe(24)
-
-
-def channel_id(row: Row) -> str:
-    """The Zoho notification channel of a connection: a number (Zoho's channel ids are longs)
-    made from the connection's id, so it needs no storing and never changes."""
-    return str(10**17 + uuid.UUID(row["id"]).int % (9 * 10**17))
+        raise InvalidConnection(f"{kind.name} issues the secret it signs with: give --secret")
+    return kind.new_secret()
 
 
 def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str | None]:
@@ -286,9 +225,7 @@ def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str 
     (`secret` when known)."""
     base = f"{public_url.rstrip('/')}/hooks/{row['id']}"
     kind = PLATFORMS[row["platform"]]
-    events = f"{base}/events" if kind.crm else None
-    if events and kind.signing == "url-secret":
-        events += f"?{kind.url_param}={secret or '<secret>'}"
+    events = kind.events_url(base, secret) if kind.crm else None
     return {"enrichUrl": f"{base}/enrich", "eventsUrl": events}
 
 

@@ -17,11 +17,11 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, outbound, signatures, store, subscriptions, worker
-from server.clock import utcnow
-from server.config import DEFAULTS, load
+from connector import outbound, signatures, store, subscriptions, worker
+from connector.platforms import PLATFORMS
+from server import SETTING_DEFAULTS, load_settings, utcnow
 
-REFRESH_CREDIT_CAP: int = DEFAULTS["REFRESH_CREDIT_CAP"]  # CONTACTDATA_REFRESH_CREDIT_CAP
+REFRESH_CREDIT_CAP: int = SETTING_DEFAULTS["REFRESH_CREDIT_CAP"]  # CONTACTDATA_REFRESH_CREDIT_CAP
 PURGE_AFTER = timedelta(days=30)  # done events; dead letters stay for the operator
 JOB_RUNS_KEPT = timedelta(days=90)
 RETRY_ROUNDS = 10  # rounds of up to 100 events: a run ends even if events keep coming
@@ -73,7 +73,7 @@ def _crm_connections(db: Database) -> dict[str, list[Row]]:
     """The CRM connections (those with records to write back to) by organization."""
     found: dict[str, list[Row]] = {}
     for link in store.connections(db):
-        if connections.PLATFORMS[link["platform"]].crm:
+        if PLATFORMS[link["platform"]].crm:
             found.setdefault(link["org_id"], []).append(link)
     return found
 
@@ -218,7 +218,7 @@ def run(job_id: str, db_path: str | Path, clock: Callable[[], datetime] = utcnow
     `contactdata jobs run` calls."""
     if job_id not in JOBS:
         raise UnknownJob(job_id)
-    settings = load({"DB": str(db_path)})
+    settings = load_settings({"DB": str(db_path)})
     db = store.connect(db_path)
     try:
         with outbound.client(timeout=10.0) as client:

@@ -34,9 +34,13 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from server.enrich import NEWER_NAMES, OLDER_NAMES, OUTPUT_FIELDS
-from server.normalize import registrable_domain
-from server.records import JOIN  # how enrich joins the values of a multi-valued field
+from server import (
+    JOIN,  # how enrich joins the values of a multi-valued field
+    NEWER_NAMES,
+    OLDER_NAMES,
+    OUTPUT_FIELDS,
+    registrable_domain,
+)
 
 UNKNOWN = "[[unknown]]"  # a placeholder other enrichment tools write; counts as empty
 Policy = Literal["fill_if_empty", "overwrite_if_ours", "always", "never"]

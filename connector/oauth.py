@@ -10,7 +10,9 @@ more. Each new token is saved, sealed, for the next round and the other processe
 token the endpoint rotates (Salesforce may) replaces the old one.
 
 Grants (RFC 6749): `refresh_token` when a refresh token was given (Salesforce, HubSpot, Zoho),
-else `client_credentials` with a scope (Dynamics 365: `<environment URL>/.default`). The client
+else `client_credentials` with a scope (Dynamics 365: `<environment URL>/.default`). Each
+platform declares whether its tokens expire, its token endpoint and its default scope
+(`Platform.refreshable`, `token_url`, `scope`, connector/platforms/). The client
 authenticates with its id and secret in the form body (§2.3.1), as all four accept.
 
 Token endpoints limit how often they are asked: Zoho gives a refresh token 10 access tokens in
@@ -38,18 +40,6 @@ TOKEN_TIMEOUT = httpx.Timeout(10.0)
 LONGEST = timedelta(days=365)  # an `expires_in` beyond this is read as this
 THROTTLED = "Access Denied"  # Zoho's `error` for too many token requests in 10 minutes
 THROTTLED_WAIT = timedelta(minutes=10)  # the rest of Zoho's window is at most this
-# The token endpoint of each CRM, from its API base URL, when the connection names none.
-ZOHO_ACCOUNTS = {
-    "https://www.zohoapis.com": "https://accounts.zoho.com",
-    "https://www.zohoapis.eu": "https://accounts.zoho.eu",
-    "https://www.zohoapis.in": "https://accounts.zoho.in",
-    "https://www.zohoapis.com.au": "https://accounts.zoho.com.au",
-    "https://www.zohoapis.jp": "https://accounts.zoho.jp",
-    "https://www.zohoapis.ca": "https://accounts.zohocloud.ca",
-    "https://www.zohoapis.sa": "https://accounts.zoho.sa",
-    "https://www.zohoapis.com.cn": "https://accounts.zoho.com.cn",
-}
-REFRESHABLE = ("hubspot", "salesforce", "zoho", "dynamics")  # Pipedrive's API tokens last
 
 
 @dataclass(frozen=True)
@@ -92,27 +82,6 @@ class Granted:
     access_token: str = field(repr=False)
     expires_at: datetime | None
     credentials: Credentials
-
-
-def default_token_url(platform: str, base_url: str) -> str:
-    """Where `platform` hands out tokens for the API at `base_url`; "" when it cannot be known
-    (Dynamics 365: the Entra ID tenant's endpoint)."""
-    base = base_url.strip().rstrip("/")
-    if platform == "salesforce":  # the My Domain URL serves its own token endpoint
-        return f"{base}/services/oauth2/token"
-    if platform == "hubspot":  # the date-versioned API: v1 ends on 2027-02-16
-        return f"{base}/oauth/2026-03/token"
-    if platform == "zoho":
-        accounts = ZOHO_ACCOUNTS.get(base)
-        return f"{accounts}/oauth/v2/token" if accounts else f"{base}/oauth/v2/token"
-    return ""
-
-
-def default_scope(platform: str, base_url: str, refresh_token: str) -> str:
-    """The scope a client_credentials grant asks for: Dataverse's `<environment>/.default`."""
-    if platform != "dynamics" or refresh_token:
-        return ""
-    return f"{base_url.strip().rstrip('/')}/.default"
 
 
 def granted(response: httpx.Response, credentials: Credentials, now: datetime) -> Granted:

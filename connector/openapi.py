@@ -1,5 +1,5 @@
 """The connector's part of the OpenAPI document: the /hooks routes, and how each platform
-proves a request is its own (`connections.PLATFORMS`), as security schemes."""
+proves a request is its own (each platform's `signing_schemes`), as security schemes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 from flask import Flask
 
-from connector import connections, signatures
-from server import openapi
-from server.openapi import ERROR_DESCRIPTIONS, Operation, Schema
+import server
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Platform
+from server import ERROR_DESCRIPTIONS, Operation, Schema
 
 HOOK_ERRORS = {
     **ERROR_DESCRIPTIONS,
@@ -25,52 +26,15 @@ HOOK_ERRORS = {
 }
 
 
-def signing_schemes(platform: connections.Platform) -> dict[str, Schema]:
-    """The security schemes a platform's requests satisfy (none: Zoho's token is in the
-    body). A signing kind without one here fails the document's build, and its test."""
-    bearer = {"connectionBearer": {"type": "http", "scheme": "bearer"}}
-    kinds: dict[str, dict[str, Schema]] = {
-        "hubspot": {
-            "hubspotSignature": {
-                "type": "apiKey",
-                "in": "header",
-                "name": signatures.HUBSPOT_SIGNATURE_V3,
-                "description": f"With {signatures.HUBSPOT_TIMESTAMP}; v1 and v2 signatures "
-                f"come in {signatures.HUBSPOT_SIGNATURE}.",
-            }
-        },
-        "standard-webhooks": {
-            "standardWebhooks": {
-                "type": "apiKey",
-                "in": "header",
-                "name": signatures.WEBHOOK_SIGNATURE,
-                "description": f"With {signatures.WEBHOOK_ID} and {signatures.WEBHOOK_TIMESTAMP}.",
-            },
-            **bearer,
-        },
-        "url-secret": {
-            f"urlSecret_{platform.url_param}": {
-                "type": "apiKey",
-                "in": "query",
-                "name": platform.url_param,
-            }
-        },
-        "basic": {"connectionBasic": {"type": "http", "scheme": "basic"}},
-        "body-token": {},
-        "bearer": bearer,
-    }
-    return kinds[platform.signing]
-
-
 def security_of(
-    platforms: Iterable[connections.Platform],
+    platforms: Iterable[Platform],
 ) -> tuple[dict[str, Schema], list[Schema]]:
     """The schemes of these platforms, and the operation's list of alternatives (`{}` when one
     of them signs nothing outside the body)."""
     schemes: dict[str, Schema] = {}
     unsigned = False
     for platform in platforms:
-        found = signing_schemes(platform)
+        found = platform.signing_schemes()
         schemes.update(found)
         unsigned = unsigned or not found
     alternatives: list[Schema] = [{name: []} for name in schemes]
@@ -116,7 +80,7 @@ def hook_operations(
 def add_hooks(app: Flask) -> None:
     """Add the /hooks routes of `app` to its document (built by server.openapi)."""
     document = app.extensions["openapi"]
-    platforms = connections.PLATFORMS.values()
+    platforms = PLATFORMS.values()
     schemes, enrich_security = security_of(platforms)
     _, events_security = security_of(p for p in platforms if p.crm)
     document["components"]["securitySchemes"].update(schemes)
@@ -124,4 +88,4 @@ def add_hooks(app: Flask) -> None:
         {"name": "hooks", "description": "Webhooks of connections: CRMs and automation platforms."}
     )
     operations = hook_operations(enrich_security, events_security)
-    openapi.add_operations(document, app, operations, HOOK_ERRORS)
+    server.add_operations(document, app, operations, HOOK_ERRORS)

@@ -21,17 +21,10 @@ gets the answer. Only successes are kept: a refused or failed delivery charged
 nothing, so its copy is tried afresh. Kept answers older than REPLAY_WINDOW are deleted
 whenever a delivery is claimed.
 
-HubSpot signatures: v2 and v3 cover the URL, taken as HubSpot called it (PUBLIC_URL followed by
-the request target as sent: `_called_uri`). A request carrying v3 headers is verified by v3
-alone (its timestamp bounds replays to 5 minutes). One without them is verified by the version
-HubSpot documents for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow
-webhook or custom action (an object); never the version the request declares. HubSpot's apps
-send v3 beside v1/v2, so once a connection has received a valid v3 signature on a kind of
-request (Webhooks API batch, custom action, workflow webhook: connections.hubspot_v3_kinds), it
-takes v3 alone for that kind: such a request stripped of its v3 headers is refused, not
-verified by its timeless v1/v2 signature. Kinds are told apart because not every sender adds v3
-(a workflow's "Send a webhook" signs v2, and v3 only on newer platforms): one that never did
-keeps working.
+The platform of the connection (connector/platforms/) verifies, reads and acknowledges each
+request; the receiver never asks which platform it is. What a platform verifies sees the URL
+as the sender called it (PUBLIC_URL followed by the request target as sent: `_called_uri`),
+which HubSpot's v2 and v3 signatures cover.
 
 HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
 stored as an event and the worker completes the action later through HubSpot's callback API.
@@ -42,7 +35,6 @@ the database too busy.
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
 import sqlite3
@@ -52,11 +44,13 @@ from typing import Any
 from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, g, request
+from sqlite_utils import Database
 
 import server
-from connector import connections, inbound, mappings, sealing, signatures, store
-from server import ServiceError
-from server.wire import UnreadableJson, decode_json
+from connector import inbound, mappings, sealing, signatures, store
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Answer, Delivery, Platform, Refused
+from server import ServiceError, UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
@@ -91,7 +85,8 @@ class DeliveryInProgress(ServiceError):
 def receive_events(connection_id: str) -> Response:
     """Accept a platform's events for later enrichment and write-back."""
     link = _connection(connection_id)
-    if not connections.PLATFORMS[link["platform"]].crm:
+    platform = PLATFORMS[link["platform"]]
+    if not platform.crm:
         raise UnknownConnection(
             f"Connection {connection_id} is a {link['platform']} connection, which takes no "
             f"events: there is no CRM record to write back to. Post the step's fields to "
@@ -99,9 +94,9 @@ def receive_events(connection_id: str) -> Response:
         )
     body = request.get_data(cache=True)
     _verify(link, body)
-    found = _events(link, body)
+    found = _events(link, platform, body)
     _store(link, found)
-    return _acknowledgement(link, found)
+    return _answer(platform.acknowledgement(found))
 
 
 @blueprint.post("/<connection_id>/enrich")
@@ -111,7 +106,7 @@ def enrich_now(connection_id: str) -> Response:
     number of its copies."""
     link = _connection(connection_id)
     body = request.get_data(cache=True)
-    delivery_id = _verify(link, body) or _callback_id(link, body)
+    delivery_id = _verify(link, body) or PLATFORMS[link["platform"]].delivery_id(body)
     if delivery_id is None:
         return _enrich(link, body)
     return _answer_once(link, delivery_id, lambda: _enrich(link, body))
@@ -139,7 +134,8 @@ def _name_the_transaction(response: Response) -> Response:
 def _enrich(link: Row, body: bytes) -> Response:
     payload = _json_object(body)
     mapping = mappings.load_current(link["mapping"])
-    custom_action = link["platform"] == "hubspot" and inbound.is_action(payload)
+    platform = PLATFORMS[link["platform"]]
+    custom_action = platform.is_action(payload)
     try:
         outcome = server.enrich_with_key(
             server.get_db(),
@@ -154,17 +150,17 @@ def _enrich(link: Row, body: bytes) -> Response:
         if not custom_action:
             raise
         if error.code == "insufficient_credits":
-            return _named(_block(link, body, payload))
-        return _named(_json(inbound.action_failed(error.message)))
+            return _named(_block(link, platform, body))
+        return _named(_json(platform.action_failed(error.message)))
     except sqlite3.OperationalError:
         if not custom_action:
             raise
         current_app.logger.warning("custom action of connection %s blocked", link["id"])
-        return _named(_block(link, body, payload))
+        return _named(_block(link, platform, body))
     fields = mapping.outputs(outcome.result)
-    if connections.PLATFORMS[link["platform"]].omit_empty:
+    if platform.omit_empty:
         fields = {name: value for name, value in fields.items() if not mappings.is_empty(value)}
-    return _named(_json(inbound.action_succeeded(fields) if custom_action else fields),
+    return _named(_json(platform.action_succeeded(fields) if custom_action else fields),
                   outcome.credits)  # fmt: skip
 
 
@@ -173,18 +169,6 @@ def _named(response: Response, credits: int = 0) -> Response:
     response.headers["smarteTransactionId"] = g.transaction_id
     response.headers["credits-deducted"] = str(credits)
     return response
-
-
-def _callback_id(link: Row, body: bytes) -> str | None:
-    """A HubSpot custom action's `callbackId`, which names one execution of the action: a
-    copy (a replay within v3's 5 minutes, or HubSpot's own retry) is answered once too."""
-    if link["platform"] != "hubspot":
-        return None
-    try:
-        payload = decode_json(body)
-    except UnreadableJson:
-        return None
-    return f"callbackId:{payload['callbackId']}" if inbound.is_action(payload) else None
 
 
 def _answer_once(link: Row, webhook_id: str, answer: Callable[[], Response]) -> Response:
@@ -242,10 +226,10 @@ def _store(link: Row, found: list[inbound.Event]) -> None:
         ) from None
 
 
-def _block(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
-    """Store a custom action's request for the worker to complete, and answer BLOCK."""
-    _store(link, inbound.hubspot_events(payload, body))
-    return _json(inbound.action_blocked())
+def _block(link: Row, platform: Platform, body: bytes) -> Response:
+    """Store an action's request for the worker to complete, and answer that it will be."""
+    _store(link, platform.events(body))
+    return _json(platform.action_blocked())
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -262,6 +246,10 @@ def _json(data: Any) -> Response:
     return current_app.response_class(json.dumps(data), status=200, mimetype="application/json")
 
 
+def _answer(answer: Answer) -> Response:
+    return current_app.response_class(answer.body, status=200, content_type=answer.content_type)
+
+
 def _connection(connection_id: str) -> Row:
     link = store.connection(server.get_db(), connection_id)
     if link is None:
@@ -274,58 +262,21 @@ def _secret(link: Row) -> str:
 
 
 def _verify(link: Row, body: bytes) -> str | None:
-    """Check the request came from the platform; the webhook-id of a signed Standard Webhooks
-    delivery (answered once), else None."""
-    kind = connections.PLATFORMS[link["platform"]]
-    secret = _secret(link)
+    """Check the request came from the connection's platform (and keep what that taught,
+    e.g. the signature versions HubSpot sends); the delivery's id when the platform names
+    one in its signature (a Standard Webhooks webhook-id, answered once), else None."""
+    delivery = Delivery(
+        request.method, _called_uri(), request.headers, request.args, body, server.now()
+    )
     try:
-        if kind.signing == "hubspot":
-            _verify_hubspot(link, secret, body)
-        elif kind.signing == "standard-webhooks":
-            return _verify_standard_webhooks(secret, body)
-        elif kind.signing == "url-secret":
-            sent = request.args.get(kind.url_param, "")
-            _same(sent, secret, f"The {kind.url_param} in the URL is not this connection's.")
-        elif kind.signing == "basic":
-            sent = signatures.basic_password(request.headers.get("Authorization", ""))
-            _same(sent, secret, "Send the connection's secret as the Basic auth password.")
-        elif kind.signing == "body-token":
-            _verify_zoho(link, secret, body)
-        elif kind.signing == "bearer":
-            sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-            _same(sent, secret, "Send the connection's secret as 'Authorization: Bearer <secret>'.")
-        else:
-            raise ValueError(f"no verification for signing {kind.signing!r}")
+        verified = PLATFORMS[link["platform"]].verify(link, _secret(link), delivery)
     except signatures.SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
-    return None
-
-
-def _verify_hubspot(link: Row, secret: str, body: bytes) -> None:
-    """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
-    connection has received v3 on this kind before (then v3 alone)."""
-    kind = inbound.hubspot_kind(body)
-    v3_only = kind in link["hubspot_v3_kinds"].split(",")
-    legacy = None if v3_only else signatures.hubspot_legacy_version(body)
-    uri = _called_uri()
-    try:
-        version = signatures.verify_hubspot(
-            secret, request.method, uri, body, request.headers, server.now(), fallback=legacy
-        )
-    except signatures.MissingHeader as error:
-        if not v3_only:
-            raise
-        raise BadSignature(
-            f"The request signature does not verify: {error}. This connection has received "
-            f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
-        ) from None
-    except signatures.SignatureMismatch as error:
-        raise BadSignature(
-            f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
-            f"as {uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one HubSpot calls)."
-        ) from None
-    if version == "v3" and not v3_only:
-        _note_hubspot_v3(link, kind)
+    except Refused as error:
+        raise BadSignature(str(error)) from None
+    if verified.remember is not None:
+        _remember(link, verified.remember)
+    return verified.delivery_id
 
 
 def _called_uri() -> str:
@@ -341,67 +292,24 @@ def _called_uri() -> str:
     return signatures.sent_uri(current_app.config["PUBLIC_URL"], target, request.script_root)
 
 
-def _note_hubspot_v3(link: Row, kind: str) -> None:
+def _remember(link: Row, remember: Callable[[Database], None]) -> None:
     try:
         with server.write(server.get_db()) as db:
-            store.note_hubspot_v3(db, link["id"], kind)
-    except sqlite3.OperationalError:  # noted with the next v3 request
-        current_app.logger.warning("v3 of HubSpot connection %s not noted", link["id"])
+            remember(db)
+    except sqlite3.OperationalError:  # learned again with the next such request
+        current_app.logger.warning("what connection %s's request taught not kept", link["id"])
 
 
-def _same(sent: str, secret: str, refusal: str) -> None:
-    if not (sent and hmac.compare_digest(sent.encode(), secret.encode())):
-        raise BadSignature(refusal)
-
-
-def _verify_zoho(link: Row, secret: str, body: bytes) -> None:
-    """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
+def _events(link: Row, platform: Platform, body: bytes) -> list[inbound.Event]:
+    """The request's events, each from a sender the connection takes them from."""
     try:
-        document = decode_json(body)
-    except UnreadableJson:
-        document = None
-    if not isinstance(document, dict):
-        raise BadSignature("A Zoho notification carries its channel's token: none found.")
-    _same(str(document.get("token", "")), secret, "The token is not this connection's.")
-    if str(document.get("channel_id", "")) != connections.channel_id(link):
-        raise BadSignature("The notification is not from this connection's Zoho channel.")
-
-
-def _verify_standard_webhooks(secret: str, body: bytes) -> str | None:
-    """A Standard Webhooks signature (its webhook-id returned), or, from senders that cannot
-    sign (Zapier's Webhooks step), the secret itself as a bearer token (None)."""
-    if "webhook-signature" in request.headers:
-        try:
-            return signatures.verify_standard_webhooks(secret, body, request.headers, server.now())
-        except signatures.UnusableSecret:  # saved before `connection add` checked secrets
-            current_app.logger.warning("connection secret unusable for Standard Webhooks")
-            raise BadSignature(
-                "This connection's secret cannot check Standard Webhooks signatures (it is "
-                "not base64): send it as 'Authorization: Bearer <secret>', or add the "
-                "connection again with the whsec_ secret the sender signs with."
-            ) from None
-    sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-    _same(
-        sent,
-        secret,
-        "Sign the request (Standard Webhooks) or send the connection's secret as "
-        "'Authorization: Bearer <secret>'.",
-    )
-    return None
-
-
-def _events(link: Row, body: bytes) -> list[inbound.Event]:
-    try:
-        found = inbound.events(link["platform"], body)
+        found = platform.events(body)
     except inbound.Unparseable as error:
-        raise InvalidPayload(f"The body is not a {link['platform']} event: {error}") from None
-    allowed = [org for org in link["allowed_organizations"].split(",") if org]
-    for event in found:
-        organization = event.source.get("OrganizationId")
-        if organization is not None and not signatures.salesforce_organization_allowed(
-            organization, allowed
-        ):
-            raise BadSignature(f"Salesforce organization {organization} is not allowed to send.")
+        raise InvalidPayload(f"The body is not a {platform.name} event: {error}") from None
+    try:
+        platform.admit(link, found)
+    except Refused as error:
+        raise BadSignature(str(error)) from None
     return found
 
 
@@ -414,11 +322,3 @@ def _row(link: Row, event: inbound.Event) -> Row:
         "thin": int(event.thin),
         "received_at": server.iso(server.now()),
     }
-
-
-def _acknowledgement(link: Row, found: list[inbound.Event]) -> Response:
-    if link["platform"] == "salesforce":
-        return Response(inbound.SALESFORCE_ACK, status=200, content_type="text/xml; charset=utf-8")
-    if link["platform"] == "hubspot" and len(found) == 1 and inbound.is_action(found[0].payload):
-        return _json(inbound.action_blocked())
-    return _json({"accepted": len(found)})

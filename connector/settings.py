@@ -48,9 +48,8 @@ from werkzeug.exceptions import HTTPException
 
 import server
 from connector import connections, mappings, scheduler, store
-from server import admin, auth, limits, usage
-from server.auth import Caller
-from server.errors import InvalidParameter, NotFound, ServiceError
+from connector.platforms import PLATFORMS
+from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
 blueprint = Blueprint(
     "settings",
@@ -457,7 +456,7 @@ def connections_page() -> Response:
             "row": connections.shown(link),
             "urls": connections.urls(link, public_url),
             "mapping": _mapping_summary(link["mapping"]),
-            "takes_events": connections.PLATFORMS[link["platform"]].crm,
+            "takes_events": PLATFORMS[link["platform"]].crm,
         }
         for link in _own_connections()
     ]
@@ -470,7 +469,7 @@ def send_test_event(connection_id: str) -> Response:
     the worker takes it up like any other, and Deliveries shows what became of it."""
     try:
         link = _own_connection(connection_id)
-        if not connections.PLATFORMS[link["platform"]].crm:
+        if not PLATFORMS[link["platform"]].crm:
             raise InvalidParameter(
                 f"{link['name']} is a {link['platform']} connection, which takes no events."
             )
@@ -608,7 +607,7 @@ def chart(days: list[usage.Day], width: int = 600, height: int = 160) -> Row:
 @blueprint.get("/schedules")
 def schedules() -> Response:
     """The scheduled jobs with their next and last runs, and each connection's refresh."""
-    crm = [link for link in _own_connections() if connections.PLATFORMS[link["platform"]].crm]
+    crm = [link for link in _own_connections() if PLATFORMS[link["platform"]].crm]
     return _render(
         "schedules.html",
         jobs=scheduler.status(current_app.config["DB"]),

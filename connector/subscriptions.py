@@ -1,4 +1,5 @@
-"""Platform subscriptions kept alive. Zoho CRM's notification channels expire (a week at
+"""Platform subscriptions kept alive, for every platform that keeps a notification channel
+(`Platform.subscribes`). Zoho CRM's notification channels expire (a week at
 most from API v4, a day before; an expiry asked beyond it gets Zoho's one-hour default), so
 the scheduled renew_subscriptions job (hourly, see connector/scheduler.py) looks at each Zoho
 connection's channel: one whose confirmed expiry is more than RENEW_BEFORE away is left as it
@@ -19,7 +20,7 @@ from sqlite_utils import Database
 import server
 from connector import connections, outbound, sealing, store
 from connector.adapters.base import Permanent, Retriable
-from connector.adapters.zoho import Zoho
+from connector.platforms import PLATFORMS, adapter_for
 
 CHANNEL_LIFETIME = timedelta(days=6)  # asked for: under Zoho's week, which it replaces with an hour
 RENEW_BEFORE = timedelta(days=1)  # a channel is renewed once its expiry is this close
@@ -31,13 +32,13 @@ Row = dict[str, Any]
 def renew(
     db: Database, secret: bytes, client: httpx.Client, public_url: str, now: datetime
 ) -> dict[str, str]:
-    """Enable or renew every Zoho connection's channel that is due: connection id -> the
+    """Enable or renew every channel (Zoho's) that is due: connection id -> the
     expiry Zoho confirmed, the one it holds and NOT_DUE, or "failed: " and why (the next run
     tries again)."""
     return {
         link["id"]: _renewed(db, link, secret, client, public_url, now)
         for link in store.connections(db)
-        if link["platform"] == "zoho"
+        if PLATFORMS[link["platform"]].subscribes
     }
 
 
@@ -47,7 +48,7 @@ def _renewed(
     """One connection's channel renewed (or enabled) if due, its new expiry stored: what
     became of it."""
     expires = _confirmed(link)
-    channel = f"channel {connections.channel_id(link)} until"
+    channel = f"channel {PLATFORMS[link['platform']].channel_id(link)} until"
     if expires is not None and expires - now > RENEW_BEFORE:
         return f"{channel} {expires.isoformat(timespec='seconds')}{NOT_DUE}"
     lapsed = expires is None or expires <= now
@@ -55,7 +56,7 @@ def _renewed(
         expiry = _watch(db, link, secret, client, public_url, now, lapsed)
     except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
         reason = getattr(error, "reason", str(error))
-        log.warning("zoho channel of connection %s not renewed: %s", link["id"], reason)
+        log.warning("channel of connection %s not renewed: %s", link["id"], reason)
         return f"failed: {reason}"
     with server.write(db):
         store.save_channel_expiry(db, link["id"], server.iso(expiry))
@@ -77,14 +78,15 @@ def _watch(
     now: datetime,
     lapsed: bool,
 ) -> datetime:
-    """Ask Zoho to watch the connection's Contacts until now + CHANNEL_LIFETIME: the expiry
-    it confirms."""
+    """Ask the platform to keep the connection's channel until now + CHANNEL_LIFETIME: the
+    expiry it confirms."""
     base_url = outbound.check_crm_url(link["crm_base_url"])
     token = connections.crm_token(secret, link)
     notify_url = connections.urls(link, public_url)["eventsUrl"] or ""
     channel_token = sealing.unseal(secret, link["secret_sealed"])
-    zoho = Zoho(base_url, token, client)
-    zoho.auth = connections.crm_auth(db, secret, link, lambda: now)
-    return zoho.watch(
-        connections.channel_id(link), notify_url, channel_token, now + CHANNEL_LIFETIME, lapsed
+    auth = connections.crm_auth(db, secret, link, lambda: now)
+    platform = PLATFORMS[link["platform"]]
+    adapter = adapter_for(platform.name, base_url, token, client, auth)
+    return platform.subscribe(
+        adapter, link, notify_url, channel_token, now + CHANNEL_LIFETIME, lapsed
     )

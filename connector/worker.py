@@ -40,8 +40,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, inbound, mappings, outbound, sealing, store
-from connector.adapters import adapter_for
+from connector import connections, mappings, outbound, sealing, store
 from connector.adapters.base import (
     TOKEN_REFUSED,
     Adapter,
@@ -50,7 +49,8 @@ from connector.adapters.base import (
     WriteResult,
     read_each,
 )
-from connector.adapters.hubspot import HubSpot
+from connector.platforms import PLATFORMS, adapter_for
+from connector.platforms.base import Platform
 
 MAX_ATTEMPTS = 12
 BACKOFF_FIRST_SECONDS = 30.0
@@ -112,7 +112,7 @@ class Worker:
         reads: list[Triaged] = []
         for event in events:
             try:
-                if inbound.is_action(json.loads(event["payload"])):
+                if PLATFORMS[link["platform"]].is_action(json.loads(event["payload"])):
                     note = self._complete(event, link, mapping, adapter)
                     with server.write(self.db):  # at once: the action must not complete twice
                         store.finish_event(self.db, event["id"], "done", note)
@@ -150,7 +150,7 @@ class Worker:
         link = store.connection(self.db, connection_id)
         if link is None:
             raise Permanent("the connection was removed")
-        if not connections.PLATFORMS[link["platform"]].crm:
+        if not PLATFORMS[link["platform"]].crm:
             raise Permanent(f"{link['platform']} is not a CRM: nothing is written back")
         mapping = mappings.load_current(link["mapping"])
         base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
@@ -171,7 +171,7 @@ class Worker:
         if cached and cached["pending"]:  # killed while writing: finish that write
             return Triaged(event, record_id, {}, cached, ours, json.loads(cached["pending"]))
         payload = json.loads(event["payload"])
-        if echoed := _echo(payload, ours):
+        if echoed := PLATFORMS[link["platform"]].echo(payload, ours):
             return f"our own write of {echoed} echoed back: ignored"
         if (
             not event["thin"]
@@ -229,21 +229,19 @@ class Worker:
         return Planned(event, triaged.record_id, changes, current, saving)
 
     def _complete(self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter) -> str:
-        """Enrich a BLOCKed HubSpot custom action's record and complete the action with the
-        output fields (FAIL_CONTINUE with the reason when nothing could be enriched; an
-        organization out of credits waits for them while attempts remain)."""
-        if not isinstance(adapter, HubSpot):
-            raise Permanent(f"{link['platform']} has no custom workflow actions")
+        """Enrich a BLOCKed action's record (a HubSpot custom workflow action) and complete
+        the action with the output fields (failed with the reason when nothing could be
+        enriched; an organization out of credits waits for them while attempts remain)."""
+        platform: Platform = PLATFORMS[link["platform"]]
         request = json.loads(event["payload"])
         try:
             outcome = self._enrich(link, event, mapping.enrich_input(request))
-            answer = inbound.action_succeeded(mapping.outputs(outcome.result))
+            answer = platform.action_succeeded(mapping.outputs(outcome.result))
         except server.ServiceError as error:
             if error.code == "insufficient_credits" and event["attempts"] + 1 < MAX_ATTEMPTS:
                 raise
-            answer = inbound.action_failed(error.message)
-        adapter.complete_action(str(request["callbackId"]), answer)
-        return f"action completed: {answer['outputFields']['hs_execution_state']}"
+            answer = platform.action_failed(error.message)
+        return f"action completed: {platform.complete_action(adapter, request, answer)}"
 
     def _enrich(self, link: Row, event: Row, given: Row) -> server.Outcome:
         """Enrich as the connection's organization; the transaction id comes from the event,
@@ -449,40 +447,3 @@ def _write_each(adapter: Adapter, changes: dict[str, Row]) -> dict[str, WriteRes
         except Retriable as failure:
             return {**results, **{key: failure for key in changes if key not in results}}
     return results
-
-
-def _echo(change: Row, ours: Row) -> str:
-    """The properties a change event reports, when their new values are the ones we wrote
-    last: our own write coming back, which needs nothing done. HubSpot's property change
-    events name one property and its value; Pipedrive's webhooks made by an API call
-    (`meta.change_source` "api") list the changed fields in `previous`."""
-    name, value = change.get("propertyName"), change.get("propertyValue")
-    if isinstance(name, str) and name in ours and mappings.same(ours[name], value):
-        return name
-    meta, data, previous = change.get("meta"), change.get("data"), change.get("previous")
-    if not (isinstance(meta, dict) and meta.get("change_source") == "api"):
-        return ""
-    if not (isinstance(data, dict) and isinstance(previous, dict) and previous):
-        return ""
-    now = _pipedrive_values(data, previous)
-    if now and all(key in ours and mappings.same(ours[key], now[key]) for key in now):
-        return ", ".join(now)
-    return ""
-
-
-def _pipedrive_values(data: Row, previous: Row) -> Row:
-    """The new values of the fields a Pipedrive change lists in `previous`, by the flat names
-    the adapter reads and writes (email, phone, custom fields by key); Pipedrive's own
-    bookkeeping (update_time) left out."""
-    values: Row = {}
-    for key in previous:
-        if key in ("emails", "phones"):
-            items = [item for item in data.get(key) or [] if isinstance(item, dict)]
-            primary = [item for item in items if item.get("primary")] or items
-            values[key[:-1]] = primary[0].get("value") if primary else None
-        elif key == "custom_fields" and isinstance(previous[key], dict):
-            custom = data.get("custom_fields") or {}
-            values.update({name: custom.get(name) for name in previous[key]})
-        elif key != "update_time":
-            values[key] = data.get(key)
-    return values

@@ -28,6 +28,7 @@ __all__ = [
     "Schema",
     "ServiceError",
     "UnreadableJson",
+    "add_operations",
     "admin",
     "auth",
     "authenticate",
@@ -53,6 +54,7 @@ __all__ = [
 _HOMES = {
     "DB_OPTION": "server.cli:DB_OPTION",
     "ERROR_DESCRIPTIONS": "server.http.openapi:ERROR_DESCRIPTIONS",
+    "add_operations": "server.http.openapi:add_operations",
     "FREE_REFRESH_TIERS": "server.enrich:FREE_REFRESH_TIERS",
     "JOIN": "server.records:JOIN",
     "NEWER_NAMES": "server.enrich:NEWER_NAMES",

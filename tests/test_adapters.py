@@ -20,7 +20,6 @@ import pytest
 from hubspot.automation import actions as sdk_actions
 from hubspot.crm import contacts as sdk_contacts
 
-from connector.adapters import ADAPTERS, adapter_for
 from connector.adapters.base import (
     Adapter,
     Permanent,
@@ -29,8 +28,10 @@ from connector.adapters.base import (
     classify,
     retry_after,
 )
-from connector.adapters.hubspot import HubSpot
-from connector.adapters.salesforce import Salesforce
+from connector.platforms import PLATFORMS as DECLARED
+from connector.platforms import adapter_for
+from connector.platforms.hubspot import HubSpot
+from connector.platforms.salesforce import Salesforce
 
 SAMPLES = Path(__file__).parent / "data" / "platforms" / "outbound"
 HUBSPOT = "https://api.hubapi.com"
@@ -40,6 +41,8 @@ SF_DATA = f"{SALESFORCE}/services/data/v62.0"
 DYNAMICS = "https://contoso.crm.dynamics.com"
 TOKEN = "secret-token"
 Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
+
+ADAPTERS = {name: p.adapter for name, p in DECLARED.items() if p.crm}
 
 
 def sample(name: str) -> Any:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from connector.adapters.base import Permanent, Retriable, WriteResult
-from connector.adapters.dynamics import Dynamics
+from connector.platforms.dynamics import Dynamics
 from tests.test_adapters import FakeCRM, answer, raising
 
 ORG = "https://contoso.crm.dynamics.com"

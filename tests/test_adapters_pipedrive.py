@@ -15,7 +15,7 @@ import pytest
 
 from connector import mappings
 from connector.adapters.base import Permanent, Retriable, WriteResult
-from connector.adapters.pipedrive import Pipedrive
+from connector.platforms.pipedrive import Pipedrive
 from tests.test_adapters import FakeCRM, answer, raising
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ import pytest
 
 from connector import mappings
 from connector.adapters.base import Permanent, Retriable, WriteResult
-from connector.adapters.zoho import ZOHO_API_DOMAINS, Zoho
+from connector.platforms.zoho import ZOHO_API_DOMAINS, Zoho
 from tests.test_adapters import FakeCRM, answer, raising
 
 ROOT = Path(__file__).parent.parent

@@ -33,9 +33,9 @@ from flask.testing import FlaskClient
 from sqlite_utils import Database
 
 from connector import connections, outbound, signatures, store, worker
-from connector.adapters import hubspot
 from connector.app import create_app
 from connector.cli import main
+from connector.platforms import hubspot
 from server import accounts, importer
 
 DATA = Path(__file__).parent / "data"

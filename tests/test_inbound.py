@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from connector import inbound
+from connector.platforms import PLATFORMS as DECLARED
+from connector.platforms import hubspot
 
 PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 PIPEDRIVE = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
@@ -24,7 +26,7 @@ CUSTOM = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key
 
 
 def _events(platform: str, document: Any) -> list[inbound.Event]:
-    return inbound.events(platform, json.dumps(document).encode())
+    return DECLARED[platform].events(json.dumps(document).encode())
 
 
 def _with(document: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -173,7 +175,7 @@ def test_dynamics_events_of_other_entities_or_deletions_are_none() -> None:
 
 def test_platforms_without_events_are_refused() -> None:
     with pytest.raises(ValueError, match="marketo sends no events"):
-        inbound.events("marketo", b"{}")
+        DECLARED["marketo"].events(b"{}")
 
 
 @pytest.mark.parametrize(
@@ -186,14 +188,14 @@ def test_platforms_without_events_are_refused() -> None:
     ],
 )
 def test_a_hubspot_request_is_told_by_its_body(body: bytes, kind: str) -> None:
-    assert inbound.hubspot_kind(body) == kind
+    assert hubspot.hubspot_kind(body) == kind
 
 
 def test_a_custom_actions_output_fields_leave_out_fields_without_a_value() -> None:
     """HubSpot types each output field: a number field refuses "", so nothing is sent."""
     fields = {"jobtitle": "CTO", "phone": "", "contactdata_employee_count": None,
               "contactdata_job_levels": [], "contactdata_record_status": "No Match"}  # fmt: skip
-    assert inbound.action_succeeded(fields) == {
+    assert hubspot.action_succeeded(fields) == {
         "outputFields": {
             "jobtitle": "CTO",
             "contactdata_record_status": "No Match",

@@ -19,22 +19,20 @@ def _manifest() -> dict:
 
 
 def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
-    from connector import connections
-    from connector.adapters import ADAPTERS
+    from connector.platforms import PLATFORMS
 
     platforms = {p["id"]: p for p in _manifest()["platforms"]}
     mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")}
-    assert set(platforms) == set(connections.PLATFORMS) == mapping_files
-    crms = {name for name, kind in connections.PLATFORMS.items() if kind.crm}
-    assert crms == set(ADAPTERS) == {name for name, p in platforms.items() if p["crm"]}
+    assert set(platforms) == set(PLATFORMS) == mapping_files
+    crms = {name for name, kind in PLATFORMS.items() if kind.crm}
+    assert crms == {name for name, p in platforms.items() if p["crm"]}
     assert all(p["mapping"] == f"mappings/{name}.yaml" for name, p in platforms.items())
     assert all("writeBack" in platforms[name] for name in crms)
     assert platforms.keys() == set(_manifest()["configuration"]["properties"]["platform"]["enum"])
 
 
 def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
-    from connector import inbound
-    from connector.adapters import hubspot
+    from connector.platforms import hubspot
 
     (platform,) = [p for p in _manifest()["platforms"] if p["id"] == "hubspot"]
     written = platform["writeBack"]
@@ -45,7 +43,7 @@ def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
     assert written["completeAction"] == (
         f"POST {{crm_base_url}}{hubspot.CALLBACKS}/{{callbackId}}/complete"
     )
-    assert written["blockExpiration"] == inbound.ACTION_EXPIRES_AFTER
+    assert written["blockExpiration"] == hubspot.ACTION_EXPIRES_AFTER
 
 
 def test_actions_list_the_fields_of_the_code() -> None:
@@ -81,7 +79,7 @@ def test_schedules_are_those_of_the_code() -> None:
 
 
 def test_the_readmes_platform_table_lists_every_platform_and_kind() -> None:
-    from connector import connections
+    from connector.platforms import PLATFORMS
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("### Platforms", 1)[1].split("\n\n", 2)[1]
@@ -90,4 +88,4 @@ def test_the_readmes_platform_table_lists_every_platform_and_kind() -> None:
         name, kind = row.split("|")[1:3]
         for platform in re.findall(r"`([a-z0-9]+)`", name):
             listed[platform] = kind.strip() == "CRM"
-    assert listed == {name: kind.crm for name, kind in connections.PLATFORMS.items()}
+    assert listed == {name: kind.crm for name, kind in PLATFORMS.items()}

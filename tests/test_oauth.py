@@ -19,8 +19,9 @@ import pytest
 
 import server
 from connector import connections, oauth, outbound, sealing, store, worker
-from connector.adapters import adapter_for
 from connector.adapters.base import TOKEN_REFUSED, Permanent, Retriable
+from connector.platforms import PLATFORMS as DECLARED
+from connector.platforms import adapter_for
 from server import accounts
 from tests.test_adapters import PLATFORMS, answer
 from tests.test_receiver import SECRET
@@ -31,6 +32,8 @@ __all__ = ["setup"]  # the worker tests' fixture, used below
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 TOKEN_URL = "https://login.example/oauth2/token"
 CREDENTIALS = oauth.Credentials(TOKEN_URL, "client-id", "client-secret", "refresh-1")
+
+REFRESHABLE = [name for name, p in DECLARED.items() if p.refreshable]
 
 
 class TokenEndpoint:
@@ -82,7 +85,7 @@ def renewing(
     return adapter_for(platform, PLATFORMS[platform].base_url, token, client, auth), saved
 
 
-@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+@pytest.mark.parametrize("platform", REFRESHABLE)
 def test_a_refused_token_is_renewed_and_the_request_sent_once_more(platform: str) -> None:
     spec = PLATFORMS[platform]
     endpoint = TokenEndpoint(platform)
@@ -102,7 +105,7 @@ def test_a_refused_token_is_renewed_and_the_request_sent_once_more(platform: str
     assert got.access_token == "fresh-1" and got.expires_at == NOW + timedelta(hours=1)
 
 
-@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+@pytest.mark.parametrize("platform", REFRESHABLE)
 def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platform: str) -> None:
     spec = PLATFORMS[platform]
     endpoint = TokenEndpoint(platform, accepts=False)
@@ -112,7 +115,7 @@ def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platfor
     assert len(endpoint.crm_requests) == 2 and len(endpoint.forms) == 1  # no loop
 
 
-@pytest.mark.parametrize("platform", oauth.REFRESHABLE)
+@pytest.mark.parametrize("platform", REFRESHABLE)
 def test_a_token_refused_right_after_it_was_given_is_not_renewed_for_each_record(
     platform: str,
 ) -> None:
@@ -290,7 +293,7 @@ def test_client_credentials_ask_for_the_scope_without_a_refresh_token() -> None:
     ],
 )  # fmt: skip
 def test_default_token_endpoints(platform: str, base_url: str, token_url: str) -> None:
-    assert oauth.default_token_url(platform, base_url) == token_url
+    assert DECLARED[platform].token_url(base_url) == token_url
 
 
 # --- through the worker --------------------------------------------------------------------

@@ -15,8 +15,8 @@ import pytest
 import schemathesis
 from flask import Flask
 
-from connector import connections
 from connector.app import create_app
+from connector.platforms import PLATFORMS
 from server import discover, enrich
 from server.http import access, admin_api
 from server.http.app import create_app as create_service_app
@@ -185,7 +185,7 @@ def test_keys_are_any_of_the_contracts_key_headers_the_endpoints_own_first(
 
 
 def test_hooks_are_secured_the_way_each_platform_signs(document: dict[str, Any]) -> None:
-    """A scheme per signing kind of `connections.PLATFORMS` (a new kind fails the build of the
+    """A scheme per signing kind of `PLATFORMS` (a new kind fails the build of the
     document); /events only those of CRMs; events come as JSON or as Salesforce's XML."""
     crm = {"hubspotSignature", "urlSecret_key", "urlSecret_code", "connectionBasic"}
     for route, expected in (
@@ -197,7 +197,7 @@ def test_hooks_are_secured_the_way_each_platform_signs(document: dict[str, Any])
         assert {} in security  # Zoho's token travels in the body
     events = document["paths"]["/hooks/{connection_id}/events"]["post"]
     assert set(events["requestBody"]["content"]) == {"application/json", "text/xml"}
-    assert {p.signing for p in connections.PLATFORMS.values()} == {
+    assert {p.signing for p in PLATFORMS.values()} == {
         "hubspot", "url-secret", "basic", "body-token", "standard-webhooks", "bearer"
     }  # fmt: skip
 

@@ -24,6 +24,7 @@ from werkzeug.test import TestResponse
 import server
 from connector import connections, sealing, signatures, store
 from connector.app import create_app
+from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from server import accounts, db, importer
 from tests import servers
 
@@ -285,7 +286,7 @@ def test_a_pipedrive_webhook_still_on_v1_is_stored_not_answered_zero_and_dropped
 
 def _zoho_notification(link: connections.Added, **changes: Any) -> bytes:
     body = json.loads((PLATFORMS / "zoho_webhook.json").read_text())
-    body.update(module="Contacts", token=link.secret, channel_id=connections.channel_id(link.row))
+    body.update(module="Contacts", token=link.secret, channel_id=ZOHO_PLATFORM.channel_id(link.row))
     return json.dumps({**body, **changes}).encode()
 
 

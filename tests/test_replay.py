@@ -40,10 +40,11 @@ from werkzeug.test import TestResponse
 
 from connector import connections, store, worker
 from connector.adapters.base import Permanent, WriteResult
-from connector.adapters.dynamics import Dynamics
-from connector.adapters.hubspot import CALLBACKS, CONTACTS
-from connector.adapters.pipedrive import Pipedrive
-from connector.adapters.zoho import Zoho
+from connector.platforms.dynamics import Dynamics
+from connector.platforms.hubspot import CALLBACKS, CONTACTS
+from connector.platforms.pipedrive import Pipedrive
+from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
+from connector.platforms.zoho import Zoho
 from server import accounts, importer
 from tests.test_receiver import NOW, PLATFORMS, SECRET, Clock, app, clock  # noqa: F401
 
@@ -684,7 +685,7 @@ def _zoho(client: FlaskClient, link: connections.Added, body: bytes) -> TestResp
 
 def _zoho_notification(link: connections.Added, **fields: Any) -> bytes:
     """Zoho's sample as the connection's own channel delivers it (with `fields` changed)."""
-    return _with(ZOHO_NOTIFICATION, channel_id=connections.channel_id(link.row), **fields)
+    return _with(ZOHO_NOTIFICATION, channel_id=ZOHO_PLATFORM.channel_id(link.row), **fields)
 
 
 def _dynamics(
@@ -1383,7 +1384,7 @@ def test_the_zoho_sample_for_a_contact_is_read_enriched_and_written_back(
     assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
     event = replay.event("zoho")
     assert (event["event_key"], event["record_id"], event["thin"]) == (
-        f"{connections.channel_id(link.row)}:1718117126473:{ZOHO_CONTACT_ID}",
+        f"{ZOHO_PLATFORM.channel_id(link.row)}:1718117126473:{ZOHO_CONTACT_ID}",
         ZOHO_CONTACT_ID,
         1,
     )

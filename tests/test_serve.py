@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from connector import connections, signatures, store
+from connector.platforms import PLATFORMS
 from server import accounts, config
 from server.http.serve import masked_target
 from tests.servers import free_port, serve, start, stop
@@ -150,7 +151,7 @@ def _every_platform(db_path: Path) -> tuple[dict[str, connections.Added], list[s
     )
     crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-5eb1-0001"}
     links = {}
-    for platform, kind in connections.PLATFORMS.items():
+    for platform, kind in PLATFORMS.items():
         extra: dict[str, Any] = {**crm} if kind.crm else {}
         if platform == "hubspot":
             extra["secret"] = "hubspot-app-secret-5eb1"
@@ -171,7 +172,7 @@ def _send_every_platforms_requests(
     samples = PLATFORM_SAMPLES
     for platform, link in links.items():
         hooks = f"{base}/hooks/{link.row['id']}"
-        kind = connections.PLATFORMS[platform]
+        kind = PLATFORMS[platform]
         for secret in (link.secret, "wrong-" + link.secret):
             for route in ("events", "enrich") if kind.crm else ("enrich",):
                 url, headers, body = f"{hooks}/{route}", {}, b'{"email": "ava@example.com"}'

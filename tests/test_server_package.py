@@ -34,6 +34,7 @@ from server import (
 MEANINGS = {
     "DB_OPTION": cli.DB_OPTION,
     "ERROR_DESCRIPTIONS": server.http.openapi.ERROR_DESCRIPTIONS,
+    "add_operations": server.http.openapi.add_operations,
     "FREE_REFRESH_TIERS": enrich.FREE_REFRESH_TIERS,
     "JOIN": records.JOIN,
     "NEWER_NAMES": enrich.NEWER_NAMES,
@@ -69,8 +70,6 @@ MEANINGS = {
     "write": db.write,
 }
 WEB = ("flask", "werkzeug", "gunicorn")
-# Re-exports kept at their old paths while the connector imports them there (server/http/).
-MOVED = {"server.app", "server.openapi"}
 
 
 def _loaded_after(statement: str) -> set[str]:
@@ -119,8 +118,6 @@ def test_the_connectors_pure_imports_load_no_web_framework() -> None:
 
 def test_no_module_outside_server_http_loads_a_web_framework() -> None:
     found = pkgutil.walk_packages(server.__path__, "server.")
-    pure = sorted(
-        name for _, name, _ in found if not name.startswith("server.http") and name not in MOVED
-    )
+    pure = sorted(name for _, name, _ in found if not name.startswith("server.http"))
     assert "server.store" in pure and "server.limits.sqlite" in pure
     assert not _web(_loaded_after(f"import {', '.join(pure)}"))

@@ -20,6 +20,7 @@ from werkzeug.test import TestResponse
 import server
 from connector import connections, mappings, scheduler, settings, store
 from connector.app import create_app
+from connector.platforms import PLATFORMS
 from server import accounts, audit, auth, keys, usage
 from server import admin as use_cases
 from server import store as service_store
@@ -671,7 +672,7 @@ def test_send_test_event_stores_an_event_the_mapping_reads(
     assert store.events_of(database, linked["globex"]["id"]) == []
 
 
-@pytest.mark.parametrize("platform", [p for p, kind in connections.PLATFORMS.items() if kind.crm])
+@pytest.mark.parametrize("platform", [p for p, kind in PLATFORMS.items() if kind.crm])
 def test_every_crm_mapping_reads_the_synthetic_event(platform: str) -> None:
     mapping = mappings.load(connections.MAPPINGS / f"{platform}.yaml")
     row = settings.synthetic_event({"id": "c1"}, mapping, "2026-03-02T09:30:00.000+00:00")

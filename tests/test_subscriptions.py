@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from connector import connections, store, subscriptions
+from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from server import accounts
 
 SECRET = "test-secret"
@@ -74,7 +75,7 @@ def test_a_zoho_channel_is_enabled_then_renewed_when_a_day_is_left(setup: Any) -
     db, link = setup
     zoho = FakeZoho()
     renew = renewing(db, zoho)
-    channel = connections.channel_id(link.row)
+    channel = ZOHO_PLATFORM.channel_id(link.row)
     assert renew(NOW) == {link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00"}
     (request,) = zoho.requests
     assert (request.method, request.url.path) == ("POST", "/crm/v7/actions/watch")

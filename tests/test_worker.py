@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from sqlite_utils import Database
 
 from connector import connections, outbound, store, worker
-from connector.adapters.hubspot import CONTACTS
 from connector.cli import main
+from connector.platforms.hubspot import CONTACTS
 from server import accounts, importer
 from tests import servers
 from tests.test_receiver import DATA, NOW, SECRET, Clock

@@ -1,4 +1,10 @@
-"""Pipedrive persons over API v2: read one person or up to 100 a call, update one person
+"""Everything about Pipedrive, in one place (`PLATFORM`, registered in connector/platforms/):
+its webhooks (v2, and v1 read as v2) come with the connection's secret as the HTTP Basic
+password, one event per person created or changed (`pipedrive_events`); a change our own API
+call made (`meta.change_source` "api") whose new values are the ones we wrote is our echo;
+API tokens last (no OAuth renewal); and its adapter.
+
+The adapter: Pipedrive persons over API v2: read one person or up to 100 a call, update one person
 (Pipedrive has no batch update for persons). `base_url` is the company domain
 (https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
 
@@ -38,8 +44,10 @@ through the API too: "api" alone does not make an event ours.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -47,6 +55,7 @@ from urllib.parse import quote
 
 import httpx
 
+from connector import mappings
 from connector.adapters.base import (
     DELAY_SECONDS,
     MESSAGE_LIMIT,
@@ -65,6 +74,8 @@ from connector.adapters.base import (
     write_dropping,
     write_each,
 )
+from connector.inbound import Event, Unparseable, digest
+from connector.platforms.base import BasicPassword, Row, json_document
 
 PERSONS = "/api/v2/persons"
 LIST_IDS = 100  # GET /persons takes up to 100 comma-separated `ids`
@@ -307,3 +318,135 @@ def _date(response: httpx.Response) -> datetime | None:
     except (TypeError, ValueError, IndexError):
         return None
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def pipedrive_events(document: dict[str, Any]) -> list[Event]:
+    """A webhook body, v2 or v1 (read as v2): one event, keyed by `meta.id`, for a person
+    created or changed (deletions and other entities have nothing to enrich: none)."""
+    if _pipedrive_v1(document):
+        document = _pipedrive_as_v2(document)
+    meta, data = document.get("meta"), document.get("data")
+    if not isinstance(meta, dict) or not meta.get("id"):
+        raise Unparseable("a Pipedrive webhook v2 body needs meta.id")
+    if "entity" not in meta:
+        raise Unparseable("a Pipedrive webhook body names its entity (v2 meta.entity)")
+    if meta.get("entity") != "person" or meta.get("action") == "delete":
+        return []
+    if not isinstance(data, dict):
+        raise Unparseable("a Pipedrive person event needs its data")
+    record_id = str(data.get("id") or meta.get("entity_id") or "")
+    return [Event(str(meta["id"]), record_id, document)]
+
+
+# Webhooks v1 (`event: "updated.person"`, meta.object/action, `current` and the whole
+# `previous`) still run in accounts made before v2 became the default (2025-03-17).
+_PIPEDRIVE_V1_ACTIONS = {"added": "create", "updated": "change", "merged": "change",
+                         "deleted": "delete"}  # fmt: skip
+_PIPEDRIVE_CUSTOM_FIELD = re.compile(r"[0-9a-f]{40}")  # v1 puts them beside the others
+
+
+def _pipedrive_v1(document: dict[str, Any]) -> bool:
+    meta = document.get("meta")
+    v1_meta = isinstance(meta, dict) and "object" in meta and "entity" not in meta
+    return v1_meta or "current" in document or "event" in document
+
+
+def _pipedrive_as_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """A v1 body as v2 sends it: the person as `data` (`emails`, `phones`, `custom_fields`)
+    and `previous` only the fields that changed."""
+    meta = document["meta"] if isinstance(document.get("meta"), dict) else {}
+    action, _, entity = str(document.get("event", "")).partition(".")
+    current, previous = (_pipedrive_person(document.get(k)) for k in ("current", "previous"))
+    record_id = (current or previous or {}).get("id") or meta.get("id")
+    if not record_id:
+        raise Unparseable("a Pipedrive webhook v1 body needs meta.id or current.id")
+    entity = str(meta.get("object") or entity)
+    v2_meta = {
+        **{name: meta[name] for name in ("change_source", "user_id", "webhook_id") if name in meta},
+        "id": _pipedrive_v1_key(meta, entity, record_id, current), "entity": entity,
+        "entity_id": str(record_id), "version": "1.0",
+        "action": _PIPEDRIVE_V1_ACTIONS.get(str(meta.get("action") or action), action),
+    }  # fmt: skip
+    changed = _pipedrive_changes(current, previous) if current and previous else None
+    return {"meta": v2_meta, "data": current, "previous": changed}
+
+
+def _pipedrive_v1_key(meta: dict[str, Any], entity: str, record_id: Any, current: Any) -> str:
+    """A v1 event's id (v1 has none): the webhook, the record and the change's time, which a
+    retry keeps (or, without a time, the record's values)."""
+    times = (meta.get(name) for name in ("timestamp_micro", "timestamp_milli", "timestamp"))
+    stamp = next((t for t in times if t), None)
+    if stamp is None:
+        stamp = digest(json.dumps(current, sort_keys=True).encode())
+    return f"v1:{meta.get('webhook_id', '')}:{entity}:{record_id}:{stamp}"
+
+
+def _pipedrive_person(person: Any) -> dict[str, Any] | None:
+    """A v1 person in v2's shape: `email`/`phone` as `emails`/`phones`, custom fields (keyed
+    by their 40-character hash) under `custom_fields`."""
+    if not isinstance(person, dict):
+        return None
+    custom = {k: v for k, v in person.items() if _PIPEDRIVE_CUSTOM_FIELD.fullmatch(k)}
+    renamed = {"email": "emails", "phone": "phones"}
+    fields = {renamed.get(k, k): v for k, v in person.items() if k not in custom}
+    return {**fields, "custom_fields": custom}
+
+
+def _pipedrive_changes(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """The fields whose value changed, with the value before (v2's `previous`)."""
+    changed = {k: previous.get(k) for k, v in current.items()
+               if k != "custom_fields" and v != previous.get(k)}  # fmt: skip
+    before = previous["custom_fields"]
+    custom = {k: before.get(k) for k, v in current["custom_fields"].items() if v != before.get(k)}
+    return {**changed, "custom_fields": custom} if custom else changed
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipedrivePlatform(BasicPassword):
+    """Pipedrive: webhooks with the secret as the Basic auth password; API tokens last."""
+
+    name: str = "pipedrive"
+    crm: bool = True
+
+    def events(self, body: bytes) -> list[Event]:
+        document = json_document(body)
+        if not isinstance(document, dict):
+            raise Unparseable("the body must be a JSON object")
+        return pipedrive_events(document)
+
+    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Pipedrive:
+        return Pipedrive(base_url, token, client)
+
+    def echo(self, change: Row, ours: Row) -> str:
+        """Webhooks made by an API call (`meta.change_source` "api") list the changed fields
+        in `previous`: ours when each new value is the one we wrote."""
+        meta, data, previous = change.get("meta"), change.get("data"), change.get("previous")
+        if not (isinstance(meta, dict) and meta.get("change_source") == "api"):
+            return ""
+        if not (isinstance(data, dict) and isinstance(previous, dict) and previous):
+            return ""
+        now = _pipedrive_values(data, previous)
+        if now and all(key in ours and mappings.same(ours[key], now[key]) for key in now):
+            return ", ".join(now)
+        return ""
+
+
+def _pipedrive_values(data: Row, previous: Row) -> Row:
+    """The new values of the fields a Pipedrive change lists in `previous`, by the flat names
+    the adapter reads and writes (email, phone, custom fields by key); Pipedrive's own
+    bookkeeping (update_time) left out."""
+    values: Row = {}
+    for key in previous:
+        if key in ("emails", "phones"):
+            items = [item for item in data.get(key) or [] if isinstance(item, dict)]
+            primary = [item for item in items if item.get("primary")] or items
+            values[key[:-1]] = primary[0].get("value") if primary else None
+        elif key == "custom_fields" and isinstance(previous[key], dict):
+            custom = data.get("custom_fields") or {}
+            values.update({name: custom.get(name) for name in previous[key]})
+        elif key != "update_time":
+            values[key] = data.get(key)
+    return values
+
+
+PLATFORM = PipedrivePlatform()

@@ -1,4 +1,10 @@
-"""Microsoft Dynamics 365 / Dataverse contacts over the Web API (OData 4.0): read and update one
+"""Everything about Microsoft Dynamics 365 / Dataverse, in one place (`PLATFORM`, registered
+in connector/platforms/): its webhooks carry the connection's secret as the URL's `code`
+(Dataverse's WebhookKey), a RemoteExecutionContext read into one event per contact created or
+updated (`dynamics_events`); OAuth tokens from the Entra ID tenant's endpoint (given), by
+client credentials for `<environment URL>/.default`; and its adapter.
+
+The adapter: contacts over the Web API (OData 4.0): read and update one
 contact, and read up to 50 contacts a query (`$filter` with the In query function). Writes go
 one PATCH a contact: `$batch` would save requests, not service-protection execution time, and
 its multipart answers are a format of their own to parse.
@@ -20,6 +26,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -43,6 +50,8 @@ from connector.adapters.base import (
     write_dropping,
     write_each,
 )
+from connector.inbound import Event, Unparseable
+from connector.platforms.base import UrlSecret, json_document
 
 CONTACTS = "/api/data/v9.2/contacts"
 READ_BATCH = 50  # ids a query: about 2 KB of URL, far below a page of results (5000 rows)
@@ -223,3 +232,62 @@ def _reason(response: httpx.Response) -> str:
     said = textwrap.shorten(said, MESSAGE_LIMIT, placeholder="…") if said else ""
     reason = f"{response.status_code} {response.reason_phrase}"
     return f"{reason}: {said or error_message(response)}".rstrip(": ")
+
+
+def dynamics_events(document: dict[str, Any]) -> list[Event]:
+    """A Dataverse webhook's RemoteExecutionContext: one event for a contact created or
+    updated, keyed by the operation and the record, its columns flattened from the images
+    and the Target (which wins), by logical name."""
+    record_id = str(document.get("PrimaryEntityId") or "")
+    if not record_id or not document.get("OperationId"):
+        raise Unparseable("a RemoteExecutionContext needs OperationId and PrimaryEntityId")
+    if document.get("PrimaryEntityName") != "contact" or document.get("MessageName") == "Delete":
+        return []
+    columns: dict[str, Any] = {}
+    for image in (*_image_values(document.get("PreEntityImages")),
+                  *_image_values(document.get("PostEntityImages")),
+                  *_image_values(document.get("InputParameters"), "Target")):  # fmt: skip
+        if isinstance(image, dict):
+            columns.update(_key_values(image.get("Attributes")))
+    columns["contactid"] = record_id
+    return [Event(f"{document['OperationId']}:{record_id}", record_id, columns)]
+
+
+def _key_values(items: Any) -> dict[str, Any]:
+    """DataContract JSON's [{"key": k, "value": v}, ...] as a dict."""
+    pairs = items if isinstance(items, list) else []
+    return {
+        item["key"]: item.get("value") for item in pairs if isinstance(item, dict) and "key" in item
+    }
+
+
+def _image_values(items: Any, key: str | None = None) -> list[Any]:
+    """The values of a [{"key", "value"}] list (only `key`'s, when given)."""
+    pairs = _key_values(items)
+    return list(pairs.values()) if key is None else [pairs[key]] if key in pairs else []
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicsPlatform(UrlSecret):
+    """Dynamics 365: Dataverse webhooks with the secret as the WebhookKey (`code`)."""
+
+    name: str = "dynamics"
+    crm: bool = True
+    url_param: str = "code"
+    refreshable: bool = True
+
+    def events(self, body: bytes) -> list[Event]:
+        document = json_document(body)
+        if not isinstance(document, dict):
+            raise Unparseable("the body must be a JSON object")
+        return dynamics_events(document)
+
+    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Dynamics:
+        return Dynamics(base_url, token, client)
+
+    def scope(self, base_url: str, refresh_token: str) -> str:
+        """Client credentials ask for Dataverse's `<environment>/.default`."""
+        return "" if refresh_token else f"{base_url.strip().rstrip('/')}/.default"
+
+
+PLATFORM = DynamicsPlatform()

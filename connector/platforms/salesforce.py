@@ -1,5 +1,11 @@
-"""Salesforce contacts over the REST API: read and update one Contact, and sObject Collections
-reads and updates of up to 200 a call (allOrNone false: each record is written or refused alone).
+"""Everything about Salesforce, in one place (`PLATFORM`, registered in connector/platforms/):
+its Outbound Messages (SOAP) come with the connection's secret in the URL, only from the
+organizations the connection allows, one event per `Notification` (keyed by its `Id`), and are
+acknowledged in SOAP; OAuth tokens from the My Domain URL's own endpoint; and its adapter.
+
+The adapter: Salesforce contacts over the REST API: read and update one Contact, and sObject
+Collections reads and updates of up to 200 a call (allOrNone false: each record is written or
+refused alone).
 
 Failures beyond `base.classify`: an error naming fields sent (its `fields`, or INVALID_FIELD's
 "No such column 'X'") drops those fields, with Salesforce's code and message as the reason,
@@ -24,11 +30,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from defusedxml import ElementTree
+from defusedxml.common import DefusedXmlException
 
+from connector import signatures
 from connector.adapters.base import (
     TOKEN_REFUSED,
     Outcome,
@@ -49,6 +59,8 @@ from connector.adapters.base import (
     write_dropping,
     write_many_dropping,
 )
+from connector.inbound import Event, Unparseable
+from connector.platforms.base import Answer, Refused, Row, UrlSecret
 
 API_VERSION = "v62.0"
 BATCH_SIZE = 200
@@ -270,3 +282,93 @@ def _saved(fields: dict[str, Any], result: dict[str, Any]) -> Outcome:
 
 def _messages(errors: list[dict[str, Any]]) -> str:
     return "; ".join(f"{error.get('statusCode')}: {error.get('message')}" for error in errors)
+
+
+_SOAP = "{http://schemas.xmlsoap.org/soap/envelope/}"
+_OUTBOUND = "{http://soap.sforce.com/2005/09/outbound}"
+_NIL = "{http://www.w3.org/2001/XMLSchema-instance}nil"
+SALESFORCE_ACK = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n'
+    b'<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">'
+    b'<soapenv:Body><notificationsResponse xmlns="http://soap.sforce.com/2005/09/outbound">'
+    b"<Ack>true</Ack></notificationsResponse></soapenv:Body></soapenv:Envelope>"
+)
+
+
+def salesforce_events(body: bytes) -> list[Event]:
+    """The notifications of an Outbound Message, each with its sObject's fields."""
+    try:
+        root = ElementTree.fromstring(body)
+    except (ElementTree.ParseError, DefusedXmlException) as error:
+        raise Unparseable(f"the body is not a SOAP message: {error}") from None
+    notifications = root.find(f"{_SOAP}Body/{_OUTBOUND}notifications")
+    if notifications is None:
+        raise Unparseable("the SOAP body holds no Outbound Message notifications")
+    organization = notifications.findtext(f"{_OUTBOUND}OrganizationId", "").strip()
+    found = [
+        _salesforce_event(item, organization)
+        for item in notifications.findall(f"{_OUTBOUND}Notification")
+    ]
+    if not found:
+        raise Unparseable("the Outbound Message holds no Notification")
+    return found
+
+
+def _salesforce_event(notification: Any, organization: str) -> Event:
+    key = notification.findtext(f"{_OUTBOUND}Id", "").strip()
+    record = notification.find(f"{_OUTBOUND}sObject")
+    if not key or record is None:
+        raise Unparseable("a Notification needs an Id and an sObject")
+    fields: dict[str, Any] = {
+        child.tag.rsplit("}", 1)[-1]: (child.text or "").strip()
+        for child in record
+        if child.get(_NIL) != "true"
+    }
+    sobject_type = record.get("{http://www.w3.org/2001/XMLSchema-instance}type", "")
+    fields["attributes"] = {"type": sobject_type.rsplit(":", 1)[-1]}
+    return Event(key, fields.get("Id", ""), fields, source={"OrganizationId": organization})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SalesforcePlatform(UrlSecret):
+    """Salesforce: Outbound Messages sign nothing; the secret rides in the URL and the
+    organization must be one the connection allows."""
+
+    name: str = "salesforce"
+    crm: bool = True
+    refreshable: bool = True
+
+    def events(self, body: bytes) -> list[Event]:
+        return salesforce_events(body)
+
+    def admit(self, link: Row, found: list[Event]) -> None:
+        """Salesforce signs nothing: its messages are taken only from the organizations named."""
+        allowed = [org for org in link["allowed_organizations"].split(",") if org]
+        for event in found:
+            organization = event.source.get("OrganizationId")
+            if organization is not None and not signatures.salesforce_organization_allowed(
+                organization, allowed
+            ):
+                raise Refused(f"Salesforce organization {organization} is not allowed to send.")
+
+    def acknowledgement(self, found: list[Event]) -> Answer:
+        return Answer(SALESFORCE_ACK, "text/xml; charset=utf-8")
+
+    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Salesforce:
+        return Salesforce(base_url, token, client)
+
+    def token_url(self, base_url: str) -> str:
+        """The My Domain URL serves its own token endpoint."""
+        return f"{base_url.strip().rstrip('/')}/services/oauth2/token"
+
+    def allowed_senders(self, ids: tuple[str, ...]) -> list[str]:
+        cleaned = [i.strip() for i in ids if i.strip()]
+        if not cleaned or not all(len(i) in (15, 18) and i.isalnum() for i in cleaned):
+            raise ValueError(
+                "salesforce: give --salesforce-org-id, the 15- or 18-character id of each "
+                "Salesforce organization allowed to send (Setup > Company Information)"
+            )
+        return cleaned
+
+
+PLATFORM = SalesforcePlatform()

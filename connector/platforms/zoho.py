@@ -1,7 +1,13 @@
-"""Zoho CRM contacts over the v7 REST API: read one Contact or up to 100 by id a call, update
-one or up to 100 a call, and keep a Notification API channel for Contacts alive. Updates
-carry "trigger": [], so they start no workflow, approval or blueprint (no loop through a
-workflow webhook); the Notification API still reports them (an edit is an edit), and the
+"""Everything about Zoho CRM, in one place (`PLATFORM`, registered in connector/platforms/):
+its Notification API callbacks sign nothing but carry the channel's token (the connection's
+secret, 50 characters at most) and id, one thin event per Contact id (`zoho_events`); the
+channel (`channel_id`, kept alive by connector/subscriptions.py through `Zoho.watch`); OAuth
+tokens from the data centre's accounts server; and its adapter.
+
+The adapter: Zoho CRM contacts over the v7 REST API: read one Contact or up to 100 by id a
+call, update one or up to 100 a call, and keep a Notification API channel for Contacts
+alive. Updates carry "trigger": [], so they start no workflow, approval or blueprint (no loop
+through a workflow webhook); the Notification API still reports them (an edit is an edit), and the
 worker leaves values the CRM already holds alone, so such an echo ends after one read.
 
 Failures beyond `base.classify`:
@@ -31,7 +37,9 @@ Kaizen #203 (limits, TOO_MANY_REQUESTS).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -56,6 +64,17 @@ from connector.adapters.base import (
     write_dropping,
     write_many_dropping,
 )
+from connector.inbound import Event, Unparseable
+from connector.platforms.base import (
+    Delivery,
+    Platform,
+    Refused,
+    Row,
+    Verified,
+    json_document,
+    same,
+)
+from server import UnreadableJson, decode_json
 
 # The API domain of each data centre, by the `location` Zoho's OAuth answer names (the token
 # answer's `api_domain` is one of these). Zoho CRM's and Bigin's multi-DC pages list these
@@ -71,6 +90,18 @@ ZOHO_API_DOMAINS: dict[str, str] = {
     "sa": "https://www.zohoapis.sa",
     "cn": "https://www.zohoapis.com.cn",
 }
+# The token endpoint of each data centre, by its API domain.
+ZOHO_ACCOUNTS = {
+    "https://www.zohoapis.com": "https://accounts.zoho.com",
+    "https://www.zohoapis.eu": "https://accounts.zoho.eu",
+    "https://www.zohoapis.in": "https://accounts.zoho.in",
+    "https://www.zohoapis.com.au": "https://accounts.zoho.com.au",
+    "https://www.zohoapis.jp": "https://accounts.zoho.jp",
+    "https://www.zohoapis.ca": "https://accounts.zohocloud.ca",
+    "https://www.zohoapis.sa": "https://accounts.zoho.sa",
+    "https://www.zohoapis.com.cn": "https://accounts.zoho.com.cn",
+}
+TOKEN_LIMIT = 50  # characters of a notification channel's token
 CONTACTS = "/crm/v7/Contacts"
 WATCH = "/crm/v7/actions/watch"
 BATCH_SIZE = 100  # records an update takes (documented)
@@ -421,3 +452,84 @@ def _details(error: Record) -> Record:
 def _body(response: httpx.Response) -> Record:
     body = json_body(response)
     return body if isinstance(body, dict) else {}
+
+
+def zoho_events(document: dict[str, Any]) -> list[Event]:
+    """A Notification API callback: one thin event per id, keyed by channel, time and id;
+    modules other than Contacts (a channel watching Leads too) and deletions give none."""
+    ids = document.get("ids")
+    if not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
+        raise Unparseable("a Zoho notification needs its ids")
+    if document.get("module") != "Contacts" or document.get("operation") == "delete":
+        return []
+    channel, sent = document.get("channel_id", ""), document.get("server_time", "")
+    fields = {name: document.get(name) for name in ("module", "operation", "channel_id")}
+    return [
+        Event(f"{channel}:{sent}:{record_id}", str(record_id), {"id": str(record_id), **fields},
+              thin=True)
+        for record_id in ids
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZohoPlatform(Platform):
+    """Zoho CRM: notifications carry their channel's token and id in the body."""
+
+    name: str = "zoho"
+    signing: str = "body-token"
+    crm: bool = True
+    refreshable: bool = True
+    subscribes: bool = True
+
+    def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
+        """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
+        try:
+            document = decode_json(delivery.body)
+        except UnreadableJson:
+            document = None
+        if not isinstance(document, dict):
+            raise Refused("A Zoho notification carries its channel's token: none found.")
+        same(str(document.get("token", "")), secret, "The token is not this connection's.")
+        if str(document.get("channel_id", "")) != self.channel_id(link):
+            raise Refused("The notification is not from this connection's Zoho channel.")
+        return Verified()
+
+    def events(self, body: bytes) -> list[Event]:
+        document = json_document(body)
+        if not isinstance(document, dict):
+            raise Unparseable("the body must be a JSON object")
+        return zoho_events(document)
+
+    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Zoho:
+        return Zoho(base_url, token, client)
+
+    def token_url(self, base_url: str) -> str:
+        base = base_url.strip().rstrip("/")
+        accounts = ZOHO_ACCOUNTS.get(base)
+        return f"{accounts}/oauth/v2/token" if accounts else f"{base}/oauth/v2/token"
+
+    def check_secret(self, secret: str) -> None:
+        if len(secret) > TOKEN_LIMIT:
+            raise ValueError(f"secret: Zoho takes a token of {TOKEN_LIMIT} characters at most")
+
+    def check_base_url(self, base_url: str, local: bool) -> None:
+        """The account's data centre API domain (a local fake Zoho, for tests, when `local`)."""
+        if not local and base_url.rstrip("/") not in ZOHO_API_DOMAINS.values():
+            raise ValueError(
+                "crm-base-url: give your Zoho data centre's API domain (the api_domain of the "
+                f"OAuth token answer): one of {', '.join(ZOHO_API_DOMAINS.values())}"
+            )
+
+    def channel_id(self, link: Row) -> str:
+        """A number (Zoho's channel ids are longs) made from the connection's id, so it needs
+        no storing and never changes."""
+        return str(10**17 + uuid.UUID(link["id"]).int % (9 * 10**17))
+
+    def subscribe(
+        self, adapter: Zoho, link: Row, notify_url: str, token: str, until: datetime,
+        lapsed: bool,
+    ) -> datetime:  # fmt: skip
+        return adapter.watch(self.channel_id(link), notify_url, token, until, lapsed)
+
+
+PLATFORM = ZohoPlatform()

@@ -1,6 +1,26 @@
-"""HubSpot contacts over the CRM objects API: read and update one contact, and batch reads
-and updates of up to 100 contacts a call; and the completion of BLOCKed custom workflow
-actions. Values always go as strings ("" clears a property).
+"""Everything about HubSpot, in one place (`PLATFORM`, registered in connector/platforms/):
+
+- Its requests: signed v1, v2 or v3 (`HubSpotPlatform.verify`), as Webhooks API batches,
+  workflow webhooks or custom workflow action execution requests (`hubspot_kind`), read into
+  events (`hubspot_events`); a custom action is answered with `outputFields` (SUCCESS,
+  FAIL_CONTINUE, or BLOCK and completed later through the callback API), named once by its
+  `callbackId`; everything else `{"accepted": n}`.
+- Our own writes coming back: a property change event whose value is the one we wrote.
+- OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
+- Its adapter (`HubSpot`): contacts over the CRM objects API: read and update one contact,
+  and batch reads and updates of up to 100 contacts a call; and the completion of BLOCKed
+  custom workflow actions. Values always go as strings ("" clears a property).
+
+Signatures: v2 and v3 cover the URL, taken as HubSpot called it (`Delivery.uri`: the public
+URL followed by the request target as sent). A request carrying v3 headers is verified by v3
+alone (its timestamp bounds replays to 5 minutes). One without them is verified by the version
+HubSpot documents for its kind: v1 for a Webhooks API batch (a JSON array), v2 for a workflow
+webhook or custom action (an object); never the version the request declares. HubSpot's apps
+send v3 beside v1/v2, so once a connection has received a valid v3 signature on a kind of
+request (its `hubspot_v3_kinds`), it takes v3 alone for that kind: such a request stripped of
+its v3 headers is refused, not verified by its timeless v1/v2 signature. Kinds are told apart
+because not every sender adds v3 (a workflow's "Send a webhook" signs v2, and v3 only on newer
+platforms): one that never did keeps working.
 
 Paths are HubSpot's date-versioned ones, the version named once (API_VERSION): HubSpot ends
 /crm/v3 in September 2027 and /automation/v4 on 30 March 2027, and the 2026-03 paths take the
@@ -31,11 +51,14 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from sqlite_utils import Database
 
+from connector import mappings, signatures, store
 from connector.adapters.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
@@ -56,6 +79,19 @@ from connector.adapters.base import (
     write_dropping,
     write_many_dropping,
 )
+from connector.inbound import Event, Unparseable, digest
+from connector.platforms.base import (
+    Answer,
+    Delivery,
+    Platform,
+    Refused,
+    Row,
+    Schema,
+    Verified,
+    json_answer,
+    json_document,
+)
+from server import UnreadableJson, decode_json
 
 BATCH_SIZE = 100
 BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says how long
@@ -320,3 +356,170 @@ def _interval(response: httpx.Response) -> float | None:
         return float(response.headers["x-hubspot-ratelimit-interval-milliseconds"]) / 1000
     except (KeyError, ValueError):
         return None
+
+
+# HubSpot custom workflow actions: the workflow waits for a BLOCKed action until we complete
+# it through the callback API, or until this ISO-8601 duration has passed (HubSpot's default).
+ACTION_EXPIRES_AFTER = "P7D"
+
+
+def action_succeeded(fields: dict[str, Any]) -> dict[str, Any]:
+    """A custom action's answer (or callback completion) carrying the enriched fields, those
+    without a value left out: HubSpot types each output field (a number field refuses "",
+    an enumeration refuses a value not among its options), and an output not given is empty."""
+    given = {name: value for name, value in fields.items() if value not in ("", None, [])}
+    return {"outputFields": {**given, "hs_execution_state": "SUCCESS"}}
+
+
+def action_failed(message: str) -> dict[str, Any]:
+    """A custom action's answer when nothing could be enriched: the workflow goes on, told why
+    in the output field `contactdata_error`."""
+    return {"outputFields": {"hs_execution_state": "FAIL_CONTINUE", "contactdata_error": message}}
+
+
+def action_blocked() -> dict[str, Any]:
+    """A custom action's answer when the enrichment will come later, through the callback."""
+    state = {"hs_execution_state": "BLOCK", "hs_expiration_duration": ACTION_EXPIRES_AFTER}
+    return {"outputFields": state}
+
+
+def hubspot_kind(body: bytes) -> str:
+    """What a HubSpot request is, by its body: "webhooks-api" (a subscription's batch, a JSON
+    array), "custom-action" (a custom workflow action's execution request) or "workflow" (a
+    workflow's "Send a webhook", anything else)."""
+    try:
+        document = decode_json(body)
+    except UnreadableJson:
+        return "workflow"
+    if isinstance(document, list):
+        return "webhooks-api"
+    return "custom-action" if is_action(document) else "workflow"
+
+
+def is_action(payload: Any) -> bool:
+    """Whether an event is a HubSpot custom action's execution request."""
+    return isinstance(payload, dict) and "callbackId" in payload
+
+
+def hubspot_events(document: Any, body: bytes) -> list[Event]:
+    """A Webhooks API batch, a workflow webhook's contact, or a custom action's request."""
+    if isinstance(document, list):
+        return [_hubspot_subscription_event(item) for item in document]
+    if not isinstance(document, dict):
+        raise Unparseable("the body must be a JSON object or array")
+    if is_action(document):
+        record = document.get("object") or {}
+        return [Event(str(document["callbackId"]), str(record.get("objectId", "")), document)]
+    if "vid" in document:
+        key = f"{document.get('portal-id', '')}:{document['vid']}:{digest(body)}"
+        return [Event(key, str(document["vid"]), document)]
+    return [Event(digest(body), str(document.get("hs_object_id", "")), document)]
+
+
+def _hubspot_subscription_event(item: Any) -> Event:
+    if not isinstance(item, dict) or "objectId" not in item or "eventId" not in item:
+        raise Unparseable("each event of a HubSpot batch needs eventId and objectId")
+    parts = (item.get("subscriptionId"), item["eventId"], item.get("occurredAt"), item["objectId"])
+    key = ":".join(str(part) for part in parts)
+    return Event(key, str(item["objectId"]), item, thin=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HubSpotPlatform(Platform):
+    """HubSpot: a CRM whose app signs its requests with the app's secret."""
+
+    name: str = "hubspot"
+    signing: str = "hubspot"
+    crm: bool = True
+    issues_secret: bool = True  # the app's client secret
+    refreshable: bool = True
+
+    def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
+        """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
+        connection has received v3 on this kind before (then v3 alone)."""
+        kind = hubspot_kind(delivery.body)
+        v3_only = kind in link["hubspot_v3_kinds"].split(",")
+        legacy = None if v3_only else signatures.hubspot_legacy_version(delivery.body)
+        try:
+            version = signatures.verify_hubspot(
+                secret, delivery.method, delivery.uri, delivery.body, delivery.headers,
+                delivery.now, fallback=legacy,
+            )  # fmt: skip
+        except signatures.MissingHeader as error:
+            if not v3_only:
+                raise
+            raise Refused(
+                f"The request signature does not verify: {error}. This connection has received "
+                f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
+            ) from None
+        except signatures.SignatureMismatch as error:
+            raise Refused(
+                f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
+                f"as {delivery.uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one "
+                "HubSpot calls)."
+            ) from None
+        if version == "v3" and not v3_only:
+            return Verified(remember=lambda db: _note_v3(db, link, kind))
+        return Verified()
+
+    def events(self, body: bytes) -> list[Event]:
+        return hubspot_events(json_document(body), body)
+
+    def acknowledgement(self, found: list[Event]) -> Answer:
+        if len(found) == 1 and is_action(found[0].payload):
+            return json_answer(action_blocked())
+        return super().acknowledgement(found)
+
+    def delivery_id(self, body: bytes) -> str | None:
+        """A custom action's `callbackId`, which names one execution of the action: a copy
+        (a replay within v3's 5 minutes, or HubSpot's own retry) is answered once too."""
+        try:
+            payload = decode_json(body)
+        except UnreadableJson:
+            return None
+        return f"callbackId:{payload['callbackId']}" if is_action(payload) else None
+
+    def is_action(self, payload: Any) -> bool:
+        return is_action(payload)
+
+    def action_succeeded(self, fields: dict[str, Any]) -> Any:
+        return action_succeeded(fields)
+
+    def action_failed(self, message: str) -> Any:
+        return action_failed(message)
+
+    def action_blocked(self) -> Any:
+        return action_blocked()
+
+    def complete_action(self, adapter: Any, request: Row, answer: Any) -> str:
+        adapter.complete_action(str(request["callbackId"]), answer)
+        return str(answer["outputFields"]["hs_execution_state"])
+
+    def adapter(self, base_url: str, token: str, client: httpx.Client) -> HubSpot:
+        return HubSpot(base_url, token, client)
+
+    def echo(self, change: Row, ours: Row) -> str:
+        """A property change event names one property and its new value."""
+        name, value = change.get("propertyName"), change.get("propertyValue")
+        if isinstance(name, str) and name in ours and mappings.same(ours[name], value):
+            return name
+        return ""
+
+    def token_url(self, base_url: str) -> str:
+        """The date-versioned API's: v1 ends on 2027-02-16."""
+        return f"{base_url.strip().rstrip('/')}/oauth/2026-03/token"
+
+    def signing_schemes(self) -> dict[str, Schema]:
+        v3 = {"type": "apiKey", "in": "header", "name": signatures.HUBSPOT_SIGNATURE_V3}
+        description = (
+            f"With {signatures.HUBSPOT_TIMESTAMP}; v1 and v2 signatures come in "
+            f"{signatures.HUBSPOT_SIGNATURE}."
+        )
+        return {"hubspotSignature": {**v3, "description": description}}
+
+
+def _note_v3(db: Database, link: Row, kind: str) -> None:
+    store.note_hubspot_v3(db, link["id"], kind)
+
+
+PLATFORM = HubSpotPlatform()
