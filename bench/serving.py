@@ -98,7 +98,9 @@ def start_server(
 ) -> subprocess.Popen[bytes]:
     """bench/hello_app.py under gunicorn on `path` (or `command`, serving on `port`); returns
     once /healthz answers."""
-    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
+    # the URL platforms call is this server's: HubSpot's signatures cover it
+    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET,
+           "CONTACTDATA_PUBLIC_URL": f"http://127.0.0.1:{port}"}  # fmt: skip
     hello = [sys.executable, str(HERE / "hello_app.py"), "--db", str(path), "--port", str(port)]
     with log.open("wb") as output:
         process = subprocess.Popen(
