@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from connector import outbound, sealing, store
 from connector.cli import main
 from server import accounts, db
-from tests.test_receiver import NOW, SECRET
+from tests.helpers.constants import NOW, SECRET
 
 
 @pytest.fixture

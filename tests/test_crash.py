@@ -28,17 +28,16 @@ import pytest
 
 from connector import connections, signatures, store
 from server import accounts, importer
+from tests.helpers.constants import DATA, SECRET
 from tests.servers import CONTACTDATA, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).parent / "data"
 EVENTS = 10_000
 KILLS_EACH = 10  # at least, of the web server and of the worker
 # Seconds each lives (once up) before it is killed. The web server takes about 2.5 s to come
 # up again (gunicorn, then two workers loading the place tables saved on disk), the worker 1 s.
 LIFETIMES = {"web": (0.3, 1.5), "worker": (1.5, 4.0)}
-SECRET = "crash-test-secret"
 HUBSPOT_SECRET = "hubspot-app-secret"
 CRM_LATENCY = 0.02  # seconds HubSpot takes to answer, after it applied a change
 CHAOS_SECONDS = 150.0  # the senders and the chaos give up after this long

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,9 @@ from werkzeug.test import TestResponse
 
 from server import accounts, db, importer
 from server.http.app import create_app
-from tests.test_discover import DATA, EVERYONE, LONESTAR
+from tests.helpers.constants import DATA, NOW, SECRET
+from tests.helpers.discover_data import EVERYONE, LONESTAR
 
-SECRET = "test-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 G = {"company_guid": LONESTAR}
 
 

@@ -13,7 +13,8 @@ from werkzeug.test import TestResponse
 
 from server import accounts, db, store
 from server.http.app import create_app
-from tests.test_enrich import (
+from tests.helpers.constants import SECRET
+from tests.helpers.enrich_data import (
     AVA,
     AVA_EMAIL,
     BEN_OLD_EMAIL,
@@ -21,8 +22,6 @@ from tests.test_enrich import (
     NOW,
     copy_dataset,
 )
-
-SECRET = "test-secret"
 
 
 class Org:

@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -37,13 +37,12 @@ from connector.app import create_app
 from connector.cli import main
 from connector.platforms import hubspot
 from server import accounts, importer
+from tests.helpers.clock import Clock
+from tests.helpers.constants import DATA, NOW, SECRET
 
-DATA = Path(__file__).parent / "data"
 SEED = 93  # issue 9, item 3
-SECRET = "faults-test-secret"
 HUBSPOT_SECRET = "faults-hubspot-client-secret"
 SALESFORCE_ORG = "00DFa0000000001"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 CREDITS = 5000
 CLIENT_TIMEOUT = 0.5  # seconds: the worker's client gives up on an answer this late
 # A slow answer comes well within the timeout or well past it, never close to it, so that a
@@ -486,16 +485,6 @@ def _nested_wrong(body: Any) -> Any:
 
 
 # --- the product: dataset, app, connections, worker --------------------------------------------
-
-
-class Clock:
-    """The app's and the worker's time, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass

@@ -20,9 +20,9 @@ from connector import connections, jobs, scheduler, store, worker
 from connector.cli import main
 from server import accounts, importer
 from server.clock import iso
-from tests.test_receiver import DATA, NOW, SECRET, Clock
-from tests.test_subscriptions import FakeZoho
-from tests.test_worker import AVA, CRM, FakeHubSpot
+from tests.helpers.clock import Clock
+from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
+from tests.helpers.crm import FakeHubSpot, FakeZoho
 
 Row = dict[str, Any]
 

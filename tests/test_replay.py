@@ -46,9 +46,9 @@ from connector.platforms.pipedrive import Pipedrive
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from connector.platforms.zoho import Zoho
 from server import accounts, importer
-from tests.test_receiver import NOW, PLATFORMS, SECRET, Clock, app, clock  # noqa: F401
+from tests.helpers.clock import Clock
+from tests.helpers.constants import DATA, NOW, PLATFORMS, SECRET
 
-DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
 # The "Job title" person custom field a Pipedrive admin creates (mappings/pipedrive.yaml).
 PIPEDRIVE_JOB_TITLE = "0b3c7f1e9a5d4c2b8e6f1a3d5c7b9e2f4a6c8d0b"
@@ -521,6 +521,11 @@ def crm(crm_server: FakeCrm) -> FakeCrm:
 # --- the product -----------------------------------------------------------------------------
 
 
+@pytest.fixture
+def app(connector_app: Flask) -> Flask:
+    return connector_app
+
+
 @dataclass(frozen=True)
 class Replay:
     """The database, the connections by platform, and a worker calling the fake CRM."""
@@ -601,10 +606,10 @@ def db_path(tmp_path: Path, dataset: Dataset) -> Path:
 
 @pytest.fixture
 def replay(
-    app: Flask,  # noqa: F811
+    app: Flask,
     db_path: Path,
     dataset: Dataset,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> Iterator[Replay]:
     db = store.connect(db_path)
@@ -938,7 +943,7 @@ def test_a_custom_action_out_of_credits_is_blocked_until_credits_come(
     client: FlaskClient,
     replay: Replay,
     crm: FakeCrm,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
 ) -> None:
     replay.db.execute("UPDATE organizations SET credits = 0")
     response = _hubspot(client, replay.links["hubspot"], "enrich", CUSTOM_ACTION, "v3")
@@ -1127,7 +1132,7 @@ def test_the_zapier_sample_sent_as_an_event_is_refused_naming_the_enrich_url(
 def test_the_standard_webhooks_sample_reads_only_the_full_name(
     client: FlaskClient,
     replay: Replay,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> None:
     """data.fullName is read; the address, phone number, birthday and occupation ("Engineer,
@@ -1140,7 +1145,7 @@ def test_the_standard_webhooks_sample_reads_only_the_full_name(
 def test_the_standard_webhooks_sample_with_a_company_gets_the_enriched_fields(
     client: FlaskClient,
     replay: Replay,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> None:
     clock.now = SPEC_SENT_AT
@@ -1184,7 +1189,7 @@ def test_the_standard_webhooks_sample_with_a_company_gets_the_enriched_fields(
 def test_the_standard_webhooks_sample_sent_as_an_event_is_refused(
     client: FlaskClient,
     replay: Replay,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> None:
     clock.now, link = SPEC_SENT_AT, replay.links["zapier"]
@@ -1270,7 +1275,7 @@ def test_a_pipedrive_echo_of_our_write_is_ignored_and_the_same_change_in_the_app
     client: FlaskClient,
     replay: Replay,
     crm: FakeCrm,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     days_later: int,
     source: str,
     reads: int,
@@ -1723,7 +1728,7 @@ def test_a_request_not_proven_to_come_from_the_platform_is_401_and_nothing_is_st
 
 
 def test_twenty_concurrent_copies_of_one_event_make_one_job_and_one_write_back(
-    app: Flask,  # noqa: F811
+    app: Flask,
     replay: Replay,
     crm: FakeCrm,
 ) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +16,11 @@ import pytest
 from connector import connections, store, subscriptions
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from server import accounts
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.crm import FakeZoho
 
-SECRET = "test-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ZOHO = "http://127.0.0.1:9"  # never contacted: the client's transport answers
 PUBLIC_URL = "https://hooks.acme.example"
-
-
-class FakeZoho:
-    """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
-    `confirms` when set (the queued failures first); keeps the requests."""
-
-    def __init__(self) -> None:
-        self.requests: list[httpx.Request] = []
-        self.failures: list[httpx.Response] = []
-        self.confirms = ""
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        if self.failures:
-            return self.failures.pop(0)
-        (channel,) = json.loads(request.content)["watch"]
-        expiry = self.confirms or channel["channel_expiry"]
-        event = {"channel_expiry": expiry, "resource_name": "Contacts",
-                 "channel_id": channel["channel_id"]}  # fmt: skip
-        answer = {"code": "SUCCESS", "details": {"events": [event]}, "status": "success",
-                  "message": "Successfully updated the subscribe details"}  # fmt: skip
-        return httpx.Response(200, json={"watch": [answer]})
 
 
 @pytest.fixture
