@@ -13,6 +13,8 @@ from urllib.parse import unquote
 
 import httpx
 
+from connector.platforms.hubspot import HubSpot
+from connector.platforms.salesforce import Salesforce
 from tests.helpers.constants import AVA, OUTBOUND
 
 HUBSPOT = "https://api.hubapi.com"
@@ -52,6 +54,21 @@ def answer(status: int, body: Any = None, headers: dict[str, str] | None = None)
     if body is None:
         return httpx.Response(status, headers=headers)
     return httpx.Response(status, json=body, headers=headers)
+
+
+def hubspot(crm: FakeCRM) -> HubSpot:
+    return HubSpot(HUBSPOT, TOKEN, crm.client())
+
+
+def salesforce(crm: FakeCRM, **options: Any) -> Salesforce:
+    return Salesforce(SALESFORCE, TOKEN, crm.client(), **options)
+
+
+def assert_sent(request: httpx.Request, method: str, url: str) -> None:
+    assert (request.method, str(request.url)) == (method, url)
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"
+    if request.content:
+        assert request.headers["content-type"] == "application/json"
 
 
 def raising(
