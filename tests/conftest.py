@@ -15,12 +15,13 @@ from sqlite_utils import Database
 
 import connector.app
 from connector import connections, store, worker
-from server import accounts, db, importer
+from server import db, importer
 from server.http.app import create_app
 from tests.helpers.clock import Clock
 from tests.helpers.constants import CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.enrich_data import build_dataset
+from tests.helpers.orgs import organization
 
 
 @pytest.fixture
@@ -84,9 +85,7 @@ def worker_setup(
     importer.import_files(
         db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
     )
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=10
-    )
+    _, key = organization(db, credits=10)
     link = connections.add(
         db, SECRET.encode(), NOW, name="hs", platform="hubspot", api_key=key,
         secret="hubspot-app-secret", crm_base_url=CRM, crm_token="pat-na1-token",

@@ -22,20 +22,14 @@ from tests.helpers.enrich_data import (
     NOW,
     copy_dataset,
 )
+from tests.helpers.orgs import organization
 
 
 class Org:
     def __init__(self, db_path: Path, tier: str, **options: Any) -> None:
-        row, self.key = accounts.create_organization(
-            db.connect(db_path),
-            SECRET.encode(),
-            NOW,
-            name=f"{tier}-{uuid.uuid4().hex[:6]}",
-            website="https://example.org",
-            tier=tier,
-            credits=options.get("credits"),
-            qps=options.get("qps", 1000),
-        )
+        name = f"{tier}-{uuid.uuid4().hex[:6]}"
+        credits, qps = options.get("credits"), options.get("qps", 1000)
+        row, self.key = organization(db.connect(db_path), name, tier, NOW, credits=credits, qps=qps)
         self.id = row["id"]
         self.db_path = db_path
 

@@ -32,10 +32,11 @@ from sqlite_utils import Database
 from connector import connections, outbound, signatures, store, worker
 from connector.app import create_app
 from connector.cli import main
-from server import accounts, importer
+from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, NOW, SECRET
 from tests.helpers.crm_server import REFUSED, Call, CrmHandler, FakeCrm, Reply, running
+from tests.helpers.orgs import organization
 
 SEED = 93  # issue 9, item 3
 HUBSPOT_SECRET = "faults-hubspot-client-secret"
@@ -326,9 +327,7 @@ def _dataset(db_path: Path, crm_url: str) -> dict[str, connections.Added]:
     importer.import_files(
         db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
     )
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=CREDITS
-    )
+    _, key = organization(db, credits=CREDITS)
     add = lambda name, platform, **extra: connections.add(  # noqa: E731
         db, SECRET.encode(), NOW, name=name, platform=platform, api_key=key,
         crm_base_url=crm_url, crm_token=f"{platform}-token", **extra,

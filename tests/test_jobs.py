@@ -23,6 +23,7 @@ from server.clock import iso
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, FakeZoho
+from tests.helpers.orgs import organization
 
 Row = dict[str, Any]
 
@@ -30,9 +31,7 @@ Row = dict[str, Any]
 def _org(db: Database, name: str, tier: str, credits: int | None = None) -> str:
     """A new organization's admin key."""
     extra = {} if credits is None else {"credits": credits}
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name=name, website=f"{name.lower()}.example", tier=tier, **extra
-    )
+    _, key = organization(db, name, tier, **extra)
     return key
 
 

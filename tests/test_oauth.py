@@ -22,10 +22,10 @@ from connector import connections, oauth, outbound, sealing, store, worker
 from connector.adapters.base import TOKEN_REFUSED, Permanent, Retriable
 from connector.platforms import PLATFORMS as DECLARED
 from connector.platforms import adapter_for
-from server import accounts
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm import CRMS, FakeHubSpot, answer
 from tests.helpers.events import hubspot_event
+from tests.helpers.orgs import organization
 
 TOKEN_URL = "https://login.example/oauth2/token"
 CREDENTIALS = oauth.Credentials(TOKEN_URL, "client-id", "client-secret", "refresh-1")
@@ -422,9 +422,7 @@ def test_a_throttled_zoho_token_postpones_the_round_asking_once(
     request for the round, and every event waits out Zoho's ten minutes."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db = store.connect(db_path)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(db)
     zoho_api = "http://127.0.0.1:9"
     link = connections.add(
         db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,

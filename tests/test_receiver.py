@@ -28,6 +28,7 @@ from server import accounts, db, importer
 from tests import servers
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
+from tests.helpers.orgs import organization
 
 HUBSPOT_SECRET = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
 SALESFORCE_ORG = "00Do0000000xxxxxxx"  # the sample's (redacted) organization id
@@ -45,9 +46,7 @@ def app(connector_app: Flask) -> Flask:
 @pytest.fixture
 def links(app: Flask, db_path: Path) -> dict[str, connections.Added]:
     database = store.connect(db_path)
-    _, key = accounts.create_organization(
-        database, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(database)
     crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
     add = lambda name, platform, **extra: connections.add(  # noqa: E731
         database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra
@@ -495,10 +494,7 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
 def broke(links: dict[str, connections.Added], db_path: Path) -> dict[str, connections.Added]:
     """A Zapier and a HubSpot connection of an organization without credits."""
     database = store.connect(db_path)
-    _, key = accounts.create_organization(
-        database, SECRET.encode(), NOW, name="Broke", website="broke.example", tier="pro",
-        credits=0,
-    )  # fmt: skip
+    _, key = organization(database, "Broke", credits=0)
     crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
     add = lambda name, platform, **extra: connections.add(  # noqa: E731
         database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra

@@ -42,10 +42,11 @@ from connector.platforms.hubspot import CALLBACKS, CONTACTS
 from connector.platforms.pipedrive import Pipedrive
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from connector.platforms.zoho import Zoho
-from server import accounts, importer
+from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, NOW, PLATFORMS, SECRET
 from tests.helpers.crm_server import DATAVERSE, SF, Call, FakeCrm, running
+from tests.helpers.orgs import organization
 
 ROOT = Path(__file__).resolve().parent.parent
 # The "Job title" person custom field a Pipedrive admin creates (mappings/pipedrive.yaml).
@@ -221,9 +222,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, crm_server: FakeCrm) -> Da
     importer.import_files(
         db, companies=DATA / "replay_companies.csv", contacts=DATA / "replay_contacts.csv"
     )
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=10
-    )
+    _, key = organization(db, credits=10)
 
     def add(name: str, platform: str, **extra: Any) -> connections.Added:
         return connections.add(

@@ -15,9 +15,9 @@ import pytest
 
 from connector import connections, store, subscriptions
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
-from server import accounts
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm import FakeZoho
+from tests.helpers.orgs import organization
 
 ZOHO = "http://127.0.0.1:9"  # never contacted: the client's transport answers
 PUBLIC_URL = "https://hooks.acme.example"
@@ -27,9 +27,7 @@ PUBLIC_URL = "https://hooks.acme.example"
 def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connections.Added]:
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db = store.connect(db_path)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(db)
     link = connections.add(
         db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
         crm_base_url=ZOHO, crm_token="1000.zoho-access-token",
@@ -124,9 +122,7 @@ def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -
 
 def test_only_zoho_connections_have_channels(db_path: Path) -> None:
     db = store.connect(db_path)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(db)
     connections.add(db, SECRET.encode(), NOW, name="zap", platform="zapier", api_key=key)
     client = httpx.Client(transport=httpx.MockTransport(FakeZoho()))
     assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {}
