@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from connector.platforms.hubspot import CALLBACKS, CONTACTS
 from tests.helpers.constants import OUTBOUND
+from tests.helpers.crm import invalid_option
 
 Row = dict[str, Any]
 SF = "/services/data/v62.0"
@@ -312,17 +313,8 @@ class FakeCrm(ThreadingHTTPServer):
 
 
 def hubspot_invalid_option(value: str) -> Row:
-    """HubSpot's refusal of a dropdown value it has no option for: the message's list is
-    JSON, as HubSpot writes it."""
-    name = REFUSED["hubspot"]
-    message = f'{value} was not one of the allowed options: [label: "Checked"]'
-    listed = [{"isValid": False, "message": message, "error": "INVALID_OPTION", "name": name}]
-    return {
-        "status": "error",
-        "message": f"Property values were not valid: {json.dumps(listed)}",
-        "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
-        "category": "VALIDATION_ERROR",
-    }
+    """HubSpot's refusal of a dropdown value it has no option for (its one option "Checked")."""
+    return invalid_option(REFUSED["hubspot"], value, {"Checked"})
 
 
 def salesforce_bad_value(value: str, code_key: str) -> Row:
