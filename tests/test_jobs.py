@@ -22,7 +22,7 @@ from server import accounts, importer
 from server.clock import iso
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
-from tests.helpers.crm import FakeHubSpot, FakeZoho
+from tests.helpers.crm import FakeHubSpot, FakeZohoWatch
 from tests.helpers.orgs import organization
 
 Row = dict[str, Any]
@@ -232,7 +232,7 @@ def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: D
     key = _org(db, "Acme", "pro")
     zoho = connections.add(db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
                            crm_base_url=CRM, crm_token="1000.token")  # fmt: skip
-    fake = FakeZoho()
+    fake = FakeZohoWatch()
     clock = Clock()
     with httpx.Client(transport=httpx.MockTransport(fake)) as client:
 

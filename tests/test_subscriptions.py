@@ -16,7 +16,7 @@ import pytest
 from connector import connections, store, subscriptions
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from tests.helpers.constants import NOW, SECRET
-from tests.helpers.crm import FakeZoho
+from tests.helpers.crm import FakeZohoWatch
 from tests.helpers.orgs import organization
 
 ZOHO = "http://127.0.0.1:9"  # never contacted: the client's transport answers
@@ -35,7 +35,7 @@ def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connecti
     return db, link
 
 
-def renewing(db: Any, zoho: FakeZoho) -> Callable[[datetime], dict[str, str]]:
+def renewing(db: Any, zoho: FakeZohoWatch) -> Callable[[datetime], dict[str, str]]:
     """A run of the renewal at a given time, over the fake."""
     client = httpx.Client(transport=httpx.MockTransport(zoho))
     return lambda now: subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, now)
@@ -49,7 +49,7 @@ def stored_expiry(db: Any, link: connections.Added) -> str:
 
 def test_a_zoho_channel_is_enabled_then_renewed_when_a_day_is_left(setup: Any) -> None:
     db, link = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     renew = renewing(db, zoho)
     channel = ZOHO_PLATFORM.channel_id(link.row)
     assert renew(NOW) == {link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00"}
@@ -82,7 +82,7 @@ def test_a_channel_is_renewed_from_the_expiry_zoho_confirms(setup: Any) -> None:
     """Zoho answers an expiry beyond its maximum with its one-hour default: the channel is
     renewed at the next hourly run, not when six days would have passed."""
     db, link = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     zoho.confirms = "2026-11-23T18:30:00+05:30"  # NOW plus Zoho's hour, in India's time
     renew = renewing(db, zoho)
     (outcome,) = renew(NOW).values()
@@ -97,7 +97,7 @@ def test_a_channel_is_renewed_from_the_expiry_zoho_confirms(setup: Any) -> None:
 
 def test_a_lapsed_channel_is_enabled_again(setup: Any) -> None:
     db, link = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     zoho.confirms = "2026-11-23T13:00:00+00:00"
     renew = renewing(db, zoho)
     renew(NOW)
@@ -111,7 +111,7 @@ def test_a_lapsed_channel_is_enabled_again(setup: Any) -> None:
 
 def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -> None:
     db, _ = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     zoho.failures.append(httpx.Response(503, json={"code": "INTERNAL_ERROR"}))
     client = httpx.Client(transport=httpx.MockTransport(zoho))
     (outcome,) = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW).values()
@@ -124,5 +124,5 @@ def test_only_zoho_connections_have_channels(db_path: Path) -> None:
     db = store.connect(db_path)
     _, key = organization(db)
     connections.add(db, SECRET.encode(), NOW, name="zap", platform="zapier", api_key=key)
-    client = httpx.Client(transport=httpx.MockTransport(FakeZoho()))
+    client = httpx.Client(transport=httpx.MockTransport(FakeZohoWatch()))
     assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {}

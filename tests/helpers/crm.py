@@ -1,6 +1,6 @@
 """The fake CRMs the connector's tests call through httpx.MockTransport: FakeCRM, answering
 queued responses; the answer table of each CRM the adapter contract meets (CRMS); a HubSpot
-holding contacts (FakeHubSpot) and Zoho's notification channels (FakeZoho)."""
+holding contacts (FakeHubSpot) and Zoho's notification channels (FakeZohoWatch)."""
 
 from __future__ import annotations
 
@@ -553,7 +553,7 @@ def invalid_option(name: str, value: str, allowed: set[str]) -> dict[str, Any]:
 # --- Zoho's notification channels ---------------------------------------------------------
 
 
-class FakeZoho:
+class FakeZohoWatch:
     """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
     `confirms` when set (the queued failures first); keeps the requests."""
 
