@@ -1,17 +1,27 @@
-"""Shared fixtures: a fresh app on a throwaway database, and its test client."""
+"""Shared fixtures: a fresh app on a throwaway database and its test client, the test clock,
+the connector's app, the enrich dataset, and a worker writing to a fake HubSpot."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlite_utils import Database
 
-from server import db
+import connector.app
+from connector import connections, store, worker
+from server import db, importer
 from server.http.app import create_app
+from tests.helpers.clock import Clock
+from tests.helpers.constants import CRM, DATA, NOW, SECRET
+from tests.helpers.crm import FakeHubSpot
+from tests.helpers.enrich_data import build_dataset
+from tests.helpers.orgs import organization
 
 
 @pytest.fixture
@@ -32,6 +42,20 @@ def app(db_path: Path) -> Flask:
 
 
 @pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def connector_app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    """The connector's app on the test clock, taking CRM URLs on loopback, its public URL the
+    test client's (the URL HubSpot signs)."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock}
+    return connector.app.create_app({**settings, "PUBLIC_URL": "http://localhost"})
+
+
+@pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
 
@@ -39,6 +63,33 @@ def client(app: Flask) -> FlaskClient:
 @pytest.fixture(scope="session")
 def enrich_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The enrich tests' dataset (tests/data/enrich_*.csv) imported once; tests copy it."""
-    from tests.test_enrich import build_dataset
-
     return build_dataset(tmp_path_factory.mktemp("enrich-dataset"))
+
+
+# --- the worker against a fake HubSpot (MockTransport) -----------------------------------------
+
+
+@pytest.fixture
+def crm() -> FakeHubSpot:
+    return FakeHubSpot()
+
+
+@pytest.fixture
+def worker_setup(
+    db_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Database, worker.Worker, connections.Added, Clock]]:
+    """Acme (pro, 10 credits) with a HubSpot connection, the discover dataset, and a worker
+    writing to `crm` on the test clock: (db, worker, connection, clock)."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    _, key = organization(db, credits=10)
+    link = connections.add(
+        db, SECRET.encode(), NOW, name="hs", platform="hubspot", api_key=key,
+        secret="hubspot-app-secret", crm_base_url=CRM, crm_token="pat-na1-token",
+    )  # fmt: skip
+    clock = Clock()
+    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+        yield db, worker.Worker(db, SECRET.encode(), clock, client, random.Random(7)), link, clock

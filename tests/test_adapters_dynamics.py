@@ -11,7 +11,7 @@ import pytest
 
 from connector.adapters.base import Permanent, Retriable, WriteResult
 from connector.platforms.dynamics import Dynamics
-from tests.test_adapters import FakeCRM, answer, raising
+from tests.helpers.crm import FakeCRM, answer, raising
 
 ORG = "https://contoso.crm.dynamics.com"
 API = f"{ORG}/api/data/v9.2"

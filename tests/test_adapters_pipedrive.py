@@ -16,21 +16,21 @@ import pytest
 from connector import mappings
 from connector.adapters.base import Permanent, Retriable, WriteResult
 from connector.platforms.pipedrive import Pipedrive
-from tests.test_adapters import FakeCRM, answer, raising
+from tests.helpers.constants import PLATFORMS
+from tests.helpers.crm import FakeCRM, answer, raising
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = Path(__file__).parent / "data" / "platforms"
 COMPANY = "https://acme.pipedrive.com"
 PERSONS = f"{COMPANY}/api/v2/persons"
 TOKEN = "0123456789abcdef0123456789abcdef01234567"
 KEY = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key (the PATCH sample's)
-WEBHOOK = json.loads((SAMPLES / "pipedrive_v2_person_updated.json").read_text())
+WEBHOOK = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
 PATCH_SAMPLE = json.loads(
-    (SAMPLES / "outbound" / "pipedrive_person_patch_v2_request.json").read_text()
+    (PLATFORMS / "outbound" / "pipedrive_person_patch_v2_request.json").read_text()
 )
 # The update body's fields as Pipedrive's v2 specification names them (see its .src.txt).
 DOCUMENTED = json.loads(
-    (SAMPLES / "outbound" / "pipedrive_update_person_request_fields.json").read_text()
+    (PLATFORMS / "outbound" / "pipedrive_update_person_request_fields.json").read_text()
 )
 # The person of the webhook sample as GET /api/v2/persons/12 gives it, with one custom field.
 PERSON = {**WEBHOOK["data"], "custom_fields": {KEY: "Enriched value"}}

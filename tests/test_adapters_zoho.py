@@ -17,10 +17,10 @@ import pytest
 from connector import mappings
 from connector.adapters.base import Permanent, Retriable, WriteResult
 from connector.platforms.zoho import ZOHO_API_DOMAINS, Zoho
-from tests.test_adapters import FakeCRM, answer, raising
+from tests.helpers.constants import OUTBOUND
+from tests.helpers.crm import FakeCRM, answer, raising
 
 ROOT = Path(__file__).parent.parent
-SAMPLES = Path(__file__).parent / "data" / "platforms" / "outbound"
 ZOHO = "https://www.zohoapis.eu"
 CONTACTS = f"{ZOHO}/crm/v7/Contacts"
 WATCH = f"{ZOHO}/crm/v7/actions/watch"
@@ -69,7 +69,7 @@ def invalid(field: str, index: int = 0) -> dict[str, Any]:
 
 
 def sample(name: str) -> Any:
-    return json.loads((SAMPLES / name).read_text())
+    return json.loads((OUTBOUND / name).read_text())
 
 
 def success(record_id: str) -> dict[str, Any]:

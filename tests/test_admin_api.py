@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from flask import Flask
@@ -13,52 +10,20 @@ from flask.testing import FlaskClient
 
 from server import accounts, db, keys
 from server.http.app import create_app
-
-START = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)
-SECRET = "test-secret"
-
-
-@dataclass
-class Clock:
-    moment: datetime = START
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-    def advance(self, seconds: float) -> None:
-        self.moment += timedelta(seconds=seconds)
-
-
-@dataclass
-class Org:
-    id: str
-    admin_key: str
-    keys: dict[str, str] = field(default_factory=dict)  # email -> value
+from tests.helpers.admin import START, Org, error_code, make_org, new_key, new_user, post
+from tests.helpers.clock import Clock
+from tests.helpers.constants import SECRET
 
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @pytest.fixture
 def app(db_path: Path, clock: Clock) -> Flask:
     # Limits high enough that only the rate-limit tests meet them.
     return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
-
-
-def make_org(db_path: Path, name: str, **limits: Any) -> Org:
-    org, key = accounts.create_organization(
-        db.connect(db_path),
-        SECRET.encode(),
-        START,
-        name=name,
-        website=f"https://www.{name.lower()}.example.org/",
-        tier="enterprise_plus",
-        qps=limits.get("qps", 1000),
-        daily_limit=limits.get("daily", 100_000),
-    )
-    return Org(org["id"], key)
 
 
 @pytest.fixture
@@ -69,30 +34,6 @@ def acme(app: Flask, db_path: Path) -> Org:
 @pytest.fixture
 def globex(app: Flask, db_path: Path) -> Org:
     return make_org(db_path, "Globex")
-
-
-def post(client: FlaskClient, path: str, body: Any, key: str | None, header: str = "Api-Key"):
-    headers = {header: key} if key else {}
-    return client.post(f"/signals/v1/{path}", json=body, headers=headers)
-
-
-def error_code(response: Any) -> str | None:
-    body = response.get_json()
-    return body["error"]["code"] if body and "error" in body else None
-
-
-def new_key(client: FlaskClient, org: Org, email: str) -> str:
-    r = post(client, "key/createsignalapikey", {"email": email}, org.admin_key)
-    assert r.status_code == 200, r.get_json()
-    org.keys[email] = r.get_json()["data"]["apiKey"]
-    return org.keys[email]
-
-
-def new_user(client: FlaskClient, org: Org, email: str) -> str:
-    r = post(client, "user/createsignalapikey", {"email": email}, org.admin_key, "Admin-Api-Key")
-    assert r.status_code == 200, r.get_json()
-    org.keys[email] = r.get_json()["data"]["apiKey"][0]
-    return org.keys[email]
 
 
 # --- the vendor's flows and shapes ------------------------------------------------------------

@@ -9,7 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from server import accounts, db, keys
-from tests.test_admin_api import START, Org, error_code, make_org, new_key, new_user, post
+from tests.helpers.admin import START, Org, error_code, make_org, new_key, new_user, post
 
 ROUTES = {
     "key/createsignalapikey": {"email": "new@acme.example.org"},

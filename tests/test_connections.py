@@ -12,17 +12,16 @@ from click.testing import CliRunner, Result
 
 from connector import outbound, sealing, store
 from connector.cli import main
-from server import accounts, db
-from tests.test_receiver import NOW, SECRET
+from server import db
+from tests.helpers.constants import SECRET
+from tests.helpers.orgs import organization
 
 
 @pytest.fixture
 def key(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
     monkeypatch.setenv("CONTACTDATA_PUBLIC_URL", "https://hooks.acme.example")
-    _, value = accounts.create_organization(
-        db.connect(db_path), SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, value = organization(db.connect(db_path))
     return value
 
 

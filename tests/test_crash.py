@@ -18,27 +18,25 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from connector import connections, signatures, store
 from server import accounts, importer
+from tests.helpers.constants import DATA, SECRET
+from tests.helpers.crm_server import FakeCrm, running
 from tests.servers import CONTACTDATA, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).parent / "data"
 EVENTS = 10_000
 KILLS_EACH = 10  # at least, of the web server and of the worker
 # Seconds each lives (once up) before it is killed. The web server takes about 2.5 s to come
 # up again (gunicorn, then two workers loading the place tables saved on disk), the worker 1 s.
 LIFETIMES = {"web": (0.3, 1.5), "worker": (1.5, 4.0)}
-SECRET = "crash-test-secret"
 HUBSPOT_SECRET = "hubspot-app-secret"
 CRM_LATENCY = 0.02  # seconds HubSpot takes to answer, after it applied a change
 CHAOS_SECONDS = 150.0  # the senders and the chaos give up after this long
@@ -47,104 +45,11 @@ SEED = 3
 Row = dict[str, Any]
 
 
-class FakeHubSpot(ThreadingHTTPServer):
-    """HubSpot contacts on loopback: GET and PATCH a contact and POST batch/read and
-    batch/update (whatever the path before them), with every request of each contact logged
-    (when, method, properties written; a batch's reads and writes logged as GETs and PATCHes
-    of each contact)."""
-
-    daemon_threads = True
-
-    def __init__(self, contacts: dict[str, Row]) -> None:
-        super().__init__(("127.0.0.1", 0), _HubSpotHandler)
-        self.contacts = contacts
-        self.lock = threading.Lock()
-        self.log: dict[str, list[tuple[float, str, Row | None]]] = defaultdict(list)
-        self.requests = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def patches(self) -> Counter[str]:
-        """PATCH requests applied, per contact id."""
-        with self.lock:
-            return Counter(
-                {key: sum(m == "PATCH" for _, m, _ in log) for key, log in self.log.items()}
-            )
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A worker killed mid-request is expected: no traceback."""
-
-
-class _HubSpotHandler(BaseHTTPRequestHandler):
-    server: FakeHubSpot
-
-    def do_GET(self) -> None:
-        self._answer(None)
-
-    def do_PATCH(self) -> None:
-        body = self._body()
-        if body is not None:
-            self._answer(body["properties"])
-
-    def do_POST(self) -> None:
-        body = self._body()
-        if body is None:
-            return
-        hub, results = self.server, []
-        reading = self.path.endswith("/batch/read")
-        with hub.lock:
-            hub.requests += 1
-            for item in body["inputs"]:
-                if not reading:
-                    hub.contacts[item["id"]].update(item["properties"])
-                entry = ("GET", None) if reading else ("PATCH", item["properties"])
-                hub.log[item["id"]].append((time.monotonic(), *entry))
-                results.append({"id": item["id"], "properties": dict(hub.contacts[item["id"]])})
-        time.sleep(CRM_LATENCY)  # a worker killed now: the changes are applied, not recorded
-        self._send(200, {"status": "COMPLETE", "results": results})
-
-    def _body(self) -> Row | None:
-        length = int(self.headers.get("Content-Length", 0))
-        body = self.rfile.read(length)
-        if len(body) < length:
-            return None  # the worker died while sending: HubSpot applies nothing
-        return json.loads(body)
-
-    def _answer(self, changed: Row | None) -> None:
-        record_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
-        hub = self.server
-        with hub.lock:
-            hub.requests += 1
-            contact = hub.contacts.get(record_id)
-            if contact is not None:
-                contact.update(changed or {})
-                hub.log[record_id].append((time.monotonic(), self.command, changed))
-                contact = dict(contact)
-        time.sleep(CRM_LATENCY)  # a worker killed now: the change is applied, not recorded
-        if contact is None:
-            self._send(404, {"status": "error", "message": "Object not found"})
-        else:
-            self._send(200, {"id": record_id, "properties": contact})
-
-    def _send(self, status: int, answer: Row) -> None:
-        body = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
-
-
 class Processes:
     """`contactdata serve` and `contactdata worker`, each in its own process group, killed
     with SIGKILL and started again; every process ever started, for the cleanup."""
 
-    def __init__(self, db: Path, port: int, logs: Path, crm: FakeHubSpot) -> None:
+    def __init__(self, db: Path, port: int, logs: Path, crm: FakeCrm) -> None:
         self.commands = {
             "web": [CONTACTDATA, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
             "worker": [CONTACTDATA, "worker", "--db", str(db), "--idle", "0.05"],
@@ -184,8 +89,8 @@ class Processes:
             except Exception as error:
                 raise RuntimeError(f"the web server did not start: {_tail(log)}") from error
             return
-        seen, deadline = self.crm.requests, time.monotonic() + 3
-        while self.crm.requests == seen and time.monotonic() < deadline:
+        seen, deadline = len(self.crm.calls), time.monotonic() + 3
+        while len(self.crm.calls) == seen and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def kill(self, name: str) -> None:
@@ -332,16 +237,15 @@ def _chaos(processes: Processes, name: str, senders: Senders, errors: list[str])
 
 
 @pytest.fixture
-def crm() -> Iterator[FakeHubSpot]:
-    hub = FakeHubSpot(_contacts())
-    thread = threading.Thread(target=hub.serve_forever, daemon=True)
-    thread.start()
-    yield hub
-    hub.shutdown()
-    hub.server_close()
+def crm() -> Iterator[FakeCrm]:
+    """The fake CRM on loopback holding the HubSpot contacts, answering each call CRM_LATENCY
+    after it applied the call's writes."""
+    with running(FakeCrm(latency=CRM_LATENCY)) as hub:
+        hub.contacts["hubspot"].update(_contacts())
+        yield hub
 
 
-def _setup(db_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch) -> str:
+def _setup(db_path: Path, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch) -> str:
     """The dataset, a pro organization with plenty of credits, and its HubSpot connection."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     now = datetime.now(UTC)
@@ -385,7 +289,7 @@ def _wait_until_worked_off(db_path: Path, processes: Processes) -> dict[str, int
 
 
 def test_every_event_is_written_back_exactly_once_through_kill_9(
-    tmp_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db_path = tmp_path / "crash.db"
     connection_id = _setup(db_path, crm, monkeypatch)
@@ -393,7 +297,7 @@ def test_every_event_is_written_back_exactly_once_through_kill_9(
     processes = Processes(db_path, port, tmp_path, crm)
     began = time.monotonic()
     url = f"http://127.0.0.1:{port}/hooks/{connection_id}/events"
-    batches = _batches(list(crm.contacts), random.Random(SEED))
+    batches = _batches(list(crm.contacts["hubspot"]), random.Random(SEED))
     senders = Senders(url, batches, began + CHAOS_SECONDS)
     errors: list[str] = []
     threads: list[threading.Thread] = []
@@ -425,9 +329,9 @@ def test_every_event_is_written_back_exactly_once_through_kill_9(
     assert min(processes.kills[name] for name in ("web", "worker")) >= KILLS_EACH
     assert _query(db_path, "SELECT count(*) FROM events") == [(EVENTS,)]
     assert statuses == {"done": EVENTS}, _not_done(db_path)
-    patches = crm.patches()
-    missing = [key for key in crm.contacts if patches[key] == 0]
-    twice = {key: crm.log[key] for key in crm.contacts if patches[key] > 1}
+    patches, contacts = crm.writes, crm.contacts["hubspot"]
+    missing = [key for key in contacts if patches[key] == 0]
+    twice = {key: _history(crm)[key] for key in contacts if patches[key] > 1}
     assert missing == [] and twice == {}, (missing, twice)
     # The database and the scheduler's job store beside it (the worker runs the scheduler).
     for path in (db_path, Path(f"{db_path}.jobs")):
@@ -446,12 +350,25 @@ def _not_done(db_path: Path) -> list[tuple[Any, ...]]:
     return _query(db_path, sql)[:20]
 
 
-def _reruns(crm: FakeHubSpot) -> str:
+def _reruns(crm: FakeCrm) -> str:
     """How often a contact was read again after a kill: at all, and after its PATCH was
     applied (the worker died between the CRM's write and the event's commit)."""
     again = after_write = 0
-    for log in crm.log.values():
-        methods = [method for _, method, _ in log]
+    for methods in _history(crm).values():
         again += methods.count("GET") > 1
         after_write += "PATCH" in methods and "GET" in methods[methods.index("PATCH") :]
     return f"contacts read again {again}, read again after their PATCH {after_write}"
+
+
+def _history(crm: FakeCrm) -> dict[str, list[str]]:
+    """Each contact's calls in order, GET or PATCH (a batch's reads and writes as GETs and
+    PATCHes of each contact in it)."""
+    history: dict[str, list[str]] = defaultdict(list)
+    for call in crm.calls:
+        if call.path.endswith(("/batch/read", "/batch/update")):
+            method = "GET" if call.path.endswith("/read") else "PATCH"
+            for item in call.body["inputs"]:
+                history[item["id"]].append(method)
+        else:
+            history[call.path.rsplit("/", 1)[-1]].append(call.method)
+    return history

@@ -14,7 +14,7 @@ from sqlite_utils import Database
 from server import credits, csv_enrich, enrich, store
 from server.cli import main
 from server.enrich import OUTPUT_FIELDS
-from tests.test_enrich import AVA, NOW, copy_dataset, make_requester
+from tests.helpers.enrich_data import AVA, NOW, copy_dataset, make_requester
 
 ROWS = [
     # recordId, contactEmail, conEmail, companyGuid, note

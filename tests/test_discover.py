@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,15 +18,8 @@ from sqlite_utils import Database
 from server import db as database
 from server import discover, importer
 from server.errors import InvalidParameter, MissingIdentifier, NotFound
-
-DATA = Path(__file__).parent / "data"
-LONESTAR, HILL_COUNTRY = "D15C0000000000A1", "D15C0000000000B2"
-# Everyone current at Lonestar, in discover's order: grade, seniority, last name.
-EVERYONE = (
-    "Fox King Adams Irwin Moore Park Hill Evans Ortiz Reed Brown Gray Jones Nash Cole Diaz Lopez"
-).split()
-TEXAS = {"Adams", "Brown", "Cole", "Diaz", "Evans", "Fox", "Gray", "Hill", "Irwin", "Jones"}
-TEXAS |= {"King", "Lopez", "Moore", "Nash"}
+from tests.helpers.constants import DATA
+from tests.helpers.discover_data import EVERYONE, HILL_COUNTRY, LONESTAR, TEXAS
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,10 @@ from werkzeug.test import TestResponse
 
 from server import accounts, db, importer
 from server.http.app import create_app
-from tests.test_discover import DATA, EVERYONE, LONESTAR
+from tests.helpers.constants import DATA, NOW, SECRET
+from tests.helpers.discover_data import EVERYONE, LONESTAR
+from tests.helpers.orgs import organization
 
-SECRET = "test-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 G = {"company_guid": LONESTAR}
 
 
@@ -41,15 +41,7 @@ def app(db_path: Path, dataset: Path) -> Flask:
 
 
 def _org(db_path: Path, tier: str = "pro", **options: Any) -> tuple[str, str]:
-    row, key = accounts.create_organization(
-        db.connect(db_path),
-        SECRET.encode(),
-        NOW,
-        name=f"{tier}-{len(options)}-{id(options)}",
-        website="https://example.org",
-        tier=tier,
-        **options,
-    )
+    row, key = organization(db.connect(db_path), f"{tier}-{uuid.uuid4().hex[:6]}", tier, **options)
     return row["id"], key
 
 

@@ -13,7 +13,8 @@ from werkzeug.test import TestResponse
 
 from server import accounts, db, store
 from server.http.app import create_app
-from tests.test_enrich import (
+from tests.helpers.constants import SECRET
+from tests.helpers.enrich_data import (
     AVA,
     AVA_EMAIL,
     BEN_OLD_EMAIL,
@@ -21,22 +22,14 @@ from tests.test_enrich import (
     NOW,
     copy_dataset,
 )
-
-SECRET = "test-secret"
+from tests.helpers.orgs import organization
 
 
 class Org:
     def __init__(self, db_path: Path, tier: str, **options: Any) -> None:
-        row, self.key = accounts.create_organization(
-            db.connect(db_path),
-            SECRET.encode(),
-            NOW,
-            name=f"{tier}-{uuid.uuid4().hex[:6]}",
-            website="https://example.org",
-            tier=tier,
-            credits=options.get("credits"),
-            qps=options.get("qps", 1000),
-        )
+        name = f"{tier}-{uuid.uuid4().hex[:6]}"
+        credits, qps = options.get("credits"), options.get("qps", 1000)
+        row, self.key = organization(db.connect(db_path), name, tier, NOW, credits=credits, qps=qps)
         self.id = row["id"]
         self.db_path = db_path
 

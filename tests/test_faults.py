@@ -16,16 +16,13 @@ import re
 import shutil
 import socket
 import struct
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -35,25 +32,22 @@ from sqlite_utils import Database
 from connector import connections, outbound, signatures, store, worker
 from connector.app import create_app
 from connector.cli import main
-from connector.platforms import hubspot
-from server import accounts, importer
+from server import importer
+from tests.helpers.clock import Clock
+from tests.helpers.constants import DATA, NOW, SECRET
+from tests.helpers.crm_server import REFUSED, Call, CrmHandler, FakeCrm, Reply, running
+from tests.helpers.orgs import organization
 
-DATA = Path(__file__).parent / "data"
 SEED = 93  # issue 9, item 3
-SECRET = "faults-test-secret"
 HUBSPOT_SECRET = "faults-hubspot-client-secret"
 SALESFORCE_ORG = "00DFa0000000001"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 CREDITS = 5000
 CLIENT_TIMEOUT = 0.5  # seconds: the worker's client gives up on an answer this late
 # A slow answer comes well within the timeout or well past it, never close to it, so that a
 # loaded machine does not turn one into the other and the run stays the same for a seed.
 IN_TIME, LATE = (0.02, 0.25), (0.75, 1.0)
-SF = "/services/data/v62.0"
-HS = hubspot.CONTACTS
-# The property each CRM refuses for the contacts in `FaultyCrm.refusing`, whatever the value:
-# a dropdown (picklist) whose options were set up without ours.
-REFUSED = {"hubspot": "contactdata_record_status", "salesforce": "ContactData_Record_Status__c"}
+# The property each CRM refuses for the contacts in `FaultyCrm.refusing`, whatever the value
+# (a dropdown, a picklist, whose options were set up without ours): crm_server.REFUSED.
 STATUS = REFUSED  # the same properties hold the record status we write
 # Platforms where a refused value costs the contact that property alone: the rest is written
 # and the CRM's reason is the delivery's note. Elsewhere the contact is a dead letter.
@@ -142,54 +136,43 @@ class Schedule:
 # --- the fake CRM -------------------------------------------------------------------------------
 
 
-@dataclass
-class Reply:
-    """What the CRM answers when nothing goes wrong, and the writes that answer stands for
-    (record id -> properties), applied or not as the fault says."""
+class FaultyCrm(FakeCrm):
+    """The loopback fake CRM (its HubSpot and Salesforce contacts here) misbehaving as
+    `schedule` says: each call meets the schedule's next fault, and the writes its answer stands
+    for are applied (and counted in `writes`) only when the fault strikes after them."""
 
-    status: int
-    body: Any = None
-    platform: str = ""
-    writes: dict[str, Row] = field(default_factory=dict)
-
-
-class FaultyCrm(ThreadingHTTPServer):
-    """HubSpot's contacts API (GET a contact, POST batch/read, PATCH a contact, POST
-    batch/update) and Salesforce's (GET a Contact, sObject Collections GET, PATCH a Contact,
-    sObject Collections PATCH) on one loopback server, misbehaving as `schedule` says; every
-    applied write is counted per record in `writes`."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _FaultyHandler)
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-        self.lock = threading.Lock()
+    def reset(self, schedule: Schedule | None = None) -> None:
+        """No contacts, no calls, no writes, and `schedule` from now on."""
+        super().reset()
+        self.schedule = schedule or Schedule(SEED, random_faults=False)
         self.aborting: set[int] = set()  # sockets to close with a reset (RST), by id
-        self.reset(Schedule(SEED, random_faults=False))
 
-    def reset(self, schedule: Schedule) -> None:
-        """No contacts, no writes, and `schedule` from now on."""
-        with self.lock:
-            self.schedule = schedule
-            self.contacts: dict[str, dict[str, Row]] = {"hubspot": {}, "salesforce": {}}
-            self.refusing: set[str] = set()  # records whose REFUSED property is never taken
-            self.writes: Counter[str] = Counter()
-            self.requests = 0
+    def serve(self, handler: CrmHandler, call: Call) -> None:
+        fault, reply = self.respond(call)
+        content = b"" if reply.body is None else json.dumps(reply.body).encode()
+        if fault.kind == "slow":
+            time.sleep(fault.share)
+        if fault.kind in ("none", "slow"):
+            handler.send(reply.status, content)
+        elif fault.kind == "reset":
+            self._reset(handler, fault, reply.status, content)
+        elif fault.kind == "429":
+            _rate_limited(handler, fault.variant)
+        elif fault.kind == "5xx":
+            _server_error(handler, fault.variant)
+        else:
+            kind = "text/html" if fault.variant == "html" else ""
+            handler.send(200, _garbage(fault, content), kind)
 
-    def respond(
-        self, method: str, path: str, query: dict[str, str], body: Any
-    ) -> tuple[Fault, Reply]:
-        """The fault this request meets and the CRM's answer, the answer's writes applied
-        when the fault strikes after them."""
+    def respond(self, call: Call) -> tuple[Fault, Reply]:
+        """The fault this call meets and the CRM's answer, the answer's writes applied when the
+        fault strikes after them."""
         with self.lock:
-            self.requests += 1
+            self.calls.append(call)
             fault = self.schedule.next()
-            reply = self.route(method, path, query, body)
+            reply = self.route(call)
             if fault.applied:
-                for record_id, properties in reply.writes.items():
-                    self.contacts[reply.platform][record_id].update(properties)
-                    self.writes[record_id] += 1
+                self.apply(reply)
             if fault.kind != "none":
                 self.schedule.counts[fault.kind] += 1
                 self.schedule.counts[f"{fault.kind}: {fault.variant}"] += 1
@@ -197,11 +180,18 @@ class FaultyCrm(ThreadingHTTPServer):
                     self.schedule.counts["struck after a write was applied"] += 1
             return fault, reply
 
-    def route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
-        for (wanted, prefix), answer in ROUTES.items():
-            if method == wanted and path.startswith(prefix):
-                return answer(self, path.removeprefix(prefix), query, body)
-        return Reply(404, {"message": f"no route {method} {path}"})
+    def _reset(self, handler: CrmHandler, fault: Fault, status: int, content: bytes) -> None:
+        """Close without answering, reset, or send the start of the answer and reset."""
+        handler.close_connection = True
+        if fault.variant == "closed":
+            return
+        linger = struct.pack("ii", 1, 0)
+        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+        self.aborting.add(id(handler.connection))
+        if fault.variant == "cut short":
+            handler.head(status, len(content) or 10)
+            handler.wfile.write(content[: int(len(content) * fault.share)])
+            handler.wfile.flush()
 
     def shutdown_request(self, request: Any) -> None:
         """Close a socket marked for a reset without the FIN of a graceful shutdown first."""
@@ -211,150 +201,7 @@ class FaultyCrm(ThreadingHTTPServer):
             return
         super().shutdown_request(request)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that gave up on a slow answer makes writing it fail: expected, quiet."""
 
-    # HubSpot CRM v3 ----------------------------------------------------------------------------
-
-    def hubspot_read(self, record_id: str, query: dict[str, str], body: Any) -> Reply:
-        contact = self.contacts["hubspot"].get(record_id)
-        if contact is None:
-            return Reply(404, HUBSPOT_NOT_FOUND)
-        return Reply(200, _hubspot_object(record_id, contact, query["properties"].split(",")))
-
-    def hubspot_update(self, record_id: str, query: dict[str, str], body: Any) -> Reply:
-        contact = self.contacts["hubspot"].get(record_id)
-        if contact is None:
-            return Reply(404, HUBSPOT_NOT_FOUND)
-        sent = body["properties"]
-        if self._refuses(record_id, "hubspot", sent):
-            return Reply(400, _hubspot_invalid_option(sent[REFUSED["hubspot"]]))
-        answer = _hubspot_object(record_id, {**contact, **sent})
-        return Reply(200, answer, "hubspot", {record_id: sent})
-
-    def hubspot_batch(self, action: str, query: dict[str, str], body: Any) -> Reply:
-        """batch/read and batch/update: 207 naming the contacts not found. HubSpot validates a
-        batch update as a whole: one contact's refused value refuses them all, writing none."""
-        inputs, contacts = body["inputs"], self.contacts["hubspot"]
-        refused = [i for i in inputs if self._refuses(i["id"], "hubspot", i.get("properties"))]
-        if refused:
-            return Reply(400, _hubspot_invalid_option(refused[0]["properties"][REFUSED["hubspot"]]))
-        found = [item for item in inputs if item["id"] in contacts]
-        missing = [item["id"] for item in inputs if item["id"] not in contacts]
-        if action == "update":
-            writes = {item["id"]: item["properties"] for item in found}
-            results = [
-                _hubspot_object(key, {**contacts[key], **sent}) for key, sent in writes.items()
-            ]
-        else:
-            writes = {}
-            results = [
-                _hubspot_object(i["id"], contacts[i["id"]], body["properties"]) for i in found
-            ]
-        answer: Row = {"status": "COMPLETE", "results": results, **BATCH_TIMES}
-        if not missing:
-            return Reply(200, answer, "hubspot", writes)
-        error = {**HUBSPOT_NOT_FOUND_IN_BATCH, "context": {"ids": missing}}
-        return Reply(207, {**answer, "numErrors": 1, "errors": [error]}, "hubspot", writes)
-
-    # Salesforce REST ---------------------------------------------------------------------------
-
-    def salesforce_read(self, record_id: str, query: dict[str, str], body: Any) -> Reply:
-        contact = self.contacts["salesforce"].get(record_id)
-        if contact is None:
-            return Reply(404, SALESFORCE_NOT_FOUND)
-        return Reply(200, _salesforce_object(record_id, contact, query["fields"].split(",")))
-
-    def salesforce_records(self, rest: str, query: dict[str, str], body: Any) -> Reply:
-        """sObject Collections GET: the records in the order asked, null for unknown ids."""
-        contacts, wanted = self.contacts["salesforce"], query["fields"].split(",")
-        asked = query["ids"].split(",")
-        found = [
-            _salesforce_object(k, contacts[k], wanted) if k in contacts else None for k in asked
-        ]
-        return Reply(200, found)
-
-    def salesforce_update(self, record_id: str, query: dict[str, str], body: Any) -> Reply:
-        if record_id not in self.contacts["salesforce"]:
-            return Reply(404, SALESFORCE_NOT_FOUND)
-        if self._refuses(record_id, "salesforce", body):
-            return Reply(400, [_salesforce_bad_value(body[REFUSED["salesforce"]], "errorCode")])
-        return Reply(204, None, "salesforce", {record_id: body})
-
-    def salesforce_collection(self, rest: str, query: dict[str, str], body: Any) -> Reply:
-        """sObject Collections PATCH (allOrNone false): a SaveResult a record, in order."""
-        results, writes = [], {}
-        for record in body["records"]:
-            key = record["id"]
-            sent = {k: v for k, v in record.items() if k not in ("attributes", "id")}
-            if self._refuses(key, "salesforce", sent):
-                error = _salesforce_bad_value(sent[REFUSED["salesforce"]], "statusCode")
-                results.append({"id": key, "success": False, "errors": [error]})
-            else:
-                writes[key] = sent
-                results.append({"id": key, "success": True, "errors": []})
-        return Reply(200, results, "salesforce", writes)
-
-    def _refuses(self, record_id: str, platform: str, sent: Row | None) -> bool:
-        return record_id in self.refusing and REFUSED[platform] in (sent or {})
-
-
-def _hubspot_object(record_id: str, contact: Row, wanted: list[str] | None = None) -> Row:
-    names = wanted if wanted is not None else list(contact)
-    properties = {name: contact.get(name) for name in names}
-    return {
-        "id": record_id,
-        "properties": {**properties, "hs_object_id": record_id},
-        "createdAt": "2026-01-10T05:36:25.538Z",
-        "updatedAt": "2026-11-23T12:00:00.000Z",
-        "archived": False,
-    }
-
-
-def _hubspot_invalid_option(value: str) -> Row:
-    """HubSpot's refusal of a dropdown value it has no option for: the message's list is
-    JSON, as HubSpot writes it."""
-    name = REFUSED["hubspot"]
-    message = f'{value} was not one of the allowed options: [label: "Checked"]'
-    listed = [{"isValid": False, "message": message, "error": "INVALID_OPTION", "name": name}]
-    return {
-        "status": "error",
-        "message": f"Property values were not valid: {json.dumps(listed)}",
-        "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
-        "category": "VALIDATION_ERROR",
-    }
-
-
-def _salesforce_object(record_id: str, contact: Row, wanted: list[str]) -> Row:
-    url = f"{SF}/sobjects/Contact/{record_id}"
-    return {"attributes": {"type": "Contact", "url": url}, **{f: contact.get(f) for f in wanted},
-            "Id": record_id}  # fmt: skip
-
-
-def _salesforce_bad_value(value: str, code_key: str) -> Row:
-    """Salesforce's refusal of a value a restricted picklist does not hold."""
-    name = REFUSED["salesforce"]
-    return {
-        code_key: "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST",
-        "message": f"ContactData Record Status: bad value for restricted picklist field: {value}",
-        "fields": [name],
-    }
-
-
-HUBSPOT_NOT_FOUND = {
-    "status": "error",
-    "message": "Object not found.",
-    "category": "OBJECT_NOT_FOUND",
-}
-HUBSPOT_NOT_FOUND_IN_BATCH = {
-    "status": "error",
-    "category": "OBJECT_NOT_FOUND",
-    "message": "Could not get some CONTACT objects, they may be deleted or not exist.",
-}
-SALESFORCE_NOT_FOUND = [
-    {"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}
-]
-BATCH_TIMES = {"startedAt": "2026-11-23T12:00:00.000Z", "completedAt": "2026-11-23T12:00:00.100Z"}
 RATE_LIMITED = {
     "status": "error",
     "message": "You have reached your ten_secondly_rolling limit.",
@@ -365,99 +212,23 @@ RATE_LIMITED = {
 GATEWAY_PAGE = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 WRONG_SHAPES: list[Any] = [[], {}, "OK", {"status": "COMPLETE"}, [{"id": 1}, "?"]]
 
-ROUTES: dict[tuple[str, str], Callable[[FaultyCrm, str, dict[str, str], Any], Reply]] = {
-    ("POST", f"{HS}/batch/"): FaultyCrm.hubspot_batch,
-    ("GET", f"{HS}/"): FaultyCrm.hubspot_read,
-    ("PATCH", f"{HS}/"): FaultyCrm.hubspot_update,
-    ("GET", f"{SF}/composite/sobjects/Contact"): FaultyCrm.salesforce_records,
-    ("PATCH", f"{SF}/composite/sobjects"): FaultyCrm.salesforce_collection,
-    ("GET", f"{SF}/sobjects/Contact/"): FaultyCrm.salesforce_read,
-    ("PATCH", f"{SF}/sobjects/Contact/"): FaultyCrm.salesforce_update,
-}
+
+def _rate_limited(handler: CrmHandler, variant: str) -> None:
+    headers = {
+        "Retry-After": {"Retry-After": "3"},
+        "interval header": {"X-HubSpot-RateLimit-Interval-Milliseconds": "10000"},
+    }.get(variant, {})
+    handler.send(429, json.dumps(RATE_LIMITED).encode(), headers=headers)
 
 
-class _FaultyHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the CRMs answer: a reset can hit a reused one
-    # Headers and body go in two writes: with Nagle, the body waits for the client's delayed
-    # ACK (40 ms a request on Linux), a cost of this fake, not of a CRM.
-    disable_nagle_algorithm = True
-    server: FaultyCrm
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        url = urlsplit(self.path)
-        query = dict(parse_qsl(url.query))
-        fault, reply = self.server.respond(self.command, url.path, query, json.loads(raw or "null"))
-        content = b"" if reply.body is None else json.dumps(reply.body).encode()
-        if fault.kind == "slow":
-            time.sleep(fault.share)
-        if fault.kind in ("none", "slow"):
-            self._send(reply.status, content)
-        elif fault.kind == "reset":
-            self._reset(fault, reply.status, content)
-        elif fault.kind == "429":
-            self._rate_limited(fault.variant)
-        elif fault.kind == "5xx":
-            self._server_error(fault.variant)
-        else:
-            self._send(
-                200, _garbage(fault, content), "text/html" if fault.variant == "html" else ""
-            )
-
-    def _reset(self, fault: Fault, status: int, content: bytes) -> None:
-        """Close without answering, reset, or send the start of the answer and reset."""
-        self.close_connection = True
-        if fault.variant == "closed":
-            return
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.server.aborting.add(id(self.connection))
-        if fault.variant == "cut short":
-            self._head(status, len(content) or 10)
-            self.wfile.write(content[: int(len(content) * fault.share)])
-            self.wfile.flush()
-
-    def _rate_limited(self, variant: str) -> None:
-        headers = {
-            "Retry-After": {"Retry-After": "3"},
-            "interval header": {"X-HubSpot-RateLimit-Interval-Milliseconds": "10000"},
-        }.get(variant, {})
-        self._send(429, json.dumps(RATE_LIMITED).encode(), headers=headers)
-
-    def _server_error(self, variant: str) -> None:
-        status = int(variant[:3])
-        headers = {"Retry-After": "20"} if variant.endswith("Retry-After") else {}
-        if status == 502:
-            self._send(502, GATEWAY_PAGE, "text/html")
-            return
-        body = {"status": "error", "message": "internal error", "category": "INTERNAL_ERROR"}
-        self._send(status, json.dumps(body).encode(), headers=headers)
-
-    def _head(self, status: int, length: int, kind: str = "", headers: Row | None = None) -> None:
-        self.send_response(status)
-        if length:
-            self.send_header("Content-Type", kind or "application/json;charset=UTF-8")
-        self.send_header("Content-Length", str(length))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-
-    def _send(
-        self, status: int, content: bytes, kind: str = "", headers: Row | None = None
-    ) -> None:
-        self._head(status, len(content), kind, headers)
-        self.wfile.write(content)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
+def _server_error(handler: CrmHandler, variant: str) -> None:
+    status = int(variant[:3])
+    headers = {"Retry-After": "20"} if variant.endswith("Retry-After") else {}
+    if status == 502:
+        handler.send(502, GATEWAY_PAGE, "text/html")
+        return
+    body = {"status": "error", "message": "internal error", "category": "INTERNAL_ERROR"}
+    handler.send(status, json.dumps(body).encode(), headers=headers)
 
 
 def _garbage(fault: Fault, content: bytes) -> bytes:
@@ -488,16 +259,6 @@ def _nested_wrong(body: Any) -> Any:
 # --- the product: dataset, app, connections, worker --------------------------------------------
 
 
-class Clock:
-    """The app's and the worker's time, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @dataclass
 class World:
     """The real app and worker over one database, their connections to the fake CRM."""
@@ -520,13 +281,8 @@ class World:
 
 @pytest.fixture(scope="module")
 def crm() -> Iterator[FaultyCrm]:
-    server = FaultyCrm()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with running(FaultyCrm()) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -571,9 +327,7 @@ def _dataset(db_path: Path, crm_url: str) -> dict[str, connections.Added]:
     importer.import_files(
         db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
     )
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=CREDITS
-    )
+    _, key = organization(db, credits=CREDITS)
     add = lambda name, platform, **extra: connections.add(  # noqa: E731
         db, SECRET.encode(), NOW, name=name, platform=platform, api_key=key,
         crm_base_url=crm_url, crm_token=f"{platform}-token", **extra,
@@ -780,7 +534,7 @@ def test_write_back_survives_a_seeded_schedule_of_crm_faults(world: World) -> No
         POST[platform](world, record_ids)
     _work_off(world)
 
-    print(f"\n{_summary(faults, world.crm.requests, time.monotonic() - began)}")
+    print(f"\n{_summary(faults, len(world.crm.calls), time.monotonic() - began)}")
     _assert_outcome(world, cast)
 
 

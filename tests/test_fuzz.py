@@ -18,7 +18,6 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +45,12 @@ from server import accounts, db, importer, keys
 from server.config import MAX_BODY_BYTES
 from server.http import access
 from server.records import GRADES
+from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
 
-DATA = Path(__file__).parent / "data"
-PLATFORMS = DATA / "platforms"
-SECRET = "fuzz-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 LOCAL = "http://localhost"  # the test client's host: the public URL HubSpot signs requests for
 HUBSPOT_SECRET = "hubspot-app-secret-0f3c"
 CRM_TOKEN = "crm-token-5d1e"
 LONESTAR = "D15C0000000000A1"  # a company of tests/data/discover_companies.csv
-AVA = "ava.adams@lonestar-discover.com"  # one of its people
 OTHER_ORG = "Umbrella Zeta Holdings"
 EXAMPLES = 56  # per operation and generation mode: 11 POST operations x 2 modes x 56 = 1,232
 FEW = 6  # for the operation without input (/healthz): its cases differ only in the key sent

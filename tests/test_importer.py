@@ -10,8 +10,8 @@ from sqlite_utils import Database
 from server import importer, titles
 from server.importer import ImportReport, RowError, import_files
 from server.records import GRADES, JOIN, RECORD_STATUSES
+from tests.helpers.constants import DATA
 
-DATA = Path(__file__).parent / "data"
 ACCEPTANCE = Path(__file__).parent / "data"  # the acceptance check's radius files, copied
 NOW = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ import pytest
 from connector import inbound
 from connector.platforms import PLATFORMS as DECLARED
 from connector.platforms import hubspot
+from tests.helpers.constants import PLATFORMS
 
-PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 PIPEDRIVE = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
 ZOHO = json.loads((PLATFORMS / "zoho_webhook.json").read_text())
 DYNAMICS = json.loads((PLATFORMS / "dynamics365_webhook_remote_execution_context.json").read_text())

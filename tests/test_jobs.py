@@ -20,9 +20,10 @@ from connector import connections, jobs, scheduler, store, worker
 from connector.cli import main
 from server import accounts, importer
 from server.clock import iso
-from tests.test_receiver import DATA, NOW, SECRET, Clock
-from tests.test_subscriptions import FakeZoho
-from tests.test_worker import AVA, CRM, FakeHubSpot
+from tests.helpers.clock import Clock
+from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
+from tests.helpers.crm import FakeHubSpot, FakeZohoWatch
+from tests.helpers.orgs import organization
 
 Row = dict[str, Any]
 
@@ -30,9 +31,7 @@ Row = dict[str, Any]
 def _org(db: Database, name: str, tier: str, credits: int | None = None) -> str:
     """A new organization's admin key."""
     extra = {} if credits is None else {"credits": credits}
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name=name, website=f"{name.lower()}.example", tier=tier, **extra
-    )
+    _, key = organization(db, name, tier, **extra)
     return key
 
 
@@ -233,7 +232,7 @@ def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: D
     key = _org(db, "Acme", "pro")
     zoho = connections.add(db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
                            crm_base_url=CRM, crm_token="1000.token")  # fmt: skip
-    fake = FakeZoho()
+    fake = FakeZohoWatch()
     clock = Clock()
     with httpx.Client(transport=httpx.MockTransport(fake)) as client:
 

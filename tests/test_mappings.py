@@ -23,9 +23,9 @@ from connector.mappings import (
 )
 from connector.platforms import PLATFORMS as DECLARED
 from server.enrich import OUTPUT_FIELDS
+from tests.helpers.constants import PLATFORMS
 
 MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
-PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 
 # An enrich result as server/enrich.py gives it: every field, all strings, "" when unknown.
 RESULT: dict[str, str] = {name: "" for name in OUTPUT_FIELDS} | {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -22,14 +22,11 @@ from connector import connections, oauth, outbound, sealing, store, worker
 from connector.adapters.base import TOKEN_REFUSED, Permanent, Retriable
 from connector.platforms import PLATFORMS as DECLARED
 from connector.platforms import adapter_for
-from server import accounts
-from tests.test_adapters import PLATFORMS, answer
-from tests.test_receiver import SECRET
-from tests.test_worker import FakeHubSpot, _event, setup
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.crm import CRMS, FakeHubSpot, answer
+from tests.helpers.events import hubspot_event
+from tests.helpers.orgs import organization
 
-__all__ = ["setup"]  # the worker tests' fixture, used below
-
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 TOKEN_URL = "https://login.example/oauth2/token"
 CREDENTIALS = oauth.Credentials(TOKEN_URL, "client-id", "client-secret", "refresh-1")
 
@@ -43,7 +40,7 @@ class TokenEndpoint:
     def __init__(
         self, platform: str, replies: list[httpx.Response] | None = None, accepts: bool = True
     ) -> None:
-        self.spec = PLATFORMS[platform]
+        self.spec = CRMS[platform]
         self.replies = replies or []
         self.accepts = accepts
         self.issued: list[str] = []
@@ -82,12 +79,12 @@ def renewing(
     saved = Saved()
     auth = oauth.Renewing(CREDENTIALS, token, expires_at, saved, lambda: now)
     client = httpx.Client(transport=httpx.MockTransport(endpoint))
-    return adapter_for(platform, PLATFORMS[platform].base_url, token, client, auth), saved
+    return adapter_for(platform, CRMS[platform].base_url, token, client, auth), saved
 
 
 @pytest.mark.parametrize("platform", REFRESHABLE)
 def test_a_refused_token_is_renewed_and_the_request_sent_once_more(platform: str) -> None:
-    spec = PLATFORMS[platform]
+    spec = CRMS[platform]
     endpoint = TokenEndpoint(platform)
     adapter, saved = renewing(platform, endpoint)
     assert adapter.read(spec.ids[0], [spec.known])[spec.known] == "CTO"
@@ -107,7 +104,7 @@ def test_a_refused_token_is_renewed_and_the_request_sent_once_more(platform: str
 
 @pytest.mark.parametrize("platform", REFRESHABLE)
 def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platform: str) -> None:
-    spec = PLATFORMS[platform]
+    spec = CRMS[platform]
     endpoint = TokenEndpoint(platform, accepts=False)
     adapter, _ = renewing(platform, endpoint)
     with pytest.raises(Permanent, match=TOKEN_REFUSED):
@@ -119,7 +116,7 @@ def test_a_token_still_refused_after_renewal_is_a_dead_letter_asked_once(platfor
 def test_a_token_refused_right_after_it_was_given_is_not_renewed_for_each_record(
     platform: str,
 ) -> None:
-    spec = PLATFORMS[platform]
+    spec = CRMS[platform]
     endpoint = TokenEndpoint(platform, accepts=False)
     adapter, _ = renewing(platform, endpoint)
     for record_id in spec.ids:
@@ -131,13 +128,13 @@ def test_a_token_refused_right_after_it_was_given_is_not_renewed_for_each_record
 def test_no_token_yet_is_asked_for_before_the_first_request() -> None:
     endpoint = TokenEndpoint("zoho")
     adapter, saved = renewing("zoho", endpoint, token="")
-    adapter.read(PLATFORMS["zoho"].ids[0], ["Title"])
+    adapter.read(CRMS["zoho"].ids[0], ["Title"])
     assert endpoint.tokens == ["Zoho-oauthtoken fresh-1"]
     assert len(saved) == 1
 
 
 def test_an_expired_token_is_renewed_before_use_and_a_live_one_is_not() -> None:
-    spec = PLATFORMS["hubspot"]
+    spec = CRMS["hubspot"]
     endpoint = TokenEndpoint("hubspot")
     endpoint.issued.append("live")
     live, _ = renewing("hubspot", endpoint, "live", NOW + timedelta(minutes=5))
@@ -248,7 +245,7 @@ def test_a_refused_renewal_is_not_asked_for_again_by_the_same_authentication(
     refusal: httpx.Response, failure: type[Exception]
 ) -> None:
     """One refusal a round: asking again for each record deepens Zoho's throttle."""
-    spec = PLATFORMS["zoho"]
+    spec = CRMS["zoho"]
     endpoint = TokenEndpoint("zoho", [refusal])
     adapter, saved = renewing("zoho", endpoint, token="")
     for record_id in spec.ids:
@@ -260,7 +257,7 @@ def test_a_refused_renewal_is_not_asked_for_again_by_the_same_authentication(
 
 
 def test_a_renewal_refused_fails_the_adapters_call_with_the_reason() -> None:
-    spec = PLATFORMS["salesforce"]
+    spec = CRMS["salesforce"]
     refusal = token_answer(400, {"error": "invalid_grant", "error_description": "revoked"})
     endpoint = TokenEndpoint("salesforce", [refusal])
     adapter, saved = renewing("salesforce", endpoint)
@@ -328,9 +325,9 @@ def crm() -> RenewingHubSpot:
 
 
 def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_next_round(
-    setup: Any, crm: RenewingHubSpot
+    worker_setup: Any, crm: RenewingHubSpot
 ) -> None:
-    db, work, link, clock = setup
+    db, work, link, clock = worker_setup
     secret = SECRET.encode()
     token_url = f"{link.row['crm_base_url']}/oauth/2026-03/token"
     credentials = oauth.Credentials(token_url, "cid", "csecret", "r1")
@@ -339,7 +336,7 @@ def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_nex
             "crm_oauth_sealed": sealing.seal(secret, credentials.dumps()),
             "crm_token_sealed": sealing.seal(secret, "expired-token"),
         })  # fmt: skip
-    _event(db, link, "e1")
+    hubspot_event(db, link, "e1")
     assert work.run_due() == {"done": 1}
     assert crm.issued == ["renewed-1"]
     (written,) = crm.patches()
@@ -353,16 +350,16 @@ def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_nex
 
     # Another worker (another process) reads the record again with the saved token.
     again = worker.Worker(db, secret, clock, work.client, random.Random(1))
-    _event(db, link, "e2", thin=True)
+    hubspot_event(db, link, "e2", thin=True)
     assert again.run_due() == {"done": 1}
     assert crm.issued == ["renewed-1"]
     assert crm.requests[-1].headers["Authorization"] == "Bearer renewed-1"
 
 
 def test_the_token_endpoint_is_checked_again_before_each_round(
-    setup: Any, monkeypatch: pytest.MonkeyPatch
+    worker_setup: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db, _, link, clock = setup
+    db, _, link, clock = worker_setup
     secret = SECRET.encode()
     credentials = oauth.Credentials("http://127.0.0.1:9/token", "cid", "csecret", "r1")
     with store.server.write(db):
@@ -376,7 +373,7 @@ def test_the_token_endpoint_is_checked_again_before_each_round(
 
 
 def test_a_token_that_cannot_be_saved_is_retriable_and_not_used() -> None:
-    spec = PLATFORMS["hubspot"]
+    spec = CRMS["hubspot"]
 
     def failing(got: oauth.Granted) -> None:
         raise sqlite3.OperationalError("database is locked")
@@ -412,7 +409,7 @@ class ThrottlingZoho:
         self.requests.append(request)
         if request.url.path == "/oauth/v2/token":
             return httpx.Response(200, json=THROTTLED)
-        return httpx.Response(401, json=PLATFORMS["zoho"].expired)
+        return httpx.Response(401, json=CRMS["zoho"].expired)
 
     def token_requests(self) -> list[httpx.Request]:
         return [request for request in self.requests if request.url.path == "/oauth/v2/token"]
@@ -425,9 +422,7 @@ def test_a_throttled_zoho_token_postpones_the_round_asking_once(
     request for the round, and every event waits out Zoho's ten minutes."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db = store.connect(db_path)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(db)
     zoho_api = "http://127.0.0.1:9"
     link = connections.add(
         db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,

@@ -23,14 +23,13 @@ from werkzeug.test import TestResponse
 
 import server
 from connector import connections, sealing, signatures, store
-from connector.app import create_app
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from server import accounts, db, importer
 from tests import servers
+from tests.helpers.clock import Clock
+from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
+from tests.helpers.orgs import organization
 
-PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
-SECRET = "test-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 HUBSPOT_SECRET = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
 SALESFORCE_ORG = "00Do0000000xxxxxxx"  # the sample's (redacted) organization id
 WORKFLOW = (PLATFORMS / "hubspot_workflow_webhook.json").read_bytes()
@@ -39,32 +38,15 @@ OUTBOUND_MESSAGE = (PLATFORMS / "salesforce_outbound_message.xml").read_bytes()
 ZAP = (PLATFORMS / "zapier_webhooks_post_action.json").read_bytes()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
-    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock}
-    return create_app({**settings, "PUBLIC_URL": "http://localhost"})  # the test client's
+def app(connector_app: Flask) -> Flask:
+    return connector_app
 
 
 @pytest.fixture
 def links(app: Flask, db_path: Path) -> dict[str, connections.Added]:
     database = store.connect(db_path)
-    _, key = accounts.create_organization(
-        database, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(database)
     crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
     add = lambda name, platform, **extra: connections.add(  # noqa: E731
         database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra
@@ -401,9 +383,6 @@ def test_removing_a_connection_closes_its_urls(
 
 # --- synchronous enrich ----------------------------------------------------------------------
 
-DATA = Path(__file__).parent / "data"
-AVA = "ava.adams@lonestar-discover.com"  # in tests/data/discover_contacts.csv
-
 
 @pytest.fixture
 def people(links: dict[str, connections.Added], db_path: Path) -> None:
@@ -515,10 +494,7 @@ def test_a_hubspot_custom_action_gets_output_fields_and_an_execution_state(
 def broke(links: dict[str, connections.Added], db_path: Path) -> dict[str, connections.Added]:
     """A Zapier and a HubSpot connection of an organization without credits."""
     database = store.connect(db_path)
-    _, key = accounts.create_organization(
-        database, SECRET.encode(), NOW, name="Broke", website="broke.example", tier="pro",
-        credits=0,
-    )  # fmt: skip
+    _, key = organization(database, "Broke", credits=0)
     crm = {"crm_base_url": "http://127.0.0.1:9", "crm_token": "crm-token-1234"}
     add = lambda name, platform, **extra: connections.add(  # noqa: E731
         database, SECRET.encode(), NOW, name=name, platform=platform, api_key=key, **extra

@@ -19,15 +19,12 @@ import random
 import re
 import shutil
 import sqlite3
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 from xml.etree import ElementTree
 
 import httpx
@@ -45,10 +42,12 @@ from connector.platforms.hubspot import CALLBACKS, CONTACTS
 from connector.platforms.pipedrive import Pipedrive
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from connector.platforms.zoho import Zoho
-from server import accounts, importer
-from tests.test_receiver import NOW, PLATFORMS, SECRET, Clock, app, clock  # noqa: F401
+from server import importer
+from tests.helpers.clock import Clock
+from tests.helpers.constants import DATA, NOW, PLATFORMS, SECRET
+from tests.helpers.crm_server import DATAVERSE, SF, Call, FakeCrm, running
+from tests.helpers.orgs import organization
 
-DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
 # The "Job title" person custom field a Pipedrive admin creates (mappings/pipedrive.yaml).
 PIPEDRIVE_JOB_TITLE = "0b3c7f1e9a5d4c2b8e6f1a3d5c7b9e2f4a6c8d0b"
@@ -57,8 +56,6 @@ HUBSPOT_TOKEN = "pat-na1-5eb10000-0000-4000-8000-000000000001"
 SALESFORCE_TOKEN = "00Do0000000xxxxxxx!AQ4AQReplay.Access.Token"
 SALESFORCE_ORG = "00Do0000000xxxxxxx"  # the sample's (redacted) organization id
 SALESFORCE_CONTACT = "003o000000xxxxxxxxx"  # the sample's (redacted, 19-character) Contact id
-SF = "/services/data/v62.0"
-DATAVERSE = "/api/data/v9.2"
 VECTORS = json.loads((PLATFORMS / "hubspot_signature_test_vectors.json").read_text())["vectors"]
 STANDARD_VECTOR = json.loads((PLATFORMS / "standard_webhooks_test_vector.json").read_text())
 STANDARD_SECRET = STANDARD_VECTOR["secret"]
@@ -172,344 +169,10 @@ def test_the_signer_here_reproduces_the_standard_webhooks_vector() -> None:
 # --- the fake CRM ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Call:
-    """One request the fake CRM received."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]  # names in lower case
-    body: Any  # the JSON body, None when there was none
-
-
-class FakeCrm(ThreadingHTTPServer):
-    """HubSpot's, Salesforce's, Pipedrive's, Zoho's and Dataverse's contact endpoints on one
-    loopback server: contacts by id, writes applied, every request recorded in `calls`."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _CrmHandler)
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-        self.lock = threading.Lock()
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget every contact and call."""
-        with self.lock:
-            self.hubspot: dict[str, dict[str, str]] = {}
-            self.salesforce: dict[str, dict[str, Any]] = {}
-            self.pipedrive: dict[str, dict[str, Any]] = {}  # persons as API v2 gives them
-            self.zoho: dict[str, dict[str, Any]] = {}  # Contacts, lookups as {"name", "id"}
-            self.dynamics: dict[str, dict[str, Any]] = {}  # contacts by GUID, columns by name
-            self.calls: list[Call] = []
-
-    def answer(self, call: Call) -> tuple[int, Any]:
-        """Record `call` and answer it: status and JSON body (None for no body)."""
-        with self.lock:
-            self.calls.append(call)
-            for pattern, method, route in _ROUTES:
-                found = re.fullmatch(pattern, call.path)
-                if found and call.method == method:
-                    return route(self, call, *map(unquote, found.groups()))
-        return 404, [{"errorCode": "NOT_FOUND", "message": f"no route {call.path}"}]
-
-    # HubSpot CRM v3 -------------------------------------------------------------------------
-
-    def hubspot_object(self, record_id: str, wanted: list[str] | None = None) -> dict[str, Any]:
-        stored = self.hubspot[record_id]
-        names = wanted if wanted is not None else list(stored)
-        properties = {name: stored.get(name) for name in names}
-        return {
-            "id": record_id,
-            "properties": {**properties, "hs_object_id": record_id},
-            "createdAt": "2017-01-10T05:36:25.538Z",
-            "updatedAt": "2026-11-23T12:00:00.000Z",
-            "archived": False,
-        }
-
-    def hubspot_read(self, call: Call, record_id: str) -> tuple[int, Any]:
-        if record_id not in self.hubspot:
-            return 404, _HUBSPOT_NOT_FOUND
-        wanted = call.query["properties"].split(",") if "properties" in call.query else None
-        return 200, self.hubspot_object(record_id, wanted)
-
-    def hubspot_update(self, call: Call, record_id: str) -> tuple[int, Any]:
-        if record_id not in self.hubspot:
-            return 404, _HUBSPOT_NOT_FOUND
-        self.hubspot[record_id].update(call.body["properties"])
-        return 200, self.hubspot_object(record_id)
-
-    def hubspot_batch(self, call: Call, action: str) -> tuple[int, Any]:
-        inputs = call.body["inputs"]
-        missing = [item["id"] for item in inputs if item["id"] not in self.hubspot]
-        results = []
-        for item in inputs:
-            if item["id"] in missing:
-                continue
-            if action == "update":
-                self.hubspot[item["id"]].update(item["properties"])
-            results.append(self.hubspot_object(item["id"], call.body.get("properties")))
-        body = {
-            "status": "COMPLETE",
-            "results": results,
-            "startedAt": "2026-11-23T12:00:00.000Z",
-            "completedAt": "2026-11-23T12:00:00.100Z",
-        }
-        if not missing:
-            return 200, body
-        error = {"status": "error", "category": "OBJECT_NOT_FOUND", "context": {"ids": missing}}
-        error["message"] = "Could not get some CONTACT objects, they may be deleted or not exist."
-        return 207, {**body, "numErrors": 1, "errors": [error]}
-
-    def hubspot_callback(self, call: Call, callback_id: str) -> tuple[int, Any]:
-        return 204, None
-
-    # Salesforce REST ------------------------------------------------------------------------
-
-    def salesforce_read(self, call: Call, record_id: str) -> tuple[int, Any]:
-        if record_id not in self.salesforce:
-            return 404, _SALESFORCE_NOT_FOUND
-        stored = self.salesforce[record_id]
-        wanted = call.query["fields"].split(",") if "fields" in call.query else list(stored)
-        attributes = {"type": "Contact", "url": f"{SF}/sobjects/Contact/{record_id}"}
-        return 200, {
-            "attributes": attributes,
-            "Id": record_id,
-            **{f: stored.get(f) for f in wanted},
-        }
-
-    def salesforce_records(self, call: Call) -> tuple[int, Any]:
-        """sObject Collections GET: the records in the order asked, null for unknown ids."""
-        wanted = call.query["fields"].split(",")
-        found = []
-        for record_id in call.query["ids"].split(","):
-            stored = self.salesforce.get(record_id)
-            attributes = {"type": "Contact", "url": f"{SF}/sobjects/Contact/{record_id}"}
-            record = {"attributes": attributes, **{f: (stored or {}).get(f) for f in wanted}}
-            found.append(None if stored is None else {**record, "Id": record_id})
-        return 200, found
-
-    def salesforce_update(self, call: Call, record_id: str) -> tuple[int, Any]:
-        if record_id not in self.salesforce:
-            return 404, _SALESFORCE_NOT_FOUND
-        self.salesforce[record_id].update(call.body)
-        return 204, None
-
-    def salesforce_collection(self, call: Call) -> tuple[int, Any]:
-        results = []
-        for record in call.body["records"]:
-            fields = {k: v for k, v in record.items() if k not in ("attributes", "id")}
-            if record["id"] in self.salesforce:
-                self.salesforce[record["id"]].update(fields)
-                results.append({"id": record["id"], "success": True, "errors": []})
-            else:
-                errors = [_SALESFORCE_BAD_ID]
-                results.append({"id": record["id"], "success": False, "errors": errors})
-        return 200, results
-
-    # Pipedrive API v2 -----------------------------------------------------------------------
-
-    def pipedrive_read(self, call: Call, record_id: str) -> tuple[int, Any]:
-        if record_id not in self.pipedrive:
-            return 404, _PIPEDRIVE_NOT_FOUND
-        return 200, {"success": True, "data": self.pipedrive[record_id]}
-
-    def pipedrive_list(self, call: Call) -> tuple[int, Any]:
-        """GET /persons?ids=: the persons asked for that exist, in the order asked."""
-        asked = call.query["ids"].split(",")
-        found = [self.pipedrive[key] for key in asked if key in self.pipedrive]
-        return 200, {"success": True, "data": found, "additional_data": {"next_cursor": None}}
-
-    def pipedrive_update(self, call: Call, record_id: str) -> tuple[int, Any]:
-        """PATCH: lists (emails, phones) replaced whole, custom fields merged by key."""
-        if record_id not in self.pipedrive:
-            return 404, _PIPEDRIVE_NOT_FOUND
-        person = self.pipedrive[record_id]
-        custom = {**person.get("custom_fields", {}), **call.body.get("custom_fields", {})}
-        person.update({**call.body, "custom_fields": custom})
-        return 200, {"success": True, "data": person}
-
-    # Zoho CRM v7 ----------------------------------------------------------------------------
-
-    def zoho_record(self, record_id: str, call: Call) -> dict[str, Any]:
-        stored = self.zoho[record_id]
-        wanted = call.query["fields"].split(",") if "fields" in call.query else list(stored)
-        return {**{name: stored.get(name) for name in wanted}, "id": record_id}
-
-    def zoho_read(self, call: Call, record_id: str) -> tuple[int, Any]:
-        if record_id not in self.zoho:
-            return 204, None  # Zoho's answer for a record that is not there
-        return 200, {"data": [self.zoho_record(record_id, call)]}
-
-    def zoho_list(self, call: Call) -> tuple[int, Any]:
-        asked = call.query["ids"].split(",")
-        records = [self.zoho_record(key, call) for key in asked if key in self.zoho]
-        info = {"per_page": 200, "count": len(records), "page": 1, "more_records": False}
-        return 200, {"data": records, "info": info}
-
-    def zoho_update(self, call: Call, record_id: str) -> tuple[int, Any]:
-        (record,) = call.body["data"]
-        answer = self.zoho_apply(record_id, record)
-        return (400 if answer["status"] == "error" else 200), {"data": [answer]}
-
-    def zoho_update_many(self, call: Call) -> tuple[int, Any]:
-        """PUT /Contacts: one answer a record, in the order sent; 207 when some failed."""
-        answers = [self.zoho_apply(record["id"], record) for record in call.body["data"]]
-        mixed = any(answer["status"] == "error" for answer in answers)
-        return (207 if mixed else 200), {"data": answers}
-
-    def zoho_apply(self, record_id: str, record: dict[str, Any]) -> dict[str, Any]:
-        if record_id not in self.zoho:
-            return _ZOHO_INVALID_ID
-        self.zoho[record_id].update({k: v for k, v in record.items() if k != "id"})
-        answer = json.loads(json.dumps(_ZOHO_UPDATED))
-        answer["details"]["id"] = record_id
-        return answer
-
-    # Dataverse Web API ----------------------------------------------------------------------
-
-    def dynamics_row(self, guid: str, columns: list[str]) -> dict[str, Any]:
-        stored = self.dynamics[guid]
-        return {
-            "@odata.etag": 'W/"4334726"',
-            **{c: stored.get(c) for c in columns},
-            "contactid": guid,
-        }
-
-    def dynamics_read(self, call: Call, guid: str) -> tuple[int, Any]:
-        if guid not in self.dynamics:
-            return 404, _dynamics_not_found(guid)
-        columns = call.query["$select"].split(",")
-        context = f"{self.url}{DATAVERSE}/$metadata#contacts({','.join(columns)})/$entity"
-        return 200, {"@odata.context": context, **self.dynamics_row(guid, columns)}
-
-    def dynamics_query(self, call: Call) -> tuple[int, Any]:
-        """$filter with Microsoft.Dynamics.CRM.In over contactid: the rows that exist."""
-        listed = re.search(r"PropertyValues=\[([^\]]*)\]", call.query["$filter"])
-        asked = [guid.strip("'") for guid in listed[1].split(",")] if listed else []
-        columns = call.query["$select"].split(",")
-        rows = [self.dynamics_row(guid, columns) for guid in asked if guid in self.dynamics]
-        return 200, {"@odata.context": f"{self.url}{DATAVERSE}/$metadata#contacts", "value": rows}
-
-    def dynamics_update(self, call: Call, guid: str) -> tuple[int, Any]:
-        """PATCH with If-Match: * only: without it Dataverse would create a missing contact
-        (an upsert), which the adapter must never ask for, so the fake refuses it."""
-        if call.headers.get("if-match") != "*":
-            return 400, {"error": {"code": "0x0", "message": "the fake requires If-Match: *"}}
-        if guid not in self.dynamics:
-            return 404, _dynamics_not_found(guid)
-        self.dynamics[guid].update(call.body)
-        return 204, None
-
-
-_HUBSPOT_NOT_FOUND = {
-    "status": "error",
-    "message": "Object not found.",
-    "category": "OBJECT_NOT_FOUND",
-}
-_SALESFORCE_NOT_FOUND = [
-    {"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}
-]
-_SALESFORCE_BAD_ID = {
-    "statusCode": "INVALID_CROSS_REFERENCE_KEY",
-    "message": "invalid cross reference id",
-    "fields": [],
-}
-_PIPEDRIVE_NOT_FOUND = {  # Pipedrive's error envelope, as tests/test_adapters_pipedrive has it
-    "success": False,
-    "error": "Person not found",
-    "error_info": "Please check developers.pipedrive.com for more information about Pipedrive API.",
-    "data": None,
-    "additional_data": None,
-}
-_ZOHO_UPDATED = json.loads(
-    (PLATFORMS / "outbound" / "zoho_update_records_response.json").read_text()
-)["data"][0]
-_ZOHO_INVALID_ID = {
-    "code": "INVALID_DATA",
-    "details": {"api_name": "id", "json_path": "$.data[0].id"},
-    "message": "the id given seems to be invalid",
-    "status": "error",
-}
-
-
-def _dynamics_not_found(guid: str) -> dict[str, Any]:
-    """The Web API's 404 message; its code is left empty, as tests/test_adapters_dynamics has
-    it (the code Dataverse gives was not verified)."""
-    return {"error": {"code": "", "message": f"contact With Id = {guid} Does Not Exist"}}
-
-
-_ROUTES = [
-    (rf"{CONTACTS}/batch/(read|update)", "POST", FakeCrm.hubspot_batch),
-    (rf"{CONTACTS}/([^/]+)", "GET", FakeCrm.hubspot_read),
-    (rf"{CONTACTS}/([^/]+)", "PATCH", FakeCrm.hubspot_update),
-    (rf"{CALLBACKS}/([^/]+)/complete", "POST", FakeCrm.hubspot_callback),
-    (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
-    (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
-    (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),
-    (r"/services/data/v\d+\.\d+/composite/sobjects/Contact", "GET", FakeCrm.salesforce_records),
-    (r"/api/v2/persons/([^/]+)", "GET", FakeCrm.pipedrive_read),
-    (r"/api/v2/persons/([^/]+)", "PATCH", FakeCrm.pipedrive_update),
-    (r"/api/v2/persons", "GET", FakeCrm.pipedrive_list),
-    (r"/crm/v7/Contacts/([^/]+)", "GET", FakeCrm.zoho_read),
-    (r"/crm/v7/Contacts/([^/]+)", "PUT", FakeCrm.zoho_update),
-    (r"/crm/v7/Contacts", "GET", FakeCrm.zoho_list),
-    (r"/crm/v7/Contacts", "PUT", FakeCrm.zoho_update_many),
-    (r"/api/data/v9\.2/contacts\(([^)]+)\)", "GET", FakeCrm.dynamics_read),
-    (r"/api/data/v9\.2/contacts\(([^)]+)\)", "PATCH", FakeCrm.dynamics_update),
-    (r"/api/data/v9\.2/contacts", "GET", FakeCrm.dynamics_query),
-]
-
-
-class _CrmHandler(BaseHTTPRequestHandler):
-    server: FakeCrm
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        url = urlsplit(self.path)
-        call = Call(
-            method=self.command,
-            path=url.path,
-            query=dict(parse_qsl(url.query)),
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=json.loads(raw) if raw else None,
-        )
-        status, answer = self.server.answer(call)
-        content = b"" if answer is None else json.dumps(answer).encode()
-        self.send_response(status)
-        if content:
-            self.send_header("Content-Type", "application/json;charset=UTF-8")
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.wfile.write(content)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-
 @pytest.fixture(scope="module")
 def crm_server() -> Iterator[FakeCrm]:
-    server = FakeCrm()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with running(FakeCrm()) as server:
+        yield server
 
 
 @pytest.fixture
@@ -519,6 +182,11 @@ def crm(crm_server: FakeCrm) -> FakeCrm:
 
 
 # --- the product -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def app(connector_app: Flask) -> Flask:
+    return connector_app
 
 
 @dataclass(frozen=True)
@@ -554,9 +222,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, crm_server: FakeCrm) -> Da
     importer.import_files(
         db, companies=DATA / "replay_companies.csv", contacts=DATA / "replay_contacts.csv"
     )
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=10
-    )
+    _, key = organization(db, credits=10)
 
     def add(name: str, platform: str, **extra: Any) -> connections.Added:
         return connections.add(
@@ -601,10 +267,10 @@ def db_path(tmp_path: Path, dataset: Dataset) -> Path:
 
 @pytest.fixture
 def replay(
-    app: Flask,  # noqa: F811
+    app: Flask,
     db_path: Path,
     dataset: Dataset,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> Iterator[Replay]:
     db = store.connect(db_path)
@@ -753,7 +419,7 @@ def test_the_hubspot_workflow_sample_names_nobody_enrich_can_find(
     """The sample's contact has a first and last name and nothing else that identifies a
     person (no e-mail, no company name): the record is read, then the event is a dead letter
     naming what is missing, and nothing is written or charged."""
-    crm.hubspot["3234574"] = dict(WORKFLOW_CONTACT)
+    crm.contacts["hubspot"]["3234574"] = dict(WORKFLOW_CONTACT)
     response = _hubspot(client, replay.links["hubspot"], "events", WORKFLOW, "v2")
     assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
 
@@ -770,7 +436,7 @@ def test_the_hubspot_workflow_sample_names_nobody_enrich_can_find(
         "dead",
         f"missing_identifier: {MISSING_IDENTIFIER}",
     )
-    assert crm.hubspot["3234574"] == WORKFLOW_CONTACT and replay.credits() == 10
+    assert crm.contacts["hubspot"]["3234574"] == WORKFLOW_CONTACT and replay.credits() == 10
 
 
 def test_the_hubspot_workflow_sample_with_an_email_is_written_back(
@@ -779,7 +445,7 @@ def test_the_hubspot_workflow_sample_with_an_email_is_written_back(
     """The same contact once it has an e-mail: names and the location the user typed are
     kept (the zip differs from ours and stays), the gaps and our own properties are filled."""
     email = "hubspot.test@hubspot.com"
-    crm.hubspot["3234574"] = {**WORKFLOW_CONTACT, "email": email}
+    crm.contacts["hubspot"]["3234574"] = {**WORKFLOW_CONTACT, "email": email}
     body = _with(WORKFLOW, properties__email={"value": email})
     for _ in range(2):  # HubSpot retries a delivery: the copy is acknowledged, not stored
         response = _hubspot(client, replay.links["hubspot"], "events", body, "v2")
@@ -807,7 +473,7 @@ def test_the_hubspot_workflow_sample_with_an_email_is_written_back(
             "contactdata_contact_guid": HUBSPOT_TEST,
         }
     }
-    assert crm.hubspot["3234574"]["zip"] == "02139" and replay.credits() == 9
+    assert crm.contacts["hubspot"]["3234574"]["zip"] == "02139" and replay.credits() == 9
     assert (replay.event("hubspot")["status"], replay.event("hubspot")["last_error"]) == (
         "done",
         "",
@@ -822,7 +488,7 @@ def test_the_hubspot_webhooks_api_batch_reads_the_contact_then_writes_it_back(
     assert hubspot_v1(HUBSPOT_SECRET, BATCH) == (
         "232db2615f3d666fe21a8ec971ac7b5402d33b9a925784df3ca654d05f4817de"  # HubSpot's docs
     )
-    crm.hubspot["123"] = {
+    crm.contacts["hubspot"]["123"] = {
         "email": "priya.raman@northwindhealth.com",
         "firstname": "Priya",
         "jobtitle": "Head of Ops",
@@ -854,7 +520,7 @@ def test_the_hubspot_webhooks_api_batch_reads_the_contact_then_writes_it_back(
             "contactdata_contact_guid": PRIYA_RAMAN,
         }
     }
-    assert crm.hubspot["123"]["jobtitle"] == "Head of Ops" and replay.credits() == 9
+    assert crm.contacts["hubspot"]["123"]["jobtitle"] == "Head of Ops" and replay.credits() == 9
 
 
 ARDYS_OUTPUT = {  # the custom action sample's contact, as the hubspot mapping outputs her:
@@ -938,7 +604,7 @@ def test_a_custom_action_out_of_credits_is_blocked_until_credits_come(
     client: FlaskClient,
     replay: Replay,
     crm: FakeCrm,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
 ) -> None:
     replay.db.execute("UPDATE organizations SET credits = 0")
     response = _hubspot(client, replay.links["hubspot"], "enrich", CUSTOM_ACTION, "v3")
@@ -1008,7 +674,7 @@ def test_the_salesforce_sample_is_enriched_and_written_back(
     """The Outbound Message as published carries FirstName and LastName only: the worker
     reads the Contact and enriches with the e-mail the org holds. With Email ticked in the
     message's fields, the message's value is used."""
-    crm.salesforce[SALESFORCE_CONTACT] = dict(SOME_DUDE_CONTACT)
+    crm.contacts["salesforce"][SALESFORCE_CONTACT] = dict(SOME_DUDE_CONTACT)
     message = OUTBOUND_MESSAGE
     if email_ticked:
         last_name = b"<sf:LastName>dude</sf:LastName>"
@@ -1033,14 +699,17 @@ def test_the_salesforce_sample_is_enriched_and_written_back(
     assert write.headers["content-type"] == "application/json"
     assert write.body == SOME_DUDE_WRITE
     assert replay.event("salesforce")["event_key"] == "04lo0000000xxxxxxx"
-    assert crm.salesforce[SALESFORCE_CONTACT]["FirstName"] == "some" and replay.credits() == 9
+    assert (
+        crm.contacts["salesforce"][SALESFORCE_CONTACT]["FirstName"] == "some"
+        and replay.credits() == 9
+    )
 
 
 def test_a_salesforce_contact_nothing_identifies_is_a_dead_letter(
     client: FlaskClient, replay: Replay, crm: FakeCrm
 ) -> None:
     """A name alone identifies nobody: neither the message nor the Contact has more."""
-    crm.salesforce[SALESFORCE_CONTACT] = {"FirstName": "some", "LastName": "dude"}
+    crm.contacts["salesforce"][SALESFORCE_CONTACT] = {"FirstName": "some", "LastName": "dude"}
     _assert_salesforce_ack(_salesforce(client, replay.links["salesforce"], OUTBOUND_MESSAGE))
     assert replay.work.run_due() == {"dead": 1}
     assert [call.method for call in crm.calls] == ["GET"]
@@ -1127,7 +796,7 @@ def test_the_zapier_sample_sent_as_an_event_is_refused_naming_the_enrich_url(
 def test_the_standard_webhooks_sample_reads_only_the_full_name(
     client: FlaskClient,
     replay: Replay,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> None:
     """data.fullName is read; the address, phone number, birthday and occupation ("Engineer,
@@ -1140,7 +809,7 @@ def test_the_standard_webhooks_sample_reads_only_the_full_name(
 def test_the_standard_webhooks_sample_with_a_company_gets_the_enriched_fields(
     client: FlaskClient,
     replay: Replay,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> None:
     clock.now = SPEC_SENT_AT
@@ -1184,7 +853,7 @@ def test_the_standard_webhooks_sample_with_a_company_gets_the_enriched_fields(
 def test_the_standard_webhooks_sample_sent_as_an_event_is_refused(
     client: FlaskClient,
     replay: Replay,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     crm: FakeCrm,
 ) -> None:
     clock.now, link = SPEC_SENT_AT, replay.links["zapier"]
@@ -1214,7 +883,7 @@ def test_the_pipedrive_sample_is_enriched_and_written_back(
     """The sample as published: the user typed person@example.com into person 12 (change
     source "app"). The e-mail finds the person; the name and e-mail the person has are kept,
     and the job title, empty, is filled."""
-    crm.pipedrive["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
+    crm.contacts["pipedrive"]["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
     # A redelivery: attempt 2 of the same meta.id (that a retry keeps meta.id is what inbound
     # assumes; Pipedrive's docs seen do not say), acknowledged and not stored again.
     redelivery = _with(PIPEDRIVE_PERSON_CHANGED, meta__attempt=2)
@@ -1235,7 +904,7 @@ def test_the_pipedrive_sample_is_enriched_and_written_back(
         write, "PATCH", {"custom_fields": {PIPEDRIVE_JOB_TITLE: "Operations Manager"}}
     )
     assert write.headers["content-type"] == "application/json"
-    assert crm.pipedrive["12"]["name"] == "Person Name" and replay.credits() == 9
+    assert crm.contacts["pipedrive"]["12"]["name"] == "Person Name" and replay.credits() == 9
     assert store.record(replay.db, replay.links["pipedrive"].row["id"], "12")["contact_guid"] == (
         PERSON_NAME
     )
@@ -1270,7 +939,7 @@ def test_a_pipedrive_echo_of_our_write_is_ignored_and_the_same_change_in_the_app
     client: FlaskClient,
     replay: Replay,
     crm: FakeCrm,
-    clock: Clock,  # noqa: F811
+    clock: Clock,
     days_later: int,
     source: str,
     reads: int,
@@ -1282,7 +951,7 @@ def test_a_pipedrive_echo_of_our_write_is_ignored_and_the_same_change_in_the_app
     within 30 days of our enrichment its input is the one we enriched from (our own job
     title does not count), so it is not enriched again either; later it is enriched anew,
     and nothing is written, as the person holds our values."""
-    crm.pipedrive["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
+    crm.contacts["pipedrive"]["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
     link = replay.links["pipedrive"]
     assert _pipedrive(client, link, PIPEDRIVE_PERSON_CHANGED).status_code == 200
     assert replay.work.run_due() == {"done": 1} and len(crm.calls) == 2
@@ -1297,7 +966,9 @@ def test_a_pipedrive_echo_of_our_write_is_ignored_and_the_same_change_in_the_app
     ] * reads
     echo = store.events_of(replay.db, link.row["id"])[-1]
     assert (echo["status"], echo["last_error"]) == ("done", note)
-    assert crm.pipedrive["12"]["custom_fields"] == {PIPEDRIVE_JOB_TITLE: "Operations Manager"}
+    assert crm.contacts["pipedrive"]["12"]["custom_fields"] == {
+        PIPEDRIVE_JOB_TITLE: "Operations Manager"
+    }
     cached = store.record(replay.db, link.row["id"], "12")
     assert json.loads(cached["written"]) == {PIPEDRIVE_JOB_TITLE: "Operations Manager"}
     assert replay.credits() == credits
@@ -1309,7 +980,7 @@ def test_a_pipedrive_webhook_still_on_v1_is_enriched_written_back_and_its_echo_i
     """A v1 webhook was answered {"accepted": 0} and never enriched anything. Read like v2:
     written back the same, and our write coming back through the API (v1's `previous` holds
     the whole person) is recognized by the one field that changed."""
-    crm.pipedrive["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
+    crm.contacts["pipedrive"]["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
     link = replay.links["pipedrive"]
     for body in (PIPEDRIVE_V1_CHANGED, _with(PIPEDRIVE_V1_CHANGED, retry=1)):  # once
         response = _pipedrive(client, link, body)
@@ -1377,7 +1048,7 @@ def test_the_zoho_sample_for_a_contact_is_read_enriched_and_written_back(
     """The same notification for module Contacts (resource_uri is not read): the ids alone
     come, so the worker reads the Contact (Account_Name, a lookup, read as its name), enriches
     by its e-mail and updates it with no workflow triggered."""
-    crm.zoho[ZOHO_CONTACT_ID] = dict(JASON_SMITH_CONTACT)
+    crm.contacts["zoho"][ZOHO_CONTACT_ID] = dict(JASON_SMITH_CONTACT)
     link = replay.links["zoho"]
     notification = _zoho_notification(link, module="Contacts")
     response = _zoho(client, link, notification)
@@ -1416,7 +1087,9 @@ def test_the_zoho_sample_for_a_contact_is_read_enriched_and_written_back(
         ],
         "trigger": [],
     }
-    assert crm.zoho[ZOHO_CONTACT_ID]["Account_Name"] == JASON_SMITH_CONTACT["Account_Name"]
+    assert (
+        crm.contacts["zoho"][ZOHO_CONTACT_ID]["Account_Name"] == JASON_SMITH_CONTACT["Account_Name"]
+    )
     assert replay.credits() == 9
 
 
@@ -1428,8 +1101,8 @@ def test_a_zoho_notification_naming_two_contacts_is_read_and_written_in_one_call
 ) -> None:
     """Zoho lists every id a change touched: one thin event each, read together by their
     ids and updated together, one answer a record."""
-    crm.zoho[ZOHO_CONTACT_ID] = dict(JASON_SMITH_CONTACT)
-    crm.zoho[PRIYA_RAMAN_CONTACT_ID] = {
+    crm.contacts["zoho"][ZOHO_CONTACT_ID] = dict(JASON_SMITH_CONTACT)
+    crm.contacts["zoho"][PRIYA_RAMAN_CONTACT_ID] = {
         "Email": "priya.raman@northwindhealth.com",
         "First_Name": "Priya",
         "Last_Name": "Raman",
@@ -1527,7 +1200,7 @@ def test_the_dynamics_sample_names_james_glynn_whom_a_name_alone_does_not_find(
     """The sample changes a first name; the contact has a full name and nothing else that
     identifies him (no e-mail, no account, so no company). The worker reads him, then the
     event is a dead letter naming what is missing; nothing is written or charged."""
-    crm.dynamics[JAMES_GLYNN_CONTACT_ID] = dict(JAMES_GLYNN_CONTACT)
+    crm.contacts["dynamics"][JAMES_GLYNN_CONTACT_ID] = dict(JAMES_GLYNN_CONTACT)
     response = _dynamics(client, replay.links["dynamics"], DYNAMICS_CONTEXT)
     assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
     event = replay.event("dynamics")
@@ -1551,7 +1224,7 @@ def test_the_dynamics_sample_names_james_glynn_whom_a_name_alone_does_not_find(
         "dead",
         f"missing_identifier: {MISSING_IDENTIFIER}",
     )
-    assert crm.dynamics[JAMES_GLYNN_CONTACT_ID] == JAMES_GLYNN_CONTACT
+    assert crm.contacts["dynamics"][JAMES_GLYNN_CONTACT_ID] == JAMES_GLYNN_CONTACT
     assert replay.credits() == 10
 
 
@@ -1561,7 +1234,10 @@ def test_the_dynamics_sample_with_an_email_is_written_back(
     """Once the user fills in his e-mail: the names he has are kept (the "(sample)" of his
     last name too), the empty columns and our own columns are filled."""
     email = "james.glynn@cohowinery.com"
-    crm.dynamics[JAMES_GLYNN_CONTACT_ID] = {**JAMES_GLYNN_CONTACT, "emailaddress1": email}
+    crm.contacts["dynamics"][JAMES_GLYNN_CONTACT_ID] = {
+        **JAMES_GLYNN_CONTACT,
+        "emailaddress1": email,
+    }
     context = _with_email(DYNAMICS_CONTEXT, email)
     response = _dynamics(client, replay.links["dynamics"], context)
     assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
@@ -1592,7 +1268,7 @@ def test_the_dynamics_sample_with_an_email_is_written_back(
         "new_contactdata_record_status": "Active",
         "new_contactdata_contact_guid": JAMES_GLYNN,
     }
-    assert crm.dynamics[JAMES_GLYNN_CONTACT_ID]["lastname"] == "Glynn (sample)"
+    assert crm.contacts["dynamics"][JAMES_GLYNN_CONTACT_ID]["lastname"] == "Glynn (sample)"
     assert replay.credits() == 9
 
 
@@ -1723,13 +1399,13 @@ def test_a_request_not_proven_to_come_from_the_platform_is_401_and_nothing_is_st
 
 
 def test_twenty_concurrent_copies_of_one_event_make_one_job_and_one_write_back(
-    app: Flask,  # noqa: F811
+    app: Flask,
     replay: Replay,
     crm: FakeCrm,
 ) -> None:
     """HubSpot retrying a delivery twenty times at once: one event stored, one PATCH."""
     email = "hubspot.test@hubspot.com"
-    crm.hubspot["3234574"] = {**WORKFLOW_CONTACT, "email": email}
+    crm.contacts["hubspot"]["3234574"] = {**WORKFLOW_CONTACT, "email": email}
     body = _with(WORKFLOW, properties__email={"value": email})
 
     def send(_: int) -> int:
@@ -1749,8 +1425,8 @@ def test_twenty_concurrent_copies_of_one_event_make_one_job_and_one_write_back(
 
 def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) -> None:
     """What later tests (batched write-backs, BLOCKed custom actions) will send it."""
-    crm.hubspot["512"] = {"email": "a@example.com"}
-    crm.salesforce["003xx000004TmiQAAS"] = {"LastName": "Engineer"}
+    crm.contacts["hubspot"]["512"] = {"email": "a@example.com"}
+    crm.contacts["salesforce"]["003xx000004TmiQAAS"] = {"LastName": "Engineer"}
     callback = "ap-102670506-56776413549-7-0"
     completed = {"outputFields": {"hs_execution_state": "SUCCESS"}}
     with httpx.Client(base_url=crm.url) as http:
@@ -1775,7 +1451,7 @@ def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) ->
     assert updated.status_code == 207 and updated.json()["errors"][0]["context"] == {"ids": ["9"]}
     assert read.json()["results"][0]["properties"] == {"jobtitle": "CTO", "hs_object_id": "512"}
     assert collection.json() == [{"id": "003xx000004TmiQAAS", "success": True, "errors": []}]
-    assert crm.salesforce["003xx000004TmiQAAS"]["Title"] == "Lead"
+    assert crm.contacts["salesforce"]["003xx000004TmiQAAS"]["Title"] == "Lead"
     assert (done.status_code, done.content) == (204, b"")
     assert (crm.calls[-1].path, crm.calls[-1].body) == (
         f"{CALLBACKS}/{callback}/complete",
@@ -1786,9 +1462,9 @@ def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) ->
 def test_the_fake_crm_answers_the_new_adapters_batch_calls(crm: FakeCrm) -> None:
     """The batch routes a round of several events takes, called by the adapters themselves:
     found records, a missing one in each, and Dataverse's PATCH refused without If-Match."""
-    crm.pipedrive["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
-    crm.zoho[ZOHO_CONTACT_ID] = dict(JASON_SMITH_CONTACT)
-    crm.dynamics[JAMES_GLYNN_CONTACT_ID] = dict(JAMES_GLYNN_CONTACT)
+    crm.contacts["pipedrive"]["12"] = json.loads(json.dumps(PIPEDRIVE_PERSON))
+    crm.contacts["zoho"][ZOHO_CONTACT_ID] = dict(JASON_SMITH_CONTACT)
+    crm.contacts["dynamics"][JAMES_GLYNN_CONTACT_ID] = dict(JAMES_GLYNN_CONTACT)
     other_guid = "7e92608f-1fa0-f811-9233-111e4bb3442d"
     with httpx.Client(timeout=httpx.Timeout(10.0)) as http:
         pipedrive = Pipedrive(crm.url, PIPEDRIVE_TOKEN, http)
@@ -1806,7 +1482,7 @@ def test_the_fake_crm_answers_the_new_adapters_batch_calls(crm: FakeCrm) -> None
     assert isinstance(contacts["1"], Permanent)
     assert written[ZOHO_CONTACT_ID] == WriteResult(written={"Title": "CTO"})
     assert written["1"].reason == "INVALID_DATA: the id given seems to be invalid (id)"
-    assert crm.zoho[ZOHO_CONTACT_ID]["Title"] == "CTO"
+    assert crm.contacts["zoho"][ZOHO_CONTACT_ID]["Title"] == "CTO"
     assert rows[JAMES_GLYNN_CONTACT_ID] == {"firstname": "James"}
     assert isinstance(rows[other_guid], Permanent)
     assert crm.calls[3].query == {
@@ -1815,7 +1491,7 @@ def test_the_fake_crm_answers_the_new_adapters_batch_calls(crm: FakeCrm) -> None
         f"['{JAMES_GLYNN_CONTACT_ID}','{other_guid}'])",
     }
     assert upsert.status_code == 400
-    assert "jobtitle" not in crm.dynamics[JAMES_GLYNN_CONTACT_ID]
+    assert "jobtitle" not in crm.contacts["dynamics"][JAMES_GLYNN_CONTACT_ID]
 
 
 def test_a_custom_action_meeting_a_busy_database_is_blocked_then_completed(

@@ -26,8 +26,9 @@ from server import admin as use_cases
 from server import store as service_store
 from server.clock import iso
 from server.errors import ServiceError
+from tests.helpers.clock import Clock
+from tests.helpers.constants import SECRET
 
-SECRET = "test-secret"
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
@@ -35,17 +36,6 @@ CSP = (
 )
 COOKIE = "contactdata_settings"
 PAGES = ("keys", "users", "connections", "deliveries", "usage", "schedules")
-
-
-@dataclass
-class Clock:
-    moment: datetime = START
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-    def advance(self, seconds: float) -> None:
-        self.moment += timedelta(seconds=seconds)
 
 
 @dataclass
@@ -58,7 +48,7 @@ class Org:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @pytest.fixture

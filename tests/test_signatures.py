@@ -9,7 +9,6 @@ import json
 import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from standardwebhooks import Webhook
@@ -35,8 +34,8 @@ from connector.signatures import (
     verify_hubspot,
     verify_standard_webhooks,
 )
+from tests.helpers.constants import PLATFORMS
 
-PLATFORMS = Path(__file__).parent / "data" / "platforms"  # copied from the shared reference
 HUBSPOT_VECTORS = json.loads((PLATFORMS / "hubspot_signature_test_vectors.json").read_text())
 STANDARD_VECTOR = json.loads((PLATFORMS / "standard_webhooks_test_vector.json").read_text())
 

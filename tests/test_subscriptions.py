@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,43 +15,19 @@ import pytest
 
 from connector import connections, store, subscriptions
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
-from server import accounts
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.crm import FakeZohoWatch
+from tests.helpers.orgs import organization
 
-SECRET = "test-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ZOHO = "http://127.0.0.1:9"  # never contacted: the client's transport answers
 PUBLIC_URL = "https://hooks.acme.example"
-
-
-class FakeZoho:
-    """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
-    `confirms` when set (the queued failures first); keeps the requests."""
-
-    def __init__(self) -> None:
-        self.requests: list[httpx.Request] = []
-        self.failures: list[httpx.Response] = []
-        self.confirms = ""
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        if self.failures:
-            return self.failures.pop(0)
-        (channel,) = json.loads(request.content)["watch"]
-        expiry = self.confirms or channel["channel_expiry"]
-        event = {"channel_expiry": expiry, "resource_name": "Contacts",
-                 "channel_id": channel["channel_id"]}  # fmt: skip
-        answer = {"code": "SUCCESS", "details": {"events": [event]}, "status": "success",
-                  "message": "Successfully updated the subscribe details"}  # fmt: skip
-        return httpx.Response(200, json={"watch": [answer]})
 
 
 @pytest.fixture
 def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connections.Added]:
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db = store.connect(db_path)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(db)
     link = connections.add(
         db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
         crm_base_url=ZOHO, crm_token="1000.zoho-access-token",
@@ -59,7 +35,7 @@ def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connecti
     return db, link
 
 
-def renewing(db: Any, zoho: FakeZoho) -> Callable[[datetime], dict[str, str]]:
+def renewing(db: Any, zoho: FakeZohoWatch) -> Callable[[datetime], dict[str, str]]:
     """A run of the renewal at a given time, over the fake."""
     client = httpx.Client(transport=httpx.MockTransport(zoho))
     return lambda now: subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, now)
@@ -73,7 +49,7 @@ def stored_expiry(db: Any, link: connections.Added) -> str:
 
 def test_a_zoho_channel_is_enabled_then_renewed_when_a_day_is_left(setup: Any) -> None:
     db, link = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     renew = renewing(db, zoho)
     channel = ZOHO_PLATFORM.channel_id(link.row)
     assert renew(NOW) == {link.row["id"]: f"channel {channel} until 2026-11-29T12:00:00+00:00"}
@@ -106,7 +82,7 @@ def test_a_channel_is_renewed_from_the_expiry_zoho_confirms(setup: Any) -> None:
     """Zoho answers an expiry beyond its maximum with its one-hour default: the channel is
     renewed at the next hourly run, not when six days would have passed."""
     db, link = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     zoho.confirms = "2026-11-23T18:30:00+05:30"  # NOW plus Zoho's hour, in India's time
     renew = renewing(db, zoho)
     (outcome,) = renew(NOW).values()
@@ -121,7 +97,7 @@ def test_a_channel_is_renewed_from_the_expiry_zoho_confirms(setup: Any) -> None:
 
 def test_a_lapsed_channel_is_enabled_again(setup: Any) -> None:
     db, link = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     zoho.confirms = "2026-11-23T13:00:00+00:00"
     renew = renewing(db, zoho)
     renew(NOW)
@@ -135,7 +111,7 @@ def test_a_lapsed_channel_is_enabled_again(setup: Any) -> None:
 
 def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -> None:
     db, _ = setup
-    zoho = FakeZoho()
+    zoho = FakeZohoWatch()
     zoho.failures.append(httpx.Response(503, json={"code": "INTERNAL_ERROR"}))
     client = httpx.Client(transport=httpx.MockTransport(zoho))
     (outcome,) = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW).values()
@@ -146,9 +122,7 @@ def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -
 
 def test_only_zoho_connections_have_channels(db_path: Path) -> None:
     db = store.connect(db_path)
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro"
-    )
+    _, key = organization(db)
     connections.add(db, SECRET.encode(), NOW, name="zap", platform="zapier", api_key=key)
-    client = httpx.Client(transport=httpx.MockTransport(FakeZoho()))
+    client = httpx.Client(transport=httpx.MockTransport(FakeZohoWatch()))
     assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {}

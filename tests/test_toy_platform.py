@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -17,12 +16,7 @@ from connector.app import create_app
 from connector.platforms import PLATFORMS
 from server import accounts, importer
 from tests import toy_platform
-
-SECRET = "test-secret"
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-DATA = Path(__file__).parent / "data"
-AVA = "ava.adams@lonestar-discover.com"  # in tests/data/discover_contacts.csv
-CRM = "http://127.0.0.1:9"  # never contacted: the worker's client answers
+from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 
 
 def test_a_platform_in_its_own_module_is_verified_stored_worked_and_written_back(

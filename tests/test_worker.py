@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 import socket
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,158 +18,11 @@ from sqlite_utils import Database
 from connector import connections, outbound, store, worker
 from connector.cli import main
 from connector.platforms.hubspot import CONTACTS
-from server import accounts, importer
+from server import accounts
 from tests import servers
-from tests.test_receiver import DATA, NOW, SECRET, Clock
-
-AVA = "ava.adams@lonestar-discover.com"
-CRM = "http://127.0.0.1:9"
-
-
-class FakeHubSpot:
-    """Contacts by id; records every request; answers with what `failures` holds first."""
-
-    def __init__(self) -> None:
-        self.contacts: dict[str, dict[str, Any]] = {"501": {"email": AVA, "jobtitle": ""}}
-        self.requests: list[httpx.Request] = []
-        self.failures: list[httpx.Response] = []
-        self.options: dict[str, set[str]] = {}  # dropdown properties: the values they allow
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        if self.failures:
-            return self.failures.pop(0)
-        if request.url.path.endswith("/batch/update"):
-            return self._batch_update(json.loads(request.content)["inputs"])
-        if request.url.path.endswith("/batch/read"):
-            return self._batch_read(json.loads(request.content))
-        record_id = request.url.path.rsplit("/", 1)[-1]
-        if record_id not in self.contacts:
-            return httpx.Response(404, json={"status": "error", "message": "Object not found"})
-        if request.method == "PATCH":
-            sent = json.loads(request.content)["properties"]
-            if refused := self._invalid_option([sent]):
-                return refused
-            self.contacts[record_id].update(sent)
-        properties = self.contacts[record_id]
-        return httpx.Response(200, json={"id": record_id, "properties": properties})
-
-    def _batch_update(self, inputs: list[dict[str, Any]]) -> httpx.Response:
-        """HubSpot's batch update: 200 when every contact was written, else 207 with an
-        error naming the missing ones; one contact's invalid option refuses them all."""
-        if refused := self._invalid_option([item["properties"] for item in inputs]):
-            return refused
-        found = [item for item in inputs if item["id"] in self.contacts]
-        for item in found:
-            self.contacts[item["id"]].update(item["properties"])
-        results = [{"id": item["id"], "properties": item["properties"]} for item in found]
-        missing = [item["id"] for item in inputs if item["id"] not in self.contacts]
-        if not missing:
-            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
-        error = {"status": "error", "category": "OBJECT_NOT_FOUND", "message": "Not found",
-                 "context": {"ids": missing}}  # fmt: skip
-        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
-                                         "errors": [error], "numErrors": 1})  # fmt: skip
-
-    def _invalid_option(self, sent: list[dict[str, Any]]) -> httpx.Response | None:
-        """HubSpot's 400 for a dropdown value it has no option for; None when every value
-        sent is allowed."""
-        for name, value in ((n, v) for values in sent for n, v in values.items()):
-            if name in self.options and value not in self.options[name]:
-                return httpx.Response(400, json=_invalid_option(name, value, self.options[name]))
-        return None
-
-    def _batch_read(self, body: dict[str, Any]) -> httpx.Response:
-        """HubSpot's batch read: the contacts found, 207 naming the missing ones."""
-        ids = [item["id"] for item in body["inputs"]]
-        results = [
-            {"id": key, "properties": {name: self.contacts[key].get(name)
-                                       for name in body["properties"]}}
-            for key in ids if key in self.contacts
-        ]  # fmt: skip
-        missing = [key for key in ids if key not in self.contacts]
-        if not missing:
-            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
-        error = {"status": "error", "category": "OBJECT_NOT_FOUND",
-                 "message": "Could not get some CONTACT objects",
-                 "context": {"ids": missing}}  # fmt: skip
-        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
-                                         "errors": [error], "numErrors": 1})  # fmt: skip
-
-    def patches(self) -> list[dict[str, Any]]:
-        return [json.loads(r.content)["properties"] for r in self.requests if r.method == "PATCH"]
-
-    def batches(self) -> list[dict[str, dict[str, Any]]]:
-        """Each batch update's contacts: id -> properties."""
-        return [
-            {item["id"]: item["properties"] for item in json.loads(r.content)["inputs"]}
-            for r in self.requests
-            if r.url.path.endswith("/batch/update")
-        ]
-
-
-def _invalid_option(name: str, value: str, allowed: set[str]) -> dict[str, Any]:
-    """HubSpot's VALIDATION_ERROR for an option a dropdown lacks, naming the property in its
-    message's list and in `errors` (the shape of tests/data/platforms/outbound's samples)."""
-    message = f"{value} was not one of the allowed options: {sorted(allowed)}"
-    listed = [{"isValid": False, "message": message, "error": "INVALID_OPTION", "name": name,
-               "localizedErrorMessage": message}]  # fmt: skip
-    return {
-        "status": "error",
-        "message": f"Property values were not valid: {json.dumps(listed)}",
-        "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
-        "category": "VALIDATION_ERROR",
-        "errors": [
-            {"message": message, "code": "INVALID_OPTION", "context": {"propertyName": [name]}}
-        ],
-    }
-
-
-@pytest.fixture
-def crm() -> FakeHubSpot:
-    return FakeHubSpot()
-
-
-@pytest.fixture
-def setup(
-    db_path: Path, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Database, worker.Worker, connections.Added, Clock]]:
-    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = accounts.create_organization(
-        db, SECRET.encode(), NOW, name="Acme", website="acme.example", tier="pro", credits=10
-    )
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="hs", platform="hubspot", api_key=key,
-        secret="hubspot-app-secret", crm_base_url=CRM, crm_token="pat-na1-token",
-    )  # fmt: skip
-    clock = Clock()
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
-        yield db, worker.Worker(db, SECRET.encode(), clock, client, random.Random(7)), link, clock
-
-
-def _event(
-    db: Database,
-    link: connections.Added,
-    key: str,
-    thin: bool = False,
-    record: str = "501",
-    payload: dict[str, Any] | None = None,
-) -> None:
-    full = {"vid": record, "properties": {"email": {"value": AVA}}}
-    row = {
-        "connection_id": link.row["id"],
-        "event_key": key,
-        "record_id": record,
-        "payload": json.dumps(payload if payload is not None else {} if thin else full),
-        "thin": int(thin),
-        "received_at": "2026-11-23T12:00:00.000+00:00",
-    }
-    with store.server.write(db):
-        store.add_events(db, [row])
+from tests.helpers.constants import AVA, NOW, SECRET
+from tests.helpers.crm import FakeHubSpot
+from tests.helpers.events import hubspot_event
 
 
 def _only_event(db: Database, link: connections.Added) -> dict[str, Any]:
@@ -182,9 +34,9 @@ def _credits(db: Database) -> int:
     return db.execute("SELECT credits FROM organizations WHERE name = 'Acme'").fetchone()[0]
 
 
-def test_an_event_is_enriched_and_written_back_once(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, _ = setup
-    _event(db, link, "e1")
+def test_an_event_is_enriched_and_written_back_once(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = worker_setup
+    hubspot_event(db, link, "e1")
     assert work.run_due() == {"done": 1}
     (written,) = crm.patches()
     assert written["jobtitle"] == "Vice President of Sales"
@@ -200,25 +52,25 @@ def test_an_event_is_enriched_and_written_back_once(setup: Any, crm: FakeHubSpot
     assert len(crm.patches()) == 1 and _credits(db) == 9
 
 
-def test_a_thin_event_reads_the_record_first(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, _ = setup
-    _event(db, link, "thin-1", thin=True)
+def test_a_thin_event_reads_the_record_first(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = worker_setup
+    hubspot_event(db, link, "thin-1", thin=True)
     assert work.run_due() == {"done": 1}
     assert crm.requests[0].method == "GET" and "email" in crm.requests[0].url.params["properties"]
     assert crm.patches()[0]["jobtitle"] == "Vice President of Sales"
 
 
-def test_a_value_the_user_set_is_kept(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, _ = setup
+def test_a_value_the_user_set_is_kept(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = worker_setup
     crm.contacts["501"]["jobtitle"] = "Chief Revenue Wizard"  # overwrite_if_ours: not ours
-    _event(db, link, "e1")
+    hubspot_event(db, link, "e1")
     work.run_due()
     assert "jobtitle" not in crm.patches()[0]
 
 
-def test_429_waits_at_least_retry_after_then_succeeds(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, clock = setup
-    _event(db, link, "e1")
+def test_429_waits_at_least_retry_after_then_succeeds(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1")
     crm.failures.append(httpx.Response(429, headers={"Retry-After": "120"}, json={}))
     assert work.run_due() == {"retry": 1}
     event = _only_event(db, link)
@@ -228,9 +80,11 @@ def test_429_waits_at_least_retry_after_then_succeeds(setup: Any, crm: FakeHubSp
     assert work.run_due() == {"done": 1}
 
 
-def test_timeouts_back_off_and_give_up_into_a_dead_letter(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, clock = setup
-    _event(db, link, "e1")
+def test_timeouts_back_off_and_give_up_into_a_dead_letter(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1")
 
     def timeout(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)
@@ -248,10 +102,10 @@ def test_timeouts_back_off_and_give_up_into_a_dead_letter(setup: Any, crm: FakeH
 
 
 def test_a_permanent_failure_is_a_dead_letter_that_can_be_retried(
-    setup: Any, crm: FakeHubSpot, db_path: Path
+    worker_setup: Any, crm: FakeHubSpot, db_path: Path
 ) -> None:
-    db, work, link, clock = setup
-    _event(db, link, "e1")
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1")
     crm.failures.append(httpx.Response(401, json={"message": "expired"}))
     assert work.run_due() == {"dead": 1}
     event = _only_event(db, link)
@@ -272,27 +126,31 @@ def test_a_permanent_failure_is_a_dead_letter_that_can_be_retried(
     assert work.run_due() == {"done": 1}
 
 
-def test_a_person_we_do_not_know_gets_only_the_record_status(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, _ = setup
+def test_a_person_we_do_not_know_gets_only_the_record_status(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = worker_setup
     crm.contacts["501"]["email"] = "nobody@nowhere-at-all.example"
-    _event(db, link, "thin-2", thin=True)
+    hubspot_event(db, link, "thin-2", thin=True)
     assert work.run_due() == {"done": 1}
     assert crm.patches() == [{"contactdata_record_status": "No Match"}] and _credits(db) == 10
 
 
 def test_an_echo_of_our_own_write_is_not_enriched_again_until_it_is_stale(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, clock = setup
-    _event(db, link, "e1", thin=True)
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1", thin=True)
     work.run_due()
     assert _credits(db) == 9
-    _event(db, link, "echo", thin=True)  # HubSpot tells us about the properties we just wrote
+    hubspot_event(
+        db, link, "echo", thin=True
+    )  # HubSpot tells us about the properties we just wrote
     assert work.run_due() == {"done": 1}
     assert _credits(db) == 9 and len(crm.patches()) == 1
     assert "not enriched again" in store.events_of(db, link.row["id"])[-1]["last_error"]
     clock.now += worker.FRESH_FOR + timedelta(days=1)
-    _event(db, link, "a month later", thin=True)
+    hubspot_event(db, link, "a month later", thin=True)
     assert work.run_due() == {"done": 1}
     assert _credits(db) == 8  # pro pays for a refresh
 
@@ -301,11 +159,11 @@ MOVER = "rosa.ruiz@lonestar-discover.com"  # No Longer at Lonestar, Active at Hi
 
 
 def test_a_worker_killed_between_the_crm_write_and_its_record_does_not_write_twice(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     crm.contacts["501"] = {"email": MOVER}
-    _event(db, link, "e1", thin=True)
+    hubspot_event(db, link, "e1", thin=True)
     assert work.run_due() == {"done": 1}
     (first,) = crm.patches()
     # what a kill after HubSpot applied the PATCH, before the worker recorded it, leaves:
@@ -318,10 +176,10 @@ def test_a_worker_killed_between_the_crm_write_and_its_record_does_not_write_twi
 
 
 def test_a_write_that_failed_after_its_intent_was_saved_is_finished(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, clock = setup
-    _event(db, link, "e1", thin=True)
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1", thin=True)
     crm.failures += [httpx.Response(200, json={"id": "501", "properties": crm.contacts["501"]})]
     crm.failures += [httpx.Response(503, json={})]  # the GET answers, the PATCH fails
     assert work.run_due() == {"retry": 1}
@@ -331,8 +189,10 @@ def test_a_write_that_failed_after_its_intent_was_saved_is_finished(
     assert crm.patches()[-1]["jobtitle"] == "Vice President of Sales" and _credits(db) == 9
 
 
-def test_events_of_several_records_go_out_in_one_batch_update(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, _ = setup
+def test_events_of_several_records_go_out_in_one_batch_update(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = worker_setup
     people = {
         "501": AVA,
         "502": "cara.cole@lonestar-discover.com",
@@ -340,7 +200,7 @@ def test_events_of_several_records_go_out_in_one_batch_update(setup: Any, crm: F
     }
     for record, email in people.items():
         crm.contacts[record] = {"email": email}
-        _event(db, link, f"e-{record}", thin=True, record=record)
+        hubspot_event(db, link, f"e-{record}", thin=True, record=record)
     assert work.run_due() == {"done": 3}
     (batch,) = crm.batches()
     assert crm.patches() == [] and sorted(batch) == ["501", "502", "503"]
@@ -357,16 +217,16 @@ def test_events_of_several_records_go_out_in_one_batch_update(setup: Any, crm: F
 
 
 def test_a_batch_read_refused_as_a_whole_is_read_record_by_record(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
     """One malformed id (a settings page test event) must not fail the round's others."""
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
     invalid = {"status": "error", "category": "VALIDATION_ERROR", "message": "Invalid input"}
     crm.failures.append(httpx.Response(400, json=invalid))  # the batch read
-    _event(db, link, "e-501", thin=True)
-    _event(db, link, "e-test", thin=True, record="settings-test-1")
-    _event(db, link, "e-502", thin=True, record="502")
+    hubspot_event(db, link, "e-501", thin=True)
+    hubspot_event(db, link, "e-test", thin=True, record="settings-test-1")
+    hubspot_event(db, link, "e-502", thin=True, record="502")
     assert work.run_due() == {"done": 2, "dead": 1}
     paths = [request.url.path for request in crm.requests if request.method != "PATCH"]
     assert paths[:4] == [
@@ -380,24 +240,24 @@ def test_a_batch_read_refused_as_a_whole_is_read_record_by_record(
 
 
 def test_an_expired_token_fails_the_round_without_reading_each_record(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
     crm.failures.append(httpx.Response(401, json={"status": "error", "message": "expired"}))
-    _event(db, link, "e-501", thin=True)
-    _event(db, link, "e-502", thin=True, record="502")
+    hubspot_event(db, link, "e-501", thin=True)
+    hubspot_event(db, link, "e-502", thin=True, record="502")
     assert work.run_due() == {"dead": 2}
     assert len(crm.requests) == 1
 
 
 def test_a_contact_the_batch_could_not_write_is_a_dead_letter_and_the_rest_are_done(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
-    _event(db, link, "e-501", thin=True)
-    _event(db, link, "e-502", thin=True, record="502")
+    hubspot_event(db, link, "e-501", thin=True)
+    hubspot_event(db, link, "e-502", thin=True, record="502")
     real = crm.__call__
 
     def merged_away(request: httpx.Request) -> httpx.Response:
@@ -415,11 +275,13 @@ def test_a_contact_the_batch_could_not_write_is_a_dead_letter_and_the_rest_are_d
     assert status["502"][0] == "dead" and "OBJECT_NOT_FOUND" in status["502"][1]
 
 
-def test_a_rate_limited_batch_retries_every_event_in_it(setup: Any, crm: FakeHubSpot) -> None:
-    db, _, link, clock = setup
+def test_a_rate_limited_batch_retries_every_event_in_it(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, _, link, clock = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
-    _event(db, link, "e-501", thin=True)
-    _event(db, link, "e-502", thin=True, record="502")
+    hubspot_event(db, link, "e-501", thin=True)
+    hubspot_event(db, link, "e-502", thin=True, record="502")
     limited = httpx.Response(
         429, headers={"Retry-After": "60"}, json={"policyName": "TEN_SECONDLY_ROLLING"}
     )
@@ -442,10 +304,10 @@ def test_a_rate_limited_batch_retries_every_event_in_it(setup: Any, crm: FakeHub
     assert crm.contacts["502"]["jobtitle"] == "Sr. Software Engineer"
 
 
-def test_two_events_of_one_record_are_done_in_turn(setup: Any, crm: FakeHubSpot) -> None:
-    db, work, link, _ = setup
-    _event(db, link, "first", thin=True)
-    _event(db, link, "second", thin=True)
+def test_two_events_of_one_record_are_done_in_turn(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = worker_setup
+    hubspot_event(db, link, "first", thin=True)
+    hubspot_event(db, link, "second", thin=True)
     assert work.run_due() == {"done": 2}
     first, second = store.events_of(db, link.row["id"])
     assert first["last_error"] == "" and "not enriched again" in second["last_error"]
@@ -453,45 +315,48 @@ def test_two_events_of_one_record_are_done_in_turn(setup: Any, crm: FakeHubSpot)
 
 
 def test_a_property_change_reporting_our_own_write_is_ignored_without_calling_the_crm(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, _ = setup
-    _event(db, link, "e1", thin=True)
+    db, work, link, _ = worker_setup
+    hubspot_event(db, link, "e1", thin=True)
     work.run_due()
     before = len(crm.requests)
     change = {"subscriptionType": "contact.propertyChange", "objectId": 501,
               "propertyName": "jobtitle", "propertyValue": "Vice President of Sales"}  # fmt: skip
-    _event(db, link, "echo", thin=True, payload=change)
+    hubspot_event(db, link, "echo", thin=True, payload=change)
     assert work.run_due() == {"done": 1}
     assert len(crm.requests) == before and _credits(db) == 9
     assert store.events_of(db, link.row["id"])[-1]["last_error"] == (
         "our own write of jobtitle echoed back: ignored"
     )
     # a user changing the same property is not an echo
-    _event(db, link, "user", thin=True, payload={**change, "propertyValue": "Head of Sales"})
+    hubspot_event(db, link, "user", thin=True, payload={**change, "propertyValue": "Head of Sales"})
     crm.contacts["501"]["jobtitle"] = "Head of Sales"
     assert work.run_due() == {"done": 1}
     assert len(crm.requests) > before
 
 
 def test_a_full_record_event_we_already_enriched_needs_no_crm_call(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
-    db, work, link, _ = setup
-    _event(db, link, "e1")
+    db, work, link, _ = worker_setup
+    hubspot_event(db, link, "e1")
     work.run_due()
     before = len(crm.requests)
-    _event(db, link, "workflow fired again")  # same contact, same input
+    hubspot_event(db, link, "workflow fired again")  # same contact, same input
     assert work.run_due() == {"done": 1}
     assert len(crm.requests) == before and _credits(db) == 9
 
 
 def test_a_record_that_breaks_enrichment_fails_alone_and_the_worker_goes_on(
-    setup: Any, crm: FakeHubSpot, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    worker_setup: Any,
+    crm: FakeHubSpot,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A bug or MemoryError on one record (as a company name that once exploded the matcher
     caused) is that event's failure: logged, retried later; the round's others are written."""
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     poison = "cara.cole@lonestar-discover.com"
     enrich = store.server.enrich_with_key
 
@@ -502,8 +367,8 @@ def test_a_record_that_breaks_enrichment_fails_alone_and_the_worker_goes_on(
 
     monkeypatch.setattr(store.server, "enrich_with_key", breaking)
     crm.contacts["502"] = {"email": poison}
-    _event(db, link, "e-501", thin=True, record="501")
-    _event(db, link, "e-502", thin=True, record="502")
+    hubspot_event(db, link, "e-501", thin=True, record="501")
+    hubspot_event(db, link, "e-502", thin=True, record="502")
     assert work.run_due() == {"done": 1, "retry": 1}
     patched = [r.url.path.rsplit("/", 1)[-1] for r in crm.requests if r.method == "PATCH"]
     assert patched == ["501"] and crm.contacts["501"]["jobtitle"] == "Vice President of Sales"
@@ -542,7 +407,7 @@ def test_the_worker_connects_only_to_the_address_it_checked(
             secret="hubspot-app-secret", crm_base_url=f"https://crm.example:{listener.port}",
             crm_token="pat-na1-token",
         )  # fmt: skip
-        _event(db, link, "e1")
+        hubspot_event(db, link, "e1")
         ran = CliRunner().invoke(main, ["worker", "--db", str(db_path), "--once"])
     finally:
         listener.close()
@@ -560,13 +425,13 @@ REFUSED_LEVEL = (
 
 
 def test_an_invalid_option_drops_only_that_field_and_the_delivery_says_why(
-    setup: Any, crm: FakeHubSpot, db_path: Path
+    worker_setup: Any, crm: FakeHubSpot, db_path: Path
 ) -> None:
     """A dropdown set up without our value (HubSpot's INVALID_OPTION) used to bury the whole
     contact; now the rest is written and the delivery names the field and HubSpot's reason."""
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     crm.options["contactdata_job_levels"] = {"Director", "Manager"}
-    _event(db, link, "e1", thin=True)
+    hubspot_event(db, link, "e1", thin=True)
     assert work.run_due() == {"done": 1}
     refused, written = crm.patches()
     assert refused["contactdata_job_levels"] == "VP"
@@ -581,15 +446,15 @@ def test_an_invalid_option_drops_only_that_field_and_the_delivery_says_why(
 
 
 def test_a_batch_refused_for_one_contacts_invalid_option_writes_every_contact(
-    setup: Any, crm: FakeHubSpot
+    worker_setup: Any, crm: FakeHubSpot
 ) -> None:
     """HubSpot refuses a whole batch update for one contact's invalid option: each contact is
     then written on its own, the offending one without the refused field."""
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     crm.options["contactdata_job_levels"] = {"Director", "Manager", "Staff/Principal"}
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
-    _event(db, link, "e-501", thin=True)
-    _event(db, link, "e-502", thin=True, record="502")
+    hubspot_event(db, link, "e-501", thin=True)
+    hubspot_event(db, link, "e-502", thin=True, record="502")
     assert work.run_due() == {"done": 2}
     assert len(crm.batches()) == 1  # refused as a whole, then a PATCH a contact
     assert crm.contacts["501"]["jobtitle"] == "Vice President of Sales"
@@ -612,22 +477,22 @@ output:
 
 
 def test_a_list_we_wrote_echoed_back_in_hubspots_form_is_recognized_as_ours(
-    setup: Any, crm: FakeHubSpot, tmp_path: Path
+    worker_setup: Any, crm: FakeHubSpot, tmp_path: Path
 ) -> None:
     """HubSpot keeps a multiple-checkbox value as "a;b" in its options' order; the list we
     wrote must still be ours, or its own echo would count as a user's edit."""
-    db, work, link, _ = setup
+    db, work, link, _ = worker_setup
     (tmp_path / "hubspot.yaml").write_text(LISTING)
     db.execute("UPDATE connections SET mapping = ?", [str(tmp_path / "hubspot.yaml")])
     crm.contacts["501"] = {"email": "milo.moore@lonestar-discover.com"}
-    _event(db, link, "e1", thin=True)
+    hubspot_event(db, link, "e1", thin=True)
     assert work.run_due() == {"done": 1}
     assert crm.patches() == [{"contactdata_job_functions": "Sales;Marketing"}]
     before = len(crm.requests)
     change = {"subscriptionType": "contact.propertyChange", "objectId": 501,
               "propertyName": "contactdata_job_functions",
               "propertyValue": "Marketing;Sales"}  # fmt: skip
-    _event(db, link, "echo", thin=True, payload=change)
+    hubspot_event(db, link, "echo", thin=True, payload=change)
     assert work.run_due() == {"done": 1}
     assert len(crm.requests) == before
     assert store.events_of(db, link.row["id"])[-1]["last_error"] == (

@@ -1,0 +1,575 @@
+"""The fake CRMs the connector's tests call through httpx.MockTransport: FakeCRM, answering
+queued responses; the answer table of each CRM the adapter contract meets (CRMS); a HubSpot
+holding contacts (FakeHubSpot) and Zoho's notification channels (FakeZohoWatch)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import httpx
+
+from connector.platforms.hubspot import HubSpot
+from connector.platforms.salesforce import Salesforce
+from tests.helpers.constants import AVA, OUTBOUND
+
+HUBSPOT = "https://api.hubapi.com"
+HS_CONTACTS = "/crm/objects/2026-03/contacts"  # HubSpot's date-versioned path (2026-03)
+SALESFORCE = "https://example.my.salesforce.com"
+SF_DATA = f"{SALESFORCE}/services/data/v62.0"
+DYNAMICS = "https://contoso.crm.dynamics.com"
+TOKEN = "secret-token"
+Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
+
+
+def sample(name: str) -> Any:
+    return json.loads((OUTBOUND / name).read_text())
+
+
+class FakeCRM:
+    """Answers each request with the next queued answer (a response, or a function of the
+    request that may raise), and keeps the requests it was sent."""
+
+    def __init__(self, *answers: Answer) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0)
+        return answer(request) if callable(answer) else answer
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(self))
+
+    def bodies(self) -> list[Any]:
+        return [json.loads(request.content) for request in self.requests]
+
+
+def answer(status: int, body: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
+    if body is None:
+        return httpx.Response(status, headers=headers)
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def hubspot(crm: FakeCRM) -> HubSpot:
+    return HubSpot(HUBSPOT, TOKEN, crm.client())
+
+
+def salesforce(crm: FakeCRM, **options: Any) -> Salesforce:
+    return Salesforce(SALESFORCE, TOKEN, crm.client(), **options)
+
+
+def assert_sent(request: httpx.Request, method: str, url: str) -> None:
+    assert (request.method, str(request.url)) == (method, url)
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"
+    if request.content:
+        assert request.headers["content-type"] == "application/json"
+
+
+def raising(
+    error: type[httpx.TransportError], message: str = "simulated"
+) -> Callable[[httpx.Request], httpx.Response]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error(message, request=request)
+
+    return handler
+
+
+Reply = Callable[[httpx.Request], httpx.Response]
+TITLE = "CTO"  # what each fake CRM holds in the property it has
+GUIDS = re.compile(r"[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}")
+REDIRECT = {"Location": "https://attacker.example/steal"}
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One CRM as the contract meets it: where it lives, two of its record ids, a property it
+    has (holding TITLE) and one it lacks, and its answers in its own documented shapes."""
+
+    base_url: str
+    ids: tuple[str, str]
+    auth: tuple[str, str]  # the header carrying the token, and its value
+    known: str
+    unknown: str
+    answers: Reply  # its successes, for each of the four calls
+    refuses_read: Reply | None  # a 400 for asking `unknown`; None: a 200 leaves it out
+    refuses_write: Reply  # a 400 for sending `unknown`
+    dropped: str  # that refusal's reason, as WriteResult.dropped names it
+    expired: Any  # a 401's body: the token expired or was revoked
+    rate_limited: Any  # a 429's body
+    wait: float | None  # a 429 without Retry-After waits this (the adapter's documented rule)
+    server_error: Any  # a 5xx's body
+    batch_writes: bool  # write_many is one call (else one update a record)
+    expired_headers: dict[str, str] = field(default_factory=dict)
+    # A refusal of the value sent in `unknown` (a property the CRM has, say a picklist whose
+    # options lack ours) naming it, in the CRM's shape for each write call; and its reason,
+    # as WriteResult.dropped names it. None: the contract does not hold this CRM to it yet.
+    refuses_value: Reply | None = None
+    value_dropped: str = ""
+
+
+def replying(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
+    """A fresh response for each request (one response object is not sent twice)."""
+    return lambda request: answer(status, body, headers)
+
+
+def sent(request: httpx.Request) -> str:
+    """Everything a request says: its URL (decoded) and its body."""
+    return unquote(str(request.url)) + request.content.decode()
+
+
+def last_segment(request: httpx.Request) -> str:
+    return unquote(request.url.path.rsplit("/", 1)[1])
+
+
+def hubspot_answers(request: httpx.Request) -> httpx.Response:
+    """A contact (GET, PATCH), or a batch's results (batch/read, batch/update)."""
+
+    def contact(key: str) -> dict[str, Any]:
+        return {
+            "id": key,
+            "properties": {"hs_object_id": key, "jobtitle": TITLE},
+            "archived": False,
+        }
+
+    if request.method == "POST":
+        inputs = json.loads(request.content)["inputs"]
+        results = [contact(item["id"]) for item in inputs]
+        return answer(200, {"status": "COMPLETE", "results": results})
+    return answer(200, contact(last_segment(request)))
+
+
+def salesforce_answers(request: httpx.Request) -> httpx.Response:
+    """A Contact, a collection of them in the order asked, 204 for an update, and a SaveResult
+    a record for a collection update."""
+
+    def contact(key: str) -> dict[str, Any]:
+        url = f"/services/data/v62.0/sobjects/Contact/{key}"
+        return {"attributes": {"type": "Contact", "url": url}, "Id": key, "Title": TITLE}
+
+    if request.method == "GET" and "ids" in request.url.params:
+        return answer(200, [contact(key) for key in request.url.params["ids"].split(",")])
+    if request.method == "GET":
+        return answer(200, contact(last_segment(request)))
+    if request.url.path.endswith("/composite/sobjects"):
+        records = json.loads(request.content)["records"]
+        return answer(200, [{"id": item["id"], "success": True, "errors": []} for item in records])
+    return answer(204)
+
+
+def pipedrive_answers(request: httpx.Request) -> httpx.Response:
+    """API v2's {"success": true, "data": ...}: a person (GET, PATCH), or a list of them."""
+
+    def person(key: str) -> dict[str, Any]:
+        email = {"value": "jane@acme.example", "primary": True, "label": "work"}
+        custom = {PIPEDRIVE_KEY: TITLE}
+        return {"id": int(key), "name": "Jane Doe", "emails": [email], "custom_fields": custom}
+
+    if "ids" in request.url.params:
+        people = [person(key) for key in request.url.params["ids"].split(",")]
+        return answer(200, {"success": True, "data": people, "additional_data": {}})
+    return answer(200, {"success": True, "data": person(last_segment(request))})
+
+
+def zoho_answers(request: httpx.Request) -> httpx.Response:
+    """Records under "data" (GET one, GET by ids), or SUCCESS a record sent, in order (PUT)."""
+    if request.method == "PUT":
+        keys = [
+            item.get("id") or last_segment(request) for item in json.loads(request.content)["data"]
+        ]
+        done = [
+            {
+                "code": "SUCCESS",
+                "details": {"id": key},
+                "message": "record updated",
+                "status": "success",
+            }
+            for key in keys
+        ]
+        return answer(200, {"data": done})
+    params = request.url.params
+    keys = params["ids"].split(",") if "ids" in params else [last_segment(request)]
+    info = {"per_page": 200, "count": len(keys), "page": 1, "more_records": False}
+    return answer(200, {"data": [{"Title": TITLE, "id": key} for key in keys], "info": info})
+
+
+def dynamics_answers(request: httpx.Request) -> httpx.Response:
+    """A contact (GET contacts(id)), a query's rows under "value", 204 for an update."""
+    if request.method == "PATCH":
+        return answer(204)
+    rows = [
+        {"@odata.etag": 'W/"4334726"', "contactid": guid, "jobtitle": TITLE}
+        for guid in GUIDS.findall(sent(request))
+    ]
+    context = f"{DYNAMICS}/api/data/v9.2/$metadata#contacts(contactid,jobtitle)"
+    if "$filter" in request.url.params:
+        return answer(200, {"@odata.context": context, "value": rows})
+    return answer(200, {"@odata.context": f"{context}/$entity", **rows[0]})
+
+
+def zoho_refuses_write(request: httpx.Request) -> httpx.Response:
+    """Update Records' per-record INVALID_DATA, naming the field, one a record sent."""
+    refusals = [
+        {
+            "code": "INVALID_DATA",
+            "details": {
+                "expected_data_type": "text",
+                "api_name": "ContactData_Record_Status",
+                "json_path": f"$.data[{n}].ContactData_Record_Status",
+            },
+            "message": "invalid data",
+            "status": "error",
+        }
+        for n, _ in enumerate(json.loads(request.content)["data"])
+    ]
+    return answer(400, {"data": refusals})
+
+
+# Microsoft's "Troubleshoot Dataverse Web API client errors": an unknown property in $select,
+# and in a body (POST there; the page's message, with its line breaks and "<truncated>" left out).
+DYNAMICS_UNKNOWN_ON_READ = (
+    "Could not find a property named 'new_contactdata_record_status' on type "
+    "'Microsoft.Dynamics.CRM.contact'."
+)
+DYNAMICS_UNKNOWN_ON_WRITE = (
+    "An error occurred while validating input parameters: Microsoft.Crm.CrmException: Invalid "
+    "property 'new_contactdata_record_status' was found in entity 'Microsoft.Dynamics.CRM.contact'."
+    " ---> Microsoft.OData.ODataException: Does not support untyped value in non-open type."
+)
+SALESFORCE_NO_SUCH_COLUMN = (
+    "No such column 'ContactData_Record_Status__c' on sobject of type Contact"
+)
+BAD_PICKLIST = "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST"
+SALESFORCE_BAD_STATUS = {  # the shape of SalesforceFoundation/NPSP#5409's "bad value"
+    "message": "ContactData Record Status: bad value for restricted picklist field: Active",
+    "fields": ["ContactData_Record_Status__c"],
+}
+# Pipedrive names a custom field by its key: one the account has (a text field holding
+# TITLE), and one it does not. v2's refusals name the path ("Validation failed: <path>: <why>",
+# pipedrive/client-nodejs#651); their wording for a custom field is unverified.
+PIPEDRIVE_KEY = "d4de1c1518b4531717c676029a45911c340390a6"
+PIPEDRIVE_OTHER_KEY = "e5ef2d2629c5642828d787b1aa56a22d451401b7"
+PIPEDRIVE_NOT_ALLOWED = f"custom_fields: Unknown custom field '{PIPEDRIVE_OTHER_KEY}'"
+PIPEDRIVE_BAD_OPTION = f"custom_fields.{PIPEDRIVE_OTHER_KEY}: must be one of the field's options"
+
+
+def salesforce_refuses_status(request: httpx.Request) -> httpx.Response:
+    """A restricted picklist refusing our record status: a 400 for one Contact, a failed
+    SaveResult for each record sending it in a collection (the others saved)."""
+    if not request.url.path.endswith("/composite/sobjects"):
+        return answer(400, [{**SALESFORCE_BAD_STATUS, "errorCode": BAD_PICKLIST}])
+    refused = [{**SALESFORCE_BAD_STATUS, "statusCode": BAD_PICKLIST}]
+    results = [
+        {"id": record["id"], "success": not errors, "errors": errors}
+        for record in json.loads(request.content)["records"]
+        for errors in [refused if "ContactData_Record_Status__c" in record else []]
+    ]
+    return answer(200, results)
+
+
+def pipedrive_refusing(why: str) -> Reply:
+    """v2's refusal of a request's values: "Validation failed: " and each path's reason."""
+    body = {"success": False, "error": f"Validation failed: {why}"}
+    return replying(400, {**body, "code": "ERR_SCHEMA_VALIDATION_FAILED"})
+
+
+CRMS: dict[str, Platform] = {
+    "hubspot": Platform(
+        base_url=HUBSPOT,
+        ids=("512", "513"),
+        auth=("authorization", f"Bearer {TOKEN}"),
+        known="jobtitle",
+        unknown="contactdata_record_status",
+        answers=hubspot_answers,
+        # HubSpot's reference for `properties`: "If any of the specified properties are not
+        # present on the requested object(s), they will be ignored."
+        refuses_read=None,
+        refuses_write=replying(
+            400,
+            json.loads(
+                (OUTBOUND / "hubspot_error_400_property_doesnt_exist.json")
+                .read_text()
+                .replace("description", "contactdata_record_status")
+            ),
+        ),
+        dropped='Property "contactdata_record_status" does not exist',
+        # An expired OAuth token, as HubSpot answered it (airbytehq/airbyte#74726).
+        expired={
+            "status": "error",
+            "message": "The OAuth token used to make this call expired 0 second(s) ago.",
+            "correlationId": "019cd9fe-d093-7d4f-99bc-45975fdcf7c6",
+            "category": "EXPIRED_AUTHENTICATION",
+            "context": {"expire time": ["2026-03-10T23:04:41.164Z"]},
+        },
+        rate_limited=sample("hubspot_error_429_ten_secondly.json"),
+        wait=10.0,  # TEN_SECONDLY_ROLLING's window
+        server_error={
+            "status": "error",
+            "message": "internal error",
+            "correlationId": "5e0a9d5b-55a6-4b3c-9b5e-8d1a8a1f0c11",
+        },
+        batch_writes=True,
+    ),
+    "salesforce": Platform(
+        base_url=SALESFORCE,
+        ids=("003xx000004TmiQAAS", "003xx000004TmiRAAS"),
+        auth=("authorization", f"Bearer {TOKEN}"),
+        known="Title",
+        unknown="ContactData_Record_Status__c",
+        answers=salesforce_answers,
+        refuses_read=replying(
+            400,
+            [
+                {
+                    "message": "No such column 'ContactData_Record_Status__c' on entity "
+                    "'Contact'. If you are attempting to use a custom field, be sure to append "
+                    "the '__c' after the custom field name. Please reference your WSDL or the "
+                    "describe call for the appropriate names.",
+                    "errorCode": "INVALID_FIELD",
+                }
+            ],
+        ),
+        # For a collection update too: the whole request refused (unverified for collections).
+        refuses_write=replying(
+            400, [{"message": SALESFORCE_NO_SUCH_COLUMN, "errorCode": "INVALID_FIELD"}]
+        ),
+        dropped=f"INVALID_FIELD: {SALESFORCE_NO_SUCH_COLUMN}",
+        expired=[{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}],
+        rate_limited=None,  # its API limit is 403 REQUEST_LIMIT_EXCEEDED; a 429 has no body
+        wait=None,  # no rule for a 429: the worker's backoff decides
+        server_error=[
+            {
+                "errorCode": "UNKNOWN_EXCEPTION",
+                "message": "An unexpected error occurred. Please include this ErrorId if you "
+                "contact support: 1931340523-53744 (-1159404474)",
+            }
+        ],
+        batch_writes=True,
+        refuses_value=salesforce_refuses_status,
+        value_dropped=f"{BAD_PICKLIST}: {SALESFORCE_BAD_STATUS['message']}",
+    ),
+    "pipedrive": Platform(
+        base_url="https://acme.pipedrive.com",
+        ids=("12", "14"),
+        auth=("x-api-token", TOKEN),
+        known=PIPEDRIVE_KEY,
+        unknown=PIPEDRIVE_OTHER_KEY,
+        answers=pipedrive_answers,
+        refuses_read=None,  # a person comes whole: a field it lacks is absent
+        refuses_write=pipedrive_refusing(PIPEDRIVE_NOT_ALLOWED),
+        dropped=PIPEDRIVE_NOT_ALLOWED,
+        expired={
+            "success": False,
+            "error": "unauthorized access",
+            "errorCode": 401,
+            "error_info": "Please check developers.pipedrive.com for more information about "
+            "Pipedrive API.",
+        },
+        rate_limited={"success": False, "error": "Request over limit", "errorCode": 429},
+        wait=2.0,  # the burst window
+        server_error={"success": False, "error": "Service Unavailable", "errorCode": 503},
+        batch_writes=False,
+        refuses_value=pipedrive_refusing(PIPEDRIVE_BAD_OPTION),
+        value_dropped=PIPEDRIVE_BAD_OPTION,
+    ),
+    "zoho": Platform(
+        base_url="https://www.zohoapis.com",
+        ids=("554023000000527002", "554023000000531001"),
+        auth=("authorization", f"Zoho-oauthtoken {TOKEN}"),
+        known="Title",
+        unknown="ContactData_Record_Status",
+        answers=zoho_answers,
+        refuses_read=replying(
+            400,
+            {
+                "code": "INVALID_DATA",
+                "details": {"api_name": "ContactData_Record_Status"},
+                "message": "invalid data",
+                "status": "error",
+            },
+        ),
+        refuses_write=zoho_refuses_write,
+        dropped="INVALID_DATA: invalid data",
+        expired={
+            "code": "INVALID_TOKEN",
+            "details": {},
+            "message": "invalid oauth token",
+            "status": "error",
+        },
+        rate_limited={
+            "code": "TOO_MANY_REQUESTS",
+            "details": {},
+            "message": "The number of concurrent requests has exceeded the limit",
+            "status": "error",
+        },
+        wait=None,  # Zoho documents no wait: the worker's backoff decides
+        server_error={
+            "code": "INTERNAL_ERROR",
+            "details": {},
+            "message": "Internal Server Error",
+            "status": "error",
+        },
+        batch_writes=True,
+    ),
+    "dynamics": Platform(
+        base_url=DYNAMICS,
+        ids=("6d81597f-0f9f-e711-8122-000d3aa2331c", "7e92608f-1fa0-f811-9233-111e4bb3442d"),
+        auth=("authorization", f"Bearer {TOKEN}"),
+        known="jobtitle",
+        unknown="new_contactdata_record_status",
+        answers=dynamics_answers,
+        refuses_read=replying(400, {"error": {"code": "0x0", "message": DYNAMICS_UNKNOWN_ON_READ}}),
+        refuses_write=replying(
+            400, {"error": {"code": "0x0", "message": DYNAMICS_UNKNOWN_ON_WRITE}}
+        ),
+        dropped=DYNAMICS_UNKNOWN_ON_WRITE,
+        expired=None,  # the Web API's 401 has no body: its challenge is in WWW-Authenticate
+        # The challenge's parameters are unverified; the adapter reads only the status.
+        expired_headers={
+            "WWW-Authenticate": "Bearer authorization_uri=https://login.microsoftonline.com/"
+            f"common/oauth2/authorize, resource_id={DYNAMICS}/"
+        },
+        rate_limited={
+            "error": {
+                "code": "0x80072322",
+                "message": "Number of requests exceeded the limit of 6000 over time window of "
+                "300 seconds.",
+            }
+        },
+        wait=None,  # Microsoft always sends Retry-After; without one the worker's backoff decides
+        server_error={"error": {"code": "0x80040216", "message": "An unexpected error occurred."}},
+        batch_writes=False,
+    ),
+}
+
+
+# --- HubSpot holding contacts, for the worker ---------------------------------------------
+
+
+class FakeHubSpot:
+    """Contacts by id; records every request; answers with what `failures` holds first."""
+
+    def __init__(self) -> None:
+        self.contacts: dict[str, dict[str, Any]] = {"501": {"email": AVA, "jobtitle": ""}}
+        self.requests: list[httpx.Request] = []
+        self.failures: list[httpx.Response] = []
+        self.options: dict[str, set[str]] = {}  # dropdown properties: the values they allow
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if self.failures:
+            return self.failures.pop(0)
+        if request.url.path.endswith("/batch/update"):
+            return self._batch_update(json.loads(request.content)["inputs"])
+        if request.url.path.endswith("/batch/read"):
+            return self._batch_read(json.loads(request.content))
+        record_id = request.url.path.rsplit("/", 1)[-1]
+        if record_id not in self.contacts:
+            return httpx.Response(404, json={"status": "error", "message": "Object not found"})
+        if request.method == "PATCH":
+            sent = json.loads(request.content)["properties"]
+            if refused := self._invalid_option([sent]):
+                return refused
+            self.contacts[record_id].update(sent)
+        properties = self.contacts[record_id]
+        return httpx.Response(200, json={"id": record_id, "properties": properties})
+
+    def _batch_update(self, inputs: list[dict[str, Any]]) -> httpx.Response:
+        """HubSpot's batch update: 200 when every contact was written, else 207 with an
+        error naming the missing ones; one contact's invalid option refuses them all."""
+        if refused := self._invalid_option([item["properties"] for item in inputs]):
+            return refused
+        found = [item for item in inputs if item["id"] in self.contacts]
+        for item in found:
+            self.contacts[item["id"]].update(item["properties"])
+        results = [{"id": item["id"], "properties": item["properties"]} for item in found]
+        missing = [item["id"] for item in inputs if item["id"] not in self.contacts]
+        if not missing:
+            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
+        error = {"status": "error", "category": "OBJECT_NOT_FOUND", "message": "Not found",
+                 "context": {"ids": missing}}  # fmt: skip
+        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
+                                         "errors": [error], "numErrors": 1})  # fmt: skip
+
+    def _invalid_option(self, sent: list[dict[str, Any]]) -> httpx.Response | None:
+        """HubSpot's 400 for a dropdown value it has no option for; None when every value
+        sent is allowed."""
+        for name, value in ((n, v) for values in sent for n, v in values.items()):
+            if name in self.options and value not in self.options[name]:
+                return httpx.Response(400, json=invalid_option(name, value, self.options[name]))
+        return None
+
+    def _batch_read(self, body: dict[str, Any]) -> httpx.Response:
+        """HubSpot's batch read: the contacts found, 207 naming the missing ones."""
+        ids = [item["id"] for item in body["inputs"]]
+        results = [
+            {"id": key, "properties": {name: self.contacts[key].get(name)
+                                       for name in body["properties"]}}
+            for key in ids if key in self.contacts
+        ]  # fmt: skip
+        missing = [key for key in ids if key not in self.contacts]
+        if not missing:
+            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
+        error = {"status": "error", "category": "OBJECT_NOT_FOUND",
+                 "message": "Could not get some CONTACT objects",
+                 "context": {"ids": missing}}  # fmt: skip
+        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
+                                         "errors": [error], "numErrors": 1})  # fmt: skip
+
+    def patches(self) -> list[dict[str, Any]]:
+        return [json.loads(r.content)["properties"] for r in self.requests if r.method == "PATCH"]
+
+    def batches(self) -> list[dict[str, dict[str, Any]]]:
+        """Each batch update's contacts: id -> properties."""
+        return [
+            {item["id"]: item["properties"] for item in json.loads(r.content)["inputs"]}
+            for r in self.requests
+            if r.url.path.endswith("/batch/update")
+        ]
+
+
+def invalid_option(name: str, value: str, allowed: set[str]) -> dict[str, Any]:
+    """HubSpot's VALIDATION_ERROR for an option a dropdown lacks, naming the property in its
+    message's list and in `errors` (the shape of tests/data/platforms/outbound's samples)."""
+    message = f"{value} was not one of the allowed options: {sorted(allowed)}"
+    listed = [{"isValid": False, "message": message, "error": "INVALID_OPTION", "name": name,
+               "localizedErrorMessage": message}]  # fmt: skip
+    return {
+        "status": "error",
+        "message": f"Property values were not valid: {json.dumps(listed)}",
+        "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
+        "category": "VALIDATION_ERROR",
+        "errors": [
+            {"message": message, "code": "INVALID_OPTION", "context": {"propertyName": [name]}}
+        ],
+    }
+
+
+# --- Zoho's notification channels ---------------------------------------------------------
+
+
+class FakeZohoWatch:
+    """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
+    `confirms` when set (the queued failures first); keeps the requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+        self.failures: list[httpx.Response] = []
+        self.confirms = ""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if self.failures:
+            return self.failures.pop(0)
+        (channel,) = json.loads(request.content)["watch"]
+        expiry = self.confirms or channel["channel_expiry"]
+        event = {"channel_expiry": expiry, "resource_name": "Contacts",
+                 "channel_id": channel["channel_id"]}  # fmt: skip
+        answer = {"code": "SUCCESS", "details": {"events": [event]}, "status": "success",
+                  "message": "Successfully updated the subscribe details"}  # fmt: skip
+        return httpx.Response(200, json={"watch": [answer]})
