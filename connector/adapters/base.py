@@ -93,6 +93,31 @@ def send(
         raise Retriable(f"{method} {url} failed: {type(error).__name__}: {error}") from error
 
 
+class CrmClient:
+    """What every adapter is built from and sends with: the CRM API's base URL, the injected
+    HTTP client and the token, in the headers `token_headers` makes of it (a bearer token
+    unless the CRM says otherwise); `auth`, set by adapter_for, renews an OAuth token."""
+
+    auth: httpx.Auth | None = None
+
+    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.headers = self.token_headers(token)
+
+    def token_headers(self, token: str) -> dict[str, str]:
+        """The headers every request carries: the token, and what else the CRM wants."""
+        return {"Authorization": f"Bearer {token}"}
+
+    def _send(
+        self, method: str, path: str, headers: dict[str, str] | None = None, **options: Any
+    ) -> httpx.Response:
+        """A request to `path` below the base URL, with the token's headers (and `headers`)."""
+        url = self.base_url + path
+        merged = {**self.headers, **(headers or {})}
+        return send(self.client, method, url, self.auth, headers=merged, **options)
+
+
 def classify(response: httpx.Response, now: datetime | None = None) -> None:
     """Nothing for a 2xx answer; otherwise raise: 429 and 5xx Retriable (honoring
     Retry-After), redirects and other 4xx Permanent, with the CRM's message."""

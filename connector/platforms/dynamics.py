@@ -35,6 +35,7 @@ import httpx
 from connector.adapters.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    CrmClient,
     Permanent,
     Refusal,
     Retriable,
@@ -46,7 +47,6 @@ from connector.adapters.base import (
     json_body,
     matching,
     retry_after,
-    send,
     write_dropping,
     write_each,
 )
@@ -66,17 +66,14 @@ QUERY_SAFE = ",'()=[]"  # left as they are, as the Web API documentation writes 
 NOT_FOUND = "no such contact (deleted, or not visible to this user)"
 
 
-class Dynamics:
+class Dynamics(CrmClient):
     """Dataverse contacts, over a client the caller builds; `base_url` is the environment URL
     (https://contoso.crm.dynamics.com) and `token` an Entra ID access token for it."""
 
     platform = "dynamics"
-    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
-    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.client = client
-        self.headers = {
+    def token_headers(self, token: str) -> dict[str, str]:
+        return {
             "Authorization": f"Bearer {token}",
             "Accept": "application/json",
             "OData-MaxVersion": "4.0",
@@ -151,19 +148,6 @@ class Dynamics:
         if not refused:
             self._check(response)
         return refused
-
-    def _send(
-        self, method: str, path: str, headers: dict[str, str] | None = None, **options: Any
-    ) -> httpx.Response:
-        url = self.base_url + path
-        return send(
-            self.client,
-            method,
-            url,
-            self.auth,
-            headers={**self.headers, **(headers or {})},
-            **options,
-        )
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer, with Dataverse's code and message; redirects and the

@@ -62,6 +62,7 @@ from connector import mappings, signatures, store
 from connector.adapters.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    CrmClient,
     Outcome,
     Permanent,
     Refusal,
@@ -75,7 +76,6 @@ from connector.adapters.base import (
     id_chunks,
     json_body,
     retry_after,
-    send,
     write_dropping,
     write_many_dropping,
 )
@@ -103,17 +103,11 @@ UNKNOWN = "PROPERTY_DOESNT_EXIST"
 LISTED = "Property values were not valid:"  # a 400's message, then its refusals as JSON
 
 
-class HubSpot:
+class HubSpot(CrmClient):
     """HubSpot contacts, over a client the caller builds; `token` is an OAuth access token or
     a private-app token."""
 
     platform = "hubspot"
-    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
-
-    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.client = client
-        self.headers = {"Authorization": f"Bearer {token}"}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The contact's current values of `properties`, None where empty."""
@@ -194,10 +188,6 @@ class HubSpot:
             return dict.fromkeys(changes, failure)
         body = json_body(response)
         return _batch_outcomes(changes, body, _results(response, body, "a batch update's results"))
-
-    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        url = self.base_url + path
-        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: 401 and 429 HubSpot's way, the rest as `classify`."""

@@ -60,6 +60,7 @@ from connector.adapters.base import (
     DELAY_SECONDS,
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    CrmClient,
     Permanent,
     Refusal,
     Retriable,
@@ -70,7 +71,6 @@ from connector.adapters.base import (
     garbled,
     json_body,
     retry_after,
-    send,
     write_dropping,
     write_each,
 )
@@ -96,16 +96,13 @@ NOT_IN_BODY = (
 )
 
 
-class Pipedrive:
+class Pipedrive(CrmClient):
     """Pipedrive persons, over a client the caller builds; `token` is a user's API token."""
 
     platform = "pipedrive"
-    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
-    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.client = client
-        self.headers = {"x-api-token": token}
+    def token_headers(self, token: str) -> dict[str, str]:
+        return {"x-api-token": token}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The person's current values of `properties`, None where empty or unknown."""
@@ -175,10 +172,6 @@ class Pipedrive:
         if not refused:
             self._check(response)
         return refused
-
-    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        url = self.base_url + path
-        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer with Pipedrive's own words; redirects as `classify`."""

@@ -41,6 +41,7 @@ from defusedxml.common import DefusedXmlException
 from connector import signatures
 from connector.adapters.base import (
     TOKEN_REFUSED,
+    CrmClient,
     Outcome,
     Permanent,
     Refusal,
@@ -55,7 +56,6 @@ from connector.adapters.base import (
     json_body,
     matching,
     retry_after,
-    send,
     write_dropping,
     write_many_dropping,
 )
@@ -70,19 +70,16 @@ NO_SUCH_COLUMN = re.compile(r"No such column '([^']+)'")
 ADDRESS_PART = re.compile(r"(\w*?)(state|country)(?:code)?", re.IGNORECASE)  # MailingStateCode
 
 
-class Salesforce:
+class Salesforce(CrmClient):
     """Salesforce contacts, over a client the caller builds; `base_url` is the org's instance
     URL and `token` an OAuth access token."""
 
     platform = "salesforce"
-    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
     def __init__(
         self, base_url: str, token: str, client: httpx.Client, api_version: str = API_VERSION
     ) -> None:
-        self.base_url = f"{base_url.rstrip('/')}/services/data/{api_version}"
-        self.client = client
-        self.headers = {"Authorization": f"Bearer {token}"}
+        super().__init__(f"{base_url.rstrip('/')}/services/data/{api_version}", token, client)
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The Contact's current values of `properties` (field API names, any case), None
@@ -165,10 +162,6 @@ class Salesforce:
         except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(changes, failure)
         return _save_results(changes, _listed(response, len(changes), "a SaveResult a record"))
-
-    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        url = self.base_url + path
-        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: Salesforce's error codes first, then `classify`."""

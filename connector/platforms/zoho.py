@@ -48,6 +48,7 @@ import httpx
 
 from connector.adapters.base import (
     TOKEN_REFUSED,
+    CrmClient,
     Outcome,
     Permanent,
     Refusal,
@@ -60,7 +61,6 @@ from connector.adapters.base import (
     json_body,
     matching,
     read_each,
-    send,
     write_dropping,
     write_many_dropping,
 )
@@ -134,17 +134,14 @@ class _Refused(Permanent):
     cue to read record by record; for renewing a channel, to enable it."""
 
 
-class Zoho:
+class Zoho(CrmClient):
     """Zoho CRM contacts, over a client the caller builds; `base_url` is the account's data
     centre API domain (one of ZOHO_API_DOMAINS) and `token` an OAuth access token."""
 
     platform = "zoho"
-    auth: httpx.Auth | None = None  # set by adapter_for: a renewing OAuth token
 
-    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.client = client
-        self.headers = {"Authorization": f"Zoho-oauthtoken {token}"}
+    def token_headers(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"Zoho-oauthtoken {token}"}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The Contact's current values of `properties` (field API names), None where empty
@@ -294,10 +291,6 @@ class Zoho:
             errors = "; ".join(map(_describe, _errors(_body(response))))
             raise _Refused(f"{method} {WATCH}: {errors or 'no channel expiry confirmed'}")
         return expiry
-
-    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
-        url = self.base_url + path
-        return send(self.client, method, url, self.auth, headers=self.headers, **options)
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for an answer refusing the whole call: 401 (or INVALID_TOKEN) a token
