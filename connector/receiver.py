@@ -106,10 +106,12 @@ def enrich_now(connection_id: str) -> Response:
     number of its copies."""
     link = _connection(connection_id)
     body = request.get_data(cache=True)
-    delivery_id = _verify(link, body) or PLATFORMS[link["platform"]].delivery_id(body)
+    webhook_id = _verify(link, body)
+    payload = _json_object(body)  # once: the platform's delivery id and the enrichment read it
+    delivery_id = webhook_id or PLATFORMS[link["platform"]].delivery_id(payload)
     if delivery_id is None:
-        return _enrich(link, body)
-    return _answer_once(link, delivery_id, lambda: _enrich(link, body))
+        return _enrich(link, body, payload)
+    return _answer_once(link, delivery_id, lambda: _enrich(link, body, payload))
 
 
 @blueprint.before_request
@@ -131,8 +133,7 @@ def _name_the_transaction(response: Response) -> Response:
     return response
 
 
-def _enrich(link: Row, body: bytes) -> Response:
-    payload = _json_object(body)
+def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
     mapping = mappings.load_current(link["mapping"])
     platform = PLATFORMS[link["platform"]]
     custom_action = platform.is_action(payload)

@@ -11,46 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    "DB_OPTION",
-    "ERROR_DESCRIPTIONS",
-    "FREE_REFRESH_TIERS",
-    "JOIN",
-    "NEWER_NAMES",
-    "OLDER_NAMES",
-    "OUTPUT_FIELDS",
-    "SETTING_DEFAULTS",
-    "Caller",
-    "InvalidParameter",
-    "NotFound",
-    "Operation",
-    "Outcome",
-    "Schema",
-    "ServiceError",
-    "UnreadableJson",
-    "add_operations",
-    "admin",
-    "auth",
-    "authenticate",
-    "cli_main",
-    "connect",
-    "create_app",
-    "decode_json",
-    "enrich_with_key",
-    "get_db",
-    "iso",
-    "key_secret",
-    "limits",
-    "load_settings",
-    "now",
-    "organization",
-    "registrable_domain",
-    "usage",
-    "utcnow",
-    "write",
-]
-
-# Where each name of __all__ lives: "module:attribute", or a module of the package itself.
+# The exported names and where each lives: "module:attribute", or a module of the package itself.
 _HOMES = {
     "DB_OPTION": "server.cli:DB_OPTION",
     "ERROR_DESCRIPTIONS": "server.http.openapi:ERROR_DESCRIPTIONS",
@@ -89,6 +50,7 @@ _HOMES = {
     "utcnow": "server.clock:utcnow",
     "write": "server.db:write",
 }
+__all__ = list(_HOMES)
 
 
 def __getattr__(name: str) -> Any:

@@ -118,8 +118,8 @@ class Platform:
         """The answer to a request whose events were stored."""
         return json_answer({"accepted": len(found)})
 
-    def delivery_id(self, body: bytes) -> str | None:
-        """The id naming one delivery in the body, for copies to be answered once."""
+    def delivery_id(self, payload: dict[str, Any]) -> str | None:
+        """The id naming one delivery in its JSON body, for copies to be answered once."""
         return None
 
     # Automation actions that wait for their answer (HubSpot's custom workflow actions) ----
@@ -315,3 +315,11 @@ def json_document(body: bytes) -> Any:
         return decode_json(body)
     except UnreadableJson as error:
         raise Unparseable(f"the body is not JSON: {error}") from None
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    """A JSON object body; Unparseable when it is not JSON or not an object."""
+    document = json_document(body)
+    if not isinstance(document, dict):
+        raise Unparseable("the body must be a JSON object")
+    return document

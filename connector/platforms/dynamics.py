@@ -51,7 +51,7 @@ from connector.adapters.base import (
     write_each,
 )
 from connector.inbound import Event, Unparseable
-from connector.platforms.base import UrlSecret, json_document
+from connector.platforms.base import UrlSecret, json_object
 
 CONTACTS = "/api/data/v9.2/contacts"
 READ_BATCH = 50  # ids a query: about 2 KB of URL, far below a page of results (5000 rows)
@@ -261,10 +261,7 @@ class DynamicsPlatform(UrlSecret):
     refreshable: bool = True
 
     def events(self, body: bytes) -> list[Event]:
-        document = json_document(body)
-        if not isinstance(document, dict):
-            raise Unparseable("the body must be a JSON object")
-        return dynamics_events(document)
+        return dynamics_events(json_object(body))
 
     def adapter(self, base_url: str, token: str, client: httpx.Client) -> Dynamics:
         return Dynamics(base_url, token, client)

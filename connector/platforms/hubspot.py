@@ -460,13 +460,9 @@ class HubSpotPlatform(Platform):
             return json_answer(action_blocked())
         return super().acknowledgement(found)
 
-    def delivery_id(self, body: bytes) -> str | None:
+    def delivery_id(self, payload: dict[str, Any]) -> str | None:
         """A custom action's `callbackId`, which names one execution of the action: a copy
         (a replay within v3's 5 minutes, or HubSpot's own retry) is answered once too."""
-        try:
-            payload = decode_json(body)
-        except UnreadableJson:
-            return None
         return f"callbackId:{payload['callbackId']}" if is_action(payload) else None
 
     def is_action(self, payload: Any) -> bool:

@@ -75,7 +75,7 @@ from connector.adapters.base import (
     write_each,
 )
 from connector.inbound import Event, Unparseable, digest
-from connector.platforms.base import BasicPassword, Row, json_document
+from connector.platforms.base import BasicPassword, Row, json_object
 
 PERSONS = "/api/v2/persons"
 LIST_IDS = 100  # GET /persons takes up to 100 comma-separated `ids`
@@ -402,10 +402,7 @@ class PipedrivePlatform(BasicPassword):
     crm: bool = True
 
     def events(self, body: bytes) -> list[Event]:
-        document = json_document(body)
-        if not isinstance(document, dict):
-            raise Unparseable("the body must be a JSON object")
-        return pipedrive_events(document)
+        return pipedrive_events(json_object(body))
 
     def adapter(self, base_url: str, token: str, client: httpx.Client) -> Pipedrive:
         return Pipedrive(base_url, token, client)

@@ -71,7 +71,7 @@ from connector.platforms.base import (
     Refused,
     Row,
     Verified,
-    json_document,
+    json_object,
     same,
 )
 from server import UnreadableJson, decode_json
@@ -488,10 +488,7 @@ class ZohoPlatform(Platform):
         return Verified()
 
     def events(self, body: bytes) -> list[Event]:
-        document = json_document(body)
-        if not isinstance(document, dict):
-            raise Unparseable("the body must be a JSON object")
-        return zoho_events(document)
+        return zoho_events(json_object(body))
 
     def adapter(self, base_url: str, token: str, client: httpx.Client) -> Zoho:
         return Zoho(base_url, token, client)
