@@ -68,7 +68,7 @@ from serving import (
 )
 
 import server
-from connector import signatures, store, worker
+from connector import store, worker
 from connector.platforms import hubspot
 from server.clock import utcnow
 
@@ -366,11 +366,11 @@ def enqueue_thin_events(port: int, hubspot: Row, batch: int = 100) -> int:
         for start in range(0, len(hubspot["records"]), batch):
             body = json.dumps(_thin_events(hubspot["records"][start : start + batch])).encode()
             stamp = int(time.time() * 1000)
-            signature = signatures.sign_hubspot_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
+            signature = hubspot.sign_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
             headers = {
                 "Content-Type": "application/json",
-                signatures.HUBSPOT_SIGNATURE_V3: signature,
-                signatures.HUBSPOT_TIMESTAMP: str(stamp),
+                hubspot.SIGNATURE_V3: signature,
+                hubspot.TIMESTAMP: str(stamp),
             }
             response = client.post(url, content=body, headers=headers)
             response.raise_for_status()

@@ -17,8 +17,9 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import outbound, signatures, store, subscriptions, worker
+from connector import outbound, store, subscriptions, worker
 from connector.platforms import PLATFORMS
+from connector.platforms.base import STANDARD_WEBHOOKS_REPLAY_WINDOW
 from server import SETTING_DEFAULTS, load_settings, utcnow
 
 REFRESH_CREDIT_CAP: int = SETTING_DEFAULTS["REFRESH_CREDIT_CAP"]  # CONTACTDATA_REFRESH_CREDIT_CAP
@@ -147,7 +148,7 @@ def purge_deliveries(db: Database, now: datetime) -> str:
     """Delete done events older than PURGE_AFTER and job runs older than JOB_RUNS_KEPT, so
     the tables hold what an operator still looks at, and the answers kept for replayed
     webhook deliveries once no copy can pass (they hold enriched personal data)."""
-    replayable = signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW
+    replayable = STANDARD_WEBHOOKS_REPLAY_WINDOW
     with server.write(db):
         events = store.purge_done_events(db, server.iso(now - PURGE_AFTER))
         runs = store.purge_job_runs(db, server.iso(now - JOB_RUNS_KEPT))

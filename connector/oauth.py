@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from connector.adapters.base import Permanent, Retriable, error_message, retry_after
+from connector.platforms.base import Permanent, Retriable, error_message, retry_after
 
 EARLY = timedelta(seconds=60)  # a token this close to its expiry is renewed before use
 # httpx sends an auth flow's own requests as built: the token request needs its own timeout.

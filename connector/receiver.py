@@ -47,14 +47,23 @@ from flask import Blueprint, Response, current_app, g, request
 from sqlite_utils import Database
 
 import server
-from connector import inbound, mappings, sealing, signatures, store
+from connector import mappings, sealing, store
 from connector.platforms import PLATFORMS
-from connector.platforms.base import Answer, Delivery, Platform, Refused
+from connector.platforms.base import (
+    STANDARD_WEBHOOKS_REPLAY_WINDOW,
+    Answer,
+    Delivery,
+    Event,
+    Platform,
+    Refused,
+    SignatureError,
+    Unparseable,
+)
 from server import ServiceError, UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
-REPLAY_WINDOW = signatures.STANDARD_WEBHOOKS_REPLAY_WINDOW
+REPLAY_WINDOW = STANDARD_WEBHOOKS_REPLAY_WINDOW
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
 REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
 _ENRICH_PATH = re.compile(r"/hooks/[^/]+/enrich")
@@ -214,7 +223,7 @@ def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
         current_app.logger.exception("delivery to connection %s not settled", link["id"])
 
 
-def _store(link: Row, found: list[inbound.Event]) -> None:
+def _store(link: Row, found: list[Event]) -> None:
     """Store events durably (each once); 503 with Retry-After when the store cannot."""
     try:
         with server.write(server.get_db()) as db:
@@ -271,7 +280,7 @@ def _verify(link: Row, body: bytes) -> str | None:
     )
     try:
         verified = PLATFORMS[link["platform"]].verify(link, _secret(link), delivery)
-    except signatures.SignatureError as error:
+    except SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
     except Refused as error:
         raise BadSignature(str(error)) from None
@@ -290,7 +299,20 @@ def _called_uri() -> str:
         query = environ.get("QUERY_STRING", "")
         target = quote(request.script_root + request.path) + (f"?{query}" if query else "")
     target = target.encode("latin-1", "replace").decode("utf-8", "replace")  # WSGI's str
-    return signatures.sent_uri(current_app.config["PUBLIC_URL"], target, request.script_root)
+    return sent_uri(current_app.config["PUBLIC_URL"], target, request.script_root)
+
+
+def sent_uri(public_url: str, target: str, mount: str = "") -> str:
+    """The URL a sender called, as it signed it: the public URL it was given (scheme, host and
+    any path prefix a proxy removes) followed by the request target (path and query exactly
+    as sent, percent-escapes kept), less `mount`, the prefix the app is mounted at (WSGI's
+    SCRIPT_NAME, which a public URL names already). An absolute-form target (`http://h/p`)
+    gives only its path and query: the public URL names the scheme and host."""
+    if not target.startswith("/"):
+        target = "/" + target.partition("://")[2].partition("/")[2]
+    if mount and target.startswith(f"{mount}/"):
+        target = target[len(mount) :]
+    return public_url.rstrip("/") + target
 
 
 def _remember(link: Row, remember: Callable[[Database], None]) -> None:
@@ -301,11 +323,11 @@ def _remember(link: Row, remember: Callable[[Database], None]) -> None:
         current_app.logger.warning("what connection %s's request taught not kept", link["id"])
 
 
-def _events(link: Row, platform: Platform, body: bytes) -> list[inbound.Event]:
+def _events(link: Row, platform: Platform, body: bytes) -> list[Event]:
     """The request's events, each from a sender the connection takes them from."""
     try:
         found = platform.events(body)
-    except inbound.Unparseable as error:
+    except Unparseable as error:
         raise InvalidPayload(f"The body is not a {platform.name} event: {error}") from None
     try:
         platform.admit(link, found)
@@ -314,7 +336,7 @@ def _events(link: Row, platform: Platform, body: bytes) -> list[inbound.Event]:
     return found
 
 
-def _row(link: Row, event: inbound.Event) -> Row:
+def _row(link: Row, event: Event) -> Row:
     return {
         "connection_id": link["id"],
         "event_key": event.key,

@@ -19,8 +19,8 @@ from sqlite_utils import Database
 
 import server
 from connector import connections, outbound, sealing, store
-from connector.adapters.base import Permanent, Retriable
-from connector.platforms import PLATFORMS, adapter_for
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Permanent, Retriable
 
 CHANNEL_LIFETIME = timedelta(days=6)  # asked for: under Zoho's week, which it replaces with an hour
 RENEW_BEFORE = timedelta(days=1)  # a channel is renewed once its expiry is this close
@@ -86,7 +86,7 @@ def _watch(
     channel_token = sealing.unseal(secret, link["secret_sealed"])
     auth = connections.crm_auth(db, secret, link, lambda: now)
     platform = PLATFORMS[link["platform"]]
-    adapter = adapter_for(platform.name, base_url, token, client, auth)
+    adapter = platform.adapter(base_url, token, client, auth)
     return platform.subscribe(
         adapter, link, notify_url, channel_token, now + CHANNEL_LIFETIME, lapsed
     )

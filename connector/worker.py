@@ -41,16 +41,16 @@ from sqlite_utils import Database
 
 import server
 from connector import connections, mappings, outbound, sealing, store
-from connector.adapters.base import (
+from connector.platforms import PLATFORMS
+from connector.platforms.base import (
     TOKEN_REFUSED,
     Adapter,
     Permanent,
+    Platform,
     Retriable,
     WriteResult,
     read_each,
 )
-from connector.platforms import PLATFORMS, adapter_for
-from connector.platforms.base import Platform
 
 MAX_ATTEMPTS = 12
 BACKOFF_FIRST_SECONDS = 30.0
@@ -150,15 +150,16 @@ class Worker:
         link = store.connection(self.db, connection_id)
         if link is None:
             raise Permanent("the connection was removed")
-        if not PLATFORMS[link["platform"]].crm:
-            raise Permanent(f"{link['platform']} is not a CRM: nothing is written back")
+        platform = PLATFORMS[link["platform"]]
+        if not platform.crm:
+            raise Permanent(f"{platform.name} is not a CRM: nothing is written back")
         mapping = mappings.load_current(link["mapping"])
-        base_url = outbound.check_crm_url(link["crm_base_url"])  # again, before connecting
         token = connections.crm_token(self.secret, link)
         if connection_id not in auths:
             auths[connection_id] = connections.crm_auth(self.db, self.secret, link, self.clock)
-        auth = auths[connection_id]
-        return link, mapping, adapter_for(link["platform"], base_url, token, self.client, auth)
+        # The URL was checked when saved; the client checks each address as it connects.
+        adapter = platform.adapter(link["crm_base_url"], token, self.client, auths[connection_id])
+        return link, mapping, adapter
 
     def _triage(self, event: Row, link: Row, mapping: mappings.Mapping) -> Triaged | str:
         """What an event needs before the CRM is read: a note when nothing is to be done

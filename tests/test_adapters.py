@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from connector.adapters.base import (
+from connector.platforms import PLATFORMS as DECLARED
+from connector.platforms.base import (
     Adapter,
     Permanent,
     Retriable,
@@ -19,8 +20,6 @@ from connector.adapters.base import (
     classify,
     retry_after,
 )
-from connector.platforms import PLATFORMS as DECLARED
-from connector.platforms import adapter_for
 from tests.helpers.crm import (
     CRMS,
     REDIRECT,
@@ -99,13 +98,13 @@ def test_registry_builds_each_platforms_adapter() -> None:
     client = httpx.Client(transport=httpx.MockTransport(FakeCRM()))
     assert set(ADAPTERS) == {"hubspot", "salesforce", "pipedrive", "zoho", "dynamics"}
     for platform in ADAPTERS:
-        assert adapter_for(platform, "https://crm.example", TOKEN, client).platform == platform
+        assert DECLARED[platform].adapter("https://crm.example", TOKEN, client).platform == platform
 
 
 def test_registry_refuses_a_platform_without_adapter() -> None:
     client = httpx.Client(transport=httpx.MockTransport(FakeCRM()))
     with pytest.raises(Permanent, match="no CRM adapter for 'zapier'"):
-        adapter_for("zapier", "https://crm.example", TOKEN, client)
+        DECLARED["zapier"].adapter("https://crm.example", TOKEN, client)
 
 
 # --- contract: every adapter, every call, the same failures ----------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connector.adapters.base import Permanent, Retriable, WriteResult
+from connector.platforms.base import Permanent, Retriable, WriteResult
 from connector.platforms.dynamics import Dynamics
 from tests.helpers.crm import FakeCRM, answer, raising
 

@@ -14,7 +14,7 @@ import pytest
 from hubspot.automation import actions as sdk_actions
 from hubspot.crm import contacts as sdk_contacts
 
-from connector.adapters.base import Permanent, Retriable, WriteResult
+from connector.platforms.base import Permanent, Retriable, WriteResult
 from tests.helpers.crm import (
     HS_CONTACTS,
     HUBSPOT,

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from connector import mappings
-from connector.adapters.base import Permanent, Retriable, WriteResult
+from connector.platforms.base import Permanent, Retriable, WriteResult
 from connector.platforms.pipedrive import Pipedrive
 from tests.helpers.constants import PLATFORMS
 from tests.helpers.crm import FakeCRM, answer, raising

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connector.adapters.base import Permanent, Retriable, WriteResult
+from connector.platforms.base import Permanent, Retriable, WriteResult
 from tests.helpers.crm import (
     SALESFORCE,
     SF_DATA,

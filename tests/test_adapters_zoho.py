@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from connector import mappings
-from connector.adapters.base import Permanent, Retriable, WriteResult
+from connector.platforms.base import Permanent, Retriable, WriteResult
 from connector.platforms.zoho import ZOHO_API_DOMAINS, Zoho
 from tests.helpers.constants import OUTBOUND
 from tests.helpers.crm import FakeCRM, answer, raising

@@ -24,7 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
-from connector import connections, signatures, store
+from connector import connections, store
+from connector.platforms import hubspot
 from server import accounts, importer
 from tests.helpers.constants import DATA, SECRET
 from tests.helpers.crm_server import FakeCrm, running
@@ -199,7 +200,7 @@ class Senders:
         headers = {
             "Content-Type": "application/json",
             "X-HubSpot-Signature-Version": "v1",
-            "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, batch),
+            "X-HubSpot-Signature": hubspot.sign_v1(HUBSPOT_SECRET, batch),
         }
         while time.monotonic() < self.deadline:
             try:

@@ -29,9 +29,10 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlite_utils import Database
 
-from connector import connections, outbound, signatures, store, worker
+from connector import connections, outbound, store, worker
 from connector.app import create_app
 from connector.cli import main
+from connector.platforms import hubspot
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, NOW, SECRET
@@ -370,7 +371,7 @@ def _deliver_hubspot(world: World, body: bytes) -> None:
     headers = {
         "Content-Type": "application/json",
         "X-HubSpot-Signature-Version": "v1",
-        "X-HubSpot-Signature": signatures.sign_hubspot_v1(HUBSPOT_SECRET, body),
+        "X-HubSpot-Signature": hubspot.sign_v1(HUBSPOT_SECRET, body),
     }
     url = f"/hooks/{world.links['hubspot'].row['id']}/events"
     response = world.client.post(url, data=body, headers=headers)

@@ -39,8 +39,15 @@ from schemathesis.checks import (
 )
 from werkzeug.test import TestResponse
 
-from connector import connections, mappings, signatures
+from connector import connections, mappings
 from connector.app import create_app
+from connector.platforms import hubspot
+from connector.platforms.base import (
+    WEBHOOK_ID,
+    WEBHOOK_SIGNATURE,
+    WEBHOOK_TIMESTAMP,
+    sign_standard_webhooks,
+)
 from server import accounts, db, importer, keys
 from server.config import MAX_BODY_BYTES
 from server.http import access
@@ -302,16 +309,14 @@ def _signed(target: str, secret: str, url: str, body: bytes, headers: dict[str, 
     """Sign a /hooks request with a connection's inbound secret, as its platform does."""
     if target == "hubspot":
         stamp = int(NOW.timestamp() * 1000)
-        signature = signatures.sign_hubspot_v3(secret, "POST", url, body, stamp)
-        headers[signatures.HUBSPOT_SIGNATURE_V3] = signature
-        headers[signatures.HUBSPOT_TIMESTAMP] = str(stamp)
+        signature = hubspot.sign_v3(secret, "POST", url, body, stamp)
+        headers[hubspot.SIGNATURE_V3] = signature
+        headers[hubspot.TIMESTAMP] = str(stamp)
         return
     stamp, message = int(NOW.timestamp()), f"msg_{hashlib.sha256(body).hexdigest()[:24]}"
-    headers[signatures.WEBHOOK_ID] = message
-    headers[signatures.WEBHOOK_TIMESTAMP] = str(stamp)
-    headers[signatures.WEBHOOK_SIGNATURE] = signatures.sign_standard_webhooks(
-        secret, message, stamp, body
-    )
+    headers[WEBHOOK_ID] = message
+    headers[WEBHOOK_TIMESTAMP] = str(stamp)
+    headers[WEBHOOK_SIGNATURE] = sign_standard_webhooks(secret, message, stamp, body)
 
 
 def send(world: World, case: schemathesis.Case, choice: Choice) -> TestResponse:

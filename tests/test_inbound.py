@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from connector import inbound
 from connector.platforms import PLATFORMS as DECLARED
 from connector.platforms import hubspot
+from connector.platforms.base import Event, Unparseable
 from tests.helpers.constants import PLATFORMS
 
 PIPEDRIVE = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
@@ -24,7 +24,7 @@ PIPEDRIVE_V1 = json.loads((PLATFORMS.parent / "pipedrive_v1_person_updated.json"
 CUSTOM = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key
 
 
-def _events(platform: str, document: Any) -> list[inbound.Event]:
+def _events(platform: str, document: Any) -> list[Event]:
     return DECLARED[platform].events(json.dumps(document).encode())
 
 
@@ -59,7 +59,7 @@ def test_pipedrive_events_with_nothing_to_enrich_are_none(changes: dict[str, Any
 
 
 def test_a_pipedrive_body_without_meta_id_is_unparseable() -> None:
-    with pytest.raises(inbound.Unparseable, match=r"meta\.id"):
+    with pytest.raises(Unparseable, match=r"meta\.id"):
         _events("pipedrive", _with(PIPEDRIVE, meta__id=""))
 
 
@@ -123,7 +123,7 @@ def test_pipedrive_v1_events_with_nothing_to_enrich_are_none(changes: dict[str, 
 )
 def test_a_pipedrive_body_of_no_known_version_is_unparseable(body: dict[str, Any]) -> None:
     """Not a silent 200 that does nothing: 400, which shows in Pipedrive's webhook log."""
-    with pytest.raises(inbound.Unparseable):
+    with pytest.raises(Unparseable):
         _events("pipedrive", body)
 
 
@@ -148,7 +148,7 @@ def test_zoho_notifications_of_other_modules_or_deletions_are_none() -> None:
     assert _events("zoho", ZOHO) == []  # the sample is a Leads channel's
     deleted = _with(ZOHO, module="Contacts", operation="delete")
     assert _events("zoho", deleted) == []
-    with pytest.raises(inbound.Unparseable, match="ids"):
+    with pytest.raises(Unparseable, match="ids"):
         _events("zoho", _with(ZOHO, ids="5725767000003000064"))
 
 
@@ -168,7 +168,7 @@ def test_a_dynamics_context_is_flattened_target_over_images() -> None:
 def test_dynamics_events_of_other_entities_or_deletions_are_none() -> None:
     assert _events("dynamics", _with(DYNAMICS, PrimaryEntityName="account")) == []
     assert _events("dynamics", _with(DYNAMICS, MessageName="Delete")) == []
-    with pytest.raises(inbound.Unparseable, match="OperationId"):
+    with pytest.raises(Unparseable, match="OperationId"):
         _events("dynamics", _with(DYNAMICS, OperationId=None))
 
 

@@ -19,9 +19,8 @@ import pytest
 
 import server
 from connector import connections, oauth, outbound, sealing, store, worker
-from connector.adapters.base import TOKEN_REFUSED, Permanent, Retriable
 from connector.platforms import PLATFORMS as DECLARED
-from connector.platforms import adapter_for
+from connector.platforms.base import TOKEN_REFUSED, Permanent, Retriable
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm import CRMS, FakeHubSpot, answer
 from tests.helpers.events import hubspot_event
@@ -79,7 +78,7 @@ def renewing(
     saved = Saved()
     auth = oauth.Renewing(CREDENTIALS, token, expires_at, saved, lambda: now)
     client = httpx.Client(transport=httpx.MockTransport(endpoint))
-    return adapter_for(platform, CRMS[platform].base_url, token, client, auth), saved
+    return DECLARED[platform].adapter(CRMS[platform].base_url, token, client, auth), saved
 
 
 @pytest.mark.parametrize("platform", REFRESHABLE)
@@ -381,7 +380,7 @@ def test_a_token_that_cannot_be_saved_is_retriable_and_not_used() -> None:
     endpoint = TokenEndpoint("hubspot")
     auth = oauth.Renewing(CREDENTIALS, "stale", None, failing, lambda: NOW)
     client = httpx.Client(transport=httpx.MockTransport(endpoint))
-    adapter = adapter_for("hubspot", spec.base_url, "stale", client, auth)
+    adapter = DECLARED["hubspot"].adapter(spec.base_url, "stale", client, auth)
     with pytest.raises(Retriable, match="could not be saved: database is locked"):
         adapter.read(spec.ids[0], [spec.known])
     assert auth.token == "stale" and auth.credentials == CREDENTIALS

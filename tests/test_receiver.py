@@ -22,7 +22,8 @@ from standardwebhooks import Webhook
 from werkzeug.test import TestResponse
 
 import server
-from connector import connections, sealing, signatures, store
+from connector import connections, sealing, store
+from connector.platforms.base import STANDARD_WEBHOOKS_TOLERANCE
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from server import accounts, db, importer
 from tests import servers
@@ -592,7 +593,7 @@ def test_a_copy_sent_after_the_window_is_refused_by_the_timestamp_check(
 ) -> None:
     link, body = links["zapier"], json.dumps({"email": AVA}).encode()
     assert _zapier(client, link, body, "msg_late", "enrich").status_code == 200
-    clock.now = NOW + timedelta(seconds=signatures.STANDARD_WEBHOOKS_TOLERANCE + 1)
+    clock.now = NOW + timedelta(seconds=STANDARD_WEBHOOKS_TOLERANCE + 1)
     late = _zapier(client, link, body, "msg_late", "enrich")
     _assert_error(late, 401, "invalid_signature")
     assert "webhook-timestamp" in late.get_json()["error"]["message"]
@@ -608,7 +609,7 @@ def test_remembered_answers_are_deleted_once_no_copy_can_verify(
 ) -> None:
     link, body = links["zapier"], json.dumps({"email": AVA}).encode()
     assert _zapier(client, link, body, "msg_old", "enrich").status_code == 200
-    clock.now = NOW + timedelta(seconds=2 * signatures.STANDARD_WEBHOOKS_TOLERANCE + 1)
+    clock.now = NOW + timedelta(seconds=2 * STANDARD_WEBHOOKS_TOLERANCE + 1)
     assert _zapier(client, link, body, "msg_new", "enrich", at=clock.now).status_code == 200
     kept = db.connect(db_path).execute("SELECT webhook_id FROM webhook_replays").fetchall()
     assert kept == [("msg_new",)]

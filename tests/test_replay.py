@@ -36,7 +36,7 @@ from sqlite_utils import Database
 from werkzeug.test import TestResponse
 
 from connector import connections, store, worker
-from connector.adapters.base import Permanent, WriteResult
+from connector.platforms.base import Permanent, WriteResult
 from connector.platforms.dynamics import Dynamics
 from connector.platforms.hubspot import CALLBACKS, CONTACTS
 from connector.platforms.pipedrive import Pipedrive

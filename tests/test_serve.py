@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from connector import connections, signatures, store
-from connector.platforms import PLATFORMS
+from connector import connections, store
+from connector.platforms import PLATFORMS, hubspot
+from connector.platforms.base import sign_standard_webhooks
 from server import accounts, config
 from server.http.serve import masked_target
 from tests.servers import free_port, serve, start, stop
@@ -188,12 +189,12 @@ def _send_every_platforms_requests(
                     body = json.dumps({**document, "token": secret}).encode()
                 elif kind.signing == "hubspot":
                     stamp = str(int(time.time() * 1000))
-                    signed = signatures.sign_hubspot_v3(secret, "POST", url, body, stamp)
+                    signed = hubspot.sign_v3(secret, "POST", url, body, stamp)
                     headers["X-HubSpot-Signature-v3"] = signed
                     headers["X-HubSpot-Request-Timestamp"] = stamp
                 elif kind.signing == "standard-webhooks" and secret == link.secret:
                     stamp = str(int(time.time()))
-                    signed = signatures.sign_standard_webhooks(secret, "msg_1", stamp, body)
+                    signed = sign_standard_webhooks(secret, "msg_1", stamp, body)
                     headers.update({"webhook-id": "msg_1", "webhook-timestamp": stamp,
                                     "webhook-signature": signed})  # fmt: skip
                 else:

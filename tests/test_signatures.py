@@ -1,4 +1,5 @@
-"""Tests for connector.signatures: published vectors, tampering, replay window, rotation, ids."""
+"""Signature checks (connector/platforms/: base, hubspot, salesforce; receiver.sent_uri):
+published vectors, tampering, replay window, rotation, ids."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from standardwebhooks import Webhook
 from werkzeug.datastructures import Headers
 
-from connector.signatures import (
+from connector.platforms import hubspot
+from connector.platforms.base import (
     MalformedHeader,
     MissingHeader,
     Now,
@@ -23,17 +25,11 @@ from connector.signatures import (
     TimestampOutsideTolerance,
     UnusableSecret,
     basic_password,
-    hubspot_legacy_version,
-    hubspot_v3_uri,
-    salesforce_organization_allowed,
-    sent_uri,
-    sign_hubspot_v1,
-    sign_hubspot_v2,
-    sign_hubspot_v3,
     sign_standard_webhooks,
-    verify_hubspot,
     verify_standard_webhooks,
 )
+from connector.platforms.salesforce import organization_allowed
+from connector.receiver import sent_uri
 from tests.helpers.constants import PLATFORMS
 
 HUBSPOT_VECTORS = json.loads((PLATFORMS / "hubspot_signature_test_vectors.json").read_text())
@@ -83,12 +79,12 @@ def sign(scheme: str, body: bytes, *, secret: str | None = None, age: int = 0) -
         return {"webhook-id": MSG_ID, "webhook-timestamp": ts, "webhook-signature": signature}
     if scheme == "hubspot_v3":
         ts = str((NOW - age) * 1000)
-        signature = sign_hubspot_v3(secret, "POST", URI, body, ts)
+        signature = hubspot.sign_v3(secret, "POST", URI, body, ts)
         return {"X-HubSpot-Signature-v3": signature, "X-HubSpot-Request-Timestamp": ts}
     if scheme == "hubspot_v2":
-        signature = sign_hubspot_v2(secret, "POST", URI, body)
+        signature = hubspot.sign_v2(secret, "POST", URI, body)
         return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
-    signature = sign_hubspot_v1(secret, body)
+    signature = hubspot.sign_v1(secret, body)
     return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v1"}
 
 
@@ -100,7 +96,7 @@ def verify(
     if scheme == "standard_webhooks":
         return verify_standard_webhooks(secret, body, headers, now)
     fallback = "v1" if scheme == "hubspot_v1" else "v2"
-    return verify_hubspot(secret, "POST", URI, body, headers, now, fallback=fallback)
+    return hubspot.verify_signature(secret, "POST", URI, body, headers, now, fallback=fallback)
 
 
 def mutate(body: bytes, rng: random.Random) -> tuple[str, bytes]:
@@ -124,7 +120,7 @@ def test_hubspot_published_vector_is_signed_and_verified(vector: dict[str, str])
     secret, version, body = vector["client_secret"], vector["version"], vector["body"].encode()
     method, uri = vector.get("method", "POST"), vector.get("uri", "")
     if version == "v3":
-        signature = sign_hubspot_v3(secret, method, uri, body, vector["timestamp"])
+        signature = hubspot.sign_v3(secret, method, uri, body, vector["timestamp"])
         headers = {
             "X-HubSpot-Signature-v3": vector["expected"],
             "X-HubSpot-Request-Timestamp": vector["timestamp"],
@@ -132,9 +128,9 @@ def test_hubspot_published_vector_is_signed_and_verified(vector: dict[str, str])
         now: Now = int(vector["timestamp"]) / 1000  # frozen at the signing instant
     else:
         if version == "v1":
-            signature = sign_hubspot_v1(secret, body)
+            signature = hubspot.sign_v1(secret, body)
         else:
-            signature = sign_hubspot_v2(secret, method, uri, body)
+            signature = hubspot.sign_v2(secret, method, uri, body)
         headers = {
             "X-HubSpot-Signature": vector["expected"],
             "X-HubSpot-Signature-Version": version,
@@ -143,7 +139,10 @@ def test_hubspot_published_vector_is_signed_and_verified(vector: dict[str, str])
     fallback = "v1" if version == "v1" else "v2"
 
     assert signature == vector["expected"]
-    assert verify_hubspot(secret, method, uri, body, headers, now, fallback=fallback) == version
+    assert (
+        hubspot.verify_signature(secret, method, uri, body, headers, now, fallback=fallback)
+        == version
+    )
 
 
 def test_hubspot_published_v3_vector_is_rejected_as_a_replay_today() -> None:
@@ -153,7 +152,7 @@ def test_hubspot_published_v3_vector_is_rejected_as_a_replay_today() -> None:
         "X-HubSpot-Request-Timestamp": vector["timestamp"],
     }
     with pytest.raises(TimestampOutsideTolerance, match="old; the tolerance is 300 s"):
-        verify_hubspot(
+        hubspot.verify_signature(
             vector["client_secret"], "POST", vector["uri"], vector["body"].encode(), headers, NOW
         )
 
@@ -226,7 +225,7 @@ def test_wrong_secret_is_rejected_without_revealing_secret_or_signature(scheme: 
 def test_hubspot_signature_binds_method_and_uri(scheme: str, method: str, uri: str) -> None:
     headers = sign(scheme, BODY)
     with pytest.raises(SignatureMismatch):
-        verify_hubspot(SECRETS[scheme], method, uri, BODY, headers, NOW)
+        hubspot.verify_signature(SECRETS[scheme], method, uri, BODY, headers, NOW)
 
 
 def test_tampered_timestamp_is_rejected_as_a_mismatch() -> None:
@@ -278,14 +277,14 @@ def test_hubspot_window_is_exact_to_the_millisecond() -> None:
     secret = SECRETS["hubspot_v3"]
     for timestamp_ms, accepted in [(NOW * 1000 - 300_000, True), (NOW * 1000 - 300_001, False)]:
         headers = {
-            "X-HubSpot-Signature-v3": sign_hubspot_v3(secret, "POST", URI, BODY, timestamp_ms),
+            "X-HubSpot-Signature-v3": hubspot.sign_v3(secret, "POST", URI, BODY, timestamp_ms),
             "X-HubSpot-Request-Timestamp": str(timestamp_ms),
         }
         if accepted:
-            assert verify_hubspot(secret, "POST", URI, BODY, headers, NOW) == "v3"
+            assert hubspot.verify_signature(secret, "POST", URI, BODY, headers, NOW) == "v3"
         else:
             with pytest.raises(TimestampOutsideTolerance, match=r"is 300\.001 s old"):
-                verify_hubspot(secret, "POST", URI, BODY, headers, NOW)
+                hubspot.verify_signature(secret, "POST", URI, BODY, headers, NOW)
 
 
 def test_standard_webhooks_window_uses_a_fractional_clock() -> None:
@@ -399,14 +398,16 @@ def test_missing_header_is_named(scheme: str, header: str, message: str, blank: 
 
 def test_hubspot_without_any_signature_names_both_headers() -> None:
     with pytest.raises(MissingHeader) as caught:
-        verify_hubspot(SECRETS["hubspot_v2"], "POST", URI, BODY, {}, NOW)
+        hubspot.verify_signature(SECRETS["hubspot_v2"], "POST", URI, BODY, {}, NOW)
     assert str(caught.value) == LEGACY_MISSING.format("v2")
 
 
 def test_hubspot_v3_only_refuses_a_v2_request() -> None:
     headers = sign("hubspot_v2", BODY)
     with pytest.raises(MissingHeader) as caught:
-        verify_hubspot(SECRETS["hubspot_v2"], "POST", URI, BODY, headers, NOW, fallback=None)
+        hubspot.verify_signature(
+            SECRETS["hubspot_v2"], "POST", URI, BODY, headers, NOW, fallback=None
+        )
     assert str(caught.value) == "missing header X-HubSpot-Signature-v3"
 
 
@@ -433,7 +434,7 @@ def test_header_names_are_case_insensitive(scheme: str) -> None:
 
 def test_hubspot_v3_wins_over_an_invalid_v2_signature() -> None:
     headers = sign("hubspot_v3", BODY) | {"X-HubSpot-Signature": "0" * 64}
-    assert verify_hubspot(SECRETS["hubspot_v3"], "POST", URI, BODY, headers, NOW) == "v3"
+    assert hubspot.verify_signature(SECRETS["hubspot_v3"], "POST", URI, BODY, headers, NOW) == "v3"
 
 
 def test_hubspot_invalid_v3_does_not_fall_back_to_a_valid_v2() -> None:
@@ -442,19 +443,19 @@ def test_hubspot_invalid_v3_does_not_fall_back_to_a_valid_v2() -> None:
         "X-HubSpot-Request-Timestamp": str(NOW * 1000),
     }
     with pytest.raises(SignatureMismatch, match="X-HubSpot-Signature-v3"):
-        verify_hubspot(SECRETS["hubspot_v2"], "POST", URI, BODY, headers, NOW)
+        hubspot.verify_signature(SECRETS["hubspot_v2"], "POST", URI, BODY, headers, NOW)
 
 
 def test_hubspot_declared_version_must_be_the_one_accepted() -> None:
     headers = sign("hubspot_v1", BODY)
     with pytest.raises(SignatureMismatch, match="X-HubSpot-Signature-Version is not v2"):
-        verify_hubspot(SECRETS["hubspot_v1"], "POST", URI, BODY, headers, NOW)
+        hubspot.verify_signature(SECRETS["hubspot_v1"], "POST", URI, BODY, headers, NOW)
 
 
 def test_hubspot_v3_uri_decodes_only_the_documented_escapes() -> None:
     sent = "https://x.example/h?a=%3A%2f%3F%40%21%24%27%28%29%2A%2C%3B&b=%20%23%26%3D%2B%25%253A"
     signed = "https://x.example/h?a=:/?@!$'()*,;&b=%20%23%26%3D%2B%25%253A"
-    assert hubspot_v3_uri(sent) == signed
+    assert hubspot.v3_uri(sent) == signed
 
 
 def test_hubspot_v3_is_verified_over_the_decoded_uri() -> None:
@@ -467,15 +468,15 @@ def test_hubspot_v3_is_verified_over_the_decoded_uri() -> None:
         "X-HubSpot-Signature-v3": base64.b64encode(digest).decode(),
         "X-HubSpot-Request-Timestamp": timestamp,
     }
-    assert verify_hubspot(secret, "POST", sent, BODY, headers, NOW) == "v3"
+    assert hubspot.verify_signature(secret, "POST", sent, BODY, headers, NOW) == "v3"
 
 
 def test_hubspot_v2_uri_must_match_exactly() -> None:
     sent = "https://connector.example.com/hook?email=ada%40example.com"
-    signature = sign_hubspot_v2(SECRETS["hubspot_v2"], "POST", hubspot_v3_uri(sent), BODY)
+    signature = hubspot.sign_v2(SECRETS["hubspot_v2"], "POST", hubspot.v3_uri(sent), BODY)
     headers = {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2"}
     with pytest.raises(SignatureMismatch):
-        verify_hubspot(SECRETS["hubspot_v2"], "POST", sent, BODY, headers, NOW)
+        hubspot.verify_signature(SECRETS["hubspot_v2"], "POST", sent, BODY, headers, NOW)
 
 
 @pytest.mark.parametrize(
@@ -524,10 +525,8 @@ MIXED_18 = "00D5g000004SaLtEAK"
         ("00Do0000000xxxxxxx", ["00Do0000000xxxx"], True),  # the fixture's redacted id
     ],
 )
-def test_salesforce_organization_allowed(
-    organization_id: str, allowed: list[str], expected: bool
-) -> None:
-    assert salesforce_organization_allowed(organization_id, allowed) is expected
+def test_organization_allowed(organization_id: str, allowed: list[str], expected: bool) -> None:
+    assert organization_allowed(organization_id, allowed) is expected
 
 
 @pytest.mark.parametrize(
@@ -555,4 +554,4 @@ def test_basic_password_reads_a_basic_header_or_gives_nothing(header: str, passw
 def test_hubspot_legacy_version_is_v1_for_a_webhooks_api_batch_only(
     body: bytes, version: str
 ) -> None:
-    assert hubspot_legacy_version(body) == version
+    assert hubspot.legacy_version(body) == version

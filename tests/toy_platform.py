@@ -13,17 +13,24 @@ from typing import Any
 
 import httpx
 
-from connector.adapters.base import (
+from connector.platforms.base import (
+    Delivery,
+    Event,
     Permanent,
+    Platform,
+    Refused,
+    Row,
+    Unparseable,
+    Verified,
     WriteResult,
     classify,
+    digest,
+    json_document,
     read_each,
     send,
     write_dropping,
     write_each,
 )
-from connector.inbound import Event, Unparseable, digest
-from connector.platforms.base import Delivery, Platform, Refused, Row, Verified, json_document
 
 SIGNATURE = "X-Toy-Signature"
 
@@ -36,10 +43,11 @@ class ToyCRM:
     """The toy CRM's people over `client`: one GET and one PATCH a person."""
 
     platform = "toy"
-    auth: httpx.Auth | None = None
 
-    def __init__(self, base_url: str, token: str, client: httpx.Client) -> None:
-        self.base_url, self.client = base_url.rstrip("/"), client
+    def __init__(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> None:
+        self.base_url, self.client, self.auth = base_url.rstrip("/"), client, auth
         self.headers = {"Authorization": f"Bearer {token}"}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
@@ -88,8 +96,10 @@ class Toy(Platform):
             raise Unparseable("a toy event is a person with its id")
         return [Event(f"toy:{person['id']}:{digest(body)}", str(person["id"]), person)]
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> ToyCRM:
-        return ToyCRM(base_url, token, client)
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> ToyCRM:
+        return ToyCRM(base_url, token, client, auth)
 
 
 PLATFORM = Toy()

@@ -1,8 +1,27 @@
-"""What every platform declares, and the defaults most share: `Platform` (how its requests are
-verified, read into events and answered, how an echo of our own write is recognized, its
-OAuth endpoints, its CRM adapter, its connection rules), the plain data the receiver hands it
-(`Delivery`) and gets back (`Verified`, `Answer`), and the verifications several platforms
-share (`UrlSecret`, `BasicPassword`, `BearerToken`, `StandardWebhooks`).
+"""What every platform builds on, in one place:
+
+- What a platform declares (`Platform`: how its requests are verified, read into events and
+  answered, how an echo of our own write is recognized, its OAuth endpoints, its CRM adapter,
+  its connection rules), the plain data the receiver hands it (`Delivery`) and gets back
+  (`Verified`, `Answer`), and the verifications several platforms share (`UrlSecret`,
+  `BasicPassword`, `BearerToken`, `StandardWebhooks`).
+- Events: what a verified request holds (`Event`: the platform's event id to deduplicate on,
+  the CRM record's id when the payload names it, the record's fields as the mapping reads
+  them), `Unparseable` for bytes that are not what the platform sends.
+- Signatures: the checks every scheme is made of, over the raw body bytes and pure (the clock
+  is passed in as `now`): errors (`SignatureError` and its subclasses, `UnusableSecret` for a
+  secret that can check nothing), HMAC and constant-time comparison, case-insensitive
+  headers, timestamp windows bounded both ways; and the Standard Webhooks scheme (Zapier,
+  Make, n8n): the key is the base64 after `whsec_` (padded first, as the official libraries
+  do), the signed content `{webhook-id}.{webhook-timestamp}.{body}`, any one `v1,` entry of
+  the header may match (key rotation). As in stripe-python, the signature is checked before
+  the timestamp, so `TimestampOutsideTolerance` is only raised for an authentic request.
+  Messages name what was wrong, never the secret or the expected signature.
+- Calling its CRM: what every adapter offers (`Adapter`), is built from and sends with
+  (`CrmClient`, `send`), what a write did (`WriteResult`), and how failures are classified
+  once for all: 429, 5xx, timeouts and resets are `Retriable`; redirects and other 4xx are
+  `Permanent`, with the CRM's own message; a 2xx whose body is not what the CRM documents is
+  `garbled` (Retriable). Refused properties are reported with `write_dropping`.
 
 The receiver, the worker, OAuth and the connection code ask a platform; none of them tests a
 platform's name. A platform module subclasses `Platform` and registers an instance in
@@ -12,21 +31,22 @@ connector/platforms/__init__.py (a test may register its own at test time).
 from __future__ import annotations
 
 import base64
+import binascii
+import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol, TypeAlias
 
 import httpx
 from sqlite_utils import Database
 
-from connector import signatures
-from connector.adapters.base import Adapter, Permanent
-from connector.inbound import Event, Unparseable
 from server import UnreadableJson, decode_json
 
 Row = dict[str, Any]
@@ -143,8 +163,11 @@ class Platform:
 
     # Writing back ------------------------------------------------------------------------
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Adapter:
-        """Its CRM adapter over `client`; Permanent for a platform nothing is written to."""
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> Adapter:
+        """Its CRM adapter over `client`, with `token` (or the token `auth` renews);
+        Permanent for a platform nothing is written back to."""
         raise Permanent(f"no CRM adapter for {self.name!r}")
 
     def echo(self, change: Row, ours: Row) -> str:
@@ -229,7 +252,7 @@ class BasicPassword(Platform):
     signing: str = "basic"
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
-        sent = signatures.basic_password(delivery.headers.get("Authorization", ""))
+        sent = basic_password(delivery.headers.get("Authorization", ""))
         same(sent, secret, "Send the connection's secret as the Basic auth password.")
         return Verified()
 
@@ -268,7 +291,7 @@ class StandardWebhooks(Platform):
     signing: str = "standard-webhooks"
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
-        if signatures.WEBHOOK_SIGNATURE in delivery.headers:
+        if WEBHOOK_SIGNATURE in delivery.headers:
             return Verified(self._signed(secret, delivery))
         same(
             bearer(delivery),
@@ -280,10 +303,8 @@ class StandardWebhooks(Platform):
 
     def _signed(self, secret: str, delivery: Delivery) -> str:
         try:
-            return signatures.verify_standard_webhooks(
-                secret, delivery.body, delivery.headers, delivery.now
-            )
-        except signatures.UnusableSecret:  # saved before `connection add` checked secrets
+            return verify_standard_webhooks(secret, delivery.body, delivery.headers, delivery.now)
+        except UnusableSecret:  # saved before `connection add` checked secrets
             log.warning("connection secret unusable for Standard Webhooks")
             raise Refused(
                 "This connection's secret cannot check Standard Webhooks signatures (it is "
@@ -293,8 +314,8 @@ class StandardWebhooks(Platform):
 
     def check_secret(self, secret: str) -> None:
         try:
-            signatures.standard_webhooks_key(secret)
-        except signatures.UnusableSecret as error:
+            standard_webhooks_key(secret)
+        except UnusableSecret as error:
             raise ValueError(
                 f"secret: {error}. Leave --secret out to have one made, or give the whsec_ "
                 "secret the sender signs with"
@@ -304,9 +325,32 @@ class StandardWebhooks(Platform):
         return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
     def signing_schemes(self) -> dict[str, Schema]:
-        description = f"With {signatures.WEBHOOK_ID} and {signatures.WEBHOOK_TIMESTAMP}."
-        scheme = {"type": "apiKey", "in": "header", "name": signatures.WEBHOOK_SIGNATURE}
+        description = f"With {WEBHOOK_ID} and {WEBHOOK_TIMESTAMP}."
+        scheme = {"type": "apiKey", "in": "header", "name": WEBHOOK_SIGNATURE}
         return {"standardWebhooks": {**scheme, "description": description}, **BEARER}
+
+
+# --- events ------------------------------------------------------------------------------
+
+
+class Unparseable(ValueError):
+    """A body that is not what the platform sends; the message says what was wrong."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change of one CRM record, as the platform reported it."""
+
+    key: str
+    record_id: str
+    payload: dict[str, Any]
+    thin: bool = False  # only ids: the record must be read from the CRM first
+    source: dict[str, str] = field(default_factory=dict)  # e.g. Salesforce's OrganizationId
+
+
+def digest(body: bytes) -> str:
+    """A body's SHA-256, in hex: the key of an event its platform gives no id."""
+    return hashlib.sha256(body).hexdigest()
 
 
 def json_document(body: bytes) -> Any:
@@ -323,3 +367,476 @@ def json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise Unparseable("the body must be a JSON object")
     return document
+
+
+# --- signatures --------------------------------------------------------------------------
+
+
+STANDARD_WEBHOOKS_TOLERANCE = 300
+# A copy of a delivery passes the timestamp check until the signed timestamp is TOLERANCE old,
+# and that timestamp may be up to TOLERANCE ahead of our clock when the first copy arrives.
+STANDARD_WEBHOOKS_REPLAY_WINDOW = timedelta(seconds=2 * STANDARD_WEBHOOKS_TOLERANCE)
+WEBHOOK_ID = "webhook-id"
+WEBHOOK_TIMESTAMP = "webhook-timestamp"
+WEBHOOK_SIGNATURE = "webhook-signature"
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*")  # the standard alphabet, padding stripped
+Now: TypeAlias = datetime | float
+
+
+class SignatureError(ValueError):
+    """The request is not an authentic, fresh request from the sender it claims."""
+
+
+class MissingHeader(SignatureError):
+    """A header the scheme needs is absent or empty."""
+
+
+class MalformedHeader(SignatureError):
+    """A header is present but cannot be read (bad timestamp, no usable signature entry)."""
+
+
+class TimestampOutsideTolerance(SignatureError):
+    """The signature matches but the timestamp is too old or too far in the future."""
+
+
+class SignatureMismatch(SignatureError):
+    """No signature in the request matches the body, secret and signed request details."""
+
+
+class UnusableSecret(ValueError):
+    """A secret that cannot check the scheme's signatures: a configuration error."""
+
+
+def sign_standard_webhooks(secret: str, msg_id: str, timestamp: int | str, body: bytes) -> str:
+    """One `webhook-signature` entry: `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`."""
+    content = f"{msg_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac_sha256(standard_webhooks_key(secret), content)).decode()
+
+
+def verify_standard_webhooks(
+    secret: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    now: Now,
+    *,
+    tolerance: float = STANDARD_WEBHOOKS_TOLERANCE,
+) -> str:
+    """Verify a Standard Webhooks v1 request; return its `webhook-id` (the idempotency key)."""
+    msg_id = require(headers, WEBHOOK_ID)
+    timestamp = require(headers, WEBHOOK_TIMESTAMP)
+    entries = require(headers, WEBHOOK_SIGNATURE).split()
+    seconds = parse_timestamp(timestamp, WEBHOOK_TIMESTAMP)
+    candidates = [sig for version, _, sig in (e.partition(",") for e in entries) if version == "v1"]
+    if not candidates:
+        raise MalformedHeader(f"{WEBHOOK_SIGNATURE} holds no v1 signature")
+    expected = sign_standard_webhooks(secret, msg_id, timestamp, body).removeprefix("v1,")
+    if not any(equal(expected, candidate) for candidate in candidates):
+        raise SignatureMismatch(f"no v1 signature in {WEBHOOK_SIGNATURE} matches the request")
+    check_window(seconds, now, tolerance, WEBHOOK_TIMESTAMP)
+    return msg_id
+
+
+def standard_webhooks_key(secret: str) -> bytes:
+    """The signing key of a Standard Webhooks secret: the base64 after `whsec_`, decoded as the
+    official libraries do (padding optional); UnusableSecret when it cannot be one key alone
+    (characters outside standard base64, which other libraries read differently, or none)."""
+    encoded = secret.removeprefix("whsec_").rstrip("=")
+    if not _BASE64.fullmatch(encoded):
+        raise UnusableSecret(
+            "a Standard Webhooks secret is base64 after an optional whsec_, and this one "
+            "holds characters base64 does not use"
+        )
+    if not encoded:
+        raise UnusableSecret("a Standard Webhooks secret is base64 key bytes, and it is empty")
+    if len(encoded) % 4 == 1:
+        raise UnusableSecret(
+            "a Standard Webhooks secret is base64 key bytes, and this one's length is not "
+            "that of a whole number of bytes"
+        )
+    return base64.b64decode(encoded + "=" * (-len(encoded) % 4))
+
+
+def basic_password(authorization: str) -> str:
+    """The password of an `Authorization: Basic` header; "" when the header is not one or
+    cannot be read (not base64, not UTF-8, no colon, non-ASCII: werkzeug's parser raises on
+    that last one, which made such a header a 500)."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "basic" or not credentials.isascii():
+        return ""
+    try:
+        decoded = base64.b64decode(credentials, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+    return decoded.partition(":")[2]
+
+
+def hmac_sha256(key: bytes, content: bytes) -> bytes:
+    return hmac.new(key, content, hashlib.sha256).digest()
+
+
+def equal(expected: str, received: str) -> bool:
+    """Constant-time comparison; encoding first keeps non-ASCII input from raising TypeError."""
+    return hmac.compare_digest(expected.encode(), received.encode("utf-8", "replace"))
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header's value by case-insensitive name; None when absent or blank."""
+    value = headers.get(name)
+    if value is None:
+        wanted = name.lower()
+        value = next((v for k, v in headers.items() if k.lower() == wanted), None)
+    if value is None or not value.strip():
+        return None
+    return value.strip()
+
+
+def require(headers: Mapping[str, str], name: str) -> str:
+    value = header(headers, name)
+    if value is None:
+        raise MissingHeader(f"missing header {name}")
+    return value
+
+
+def parse_timestamp(value: str, name: str) -> int:
+    if not (value.isascii() and value.isdigit() and len(value) <= 18):
+        raise MalformedHeader(f"{name} is not an integer timestamp")
+    return int(value)
+
+
+def check_window(timestamp: float, now: Now, tolerance: float, name: str) -> None:
+    age = unix_seconds(now) - timestamp
+    if age > tolerance:
+        raise TimestampOutsideTolerance(
+            f"{name} is {age:.3f} s old; the tolerance is {tolerance} s"
+        )
+    if -age > tolerance:
+        raise TimestampOutsideTolerance(
+            f"{name} is {-age:.3f} s in the future; the tolerance is {tolerance} s"
+        )
+
+
+def unix_seconds(now: Now) -> float:
+    if isinstance(now, datetime):
+        if now.tzinfo is None:
+            raise ValueError("now must be a timezone-aware datetime")
+        return now.timestamp()
+    return float(now)
+
+
+# --- calling the CRM ---------------------------------------------------------------------
+
+
+MESSAGE_LIMIT = 300  # characters of a CRM's error text kept in a reason
+TOKEN_REFUSED = "token expired or revoked"  # every adapter's reason for a 401
+DELAY_SECONDS = re.compile(r"\d+(\.\d+)?")  # Retry-After in seconds (RFC 9110: digits)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one record's write did: the properties the CRM accepted, with the values sent,
+    and those it refused (property -> why, e.g. it does not exist)."""
+
+    written: dict[str, Any]
+    dropped: dict[str, str] = field(default_factory=dict)
+
+
+class Retriable(Exception):
+    """A failure worth trying again, after `retry_after` seconds when the CRM said how long."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class Permanent(Exception):
+    """A failure that trying again will not change: the reason says what to fix."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Adapter(Protocol):
+    """One CRM's contacts, read and written over an injected `httpx.Client`; with `auth`
+    (a renewing OAuth token, connector/oauth.py), every request is authenticated by it."""
+
+    platform: str
+    auth: httpx.Auth | None
+
+    def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
+        """The current values of `properties` (None where empty); Permanent if no record."""
+        ...
+
+    def read_many(
+        self, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Several records' current values in as few calls as the CRM allows: each record's
+        values as `read` gives them, or Permanent where there is no such record. A failure
+        of a whole call worth retrying raises Retriable."""
+        ...
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Write `properties` to one record, dropping those the CRM refuses as unknown."""
+        ...
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """Write several records in as few calls as the CRM allows: each record's outcome.
+        A failure of a whole call worth retrying raises Retriable."""
+        ...
+
+
+def send(
+    client: httpx.Client, method: str, url: str, auth: httpx.Auth | None = None, **options: Any
+) -> httpx.Response:
+    """`client.request` without following redirects, authenticated by `auth` when given;
+    timeouts and connection failures become Retriable."""
+    how = httpx.USE_CLIENT_DEFAULT if auth is None else auth
+    try:
+        return client.request(method, url, follow_redirects=False, auth=how, **options)
+    except httpx.TimeoutException as error:
+        raise Retriable(f"{method} {url} timed out ({type(error).__name__})") from error
+    except httpx.TransportError as error:
+        raise Retriable(f"{method} {url} failed: {type(error).__name__}: {error}") from error
+
+
+class CrmClient:
+    """What every adapter is built from and sends with: the CRM API's base URL, the injected
+    HTTP client and the token, in the headers `token_headers` makes of it (a bearer token
+    unless the CRM says otherwise); `auth`, when given, renews an OAuth token."""
+
+    def __init__(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.auth = auth
+        self.headers = self.token_headers(token)
+
+    def token_headers(self, token: str) -> dict[str, str]:
+        """The headers every request carries: the token, and what else the CRM wants."""
+        return {"Authorization": f"Bearer {token}"}
+
+    def _send(
+        self, method: str, path: str, headers: dict[str, str] | None = None, **options: Any
+    ) -> httpx.Response:
+        """A request to `path` below the base URL, with the token's headers (and `headers`)."""
+        url = self.base_url + path
+        merged = {**self.headers, **(headers or {})}
+        return send(self.client, method, url, self.auth, headers=merged, **options)
+
+
+def classify(response: httpx.Response, now: datetime | None = None) -> None:
+    """Nothing for a 2xx answer; otherwise raise: 429 and 5xx Retriable (honoring
+    Retry-After), redirects and other 4xx Permanent, with the CRM's message."""
+    status = response.status_code
+    if 200 <= status < 300:
+        return
+    reason = f"{status} {response.reason_phrase}: {error_message(response)}".rstrip(": ")
+    if status == 429 or status >= 500:
+        raise Retriable(reason, retry_after(response, now))
+    if 300 <= status < 400:
+        where = response.headers.get("location", "nowhere")
+        raise Permanent(f"{status} redirect to {where} not followed: check the CRM base URL")
+    raise Permanent(reason)
+
+
+def retry_after(response: httpx.Response, now: datetime | None = None) -> float | None:
+    """Seconds the Retry-After header asks for, given in seconds or as an HTTP-date (then
+    counted from the answer's Date header, else `now`); None when absent or unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if DELAY_SECONDS.fullmatch(value):
+        return float(value)
+    when, sent = _http_date(value), _http_date(response.headers.get("date", ""))
+    if when is None:
+        return None
+    return max(0.0, (when - (sent or now or datetime.now(UTC))).total_seconds())
+
+
+def _http_date(text: str) -> datetime | None:
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def error_message(response: httpx.Response) -> str:
+    """The CRM's own words for an error: the `message` of a JSON object, the messages of a
+    JSON array (Salesforce), or the start of the text."""
+    body = json_body(response)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return _short(body["message"])
+    if isinstance(body, list):
+        messages = [_described(item) for item in body if isinstance(item, dict)]
+        return _short("; ".join(message for message in messages if message))
+    return _short(response.text)
+
+
+def _described(error: dict[str, Any]) -> str:
+    code, message = error.get("errorCode") or error.get("statusCode"), error.get("message")
+    return ": ".join(str(part) for part in (code, message) if part)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The answer's JSON, or None when it has none."""
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def garbled(response: httpx.Response, expected: str) -> Retriable:
+    """A successful answer whose body is not `expected` (a proxy's page, an answer cut short,
+    JSON of another shape). It tells nothing of the records: reading it as empty or missing
+    would write over a user's values or bury the event, and a write it answers may have been
+    applied or not. Asking again tells (values the CRM holds are not sent again)."""
+    start = _short(response.text[:80])
+    return Retriable(f"{response.status_code} answer is not {expected}: {start!r}")
+
+
+def dicts(items: Any) -> list[dict[str, Any]]:
+    """The objects of a JSON array (a CRM's list of results or errors); [] for anything else."""
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def read_each(
+    read: Callable[[str, Sequence[str]], dict[str, Any]],
+    record_ids: Sequence[str],
+    properties: Sequence[str],
+) -> dict[str, dict[str, Any] | Permanent]:
+    """`read_many` for a CRM without batch reads: one `read` a record, a missing record's
+    Permanent kept as its outcome (Retriable goes up: the rest would fail alike)."""
+    found: dict[str, dict[str, Any] | Permanent] = {}
+    for record_id in dict.fromkeys(record_ids):
+        try:
+            found[record_id] = read(record_id, properties)
+        except Permanent as failure:
+            found[record_id] = failure
+    return found
+
+
+def write_each(
+    write: Callable[[str, dict[str, Any]], WriteResult], changes: dict[str, dict[str, Any]]
+) -> dict[str, WriteResult | Permanent]:
+    """`write_many` for a CRM without batch updates: one `write` a record, each record's
+    outcome. Retriable stops the call (the records written are written again later, which
+    sends nothing the CRM holds); a refused token is every record's outcome at once."""
+    outcomes: dict[str, WriteResult | Permanent] = {}
+    for record_id, properties in changes.items():
+        try:
+            outcomes[record_id] = write(record_id, properties)
+        except Permanent as failure:
+            outcomes[record_id] = failure
+            if failure.reason == TOKEN_REFUSED:
+                return {key: outcomes.get(key, failure) for key in changes}
+    return outcomes
+
+
+def id_chunks(record_ids: Sequence[str], size: int) -> Iterator[list[str]]:
+    """Distinct record ids, as strings, in consecutive slices of at most `size`."""
+    distinct = list(dict.fromkeys(map(str, record_ids)))
+    for start in range(0, len(distinct), size):
+        yield distinct[start : start + size]
+
+
+def chunks(changes: dict[str, dict[str, Any]], size: int) -> Iterator[dict[str, dict[str, Any]]]:
+    """`changes` in consecutive slices of at most `size` records."""
+    items = list(changes.items())
+    for start in range(0, len(items), size):
+        yield dict(items[start : start + size])
+
+
+def matching(properties: dict[str, Any], refused: dict[str, str]) -> dict[str, str]:
+    """The properties of `properties` named in `refused` (names compared case-insensitively,
+    as Salesforce does), each with the CRM's reason."""
+    reasons = {name.lower(): why for name, why in refused.items()}
+    return {name: reasons[name.lower()] for name in properties if name.lower() in reasons}
+
+
+def without(properties: dict[str, Any], dropped: dict[str, str]) -> dict[str, Any]:
+    """`properties` less the dropped ones."""
+    return {name: value for name, value in properties.items() if name not in dropped}
+
+
+Refusal = dict[str, str]  # properties a CRM refused as unknown or not writable -> why
+Outcome = WriteResult | Permanent | Refusal  # one record's answer to one batch call
+
+
+def write_dropping(
+    attempt: Callable[[dict[str, Any]], Refusal], properties: dict[str, Any]
+) -> WriteResult:
+    """Write with `attempt`, which sends properties and returns those the CRM refused as
+    unknown or not writable (empty when it wrote them). Drops the refused ones and sends the
+    rest again, as long as each refusal names properties still sent (HubSpot names all the
+    unknown ones at once, Salesforce may name one an answer): a refusal naming none is
+    Permanent."""
+    sending, dropped = dict(properties), {}
+    while sending:
+        refused = attempt(sending)
+        if not refused:
+            break
+        newly = matching(sending, refused)
+        if not newly:
+            raise Permanent(f"refused: {_listed(refused)}")
+        dropped.update(newly)
+        sending = without(sending, newly)
+    return WriteResult(written=sending, dropped=dropped)
+
+
+def write_many_dropping(
+    attempt: Callable[[dict[str, dict[str, Any]]], dict[str, Outcome]],
+    changes: dict[str, dict[str, Any]],
+    size: int,
+) -> dict[str, WriteResult | Permanent]:
+    """`write_dropping` for batch calls of up to `size` records: `attempt` sends records and
+    answers each one's outcome."""
+    outcomes: dict[str, WriteResult | Permanent] = {}
+    for chunk in chunks(changes, size):
+        outcomes.update(_write_batch_dropping(attempt, chunk))
+    return outcomes
+
+
+def _write_batch_dropping(
+    attempt: Callable[[dict[str, dict[str, Any]]], dict[str, Outcome]],
+    changes: dict[str, dict[str, Any]],
+) -> dict[str, WriteResult | Permanent]:
+    """One batch: refused records go again without the refused properties; one refused for
+    properties it does not have (the whole call was refused) goes again as it is, as long as
+    some record drops something each round."""
+    outcomes: dict[str, WriteResult | Permanent] = {}
+    dropped: dict[str, Refusal] = {key: {} for key in changes}
+    pending = dict(changes)
+    while pending:
+        refusals = {}
+        for key, outcome in attempt(pending).items():
+            if isinstance(outcome, dict):
+                refusals[key] = outcome
+            elif isinstance(outcome, WriteResult):
+                outcomes[key] = WriteResult(written=outcome.written, dropped=dropped[key])
+            else:
+                outcomes[key] = outcome
+        newly = {key: matching(pending[key], refused) for key, refused in refusals.items()}
+        if not any(newly.values()):
+            outcomes.update(
+                {key: Permanent(f"refused: {_listed(refusals[key])}") for key in refusals}
+            )
+            break
+        for key in refusals:
+            dropped[key].update(newly[key])
+        pending = {key: without(pending[key], newly[key]) for key in refusals}
+        outcomes.update({key: WriteResult({}, dropped[key]) for key in pending if not pending[key]})
+        pending = {key: values for key, values in pending.items() if values}
+    return outcomes
+
+
+def _listed(refused: Refusal) -> str:
+    return "; ".join(f"{name}: {why}" for name, why in refused.items())

@@ -32,26 +32,28 @@ from urllib.parse import quote
 
 import httpx
 
-from connector.adapters.base import (
+from connector.platforms.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
     CrmClient,
+    Event,
     Permanent,
     Refusal,
     Retriable,
+    Unparseable,
+    UrlSecret,
     WriteResult,
     classify,
     error_message,
     garbled,
     id_chunks,
     json_body,
+    json_object,
     matching,
     retry_after,
     write_dropping,
     write_each,
 )
-from connector.inbound import Event, Unparseable
-from connector.platforms.base import UrlSecret, json_object
 
 CONTACTS = "/api/data/v9.2/contacts"
 READ_BATCH = 50  # ids a query: about 2 KB of URL, far below a page of results (5000 rows)
@@ -263,8 +265,10 @@ class DynamicsPlatform(UrlSecret):
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Dynamics:
-        return Dynamics(base_url, token, client)
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> Dynamics:
+        return Dynamics(base_url, token, client, auth)
 
     def scope(self, base_url: str, refresh_token: str) -> str:
         """Client credentials ask for Dataverse's `<environment>/.default`."""

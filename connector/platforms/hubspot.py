@@ -48,48 +48,59 @@ its policy says:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
 from sqlite_utils import Database
 
-from connector import mappings, signatures, store
-from connector.adapters.base import (
+from connector import mappings, store
+from connector.platforms.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    Answer,
     CrmClient,
+    Delivery,
+    Event,
+    MissingHeader,
+    Now,
     Outcome,
     Permanent,
+    Platform,
     Refusal,
+    Refused,
     Retriable,
+    Row,
+    Schema,
+    SignatureMismatch,
+    Unparseable,
+    Verified,
     WriteResult,
-    chunks,
+    check_window,
     classify,
     dicts,
+    digest,
+    equal,
     error_message,
     garbled,
+    header,
+    hmac_sha256,
     id_chunks,
+    json_answer,
     json_body,
+    json_document,
+    parse_timestamp,
+    require,
     retry_after,
     write_dropping,
     write_many_dropping,
-)
-from connector.inbound import Event, Unparseable, digest
-from connector.platforms.base import (
-    Answer,
-    Delivery,
-    Platform,
-    Refused,
-    Row,
-    Schema,
-    Verified,
-    json_answer,
-    json_document,
 )
 from server import UnreadableJson, decode_json
 
@@ -147,10 +158,7 @@ class HubSpot(CrmClient):
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
         """Update contacts 100 a call; each contact's outcome."""
-        outcomes: dict[str, WriteResult | Permanent] = {}
-        for chunk in chunks(changes, BATCH_SIZE):
-            outcomes.update(write_many_dropping(self._update_batch, chunk))
-        return outcomes
+        return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
     def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
         """Complete a BLOCKed custom workflow action with `answer`'s `outputFields`, in the
@@ -414,6 +422,106 @@ def _hubspot_subscription_event(item: Any) -> Event:
     return Event(key, str(item["objectId"]), item, thin=True)
 
 
+# --- signatures ---------------------------------------------------------------------------
+
+TOLERANCE = 300  # seconds a v3 timestamp may be old (or ahead)
+SIGNATURE = "X-HubSpot-Signature"
+SIGNATURE_VERSION = "X-HubSpot-Signature-Version"
+SIGNATURE_V3 = "X-HubSpot-Signature-v3"
+TIMESTAMP = "X-HubSpot-Request-Timestamp"
+# HubSpot request-validation doc, v3: these escapes are decoded in the URI before signing;
+# every other escape (%20, %23, %26, %2B, %3D, %25, ...) stays as sent.
+_V3_DECODED = {
+    "3A": ":", "2F": "/", "3F": "?", "40": "@", "21": "!", "24": "$", "27": "'", "28": "(",
+    "29": ")", "2A": "*", "2C": ",", "3B": ";",
+}  # fmt: skip
+_V3_ESCAPE = re.compile("%(" + "|".join(_V3_DECODED) + ")", re.IGNORECASE)
+
+
+def sign_v1(secret: str, body: bytes) -> str:
+    """HubSpot v1: hex sha256 of client secret + body."""
+    return hashlib.sha256(secret.encode() + body).hexdigest()
+
+
+def sign_v2(secret: str, method: str, uri: str, body: bytes) -> str:
+    """HubSpot v2: hex sha256 of client secret + method + URI + body (URI exactly as sent)."""
+    return hashlib.sha256(secret.encode() + method.encode() + uri.encode() + body).hexdigest()
+
+
+def sign_v3(secret: str, method: str, uri: str, body: bytes, timestamp_ms: int | str) -> str:
+    """HubSpot v3: base64 HMAC-SHA256(secret, method + decoded URI + body + timestamp)."""
+    content = method.encode() + v3_uri(uri).encode() + body + str(timestamp_ms).encode()
+    return base64.b64encode(hmac_sha256(secret.encode(), content)).decode()
+
+
+def v3_uri(uri: str) -> str:
+    """The URI as HubSpot signs it for v3: the escapes of its documented table decoded."""
+    return _V3_ESCAPE.sub(lambda m: _V3_DECODED[m.group(1).upper()], uri)
+
+
+def verify_signature(
+    secret: str,
+    method: str,
+    uri: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    now: Now,
+    *,
+    fallback: Literal["v1", "v2"] | None = "v2",
+    tolerance: float = TOLERANCE,
+) -> str:
+    """Verify a HubSpot request: v3 when its headers are present, else `fallback`; return it."""
+    if header(headers, SIGNATURE_V3) or header(headers, TIMESTAMP):
+        _verify_v3(secret, method, uri, body, headers, now, tolerance)
+        return "v3"
+    if fallback is None:
+        raise MissingHeader(f"missing header {SIGNATURE_V3}")
+    _verify_legacy(secret, method, uri, body, headers, fallback)
+    return fallback
+
+
+def legacy_version(body: bytes) -> Literal["v1", "v2"]:
+    """The version HubSpot signs a request with besides v3: v1 for a Webhooks API
+    subscription's batch (a JSON array), v2 for a workflow webhook or custom action."""
+    return "v1" if body.lstrip()[:1] == b"[" else "v2"
+
+
+def _verify_legacy(
+    secret: str,
+    method: str,
+    uri: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    version: Literal["v1", "v2"],
+) -> None:
+    signature = header(headers, SIGNATURE)
+    if signature is None:
+        raise MissingHeader(f"missing header {SIGNATURE_V3} (or {SIGNATURE} for {version})")
+    declared = header(headers, SIGNATURE_VERSION)
+    if declared is not None and declared.lower() != version:
+        raise SignatureMismatch(f"{SIGNATURE_VERSION} is not {version}, the one accepted")
+    expected = sign_v1(secret, body) if version == "v1" else sign_v2(secret, method, uri, body)
+    if not equal(expected, signature):
+        raise SignatureMismatch(f"{SIGNATURE} ({version}) does not match the request")
+
+
+def _verify_v3(
+    secret: str,
+    method: str,
+    uri: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    now: Now,
+    tolerance: float,
+) -> None:
+    signature = require(headers, SIGNATURE_V3)
+    timestamp = require(headers, TIMESTAMP)
+    timestamp_ms = parse_timestamp(timestamp, TIMESTAMP)
+    if not equal(sign_v3(secret, method, uri, body, timestamp), signature):
+        raise SignatureMismatch(f"{SIGNATURE_V3} does not match the request")
+    check_window(timestamp_ms / 1000, now, tolerance, TIMESTAMP)
+
+
 @dataclass(frozen=True, kw_only=True)
 class HubSpotPlatform(Platform):
     """HubSpot: a CRM whose app signs its requests with the app's secret."""
@@ -429,20 +537,20 @@ class HubSpotPlatform(Platform):
         connection has received v3 on this kind before (then v3 alone)."""
         kind = hubspot_kind(delivery.body)
         v3_only = kind in link["hubspot_v3_kinds"].split(",")
-        legacy = None if v3_only else signatures.hubspot_legacy_version(delivery.body)
+        legacy = None if v3_only else legacy_version(delivery.body)
         try:
-            version = signatures.verify_hubspot(
+            version = verify_signature(
                 secret, delivery.method, delivery.uri, delivery.body, delivery.headers,
                 delivery.now, fallback=legacy,
             )  # fmt: skip
-        except signatures.MissingHeader as error:
+        except MissingHeader as error:
             if not v3_only:
                 raise
             raise Refused(
                 f"The request signature does not verify: {error}. This connection has received "
                 f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
             ) from None
-        except signatures.SignatureMismatch as error:
+        except SignatureMismatch as error:
             raise Refused(
                 f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
                 f"as {delivery.uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one "
@@ -481,8 +589,10 @@ class HubSpotPlatform(Platform):
         adapter.complete_action(str(request["callbackId"]), answer)
         return str(answer["outputFields"]["hs_execution_state"])
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> HubSpot:
-        return HubSpot(base_url, token, client)
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> HubSpot:
+        return HubSpot(base_url, token, client, auth)
 
     def echo(self, change: Row, ours: Row) -> str:
         """A property change event names one property and its new value."""
@@ -496,11 +606,8 @@ class HubSpotPlatform(Platform):
         return f"{base_url.strip().rstrip('/')}/oauth/2026-03/token"
 
     def signing_schemes(self) -> dict[str, Schema]:
-        v3 = {"type": "apiKey", "in": "header", "name": signatures.HUBSPOT_SIGNATURE_V3}
-        description = (
-            f"With {signatures.HUBSPOT_TIMESTAMP}; v1 and v2 signatures come in "
-            f"{signatures.HUBSPOT_SIGNATURE}."
-        )
+        v3 = {"type": "apiKey", "in": "header", "name": SIGNATURE_V3}
+        description = f"With {TIMESTAMP}; v1 and v2 signatures come in {SIGNATURE}."
         return {"hubspotSignature": {**v3, "description": description}}
 
 

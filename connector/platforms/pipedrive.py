@@ -56,26 +56,30 @@ from urllib.parse import quote
 import httpx
 
 from connector import mappings
-from connector.adapters.base import (
+from connector.platforms.base import (
     DELAY_SECONDS,
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    BasicPassword,
     CrmClient,
+    Event,
     Permanent,
     Refusal,
     Retriable,
+    Row,
+    Unparseable,
     WriteResult,
     classify,
     dicts,
+    digest,
     error_message,
     garbled,
     json_body,
+    json_object,
     retry_after,
     write_dropping,
     write_each,
 )
-from connector.inbound import Event, Unparseable, digest
-from connector.platforms.base import BasicPassword, Row, json_object
 
 PERSONS = "/api/v2/persons"
 LIST_IDS = 100  # GET /persons takes up to 100 comma-separated `ids`
@@ -404,8 +408,10 @@ class PipedrivePlatform(BasicPassword):
     def events(self, body: bytes) -> list[Event]:
         return pipedrive_events(json_object(body))
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Pipedrive:
-        return Pipedrive(base_url, token, client)
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> Pipedrive:
+        return Pipedrive(base_url, token, client, auth)
 
     def echo(self, change: Row, ours: Row) -> str:
         """Webhooks made by an API call (`meta.change_source` "api") list the changed fields

@@ -29,7 +29,7 @@ stretches that further.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -38,16 +38,20 @@ import httpx
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
-from connector import signatures
-from connector.adapters.base import (
+from connector.platforms.base import (
     TOKEN_REFUSED,
+    Answer,
     CrmClient,
+    Event,
     Outcome,
     Permanent,
     Refusal,
+    Refused,
     Retriable,
+    Row,
+    Unparseable,
+    UrlSecret,
     WriteResult,
-    chunks,
     classify,
     dicts,
     error_message,
@@ -59,8 +63,6 @@ from connector.adapters.base import (
     write_dropping,
     write_many_dropping,
 )
-from connector.inbound import Event, Unparseable
-from connector.platforms.base import Answer, Refused, Row, UrlSecret
 
 API_VERSION = "v62.0"
 BATCH_SIZE = 200
@@ -68,6 +70,8 @@ REQUEST_LIMIT_WAIT_SECONDS = 3600.0  # see the module docstring
 RETRY_CODES = frozenset({"UNABLE_TO_LOCK_ROW", "REQUEST_LIMIT_EXCEEDED"})  # not a field's fault
 NO_SUCH_COLUMN = re.compile(r"No such column '([^']+)'")
 ADDRESS_PART = re.compile(r"(\w*?)(state|country)(?:code)?", re.IGNORECASE)  # MailingStateCode
+
+_SALESFORCE_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 
 
 class Salesforce(CrmClient):
@@ -77,9 +81,15 @@ class Salesforce(CrmClient):
     platform = "salesforce"
 
     def __init__(
-        self, base_url: str, token: str, client: httpx.Client, api_version: str = API_VERSION
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        api_version: str = API_VERSION,
     ) -> None:
-        super().__init__(f"{base_url.rstrip('/')}/services/data/{api_version}", token, client)
+        api = f"{base_url.rstrip('/')}/services/data/{api_version}"
+        super().__init__(api, token, client, auth)
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The Contact's current values of `properties` (field API names, any case), None
@@ -112,10 +122,7 @@ class Salesforce(CrmClient):
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
         """Update Contacts 200 a call; each Contact's outcome. A locked row anywhere makes the
         whole call Retriable: writes are idempotent, so doing the others again is harmless."""
-        outcomes: dict[str, WriteResult | Permanent] = {}
-        for chunk in chunks(changes, BATCH_SIZE):
-            outcomes.update(write_many_dropping(self._update_batch, chunk))
-        return outcomes
+        return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
     def _record(self, record_id: str, fields: list[str]) -> dict[str, Any]:
         params = {"fields": ",".join(fields)} if fields else None
@@ -339,16 +346,16 @@ class SalesforcePlatform(UrlSecret):
         allowed = [org for org in link["allowed_organizations"].split(",") if org]
         for event in found:
             organization = event.source.get("OrganizationId")
-            if organization is not None and not signatures.salesforce_organization_allowed(
-                organization, allowed
-            ):
+            if organization is not None and not organization_allowed(organization, allowed):
                 raise Refused(f"Salesforce organization {organization} is not allowed to send.")
 
     def acknowledgement(self, found: list[Event]) -> Answer:
         return Answer(SALESFORCE_ACK, "text/xml; charset=utf-8")
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Salesforce:
-        return Salesforce(base_url, token, client)
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> Salesforce:
+        return Salesforce(base_url, token, client, auth)
 
     def token_url(self, base_url: str) -> str:
         """The My Domain URL serves its own token endpoint."""
@@ -362,6 +369,18 @@ class SalesforcePlatform(UrlSecret):
                 "Salesforce organization allowed to send (Setup > Company Information)"
             )
         return cleaned
+
+
+def organization_allowed(organization_id: str, allowed: Iterable[str]) -> bool:
+    """Whether an OrganizationId is allowed: ids compared by their case-sensitive 15-char form."""
+    wanted = _id15(organization_id)
+    return wanted is not None and any(_id15(a) == wanted for a in allowed)
+
+
+def _id15(salesforce_id: str) -> str | None:
+    """The 15-character id (an 18-character id adds a case checksum), None if not an id."""
+    text = salesforce_id.strip()
+    return text[:15] if _SALESFORCE_ID.fullmatch(text) else None
 
 
 PLATFORM = SalesforcePlatform()

@@ -46,33 +46,31 @@ from urllib.parse import quote
 
 import httpx
 
-from connector.adapters.base import (
+from connector.platforms.base import (
     TOKEN_REFUSED,
     CrmClient,
+    Delivery,
+    Event,
     Outcome,
     Permanent,
+    Platform,
     Refusal,
+    Refused,
+    Row,
+    Unparseable,
+    Verified,
     WriteResult,
-    chunks,
     classify,
     dicts,
     garbled,
     id_chunks,
     json_body,
+    json_object,
     matching,
     read_each,
+    same,
     write_dropping,
     write_many_dropping,
-)
-from connector.inbound import Event, Unparseable
-from connector.platforms.base import (
-    Delivery,
-    Platform,
-    Refused,
-    Row,
-    Verified,
-    json_object,
-    same,
 )
 from server import UnreadableJson, decode_json
 
@@ -174,10 +172,7 @@ class Zoho(CrmClient):
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
         """Update Contacts 100 a call; each Contact's outcome."""
-        outcomes: dict[str, WriteResult | Permanent] = {}
-        for chunk in chunks(changes, BATCH_SIZE):
-            outcomes.update(write_many_dropping(self._update_batch, chunk))
-        return outcomes
+        return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
     def watch(
         self,
@@ -490,8 +485,10 @@ class ZohoPlatform(Platform):
     def events(self, body: bytes) -> list[Event]:
         return zoho_events(json_object(body))
 
-    def adapter(self, base_url: str, token: str, client: httpx.Client) -> Zoho:
-        return Zoho(base_url, token, client)
+    def adapter(
+        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+    ) -> Zoho:
+        return Zoho(base_url, token, client, auth)
 
     def token_url(self, base_url: str) -> str:
         base = base_url.strip().rstrip("/")
