@@ -41,7 +41,6 @@ from flask import (
     session,
     url_for,
 )
-from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException
@@ -103,19 +102,12 @@ _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivat
 # --- wiring ----------------------------------------------------------------------------------
 
 
-class _SessionInterface(SecureCookieSessionInterface):
-    """Flask's signed cookie session, marked Secure exactly when the request came over https
-    as the WSGI server reports it: the app installs no proxy middleware, so a client's own
-    X-Forwarded-Proto is not believed (gunicorn believes it only from forwarded_allow_ips)."""
-
-    def get_cookie_secure(self, app: Flask) -> bool:
-        return request.is_secure
-
-
 def init_app(app: Flask) -> None:
     """Sessions, CSRF checks and the settings routes. Only the settings routes check CSRF
     tokens: the JSON API and /hooks (and any route added later) take keys and signatures,
-    never cookies, and must answer exactly as before."""
+    never cookies, and must answer exactly as before. The session cookie is Flask's own,
+    Secure exactly when the public URL is https (what the browser reaches, however the proxy
+    in front calls us; a client's X-Forwarded-Proto decides nothing)."""
     if app.config["TRUSTED_PROXIES"] < 0:
         raise ValueError("CONTACTDATA_TRUSTED_PROXIES counts proxies: 0 or more")
     app.config.update(
@@ -124,6 +116,7 @@ def init_app(app: Flask) -> None:
         SESSION_COOKIE_PATH=blueprint.url_prefix,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
+        SESSION_COOKIE_SECURE=app.config["PUBLIC_URL"].lower().startswith("https://"),
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,  # also how old a cookie may be
         WTF_CSRF_TIME_LIMIT=None,  # a token lasts as long as its session
         # Referrer-Policy no-referrer leaves no Referer for flask-wtf's https check to compare
@@ -132,7 +125,6 @@ def init_app(app: Flask) -> None:
         WTF_CSRF_SSL_STRICT=False,
         WTF_CSRF_CHECK_DEFAULT=False,  # checked in the settings blueprint alone
     )
-    app.session_interface = _SessionInterface()
     CSRFProtect(app)
     app.register_blueprint(blueprint)
     app.after_request(_add_security_headers)

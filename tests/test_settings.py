@@ -173,10 +173,16 @@ def test_the_session_holds_the_key_id_and_org_never_the_key(
         assert acme.admin_key not in text_ and acme.admin_key[-12:] not in text_
 
 
-def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
-    app: Flask, acme: Org, database: Database
+def at_public_url(app: Flask, public_url: str) -> FlaskClient:
+    """A client of the settings page of an app on the same database reached at `public_url`."""
+    config = {"DB": app.config["DB"], "KEY_SECRET": SECRET, "CLOCK": app.config["CLOCK"]}
+    return create_app({**config, "PUBLIC_URL": public_url}).test_client()
+
+
+def test_the_cookie_is_secure_when_the_public_url_is_https_and_forms_need_no_referer(
+    app: Flask, acme: Org
 ) -> None:
-    client = app.test_client()
+    client = at_public_url(app, "https://settings.example")
     form = client.get("/settings/sign-in", base_url="https://settings.example")
     response = client.post(
         "/settings/sign-in",
@@ -185,6 +191,30 @@ def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
     )  # Referrer-Policy no-referrer: browsers send no Referer with the form
     assert response.status_code == 303
     assert "Secure" in response.headers["Set-Cookie"]
+
+
+def test_behind_a_tls_proxy_the_cookie_is_secure_though_the_request_is_plain_http(
+    app: Flask, acme: Org
+) -> None:
+    """The proxy calls over http and gunicorn reports http: the public URL decides."""
+    client = at_public_url(app, "https://settings.example")
+    response = sign_in(client, acme.admin_key)
+    assert response.status_code == 303
+    assert "Secure" in response.headers["Set-Cookie"]
+
+
+def test_with_an_http_public_url_the_cookie_is_not_secure_even_over_https(
+    app: Flask, acme: Org
+) -> None:
+    client = at_public_url(app, "http://settings.example")
+    form = client.get("/settings/sign-in", base_url="https://settings.example")
+    response = client.post(
+        "/settings/sign-in",
+        base_url="https://settings.example",
+        data={"api_key": acme.admin_key, "csrf_token": token(form)},
+    )
+    assert response.status_code == 303
+    assert "Secure" not in response.headers["Set-Cookie"]
 
 
 def test_a_forwarded_proto_header_is_not_believed(app: Flask, acme: Org) -> None:
