@@ -41,10 +41,9 @@ from flask import (
     session,
     url_for,
 )
-from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlite_utils import Database
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
 from connector import connections, mappings, scheduler, store
@@ -103,19 +102,13 @@ _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivat
 # --- wiring ----------------------------------------------------------------------------------
 
 
-class _SessionInterface(SecureCookieSessionInterface):
-    """Flask's signed cookie session, marked Secure exactly when the request came over https
-    as the WSGI server reports it: the app installs no proxy middleware, so a client's own
-    X-Forwarded-Proto is not believed (gunicorn believes it only from forwarded_allow_ips)."""
-
-    def get_cookie_secure(self, app: Flask) -> bool:
-        return request.is_secure
-
-
 def init_app(app: Flask) -> None:
     """Sessions, CSRF checks and the settings routes. Only the settings routes check CSRF
     tokens: the JSON API and /hooks (and any route added later) take keys and signatures,
-    never cookies, and must answer exactly as before."""
+    never cookies, and must answer exactly as before. Nothing here runs for them: every
+    hook of the page is the blueprint's own, and the session cookie is Flask's own, Secure
+    exactly when the public URL is https (what the browser reaches, however the proxy in
+    front calls us; a client's X-Forwarded-Proto decides nothing)."""
     if app.config["TRUSTED_PROXIES"] < 0:
         raise ValueError("CONTACTDATA_TRUSTED_PROXIES counts proxies: 0 or more")
     app.config.update(
@@ -124,6 +117,7 @@ def init_app(app: Flask) -> None:
         SESSION_COOKIE_PATH=blueprint.url_prefix,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
+        SESSION_COOKIE_SECURE=app.config["PUBLIC_URL"].lower().startswith("https://"),
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,  # also how old a cookie may be
         WTF_CSRF_TIME_LIMIT=None,  # a token lasts as long as its session
         # Referrer-Policy no-referrer leaves no Referer for flask-wtf's https check to compare
@@ -132,16 +126,16 @@ def init_app(app: Flask) -> None:
         WTF_CSRF_SSL_STRICT=False,
         WTF_CSRF_CHECK_DEFAULT=False,  # checked in the settings blueprint alone
     )
-    app.session_interface = _SessionInterface()
     CSRFProtect(app)
     app.register_blueprint(blueprint)
-    app.after_request(_add_security_headers)
 
 
 @blueprint.before_request
 def _check_csrf() -> None:
-    """Every settings form carries its session's CSRF token (flask-wtf refuses it otherwise)."""
-    current_app.extensions["csrf"].protect()
+    """Every settings form carries its session's CSRF token (flask-wtf refuses it otherwise);
+    a URL with no page behind it changes nothing and needs none."""
+    if request.endpoint != "settings.unknown_page":
+        current_app.extensions["csrf"].protect()
 
 
 def _session_secret(app: Flask) -> str:
@@ -151,12 +145,11 @@ def _session_secret(app: Flask) -> str:
     return hmac.new(secret, b"contactdata settings session", hashlib.sha256).hexdigest()
 
 
+@blueprint.after_request
 def _add_security_headers(response: Response) -> Response:
-    """Every response under /settings (errors and static files too) gets the headers; pages,
-    which show keys or their hints, are never stored by the browser or a proxy."""
-    prefix = blueprint.url_prefix or ""
-    if request.path != prefix and not request.path.startswith(f"{prefix}/"):
-        return response
+    """Every response under /settings (errors, static files and unknown URLs too) gets the
+    headers; pages, which show keys or their hints, are never stored by the browser or a
+    proxy."""
     response.headers.update(SECURITY_HEADERS)
     if request.endpoint != "settings.static":
         response.headers["Cache-Control"] = "no-store"
@@ -165,7 +158,7 @@ def _add_security_headers(response: Response) -> Response:
 
 # --- who is signed in ------------------------------------------------------------------------
 
-_OPEN_ENDPOINTS = {"settings.sign_in", "settings.static"}
+_OPEN_ENDPOINTS = {"settings.sign_in", "settings.static", "settings.unknown_page"}
 
 
 @blueprint.before_request
@@ -286,6 +279,7 @@ def sign_out() -> Response:
     return redirect(url_for(".sign_in"), 303)
 
 
+@blueprint.get("")
 @blueprint.get("/")
 def home() -> Response:
     return redirect(url_for(".keys"), 303)
@@ -645,11 +639,26 @@ def _csrf_refused(error: CSRFError) -> Response:
     return _render("error.html", 400, message=message)
 
 
+@blueprint.route("/<path:unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unknown_page(unknown: str) -> Response:
+    """Any other URL under /settings: the page's own 404, or 405 where another of its routes
+    takes the URL by other methods, so that it carries the page's headers too. It needs no
+    sign-in (it shows nothing of anyone) and is the last route a URL can match."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    taken = [m for m in ("GET", "HEAD", "POST") if adapter.match(method=m)[0] != request.endpoint]
+    if taken:
+        raise MethodNotAllowed(taken)
+    abort(404)
+
+
 @blueprint.errorhandler(HTTPException)
 def _http_error(error: HTTPException) -> Response:
     status = error.code or 500
     message = {404: "There is no such settings page.", 405: "That page does not take this."}
-    return _render("error.html", status, message=message.get(status, error.description))
+    response = _render("error.html", status, message=message.get(status, error.description))
+    if isinstance(error, MethodNotAllowed):
+        response.headers["Allow"] = dict(error.get_headers())["Allow"]
+    return response
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -6,9 +6,12 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -173,10 +176,16 @@ def test_the_session_holds_the_key_id_and_org_never_the_key(
         assert acme.admin_key not in text_ and acme.admin_key[-12:] not in text_
 
 
-def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
-    app: Flask, acme: Org, database: Database
+def at_public_url(app: Flask, public_url: str) -> FlaskClient:
+    """A client of the settings page of an app on the same database reached at `public_url`."""
+    config = {"DB": app.config["DB"], "KEY_SECRET": SECRET, "CLOCK": app.config["CLOCK"]}
+    return create_app({**config, "PUBLIC_URL": public_url}).test_client()
+
+
+def test_the_cookie_is_secure_when_the_public_url_is_https_and_forms_need_no_referer(
+    app: Flask, acme: Org
 ) -> None:
-    client = app.test_client()
+    client = at_public_url(app, "https://settings.example")
     form = client.get("/settings/sign-in", base_url="https://settings.example")
     response = client.post(
         "/settings/sign-in",
@@ -185,6 +194,30 @@ def test_the_cookie_is_secure_over_https_and_forms_need_no_referer(
     )  # Referrer-Policy no-referrer: browsers send no Referer with the form
     assert response.status_code == 303
     assert "Secure" in response.headers["Set-Cookie"]
+
+
+def test_behind_a_tls_proxy_the_cookie_is_secure_though_the_request_is_plain_http(
+    app: Flask, acme: Org
+) -> None:
+    """The proxy calls over http and gunicorn reports http: the public URL decides."""
+    client = at_public_url(app, "https://settings.example")
+    response = sign_in(client, acme.admin_key)
+    assert response.status_code == 303
+    assert "Secure" in response.headers["Set-Cookie"]
+
+
+def test_with_an_http_public_url_the_cookie_is_not_secure_even_over_https(
+    app: Flask, acme: Org
+) -> None:
+    client = at_public_url(app, "http://settings.example")
+    form = client.get("/settings/sign-in", base_url="https://settings.example")
+    response = client.post(
+        "/settings/sign-in",
+        base_url="https://settings.example",
+        data={"api_key": acme.admin_key, "csrf_token": token(form)},
+    )
+    assert response.status_code == 303
+    assert "Secure" not in response.headers["Set-Cookie"]
 
 
 def test_a_forwarded_proto_header_is_not_believed(app: Flask, acme: Org) -> None:
@@ -403,6 +436,67 @@ def test_the_api_and_webhooks_take_no_csrf_token(
     assert "Set-Cookie" not in response.headers
     hook = client.post("/hooks/unknown/events", data=b"{}", content_type="application/json")
     assert hook.status_code == 404 and hook.get_json()["error"]["code"] == "not_found"
+
+
+def test_an_unknown_settings_url_answers_the_settings_404_signed_in_or_not(
+    client: FlaskClient, acme: Org
+) -> None:
+    """The settings page's own 404 (405 where the URL takes other methods), with its headers:
+    it needs no sign-in or CSRF token and shows nothing of any organization."""
+    signed_out = client.application.test_client()
+    sign_in(client, acme.admin_key)
+    client.get("/settings/keys")  # takes the sign-in's message
+    for browser in (client, signed_out):
+        missing = [browser.get("/settings/no-such-page"), browser.post("/settings/a/b?c=d")]
+        for response in missing:
+            assert response.status_code == 404 and response.mimetype == "text/html"
+            assert "There is no such settings page." in text(response)
+            assert acme.admin_email not in text(response) and "Acme" not in text(response)
+            assert "Sign out" not in text(response)
+            assert response.headers["Content-Security-Policy"] == CSP
+            assert response.headers["Cache-Control"] == "no-store"
+        wrong = [browser.get("/settings/keys/update"), browser.put("/settings/keys")]
+        for response, allowed in zip(wrong, ({"POST"}, {"GET", "HEAD", "POST"}), strict=True):
+            assert response.status_code == 405 and response.mimetype == "text/html"
+            assert set(response.headers["Allow"].split(", ")) == allowed
+            assert response.headers["Content-Security-Policy"] == CSP
+    bare = signed_out.get("/settings")
+    assert (bare.status_code, bare.location) == (303, "/settings/sign-in")
+    assert bare.headers["Content-Security-Policy"] == CSP
+
+
+def test_no_settings_code_runs_for_a_request_outside_settings(connector_app: Flask) -> None:
+    """The settings page adds no app-wide hook: a webhook or an API call runs none of it."""
+    client = connector_app.test_client()
+    outside = [
+        lambda: client.get("/healthz"),
+        lambda: client.post("/v7/enrich", json={"conEmail": "a@example.com"}),
+        lambda: client.post("/hooks/unknown/events", data=b"{}", content_type="application/json"),
+    ]
+    for request_ in outside:
+        response, called = settings_code_called(request_)
+        assert response.status_code in (200, 401, 404)
+        assert called == set(), response.request.path
+    response, called = settings_code_called(lambda: client.get("/settings/sign-in"))
+    assert response.status_code == 200 and "sign_in" in called  # the tracer sees it
+
+
+def settings_code_called(send: Callable[[], TestResponse]) -> tuple[TestResponse, set[str]]:
+    """What `send` answered, and the functions of connector/settings.py it called."""
+    called: set[str] = set()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        here = event == "call" and code.co_filename == settings.__file__
+        if here and code.co_name != "<module>":
+            called.add(code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        response = send()
+    finally:
+        sys.setprofile(None)
+    return response, called
 
 
 def test_every_settings_response_carries_the_headers(signed_in: FlaskClient) -> None:
