@@ -15,7 +15,7 @@ from typing import Any
 from sqlite_utils import Database
 
 import server
-from connector import mappings, oauth, outbound, sealing, store
+from connector import mappings, oauth, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Platform
 
@@ -82,15 +82,15 @@ def add(
         "name": name.strip(),
         "platform": platform,
         "org_id": caller.org_id,
-        "api_key_sealed": sealing.seal(server_secret, api_key),
-        "api_key_hint": sealing.hint(api_key),
+        "api_key_sealed": store.seal(server_secret, api_key),
+        "api_key_hint": store.hint(api_key),
         "mapping": str(mapping_path),
-        "secret_sealed": sealing.seal(server_secret, inbound),
-        "secret_hint": sealing.hint(inbound),
+        "secret_sealed": store.seal(server_secret, inbound),
+        "secret_hint": store.hint(inbound),
         "crm_base_url": base_url,
-        "crm_token_sealed": sealing.seal(server_secret, token) if token else "",
-        "crm_token_hint": sealing.hint(token) if token else "",
-        "crm_oauth_sealed": sealing.seal(server_secret, credentials.dumps()) if credentials else "",
+        "crm_token_sealed": store.seal(server_secret, token) if token else "",
+        "crm_token_hint": store.hint(token) if token else "",
+        "crm_oauth_sealed": store.seal(server_secret, credentials.dumps()) if credentials else "",
         "allowed_organizations": ",".join(allowed),
         "created_at": server.iso(now),
     }
@@ -179,39 +179,6 @@ def _oauth(
     return oauth.Credentials(
         token_url, client_id.strip(), client_secret.strip(), refresh_token.strip(), scope
     )
-
-
-def crm_token(server_secret: bytes, row: Row) -> str:
-    """A connection's current CRM token; "" when an OAuth client has not asked for one yet."""
-    sealed = row["crm_token_sealed"]
-    return sealing.unseal(server_secret, sealed) if sealed else ""
-
-
-def crm_auth(
-    db: Database, server_secret: bytes, row: Row, clock: Callable[[], datetime]
-) -> oauth.Renewing | None:
-    """The authentication that renews a connection's CRM token and saves each new one; None
-    for a connection with a fixed token."""
-    if not row["crm_oauth_sealed"]:
-        return None
-    credentials = oauth.Credentials.loads(sealing.unseal(server_secret, row["crm_oauth_sealed"]))
-    outbound.check_crm_url(credentials.token_url)  # again, before connecting
-    token = crm_token(server_secret, row)
-    expires = row["crm_token_expires_at"]
-
-    def save(got: oauth.Granted) -> None:
-        values = {
-            "crm_token_sealed": sealing.seal(server_secret, got.access_token),
-            "crm_token_hint": sealing.hint(got.access_token),
-            "crm_token_expires_at": got.expires_at.isoformat() if got.expires_at else "",
-        }
-        if got.credentials != credentials:  # a rotated refresh token; else another process's
-            values["crm_oauth_sealed"] = sealing.seal(server_secret, got.credentials.dumps())
-        with server.write(db):
-            store.save_crm_grant(db, row["id"], values)
-
-    when = datetime.fromisoformat(expires) if expires else None
-    return oauth.Renewing(credentials, token, when, save, clock)
 
 
 def _new_secret(kind: Platform) -> str:

@@ -47,7 +47,7 @@ from flask import Blueprint, Response, current_app, g, request
 from sqlite_utils import Database
 
 import server
-from connector import mappings, sealing, store
+from connector import mappings, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import (
     STANDARD_WEBHOOKS_REPLAY_WINDOW,
@@ -150,7 +150,7 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
         outcome = server.enrich_with_key(
             server.get_db(),
             current_app.config["KEY_SECRET_BYTES"],
-            sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"]),
+            store.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"]),
             mapping.enrich_input(payload),
             server.now(),
             g.transaction_id,
@@ -268,7 +268,7 @@ def _connection(connection_id: str) -> Row:
 
 
 def _secret(link: Row) -> str:
-    return sealing.unseal(current_app.config["KEY_SECRET_BYTES"], link["secret_sealed"])
+    return store.unseal(current_app.config["KEY_SECRET_BYTES"], link["secret_sealed"])
 
 
 def _verify(link: Row, body: bytes) -> str | None:

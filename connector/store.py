@@ -1,26 +1,66 @@
-"""All SQL of the connector: its own migrations (set "connector") and every read and write of
-its tables, in the service's database file. Rows go in and come out as plain dicts."""
+"""The connector's tables and the sealed secrets in them: its own migrations (set "connector"),
+every read and write of its tables, in the service's database file, and the sealing of the
+secret values it keeps there. Rows go in and come out as plain dicts.
+
+Secrets at rest: values the connector must use again (an inbound HMAC secret, an organization
+key, a CRM token or OAuth client) are sealed with Fernet (AES-128-CBC + HMAC-SHA-256) under a
+key derived from the server secret, so a copy of the database alone reveals none of them."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.fernet import Fernet, InvalidToken
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 import server
+from connector import oauth, outbound
 
 Row = dict[str, Any]
 MIGRATIONS = Migrations("connector")
 LARGEST_ID = 2**63 - 1  # SQLite's largest integer: no row has a larger id
+_PURPOSE = b"contactdata connector secrets v1"  # the sealing key's derivation: never change
+
+
+class UnsealError(ValueError):
+    """A sealed value that this server secret cannot open (another secret, or tampered)."""
+
+
+def _fernet(server_secret: bytes) -> Fernet:
+    key = hmac.new(server_secret, _PURPOSE, hashlib.sha256).digest()
+    return Fernet(base64.urlsafe_b64encode(key))
+
+
+def seal(server_secret: bytes, value: str) -> str:
+    """`value` encrypted and authenticated, as text for a database column."""
+    return _fernet(server_secret).encrypt(value.encode()).decode()
+
+
+def unseal(server_secret: bytes, sealed: str) -> str:
+    """The value `seal` sealed; raises UnsealError when it cannot be opened."""
+    try:
+        return _fernet(server_secret).decrypt(sealed.encode()).decode()
+    except InvalidToken:
+        raise UnsealError("a sealed secret cannot be opened with this server secret") from None
+
+
+def hint(value: str) -> str:
+    """What may be shown of a secret: its last four characters."""
+    return f"…{value[-4:]}" if len(value) > 8 else "…"
 
 
 @MIGRATIONS()
 def m001_connections(db: Database) -> None:
     """Connections: one platform account bound to an organization key, a mapping and an
-    inbound secret. Secret values are sealed (see connector/sealing.py), never stored plain."""
+    inbound secret. Secret values are sealed (`seal`, above), never stored plain."""
     db.execute(
         """
         CREATE TABLE connections (
@@ -267,6 +307,39 @@ def save_crm_grant(db: Database, connection_id: str, values: Row) -> None:
     """A renewed access token: crm_token_sealed, crm_token_hint, crm_token_expires_at and
     crm_oauth_sealed (the refresh token may have been rotated)."""
     db.table("connections").update(connection_id, values)
+
+
+def crm_token(server_secret: bytes, row: Row) -> str:
+    """A connection's current CRM token; "" when an OAuth client has not asked for one yet."""
+    sealed = row["crm_token_sealed"]
+    return unseal(server_secret, sealed) if sealed else ""
+
+
+def crm_auth(
+    db: Database, server_secret: bytes, row: Row, clock: Callable[[], datetime]
+) -> oauth.Renewing | None:
+    """The authentication that renews a connection's CRM token and saves each new one; None
+    for a connection with a fixed token."""
+    if not row["crm_oauth_sealed"]:
+        return None
+    credentials = oauth.Credentials.loads(unseal(server_secret, row["crm_oauth_sealed"]))
+    outbound.check_crm_url(credentials.token_url)  # again, before connecting
+    token = crm_token(server_secret, row)
+    expires = row["crm_token_expires_at"]
+
+    def save(got: oauth.Granted) -> None:
+        values = {
+            "crm_token_sealed": seal(server_secret, got.access_token),
+            "crm_token_hint": hint(got.access_token),
+            "crm_token_expires_at": got.expires_at.isoformat() if got.expires_at else "",
+        }
+        if got.credentials != credentials:  # a rotated refresh token; else another process's
+            values["crm_oauth_sealed"] = seal(server_secret, got.credentials.dumps())
+        with server.write(db):
+            save_crm_grant(db, row["id"], values)
+
+    when = datetime.fromisoformat(expires) if expires else None
+    return oauth.Renewing(credentials, token, when, save, clock)
 
 
 def save_channel_expiry(db: Database, connection_id: str, expires_at: str) -> None:

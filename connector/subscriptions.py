@@ -18,7 +18,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, outbound, sealing, store
+from connector import connections, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
 
@@ -54,7 +54,7 @@ def _renewed(
     lapsed = expires is None or expires <= now
     try:
         expiry = _watch(db, link, secret, client, public_url, now, lapsed)
-    except (Permanent, Retriable, outbound.UnsafeUrl, sealing.UnsealError) as error:
+    except (Permanent, Retriable, outbound.UnsafeUrl, store.UnsealError) as error:
         reason = getattr(error, "reason", str(error))
         log.warning("channel of connection %s not renewed: %s", link["id"], reason)
         return f"failed: {reason}"
@@ -81,10 +81,10 @@ def _watch(
     """Ask the platform to keep the connection's channel until now + CHANNEL_LIFETIME: the
     expiry it confirms."""
     base_url = outbound.check_crm_url(link["crm_base_url"])
-    token = connections.crm_token(secret, link)
+    token = store.crm_token(secret, link)
     notify_url = connections.urls(link, public_url)["eventsUrl"] or ""
-    channel_token = sealing.unseal(secret, link["secret_sealed"])
-    auth = connections.crm_auth(db, secret, link, lambda: now)
+    channel_token = store.unseal(secret, link["secret_sealed"])
+    auth = store.crm_auth(db, secret, link, lambda: now)
     platform = PLATFORMS[link["platform"]]
     adapter = platform.adapter(base_url, token, client, auth)
     return platform.subscribe(

@@ -40,7 +40,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, mappings, outbound, sealing, store
+from connector import mappings, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import (
     TOKEN_REFUSED,
@@ -67,7 +67,7 @@ EXPECTED = (
     Permanent,
     server.ServiceError,
     mappings.MappingError,
-    sealing.UnsealError,
+    store.UnsealError,
     outbound.UnsafeUrl,
 )
 log = logging.getLogger(__name__)
@@ -154,9 +154,9 @@ class Worker:
         if not platform.crm:
             raise Permanent(f"{platform.name} is not a CRM: nothing is written back")
         mapping = mappings.load_current(link["mapping"])
-        token = connections.crm_token(self.secret, link)
+        token = store.crm_token(self.secret, link)
         if connection_id not in auths:
-            auths[connection_id] = connections.crm_auth(self.db, self.secret, link, self.clock)
+            auths[connection_id] = store.crm_auth(self.db, self.secret, link, self.clock)
         # The URL was checked when saved; the client checks each address as it connects.
         adapter = platform.adapter(link["crm_base_url"], token, self.client, auths[connection_id])
         return link, mapping, adapter
@@ -250,7 +250,7 @@ class Worker:
         return server.enrich_with_key(
             self.db,
             self.secret,
-            sealing.unseal(self.secret, link["api_key_sealed"]),
+            store.unseal(self.secret, link["api_key_sealed"]),
             given,
             self.clock(),
             str(uuid.uuid5(_EVENTS, f"{link['id']}:{event['event_key']}")),

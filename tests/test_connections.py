@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from connector import outbound, sealing, store
+from connector import outbound, store
 from connector.cli import main
 from server import db
 from tests.helpers.constants import SECRET
@@ -52,7 +52,7 @@ def test_add_prints_the_id_secret_and_urls_once(db_path: Path, key: str) -> None
     assert "events URL: none: not a CRM, so the platform calls the enrich URL" in text
     row = store.connection(store.connect(db_path), added["id"])
     assert row is not None and added["secret"] not in json.dumps(row) and key not in json.dumps(row)
-    assert sealing.unseal(SECRET.encode(), row["secret_sealed"]) == added["secret"]
+    assert store.unseal(SECRET.encode(), row["secret_sealed"]) == added["secret"]
     listed = _run(db_path, "connection", "list", "--json")
     assert added["secret"] not in listed.output and key not in listed.output
     assert json.loads(listed.output)[0]["secret_hint"] == "…" + added["secret"][-4:]
@@ -196,7 +196,7 @@ def test_an_oauth_client_is_sealed_with_the_crm_token_endpoint_it_renews_at(
     assert result.exit_code == 0, result.output
     row = store.connection(store.connect(db_path), json.loads(result.output)["id"])
     assert row is not None and row["crm_token_sealed"] == "" and row["crm_token_expires_at"] == ""
-    stored = json.loads(sealing.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
+    stored = json.loads(store.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
     assert stored == {
         "token_url": "https://accounts.zoho.eu/oauth/v2/token",
         "client_id": "1000.CLIENT",
@@ -219,6 +219,6 @@ def test_dynamics_client_credentials_ask_for_the_environment_scope(db_path: Path
     assert result.exit_code == 0, result.output
     row = store.connection(store.connect(db_path), json.loads(result.output)["id"])
     assert row is not None
-    stored = json.loads(sealing.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
+    stored = json.loads(store.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
     assert stored["scope"] == "https://acme.crm4.dynamics.com/.default"
     assert stored["refresh_token"] == ""  # the client_credentials grant

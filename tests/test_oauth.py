@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 import server
-from connector import connections, oauth, outbound, sealing, store, worker
+from connector import connections, oauth, outbound, store, worker
 from connector.platforms import PLATFORMS as DECLARED
 from connector.platforms.base import TOKEN_REFUSED, Permanent, Retriable
 from tests.helpers.constants import NOW, SECRET
@@ -332,8 +332,8 @@ def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_nex
     credentials = oauth.Credentials(token_url, "cid", "csecret", "r1")
     with store.server.write(db):
         store.save_crm_grant(db, link.row["id"], {
-            "crm_oauth_sealed": sealing.seal(secret, credentials.dumps()),
-            "crm_token_sealed": sealing.seal(secret, "expired-token"),
+            "crm_oauth_sealed": store.seal(secret, credentials.dumps()),
+            "crm_token_sealed": store.seal(secret, "expired-token"),
         })  # fmt: skip
     hubspot_event(db, link, "e1")
     assert work.run_due() == {"done": 1}
@@ -341,10 +341,10 @@ def test_the_worker_renews_an_expired_token_writes_back_and_saves_it_for_the_nex
     (written,) = crm.patches()
     assert written["jobtitle"] == "Vice President of Sales"
     row = store.connection(db, link.row["id"])
-    assert row is not None and sealing.unseal(secret, row["crm_token_sealed"]) == "renewed-1"
+    assert row is not None and store.unseal(secret, row["crm_token_sealed"]) == "renewed-1"
     assert row["crm_token_hint"] == "…ed-1" and "renewed-1" not in json.dumps(row)
     assert row["crm_token_expires_at"] == (clock() + timedelta(seconds=1799)).isoformat()
-    rotated = oauth.Credentials.loads(sealing.unseal(secret, row["crm_oauth_sealed"]))
+    rotated = oauth.Credentials.loads(store.unseal(secret, row["crm_oauth_sealed"]))
     assert rotated == oauth.Credentials(token_url, "cid", "csecret", "r2")
 
     # Another worker (another process) reads the record again with the saved token.
@@ -362,13 +362,13 @@ def test_the_token_endpoint_is_checked_again_before_each_round(
     secret = SECRET.encode()
     credentials = oauth.Credentials("http://127.0.0.1:9/token", "cid", "csecret", "r1")
     with store.server.write(db):
-        sealed = sealing.seal(secret, credentials.dumps())
+        sealed = store.seal(secret, credentials.dumps())
         store.save_crm_grant(db, link.row["id"], {"crm_oauth_sealed": sealed})
     row = store.connection(db, link.row["id"])
-    assert connections.crm_auth(db, secret, row, clock) is not None  # private URLs allowed
+    assert store.crm_auth(db, secret, row, clock) is not None  # private URLs allowed
     monkeypatch.delenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS")
     with pytest.raises(outbound.UnsafeUrl, match="must start with https://"):
-        connections.crm_auth(db, secret, row, clock)
+        store.crm_auth(db, secret, row, clock)
 
 
 def test_a_token_that_cannot_be_saved_is_retriable_and_not_used() -> None:

@@ -22,7 +22,7 @@ from standardwebhooks import Webhook
 from werkzeug.test import TestResponse
 
 import server
-from connector import connections, sealing, store
+from connector import connections, store
 from connector.platforms.base import STANDARD_WEBHOOKS_TOLERANCE
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from server import accounts, db, importer
@@ -779,7 +779,7 @@ def test_standard_webhooks_signed_by_the_official_library_are_taken_padded_or_no
     """The library pads the secret before decoding it; an unpadded one answered 500 here."""
     link = connections.add(
         store.connect(db_path), SECRET.encode(), NOW, name="sw", platform="make",
-        api_key=sealing.unseal(SECRET.encode(), links["zapier"].row["api_key_sealed"]),
+        api_key=store.unseal(SECRET.encode(), links["zapier"].row["api_key_sealed"]),
         secret=secret,
     )  # fmt: skip
     body = json.dumps({"email": AVA}).encode()
@@ -804,7 +804,7 @@ def test_a_stored_secret_that_cannot_check_signatures_is_401_never_500(
     refused, saying why; the secret still works as a bearer token."""
     link = links["zapier"]
     database = store.connect(db_path)
-    sealed = sealing.seal(SECRET.encode(), "my-shared-token")
+    sealed = store.seal(SECRET.encode(), "my-shared-token")
     database.execute(
         "UPDATE connections SET secret_sealed = ? WHERE id = ?", [sealed, link.row["id"]]
     )
