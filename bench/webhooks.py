@@ -69,7 +69,7 @@ from serving import (
 
 import server
 from connector import store, worker
-from connector.platforms import hubspot
+from connector.platforms.hubspot import CONTACTS, SIGNATURE_V3, TIMESTAMP, sign_v3
 from server.clock import utcnow
 
 RESULTS = Path(__file__).parent / "results" / "webhooks.txt"
@@ -77,7 +77,7 @@ SENDERS = 50
 TARGET_P99_MS = 100.0
 BATCH = 100  # events the worker takes a round, as `contactdata worker` does
 HUBSPOT_SECRET = "bench-hubspot-client-secret"
-CONTACTS_PATH = f"{hubspot.CONTACTS}/"
+CONTACTS_PATH = f"{CONTACTS}/"
 Row = dict[str, Any]
 
 
@@ -366,11 +366,11 @@ def enqueue_thin_events(port: int, hubspot: Row, batch: int = 100) -> int:
         for start in range(0, len(hubspot["records"]), batch):
             body = json.dumps(_thin_events(hubspot["records"][start : start + batch])).encode()
             stamp = int(time.time() * 1000)
-            signature = hubspot.sign_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
+            signature = sign_v3(HUBSPOT_SECRET, "POST", url, body, stamp)
             headers = {
                 "Content-Type": "application/json",
-                hubspot.SIGNATURE_V3: signature,
-                hubspot.TIMESTAMP: str(stamp),
+                SIGNATURE_V3: signature,
+                TIMESTAMP: str(stamp),
             }
             response = client.post(url, content=body, headers=headers)
             response.raise_for_status()

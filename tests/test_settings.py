@@ -182,42 +182,27 @@ def at_public_url(app: Flask, public_url: str) -> FlaskClient:
     return create_app({**config, "PUBLIC_URL": public_url}).test_client()
 
 
-def test_the_cookie_is_secure_when_the_public_url_is_https_and_forms_need_no_referer(
-    app: Flask, acme: Org
+@pytest.mark.parametrize(
+    ("public_url", "called", "secure"),
+    [
+        ("https://settings.example", "https://settings.example", True),
+        ("https://settings.example", "http://127.0.0.1:8080", True),  # a TLS proxy calls http
+        ("http://settings.example", "https://settings.example", False),
+    ],
+)
+def test_the_cookie_is_secure_exactly_when_the_public_url_is_https(
+    app: Flask, acme: Org, public_url: str, called: str, secure: bool
 ) -> None:
-    client = at_public_url(app, "https://settings.example")
-    form = client.get("/settings/sign-in", base_url="https://settings.example")
+    """The public URL decides, not the scheme the request came by; forms need no Referer
+    (Referrer-Policy no-referrer: browsers send none with them)."""
+    client = at_public_url(app, public_url)
+    form = client.get("/settings/sign-in", base_url=called)
     response = client.post(
-        "/settings/sign-in",
-        base_url="https://settings.example",
+        "/settings/sign-in", base_url=called,
         data={"api_key": acme.admin_key, "csrf_token": token(form)},
-    )  # Referrer-Policy no-referrer: browsers send no Referer with the form
+    )  # fmt: skip
     assert response.status_code == 303
-    assert "Secure" in response.headers["Set-Cookie"]
-
-
-def test_behind_a_tls_proxy_the_cookie_is_secure_though_the_request_is_plain_http(
-    app: Flask, acme: Org
-) -> None:
-    """The proxy calls over http and gunicorn reports http: the public URL decides."""
-    client = at_public_url(app, "https://settings.example")
-    response = sign_in(client, acme.admin_key)
-    assert response.status_code == 303
-    assert "Secure" in response.headers["Set-Cookie"]
-
-
-def test_with_an_http_public_url_the_cookie_is_not_secure_even_over_https(
-    app: Flask, acme: Org
-) -> None:
-    client = at_public_url(app, "http://settings.example")
-    form = client.get("/settings/sign-in", base_url="https://settings.example")
-    response = client.post(
-        "/settings/sign-in",
-        base_url="https://settings.example",
-        data={"api_key": acme.admin_key, "csrf_token": token(form)},
-    )
-    assert response.status_code == 303
-    assert "Secure" not in response.headers["Set-Cookie"]
+    assert ("Secure" in response.headers["Set-Cookie"]) is secure
 
 
 def test_a_forwarded_proto_header_is_not_believed(app: Flask, acme: Org) -> None:
