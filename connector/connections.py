@@ -19,7 +19,7 @@ from connector import mappings, oauth, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Platform
 
-MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
+MAPPINGS = mappings.DIRECTORY
 Row = dict[str, Any]
 
 

@@ -107,12 +107,19 @@ def _refresh_event(record: Row, now: datetime) -> Row:
     """A thin event asking the worker to enrich a record again (see worker.py)."""
     return {
         "connection_id": record["connection_id"],
-        "event_key": f"refresh:{server.iso(now)[:10]}:{record['record_id']}",  # UTC day
+        "event_key": f"refresh:{server.iso(now)[:10]}:{_record_key(record)}",  # UTC day
+        "kind": record["kind"],
         "record_id": record["record_id"],
         "payload": json.dumps({"refresh": True}),
         "thin": 1,
         "received_at": server.iso(now),
     }
+
+
+def _record_key(record: Row) -> str:
+    """A record's key among its connection's: its id, after its kind unless a contact."""
+    kind = record["kind"]
+    return record["record_id"] if kind == "contacts" else f"{kind}:{record['record_id']}"
 
 
 def retry_deliveries(work: worker.Worker, rounds: int = RETRY_ROUNDS) -> str:

@@ -1,10 +1,11 @@
 """Mapping files: which payload values feed enrich, and which result fields go to which CRM
 property, transformed how and written under which overwrite policy. Pure: data in, data out.
 
-One YAML file per platform (mappings/*.yaml), loaded into a strict model (unknown keys are
-errors)::
+One YAML file per platform and kind of record (mappings/*.yaml: `hubspot.yaml` for its
+contacts, `hubspot.companies.yaml`), loaded into a strict model (unknown keys are errors)::
 
-    platform: hubspot                      # lower-case name, unique in a directory
+    platform: hubspot                      # lower-case name
+    object: companies                      # optional: contacts (the default), leads, companies
     record_id: [object.objectId, vid]      # paths into the payload: the first present wins
     input:                                 # enrich input field (enrich's newer names) -> paths
       conEmail: [properties.email.value, inputFields.email, email]
@@ -42,6 +43,7 @@ from server import (
     registrable_domain,
 )
 
+DIRECTORY = Path(__file__).resolve().parent.parent / "mappings"  # the default mappings
 UNKNOWN = "[[unknown]]"  # a placeholder other enrichment tools write; counts as empty
 Policy = Literal["fill_if_empty", "overwrite_if_ours", "always", "never"]
 Problem = tuple[tuple[Any, ...], str, int | None]  # where, what, and the line if known
@@ -283,9 +285,15 @@ class Mapping(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     platform: Annotated[str, AfterValidator(_platform_name)]
+    kind: Literal["contacts", "leads", "companies"] = Field("contacts", alias="object")
     record_paths: _Paths = Field(alias="record_id")
     input: dict[Annotated[str, AfterValidator(_input_name)], _Paths] = Field(min_length=1)
     output: tuple[Rule, ...] = Field(min_length=1)
+
+    @property
+    def name(self) -> str:
+        """What it maps, as its file is named: the platform, then the kind unless contacts."""
+        return self.platform if self.kind == "contacts" else f"{self.platform}.{self.kind}"
 
     def record_id(self, payload: Any) -> str | None:
         """The CRM record id in a payload: the first present `record_id` path, as text."""
@@ -325,7 +333,8 @@ def load(path: str | Path) -> Mapping:
     path = Path(path)
     data, root = _parse(path)
     if root is None:
-        raise MappingError([f"{path}, line 1: the file is empty; a mapping needs {_top_keys()}"])
+        needs = _top_keys(required=True)
+        raise MappingError([f"{path}, line 1: the file is empty; a mapping needs {needs}"])
     problems = [*_duplicate_keys(root), *_duplicate_properties(data)]
     try:
         mapping = Mapping.model_validate(data)
@@ -347,8 +356,8 @@ def _load_cached(path: str, modified: int) -> Mapping:
 
 
 def load_all(directory: str | Path) -> dict[str, Mapping]:
-    """The mappings of a directory's *.yaml files by platform; one MappingError lists the
-    problems of every file."""
+    """The mappings of a directory's *.yaml files by name (`Mapping.name`: the platform, and
+    the kind of record unless contacts); one MappingError lists the problems of every file."""
     directory = Path(directory)
     if not directory.is_dir():
         raise MappingError([f"{directory}: not a directory"])
@@ -361,11 +370,14 @@ def load_all(directory: str | Path) -> dict[str, Mapping]:
         except MappingError as error:
             problems += error.problems
             continue
-        if mapping.platform in mappings:
-            clash = f"platform {mapping.platform!r} is already mapped by {files[mapping.platform]}"
+        if mapping.name in mappings:
+            what = f"platform {mapping.platform!r}" + (
+                "" if mapping.kind == "contacts" else f"'s {mapping.kind}"
+            )
+            clash = f"{what} is already mapped by {files[mapping.name]}"
             problems += _described(path, _parse(path)[1], [(("platform",), clash, None)])
             continue
-        mappings[mapping.platform], files[mapping.platform] = mapping, path
+        mappings[mapping.name], files[mapping.name] = mapping, path
     if problems:
         raise MappingError(problems)
     return mappings
@@ -483,8 +495,9 @@ def _described(path: Path, root: yaml.Node | None, problems: Iterable[Problem]) 
     return [f"{path}, line {line}, {where}: {what}" for line, where, what in found]
 
 
-def _top_keys() -> str:
-    return ", ".join(field.alias or name for name, field in Mapping.model_fields.items())
+def _top_keys(required: bool = False) -> str:
+    fields = Mapping.model_fields.items()
+    return ", ".join(f.alias or n for n, f in fields if f.is_required() or not required)
 
 
 def _where(loc: Iterable[Any]) -> str:

@@ -340,6 +340,7 @@ def _row(link: Row, event: Event) -> Row:
     return {
         "connection_id": link["id"],
         "event_key": event.key,
+        "kind": event.kind,
         "record_id": event.record_id,
         "payload": json.dumps(event.payload),
         "thin": int(event.thin),

@@ -228,6 +228,35 @@ def m009_zoho_channel_expiry(db: Database) -> None:
     )
 
 
+@MIGRATIONS()
+def m010_record_kinds(db: Database) -> None:
+    """Events and cached records name the kind of CRM record (contacts, leads, companies):
+    a CRM numbers each kind on its own, so a contact and a company may share an id."""
+    db.execute("ALTER TABLE events ADD COLUMN kind TEXT NOT NULL DEFAULT 'contacts'")
+    db.execute("ALTER TABLE records RENAME TO records_before_kinds")
+    db.execute(
+        """
+        CREATE TABLE records (
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL DEFAULT 'contacts',
+            record_id TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            contact_guid TEXT NOT NULL DEFAULT '',
+            company_guid TEXT NOT NULL DEFAULT '',
+            input_fingerprint TEXT NOT NULL,
+            written TEXT NOT NULL DEFAULT '{}',
+            enriched_at TEXT NOT NULL,
+            pending TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (connection_id, kind, record_id)
+        ) WITHOUT ROWID
+        """
+    )
+    columns = ("connection_id, record_id, transaction_id, contact_guid, company_guid, "
+               "input_fingerprint, written, enriched_at, pending")  # fmt: skip
+    db.execute(f"INSERT INTO records ({columns}) SELECT {columns} FROM records_before_kinds")
+    db.execute("DROP TABLE records_before_kinds")
+
+
 def start_settings_session(db: Database, row: Row) -> None:
     """A new settings session: id (a digest), key_id, org_id, mark, created_at."""
     db.table("settings_sessions").insert(row)
@@ -379,16 +408,16 @@ def purge_done_events(db: Database, before: str) -> int:
 
 
 def stale_records(db: Database, connection_id: str, before: str) -> list[Row]:
-    """A connection's cached records (connection_id, record_id, contact_guid, enriched_at)
+    """A connection's cached records (connection_id, kind, record_id, contact_guid, enriched_at)
     last enriched before `before`, oldest first; records with an event still pending are left
     out, since that event will enrich them anyway."""
     sql = (
-        "SELECT connection_id, record_id, contact_guid, enriched_at FROM records "
-        "WHERE connection_id = ? AND enriched_at < ? "
-        "AND record_id NOT IN (SELECT record_id FROM events WHERE status = 'pending' "
-        "AND connection_id = ?) ORDER BY enriched_at, record_id"
+        "SELECT connection_id, kind, record_id, contact_guid, enriched_at FROM records r "
+        "WHERE connection_id = ? AND enriched_at < ? AND NOT EXISTS (SELECT 1 FROM events e "
+        "WHERE e.status = 'pending' AND e.connection_id = r.connection_id "
+        "AND e.kind = r.kind AND e.record_id = r.record_id) ORDER BY enriched_at, record_id"
     )
-    return list(db.query(sql, [connection_id, before, connection_id]))
+    return list(db.query(sql, [connection_id, before]))
 
 
 def insert_connection(db: Database, row: Row) -> None:
@@ -418,10 +447,10 @@ def add_events(db: Database, rows: list[Row]) -> int:
     """Store events not stored yet (by connection and event key); how many were new."""
     before = db.conn.total_changes
     db.conn.executemany(
-        "INSERT OR IGNORE INTO events (connection_id, event_key, record_id, payload, thin, "
-        "received_at, due_at) VALUES (:connection_id, :event_key, :record_id, :payload, :thin, "
-        ":received_at, :received_at)",
-        rows,
+        "INSERT OR IGNORE INTO events (connection_id, event_key, kind, record_id, payload, "
+        "thin, received_at, due_at) VALUES (:connection_id, :event_key, :kind, :record_id, "
+        ":payload, :thin, :received_at, :received_at)",
+        [{"kind": "contacts", **row} for row in rows],
     )
     return db.conn.total_changes - before
 
@@ -489,10 +518,10 @@ def event(db: Database, event_id: int) -> Row | None:
     return rows[0] if rows else None
 
 
-def record(db: Database, connection_id: str, record_id: str) -> Row | None:
-    """The transaction cache entry of a CRM record, or None."""
-    sql = "SELECT * FROM records WHERE connection_id = ? AND record_id = ?"
-    rows = list(db.query(sql, [connection_id, record_id]))
+def record(db: Database, connection_id: str, record_id: str, kind: str = "contacts") -> Row | None:
+    """The transaction cache entry of a CRM record of `kind`, or None."""
+    sql = "SELECT * FROM records WHERE connection_id = ? AND kind = ? AND record_id = ?"
+    rows = list(db.query(sql, [connection_id, kind, record_id]))
     return rows[0] if rows else None
 
 
@@ -503,12 +532,14 @@ def save_record(db: Database, row: Row) -> None:
     db.execute(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", row)
 
 
-def record_written(db: Database, connection_id: str, record_id: str, written: Row) -> None:
+def record_written(
+    db: Database, connection_id: str, record_id: str, written: Row, kind: str = "contacts"
+) -> None:
     """Add `written` to what a record holds of ours and clear its pending write."""
     db.execute(
         "UPDATE records SET written = json_patch(written, ?), pending = '' "
-        "WHERE connection_id = ? AND record_id = ?",
-        [json.dumps(written), connection_id, record_id],
+        "WHERE connection_id = ? AND kind = ? AND record_id = ?",
+        [json.dumps(written), connection_id, kind, record_id],
     )
 
 

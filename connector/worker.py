@@ -104,8 +104,10 @@ class Worker:
         `auths` holds the round's token renewal of each connection (made when missing)."""
         outcomes: Counter[str] = Counter()
         try:
-            connection_id = events[0]["connection_id"]
-            link, mapping, adapter = self._setup(connection_id, {} if auths is None else auths)
+            first = events[0]
+            link, mapping, adapter = self._setup(
+                first["connection_id"], first["kind"], {} if auths is None else auths
+            )
         except Exception as error:
             return Counter(self._fail(event, error) for event in events)
         notes: list[tuple[Row, str]] = []  # events done with nothing to write, and why
@@ -146,19 +148,26 @@ class Worker:
         outcomes["done"] += len(notes)
         return outcomes + self._write(link, adapter, planned)
 
-    def _setup(self, connection_id: str, auths: Auths) -> tuple[Row, mappings.Mapping, Adapter]:
+    def _setup(
+        self, connection_id: str, kind: str, auths: Auths
+    ) -> tuple[Row, mappings.Mapping, Adapter]:
+        """The connection, the mapping of its `kind` of records and its adapter for them."""
         link = store.connection(self.db, connection_id)
         if link is None:
             raise Permanent("the connection was removed")
         platform = PLATFORMS[link["platform"]]
         if not platform.crm:
             raise Permanent(f"{platform.name} is not a CRM: nothing is written back")
-        mapping = mappings.load_current(link["mapping"])
+        if kind not in platform.objects:
+            raise Permanent(f"{platform.name} has no {kind} the connector enriches")
+        default = mappings.DIRECTORY / platform.mapping_file_for(kind)
+        mapping = mappings.load_current(link["mapping"] if kind == "contacts" else default)
         token = store.crm_token(self.secret, link)
         if connection_id not in auths:
             auths[connection_id] = store.crm_auth(self.db, self.secret, link, self.clock)
         # The URL was checked when saved; the client checks each address as it connects.
-        adapter = platform.adapter(link["crm_base_url"], token, self.client, auths[connection_id])
+        auth = auths[connection_id]
+        adapter = platform.adapter(link["crm_base_url"], token, self.client, auth, kind)
         return link, mapping, adapter
 
     def _triage(self, event: Row, link: Row, mapping: mappings.Mapping) -> Triaged | str:
@@ -167,7 +176,7 @@ class Worker:
         record_id = event["record_id"]
         if not record_id:
             raise Permanent("the event names no CRM record")
-        cached = store.record(self.db, link["id"], record_id)
+        cached = store.record(self.db, link["id"], record_id, event["kind"])
         ours = json.loads(cached["written"]) if cached else {}
         if cached and cached["pending"]:  # killed while writing: finish that write
             return Triaged(event, record_id, {}, cached, ours, json.loads(cached["pending"]))
@@ -225,7 +234,7 @@ class Worker:
         changes = mapping.changes(outcome.result, current, ours)
         fingerprint = _fingerprint(given, {**ours, **changes})
         now = server.iso(self.clock())
-        row = _cache_row(link, triaged.record_id, outcome, fingerprint, ours, now)
+        row = _cache_row(triaged.event, outcome, fingerprint, ours, now)
         saving = {**row, "pending": json.dumps(changes)}
         return Planned(event, triaged.record_id, changes, current, saving)
 
@@ -274,7 +283,9 @@ class Worker:
                 result = results.get(plan.record_id, WriteResult({}))
                 if isinstance(result, WriteResult):
                     written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
-                    store.record_written(self.db, link["id"], plan.record_id, written)
+                    store.record_written(
+                        self.db, link["id"], plan.record_id, written, plan.event["kind"]
+                    )
                     note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
                     store.finish_event(self.db, plan.event["id"], "done", note)
                     outcomes["done"] += 1
@@ -336,12 +347,13 @@ def _fingerprint(given: Row, ours: Row) -> str:
 
 
 def _cache_row(
-    link: Row, record_id: str, outcome: server.Outcome, fingerprint: str, written: Row, now: str
+    event: Row, outcome: server.Outcome, fingerprint: str, written: Row, now: str
 ) -> Row:
-    """The transaction cache entry after enriching a record."""
+    """The transaction cache entry after enriching the record of `event`."""
     return {
-        "connection_id": link["id"],
-        "record_id": record_id,
+        "connection_id": event["connection_id"],
+        "kind": event["kind"],
+        "record_id": event["record_id"],
         "transaction_id": outcome.transaction_id,
         "contact_guid": outcome.result.get("conGUID", ""),
         "company_guid": outcome.result.get("compGUID", ""),
@@ -381,17 +393,18 @@ class Planned:
 
 
 def _batches(events: list[Row]) -> list[list[Row]]:
-    """Due events in batches of one connection each, at most one event per CRM record in a
-    batch (a record's later events go in later batches, in order)."""
-    rounds: list[dict[str, list[Row]]] = []
-    seen: Counter[tuple[str, str]] = Counter()
+    """Due events in batches of one connection and kind of record each, at most one event per
+    CRM record in a batch (a record's later events go in later batches, in order)."""
+    rounds: list[dict[tuple[str, str], list[Row]]] = []
+    seen: Counter[tuple[str, str, str]] = Counter()
     for event in events:
+        batch = (event["connection_id"], event["kind"])
         record = event["record_id"] or f"event {event['id']}"
-        turn = seen[(event["connection_id"], record)]
-        seen[(event["connection_id"], record)] += 1
+        turn = seen[(*batch, record)]
+        seen[(*batch, record)] += 1
         if turn == len(rounds):
             rounds.append({})
-        rounds[turn].setdefault(event["connection_id"], []).append(event)
+        rounds[turn].setdefault(batch, []).append(event)
     return [batch for turn in rounds for batch in turn.values()]
 
 

@@ -565,7 +565,7 @@ def write(tmp_path: Path, text: str, name: str = "test.yaml") -> Path:
             [
                 "line 1, record_id: this required key is missing",
                 "line 2, record_ids: unknown key; "
-                "the keys here are platform, record_id, input, output",
+                "the keys here are platform, object, record_id, input, output",
             ],
         ),
         (
@@ -651,7 +651,8 @@ def test_all_problems_of_a_file_are_listed_in_line_order(tmp_path: Path) -> None
         .replace("conEmail", "conEmial"),
     )
     assert check(path) == [
-        f"{path}, line 2, extra: unknown key; the keys here are platform, record_id, input, output",
+        f"{path}, line 2, extra: unknown key; the keys here are platform, object, record_id, "
+        "input, output",
         f"{path}, line 5, input.conEmial: unknown enrich input field 'conEmial'; "
         "did you mean 'conEmail'?",
         f"{path}, line 9, output[0].transforms[1]: unknown transform 'titlecase'; "

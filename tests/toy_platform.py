@@ -97,7 +97,12 @@ class Toy(Platform):
         return [Event(f"toy:{person['id']}:{digest(body)}", str(person["id"]), person)]
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> ToyCRM:
         return ToyCRM(base_url, token, client, auth)
 

@@ -114,11 +114,18 @@ class Platform:
     url_param: str = "key"
     omit_empty: bool = False
     refreshable: bool = False  # its API tokens expire: an OAuth client may renew them
+    # The kinds of CRM record it enriches, by our names: contacts, leads, companies.
+    objects: tuple[str, ...] = ("contacts",)
 
     @property
     def mapping_file(self) -> str:
-        """The file name of its default mapping, in mappings/."""
+        """The file name of its default mapping (of contacts), in mappings/."""
         return f"{self.name}.yaml"
+
+    def mapping_file_for(self, kind: str) -> str:
+        """The file name of the default mapping of its `kind` of record, in mappings/:
+        `<platform>.yaml` for contacts, `<platform>.<kind>.yaml` for the others."""
+        return self.mapping_file if kind == "contacts" else f"{self.name}.{kind}.yaml"
 
     # Receiving -------------------------------------------------------------------------
 
@@ -164,10 +171,16 @@ class Platform:
     # Writing back ------------------------------------------------------------------------
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> Adapter:
-        """Its CRM adapter over `client`, with `token` (or the token `auth` renews);
-        Permanent for a platform nothing is written back to."""
+        """Its CRM adapter for records of `kind` (one of `objects`) over `client`, with
+        `token` (or the token `auth` renews); Permanent for a platform nothing is written
+        back to, or a kind it does not have."""
         raise Permanent(f"no CRM adapter for {self.name!r}")
 
     def echo(self, change: Row, ours: Row) -> str:
@@ -346,6 +359,7 @@ class Event:
     payload: dict[str, Any]
     thin: bool = False  # only ids: the record must be read from the CRM first
     source: dict[str, str] = field(default_factory=dict)  # e.g. Salesforce's OrganizationId
+    kind: str = "contacts"  # which of the platform's `objects` the record is
 
 
 def digest(body: bytes) -> str:
@@ -607,11 +621,17 @@ class CrmClient:
     unless the CRM says otherwise); `auth`, when given, renews an OAuth token."""
 
     def __init__(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.client = client
         self.auth = auth
+        self.kind = kind  # the kind of record it reads and writes (Platform.objects)
         self.headers = self.token_headers(token)
 
     def token_headers(self, token: str) -> dict[str, str]:

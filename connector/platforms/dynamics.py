@@ -266,9 +266,14 @@ class DynamicsPlatform(UrlSecret):
         return dynamics_events(json_object(body))
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> Dynamics:
-        return Dynamics(base_url, token, client, auth)
+        return Dynamics(base_url, token, client, auth, kind)
 
     def scope(self, base_url: str, refresh_token: str) -> str:
         """Client credentials ask for Dataverse's `<environment>/.default`."""

@@ -590,9 +590,14 @@ class HubSpotPlatform(Platform):
         return str(answer["outputFields"]["hs_execution_state"])
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> HubSpot:
-        return HubSpot(base_url, token, client, auth)
+        return HubSpot(base_url, token, client, auth, kind)
 
     def echo(self, change: Row, ours: Row) -> str:
         """A property change event names one property and its new value."""

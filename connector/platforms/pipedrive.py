@@ -409,9 +409,14 @@ class PipedrivePlatform(BasicPassword):
         return pipedrive_events(json_object(body))
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> Pipedrive:
-        return Pipedrive(base_url, token, client, auth)
+        return Pipedrive(base_url, token, client, auth, kind)
 
     def echo(self, change: Row, ours: Row) -> str:
         """Webhooks made by an API call (`meta.change_source` "api") list the changed fields

@@ -86,10 +86,11 @@ class Salesforce(CrmClient):
         token: str,
         client: httpx.Client,
         auth: httpx.Auth | None = None,
+        kind: str = "contacts",
         api_version: str = API_VERSION,
     ) -> None:
         api = f"{base_url.rstrip('/')}/services/data/{api_version}"
-        super().__init__(api, token, client, auth)
+        super().__init__(api, token, client, auth, kind)
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The Contact's current values of `properties` (field API names, any case), None
@@ -353,9 +354,14 @@ class SalesforcePlatform(UrlSecret):
         return Answer(SALESFORCE_ACK, "text/xml; charset=utf-8")
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> Salesforce:
-        return Salesforce(base_url, token, client, auth)
+        return Salesforce(base_url, token, client, auth, kind)
 
     def token_url(self, base_url: str) -> str:
         """The My Domain URL serves its own token endpoint."""

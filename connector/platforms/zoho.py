@@ -486,9 +486,14 @@ class ZohoPlatform(Platform):
         return zoho_events(json_object(body))
 
     def adapter(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> Zoho:
-        return Zoho(base_url, token, client, auth)
+        return Zoho(base_url, token, client, auth, kind)
 
     def token_url(self, base_url: str) -> str:
         base = base_url.strip().rstrip("/")
