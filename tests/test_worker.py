@@ -498,3 +498,23 @@ def test_a_list_we_wrote_echoed_back_in_hubspots_form_is_recognized_as_ours(
     assert store.events_of(db, link.row["id"])[-1]["last_error"] == (
         "our own write of contactdata_job_functions echoed back: ignored"
     )
+
+
+def test_m010_keeps_each_cached_record_as_a_contact_and_lets_kinds_share_ids(
+    db_path: Path,
+) -> None:
+    """A database cached before records had kinds: its records are contacts after m010, and
+    a company may then have the id a contact has (a CRM numbers each kind on its own)."""
+    db = Database(db_path)
+    store.MIGRATIONS.apply(db, stop_before="m010_record_kinds")
+    cached = {
+        "connection_id": "c1", "record_id": "501", "transaction_id": "t1",
+        "contact_guid": "g1", "input_fingerprint": "f", "written": '{"jobtitle": "CTO"}',
+        "enriched_at": "2026-11-01T00:00:00.000+00:00", "pending": "",
+    }  # fmt: skip
+    db["records"].insert(cached)
+    store.MIGRATIONS.apply(db)
+    assert store.record(db, "c1", "501") == {**cached, "kind": "contacts", "company_guid": ""}
+    store.save_record(db, {**cached, "kind": "companies", "written": "{}"})
+    assert store.record(db, "c1", "501", "companies")["written"] == "{}"
+    assert store.record(db, "c1", "501")["written"] == '{"jobtitle": "CTO"}'
