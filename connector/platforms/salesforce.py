@@ -3,9 +3,15 @@ its Outbound Messages (SOAP) come with the connection's secret in the URL, only 
 organizations the connection allows, one event per `Notification` (keyed by its `Id`), and are
 acknowledged in SOAP; OAuth tokens from the My Domain URL's own endpoint; and its adapter.
 
-The adapter: Salesforce contacts over the REST API: read and update one Contact, and sObject
-Collections reads and updates of up to 200 a call (allOrNone false: each record is written or
-refused alone).
+Its objects, by our names (`SOBJECTS`): contacts are Contact, leads Lead, companies Account.
+An Outbound Message names its sObject's type (`xsi:type="sf:Lead"`): each event's kind is read
+from it, and a type the connector does not enrich is stored under that name, for the worker to
+refuse (a dead letter naming it) rather than read it as a contact.
+
+The adapter: one sObject type (its kind's) over the REST API: read and update one record
+(/sobjects/{type}/{id}), and sObject Collections reads (/composite/sobjects/{type}) and
+updates (/composite/sobjects, each record naming its type) of up to 200 a call (allOrNone
+false: each record is written or refused alone).
 
 Failures beyond `base.classify`: an error naming fields sent (its `fields`, or INVALID_FIELD's
 "No such column 'X'") drops those fields, with Salesforce's code and message as the reason,
@@ -17,7 +23,7 @@ In a collection only the refused record is sent again. With State and Country/Te
 Picklists, Salesforce checks an address's state against its country: a refusal naming a
 state or country field we did not send is charged to its text or code twin we sent
 (MailingState for MailingStateCode), else to the other half of that address we sent (our
-country, when the Contact's state belongs to another). An error naming no field sent (a
+country, when the record's state belongs to another). An error naming no field sent (a
 required field missing, a validation rule) is Permanent. UNABLE_TO_LOCK_ROW is Retriable;
 401 is a token expired or revoked (refreshing it is the caller's business).
 403 REQUEST_LIMIT_EXCEEDED is Retriable after an hour: the org's API limit counts requests
@@ -71,12 +77,17 @@ RETRY_CODES = frozenset({"UNABLE_TO_LOCK_ROW", "REQUEST_LIMIT_EXCEEDED"})  # not
 NO_SUCH_COLUMN = re.compile(r"No such column '([^']+)'")
 ADDRESS_PART = re.compile(r"(\w*?)(state|country)(?:code)?", re.IGNORECASE)  # MailingStateCode
 
+# Our kinds of record -> Salesforce's sObject types (Outbound Messages name the type).
+SOBJECTS = {"contacts": "Contact", "leads": "Lead", "companies": "Account"}
+KINDS = {sobject: kind for kind, sobject in SOBJECTS.items()}
+
 _SALESFORCE_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 
 
 class Salesforce(CrmClient):
-    """Salesforce contacts, over a client the caller builds; `base_url` is the org's instance
-    URL and `token` an OAuth access token."""
+    """Salesforce records of one kind (`SOBJECTS`: Contact, Lead or Account), over a client
+    the caller builds; `base_url` is the org's instance URL and `token` an OAuth access
+    token."""
 
     platform = "salesforce"
 
@@ -89,11 +100,14 @@ class Salesforce(CrmClient):
         kind: str = "contacts",
         api_version: str = API_VERSION,
     ) -> None:
+        if kind not in SOBJECTS:
+            raise Permanent(f"salesforce has no {kind} the connector enriches")
         api = f"{base_url.rstrip('/')}/services/data/{api_version}"
         super().__init__(api, token, client, auth, kind)
+        self.sobject = SOBJECTS[kind]
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
-        """The Contact's current values of `properties` (field API names, any case), None
+        """The record's current values of `properties` (field API names, any case), None
         where empty or where the org has no such field."""
         record = self._record(record_id, list(properties))
         values = {name.lower(): value for name, value in record.items()}
@@ -102,7 +116,7 @@ class Salesforce(CrmClient):
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
-        """Contacts' current values, 200 a call (sObject Collections GET: the answer lists
+        """Records' current values, 200 a call (sObject Collections GET: the answer lists
         the records in the order asked, null for an id that is invalid or not visible)."""
         fields = list(properties)
         found: dict[str, dict[str, Any] | Permanent] = {}
@@ -113,41 +127,42 @@ class Salesforce(CrmClient):
                     values = {name.lower(): value for name, value in record.items()}
                     found[key] = {name: values.get(name.lower()) for name in fields}
                 else:
-                    found[key] = Permanent("no such Contact (or not visible to this user)")
+                    missing = f"no such {self.sobject} (or not visible to this user)"
+                    found[key] = Permanent(missing)
         return found
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
-        """Update one Contact; fields refused as unknown or not writable are dropped."""
+        """Update one record; fields refused as unknown or not writable are dropped."""
         return write_dropping(lambda sent: self._update(record_id, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """Update Contacts 200 a call; each Contact's outcome. A locked row anywhere makes the
+        """Update records 200 a call; each record's outcome. A locked row anywhere makes the
         whole call Retriable: writes are idempotent, so doing the others again is harmless."""
         return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
     def _record(self, record_id: str, fields: list[str]) -> dict[str, Any]:
         params = {"fields": ",".join(fields)} if fields else None
-        response = self._send("GET", _contact(record_id), params=params)
+        response = self._send("GET", self._path(record_id), params=params)
         unknown = matching(dict.fromkeys(fields), _refused_fields(response))
         if unknown:
             return self._record(record_id, [name for name in fields if name not in unknown])
         self._check(response)
         body = json_body(response)
         if not isinstance(body, dict) or not {"attributes", "Id"} & body.keys():
-            raise garbled(response, "a Contact")  # sObjects always carry their attributes
+            raise garbled(response, f"a {self.sobject}")  # sObjects carry their attributes
         return body
 
     def _records(self, ids: list[str], fields: list[str]) -> list[Any]:
         params = {"ids": ",".join(ids), "fields": ",".join(["Id", *fields])}
-        response = self._send("GET", "/composite/sobjects/Contact", params=params)
+        response = self._send("GET", f"/composite/sobjects/{self.sobject}", params=params)
         unknown = matching(dict.fromkeys(fields), _refused_fields(response))
         if unknown:
             return self._records(ids, [name for name in fields if name not in unknown])
         self._check(response)
-        return _listed(response, len(ids), "a Contact or null an id", allow_null=True)
+        return _listed(response, len(ids), f"a {self.sobject} or null an id", allow_null=True)
 
     def _update(self, record_id: str, fields: dict[str, Any]) -> Refusal:
-        response = self._send("PATCH", _contact(record_id), json=_values(fields))
+        response = self._send("PATCH", self._path(record_id), json=_values(fields))
         refused = _charged(_refused_fields(response), fields)
         if not refused:
             self._check(response)
@@ -157,7 +172,7 @@ class Salesforce(CrmClient):
 
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
         records = [
-            {"attributes": {"type": "Contact"}, "id": key, **_values(fields)}
+            {"attributes": {"type": self.sobject}, "id": key, **_values(fields)}
             for key, fields in changes.items()
         ]
         body = {"allOrNone": False, "records": records}
@@ -171,6 +186,9 @@ class Salesforce(CrmClient):
             return dict.fromkeys(changes, failure)
         return _save_results(changes, _listed(response, len(changes), "a SaveResult a record"))
 
+    def _path(self, record_id: str) -> str:
+        return f"/sobjects/{self.sobject}/{quote(str(record_id), safe='')}"
+
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: Salesforce's error codes first, then `classify`."""
         codes = _error_codes(json_body(response))
@@ -182,10 +200,6 @@ class Salesforce(CrmClient):
         if "UNABLE_TO_LOCK_ROW" in codes:
             raise Retriable(reason, retry_after(response))
         classify(response)
-
-
-def _contact(record_id: str) -> str:
-    return f"/sobjects/Contact/{quote(str(record_id), safe='')}"
 
 
 def _values(fields: dict[str, Any]) -> dict[str, Any]:
@@ -288,6 +302,7 @@ def _messages(errors: list[dict[str, Any]]) -> str:
 _SOAP = "{http://schemas.xmlsoap.org/soap/envelope/}"
 _OUTBOUND = "{http://soap.sforce.com/2005/09/outbound}"
 _NIL = "{http://www.w3.org/2001/XMLSchema-instance}nil"
+_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
 SALESFORCE_ACK = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n'
     b'<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">'
@@ -297,7 +312,8 @@ SALESFORCE_ACK = (
 
 
 def salesforce_events(body: bytes) -> list[Event]:
-    """The notifications of an Outbound Message, each with its sObject's fields."""
+    """The notifications of an Outbound Message, each with its sObject's fields and of the
+    kind its type names (see the module docstring)."""
     try:
         root = ElementTree.fromstring(body)
     except (ElementTree.ParseError, DefusedXmlException) as error:
@@ -325,9 +341,17 @@ def _salesforce_event(notification: Any, organization: str) -> Event:
         for child in record
         if child.get(_NIL) != "true"
     }
-    sobject_type = record.get("{http://www.w3.org/2001/XMLSchema-instance}type", "")
-    fields["attributes"] = {"type": sobject_type.rsplit(":", 1)[-1]}
-    return Event(key, fields.get("Id", ""), fields, source={"OrganizationId": organization})
+    sobject = record.get(_TYPE, "").rsplit(":", 1)[-1]
+    fields["attributes"] = {"type": sobject}
+    source = {"OrganizationId": organization}
+    return Event(key, fields.get("Id", ""), fields, source=source, kind=_kind(sobject))
+
+
+def _kind(sobject: str) -> str:
+    """Our kind of an sObject type (`KINDS`); another type keeps its own name, which no kind
+    has: the worker refuses it, naming it. A message naming no type (none seen) is a Contact's,
+    as every Outbound Message was read before kinds."""
+    return KINDS.get(sobject or "Contact", sobject)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,6 +362,7 @@ class SalesforcePlatform(UrlSecret):
     name: str = "salesforce"
     crm: bool = True
     refreshable: bool = True
+    objects: tuple[str, ...] = tuple(SOBJECTS)
 
     def events(self, body: bytes) -> list[Event]:
         return salesforce_events(body)

@@ -573,3 +573,108 @@ class FakeZohoWatch:
         answer = {"code": "SUCCESS", "details": {"events": [event]}, "status": "success",
                   "message": "Successfully updated the subscribe details"}  # fmt: skip
         return httpx.Response(200, json={"watch": [answer]})
+
+
+# --- Salesforce holding records of each sObject type, for the worker -----------------------
+
+
+class FakeSalesforce:
+    """Records by sObject type (Contact, Lead, Account) and id, each type with the fields the
+    org has (`fields`); answers the REST calls the adapter makes as Salesforce documents
+    them: one record (GET, PATCH /sobjects/{type}/{id}), sObject Collections (GET
+    /composite/sobjects/{type}?ids=..., PATCH /composite/sobjects, each record naming its
+    type). A field the type lacks is refused as INVALID_FIELD; records every request."""
+
+    def __init__(self, fields: dict[str, set[str]]) -> None:
+        self.fields = fields
+        self.records: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in fields}
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        path = request.url.path.split("/services/data/v62.0/", 1)[1].split("/")
+        if path[:2] == ["composite", "sobjects"] and request.method == "GET":
+            return self._read_collection(path[2], request.url.params)
+        if path[:2] == ["composite", "sobjects"]:
+            return self._update_collection(json.loads(request.content)["records"])
+        _, sobject, key = path
+        if key not in self.records[sobject]:
+            error = {"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}
+            return httpx.Response(404, json=[error])
+        if request.method == "GET":
+            return self._read(sobject, key, request.url.params["fields"].split(","))
+        sent = json.loads(request.content)
+        if refused := self._unknown(sobject, sent):
+            return refused
+        self.records[sobject][key].update(sent)
+        return httpx.Response(204)
+
+    def _read(self, sobject: str, key: str, fields: list[str]) -> httpx.Response:
+        if refused := self._unknown(sobject, fields):
+            return refused
+        return httpx.Response(200, json=self._record(sobject, key, fields))
+
+    def _read_collection(self, sobject: str, params: httpx.QueryParams) -> httpx.Response:
+        fields = params["fields"].split(",")
+        if refused := self._unknown(sobject, fields):
+            return refused
+        keys = params["ids"].split(",")
+        return httpx.Response(200, json=[self._record(sobject, key, fields) for key in keys])
+
+    def _record(self, sobject: str, key: str, fields: list[str]) -> dict[str, Any] | None:
+        """A record as a read answers it (its attributes, then the fields asked); None for an
+        id that is not this type's."""
+        stored = self.records[sobject].get(key)
+        if stored is None:
+            return None
+        url = f"/services/data/v62.0/sobjects/{sobject}/{key}"
+        values = {name: stored.get(name) for name in fields}
+        return {"attributes": {"type": sobject, "url": url}, "Id": key, **values}
+
+    def _update_collection(self, records: list[dict[str, Any]]) -> httpx.Response:
+        """Each record saved to its own type; the whole call refused for a field one lacks
+        (as the CRMS table assumes); a record of an id its type lacks is not saved."""
+        for record in records:
+            sent = {k: v for k, v in record.items() if k not in ("attributes", "id")}
+            if refused := self._unknown(record["attributes"]["type"], sent):
+                return refused
+        results = []
+        for record in records:
+            sobject, key = record["attributes"]["type"], record["id"]
+            if key not in self.records[sobject]:
+                error = {"statusCode": "INVALID_CROSS_REFERENCE_KEY",
+                         "message": "invalid cross reference id", "fields": []}  # fmt: skip
+                results.append({"id": key, "success": False, "errors": [error]})
+                continue
+            sent = {k: v for k, v in record.items() if k not in ("attributes", "id")}
+            self.records[sobject][key].update(sent)
+            results.append({"id": key, "success": True, "errors": []})
+        return httpx.Response(200, json=results)
+
+    def _unknown(self, sobject: str, names: Any) -> httpx.Response | None:
+        """Salesforce's 400 INVALID_FIELD for the first field the type lacks; None if none."""
+        missing = [name for name in names if name != "Id" and name not in self.fields[sobject]]
+        if not missing:
+            return None
+        message = f"No such column '{missing[0]}' on entity '{sobject}'."
+        return httpx.Response(400, json=[{"message": message, "errorCode": "INVALID_FIELD"}])
+
+    def writes(self, sobject: str) -> list[dict[str, dict[str, Any]]]:
+        """Each update of `sobject` records that Salesforce saved or refused: id -> fields,
+        in order (one record's PATCH, or a collection's records of that type)."""
+        found = []
+        for request in self.requests:
+            if request.method != "PATCH":
+                continue
+            body = json.loads(request.content)
+            if request.url.path.endswith("/composite/sobjects"):
+                records = [r for r in body["records"] if r["attributes"]["type"] == sobject]
+                sent = {r["id"]: {k: v for k, v in r.items() if k not in ("attributes", "id")}
+                        for r in records}  # fmt: skip
+            elif f"/sobjects/{sobject}/" in request.url.path:
+                sent = {last_segment(request): body}
+            else:
+                continue
+            if sent:
+                found.append(sent)
+        return found
