@@ -166,7 +166,7 @@ def test_a_dynamics_context_is_flattened_target_over_images() -> None:
 
 
 def test_dynamics_events_of_other_entities_or_deletions_are_none() -> None:
-    assert _events("dynamics", _with(DYNAMICS, PrimaryEntityName="account")) == []
+    assert _events("dynamics", _with(DYNAMICS, PrimaryEntityName="opportunity")) == []
     assert _events("dynamics", _with(DYNAMICS, MessageName="Delete")) == []
     with pytest.raises(Unparseable, match="OperationId"):
         _events("dynamics", _with(DYNAMICS, OperationId=None))

@@ -22,7 +22,10 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     from connector.platforms import PLATFORMS
 
     platforms = {p["id"]: p for p in _manifest()["platforms"]}
-    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")}
+    # the contacts' mapping of each platform (<platform>.<kind>.yaml map its other kinds)
+    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")} - {
+        path.stem for path in (ROOT / "mappings").glob("*.*.yaml")
+    }
     assert set(platforms) == set(PLATFORMS) == mapping_files
     crms = {name for name, kind in PLATFORMS.items() if kind.crm}
     assert crms == {name for name, p in platforms.items() if p["crm"]}

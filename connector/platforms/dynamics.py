@@ -1,20 +1,22 @@
 """Everything about Microsoft Dynamics 365 / Dataverse, in one place (`PLATFORM`, registered
 in connector/platforms/): its webhooks carry the connection's secret as the URL's `code`
 (Dataverse's WebhookKey), a RemoteExecutionContext read into one event per contact created or
-updated (`dynamics_events`); OAuth tokens from the Entra ID tenant's endpoint (given), by
-client credentials for `<environment URL>/.default`; and its adapter.
+updated (`dynamics_events`), and likewise one per lead and per account (our leads and
+companies); OAuth tokens from the Entra ID tenant's endpoint (given), by client credentials
+for `<environment URL>/.default`; and its adapter.
 
-The adapter: contacts over the Web API (OData 4.0): read and update one
-contact, and read up to 50 contacts a query (`$filter` with the In query function). Writes go
-one PATCH a contact: `$batch` would save requests, not service-protection execution time, and
-its multipart answers are a format of their own to parse.
+The adapter: one table's rows over the Web API (OData 4.0), the table its kind's (`TABLES`:
+contacts, leads, accounts for our companies): read and update one row, and read up to 50 rows
+a query (`$filter` with the In query function). Writes go one PATCH a row: `$batch` would save
+requests, not service-protection execution time, and its multipart answers are a format of
+their own to parse.
 
 Failures beyond `base.classify`: errors come as OData {"error": {"code", "message"}}, and the
 reason carries that code and message. A 400 naming an unknown column ("Could not find a
 property named 'x'" on reads, "The property 'x' does not exist on type" on writes) drops it and
 asks again, so a custom column missing from the environment does not block the others. A
 record id that is not a GUID is Permanent before any call: nothing else can reach the path.
-A PATCH carries `If-Match: *`, so a deleted contact answers 404 (Permanent, no such contact)
+A PATCH carries `If-Match: *`, so a deleted row answers 404 (Permanent, no such row)
 instead of being created again. 401 is a token expired or revoked (Entra ID access tokens are
 short-lived: refreshing it is the caller's business). 429, the service protection limits,
 waits exactly the Retry-After the answer gives (seconds): waiting less is refused again, and
@@ -55,7 +57,7 @@ from connector.platforms.base import (
     write_each,
 )
 
-CONTACTS = "/api/data/v9.2/contacts"
+API = "/api/data/v9.2"
 READ_BATCH = 50  # ids a query: about 2 KB of URL, far below a page of results (5000 rows)
 GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 UNKNOWN_ON_READ = re.compile(r"Could not find a property named '([^']+)' on type")
@@ -65,14 +67,37 @@ UNKNOWN_ON_WRITE = re.compile(
     r"(?:Invalid property|The property) '([^']+)' (?:was found in entity|does not exist on type)"
 )
 QUERY_SAFE = ",'()=[]"  # left as they are, as the Web API documentation writes its queries
-NOT_FOUND = "no such contact (deleted, or not visible to this user)"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A Dataverse table: its Web API entity set, primary key and logical name."""
+
+    entity_set: str
+    key: str
+    name: str
+
+
+# Our kinds of record and their tables ("Web API EntityType reference": contact, lead,
+# account; EntitySetName and PrimaryIdAttribute of each).
+TABLES = {
+    "contacts": Table("contacts", "contactid", "contact"),
+    "leads": Table("leads", "leadid", "lead"),
+    "companies": Table("accounts", "accountid", "account"),
+}
+KINDS = {table.name: kind for kind, table in TABLES.items()}  # PrimaryEntityName -> our kind
 
 
 class Dynamics(CrmClient):
-    """Dataverse contacts, over a client the caller builds; `base_url` is the environment URL
-    (https://contoso.crm.dynamics.com) and `token` an Entra ID access token for it."""
+    """Dataverse rows of one table (its `kind`'s: `TABLES`), over a client the caller builds;
+    `base_url` is the environment URL (https://contoso.crm.dynamics.com) and `token` an Entra
+    ID access token for it."""
 
     platform = "dynamics"
+
+    @property
+    def table(self) -> Table:
+        return TABLES[self.kind]
 
     def token_headers(self, token: str) -> dict[str, str]:
         return {
@@ -83,55 +108,57 @@ class Dynamics(CrmClient):
         }
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
-        """The contact's current values of `properties` (column logical names), None where
+        """The row's current values of `properties` (column logical names), None where
         empty or where the environment has no such column."""
-        record = self._record(_guid(record_id), list(properties))
+        record = self._record(self._guid(record_id), list(properties))
         return {name: record.get(name) for name in properties}
 
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
-        """Contacts' current values, 50 a query; a contact the answer leaves out (deleted, or
-        not visible to this user) and an id that is not a GUID are Permanent."""
+        """Rows' current values, 50 a query; a row the answer leaves out (deleted, or not
+        visible to this user) and an id that is not a GUID are Permanent."""
         columns = list(properties)
         ids = list(dict.fromkeys(map(str, record_ids)))
         found: dict[str, dict[str, Any] | Permanent] = {
-            key: Permanent(_not_a_guid(key)) for key in ids if not GUID.fullmatch(key)
+            key: Permanent(self._not_a_guid(key)) for key in ids if not GUID.fullmatch(key)
         }
         for chunk in id_chunks([key for key in ids if key not in found], READ_BATCH):
-            rows = {str(row.get("contactid")).lower(): row for row in self._records(chunk, columns)}
+            listed = self._records(chunk, columns)
+            rows = {str(row.get(self.table.key)).lower(): row for row in listed}
             for key in chunk:
                 row = rows.get(key.lower())
-                found[key] = (
-                    {name: row.get(name) for name in columns} if row else Permanent(NOT_FOUND)
-                )
+                found[key] = {name: row.get(name) for name in columns} if row else self._gone()
         return found
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
-        """Update one contact; columns the environment does not have are dropped."""
-        guid = _guid(record_id)
+        """Update one row; columns the environment does not have are dropped."""
+        guid = self._guid(record_id)
         return write_dropping(lambda sent: self._update(guid, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """Update contacts one PATCH each; each contact's outcome."""
+        """Update rows one PATCH each; each row's outcome."""
         return write_each(self.write, changes)
 
     def _record(self, guid: str, columns: list[str]) -> dict[str, Any]:
-        response = self._send("GET", f"{CONTACTS}({guid})?{_query(columns or ['contactid'])}")
+        table = self.table
+        path = f"{API}/{table.entity_set}({guid})?{_query(columns or [table.key])}"
+        response = self._send("GET", path)
         unknown = _unknown(response, UNKNOWN_ON_READ, columns)
         if unknown:
             return self._record(guid, [name for name in columns if name not in unknown])
         self._check(response)
         body = json_body(response)
-        if not isinstance(body, dict) or "contactid" not in body:
-            raise garbled(response, "a contact")
+        if not isinstance(body, dict) or table.key not in body:
+            raise garbled(response, f"a {table.name}")
         return body
 
     def _records(self, guids: list[str], columns: list[str]) -> list[dict[str, Any]]:
+        table = self.table
         listed = ",".join(f"'{guid}'" for guid in guids)
-        where = f"Microsoft.Dynamics.CRM.In(PropertyName='contactid',PropertyValues=[{listed}])"
-        selected = list(dict.fromkeys(["contactid", *columns]))
-        response = self._send("GET", f"{CONTACTS}?{_query(selected, where)}")
+        where = f"Microsoft.Dynamics.CRM.In(PropertyName='{table.key}',PropertyValues=[{listed}])"
+        selected = list(dict.fromkeys([table.key, *columns]))
+        response = self._send("GET", f"{API}/{table.entity_set}?{_query(selected, where)}")
         unknown = _unknown(response, UNKNOWN_ON_READ, columns)
         if unknown:
             return self._records(guids, [name for name in columns if name not in unknown])
@@ -139,12 +166,15 @@ class Dynamics(CrmClient):
         body = json_body(response)
         rows = body.get("value") if isinstance(body, dict) else None
         if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-            raise garbled(response, "a collection of contacts")
+            raise garbled(response, f"a collection of {table.entity_set}")
         return rows
 
     def _update(self, guid: str, columns: dict[str, Any]) -> Refusal:
         response = self._send(
-            "PATCH", f"{CONTACTS}({guid})", json=_values(columns), headers={"If-Match": "*"}
+            "PATCH",
+            f"{API}/{self.table.entity_set}({guid})",
+            json=_values(columns),
+            headers={"If-Match": "*"},
         )
         refused = _unknown(response, UNKNOWN_ON_WRITE, list(columns))
         if not refused:
@@ -158,23 +188,24 @@ class Dynamics(CrmClient):
         if status == 401:
             raise Permanent(TOKEN_REFUSED)
         if status == 404:
-            raise Permanent(f"no such contact: {_reason(response)}")
+            raise Permanent(f"no such {self.table.name}: {_reason(response)}")
         if status == 429 or status >= 500:
             raise Retriable(_reason(response), retry_after(response))
         if 400 <= status < 500:
             raise Permanent(_reason(response))
         classify(response)
 
+    def _gone(self) -> Permanent:
+        return Permanent(f"no such {self.table.name} (deleted, or not visible to this user)")
 
-def _guid(record_id: str) -> str:
-    """The record id, when it is a GUID (so it cannot reach outside its path)."""
-    if not GUID.fullmatch(str(record_id)):
-        raise Permanent(_not_a_guid(record_id))
-    return str(record_id)
+    def _guid(self, record_id: str) -> str:
+        """The record id, when it is a GUID (so it cannot reach outside its path)."""
+        if not GUID.fullmatch(str(record_id)):
+            raise Permanent(self._not_a_guid(record_id))
+        return str(record_id)
 
-
-def _not_a_guid(record_id: str) -> str:
-    return f"{str(record_id)[:60]!r} is not a Dataverse contact id (a GUID)"
+    def _not_a_guid(self, record_id: str) -> str:
+        return f"{str(record_id)[:60]!r} is not a Dataverse {self.table.name} id (a GUID)"
 
 
 def _query(select: list[str], where: str = "") -> str:
@@ -194,7 +225,7 @@ def _values(columns: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unknown(response: httpx.Response, pattern: re.Pattern[str], columns: list[str]) -> Refusal:
-    """The asked columns a 400 says the contact table does not have, with Dataverse's words."""
+    """The asked columns a 400 says the table does not have, with Dataverse's words."""
     if response.status_code != 400:
         return {}
     message = _error(response).get("message")
@@ -221,13 +252,16 @@ def _reason(response: httpx.Response) -> str:
 
 
 def dynamics_events(document: dict[str, Any]) -> list[Event]:
-    """A Dataverse webhook's RemoteExecutionContext: one event for a contact created or
-    updated, keyed by the operation and the record, its columns flattened from the images
-    and the Target (which wins), by logical name."""
+    """A Dataverse webhook's RemoteExecutionContext: one event for a contact, lead or account
+    created or updated (its PrimaryEntityName: our contacts, leads, companies), keyed by the
+    operation and the record (and the table, but for contacts' keys as they always were),
+    its columns flattened from the images and the Target (which wins), by logical name, with
+    the table's primary key set to PrimaryEntityId."""
     record_id = str(document.get("PrimaryEntityId") or "")
     if not record_id or not document.get("OperationId"):
         raise Unparseable("a RemoteExecutionContext needs OperationId and PrimaryEntityId")
-    if document.get("PrimaryEntityName") != "contact" or document.get("MessageName") == "Delete":
+    kind = KINDS.get(str(document.get("PrimaryEntityName")))
+    if kind is None or document.get("MessageName") == "Delete":
         return []
     columns: dict[str, Any] = {}
     for image in (*_image_values(document.get("PreEntityImages")),
@@ -235,8 +269,15 @@ def dynamics_events(document: dict[str, Any]) -> list[Event]:
                   *_image_values(document.get("InputParameters"), "Target")):  # fmt: skip
         if isinstance(image, dict):
             columns.update(_key_values(image.get("Attributes")))
-    columns["contactid"] = record_id
-    return [Event(f"{document['OperationId']}:{record_id}", record_id, columns)]
+    table = TABLES[kind]
+    columns[table.key] = record_id
+    operation = str(document["OperationId"])
+    key = (
+        f"{operation}:{record_id}"
+        if kind == "contacts"
+        else f"{operation}:{table.name}:{record_id}"
+    )
+    return [Event(key, record_id, columns, kind=kind)]
 
 
 def _key_values(items: Any) -> dict[str, Any]:
@@ -255,12 +296,14 @@ def _image_values(items: Any, key: str | None = None) -> list[Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class DynamicsPlatform(UrlSecret):
-    """Dynamics 365: Dataverse webhooks with the secret as the WebhookKey (`code`)."""
+    """Dynamics 365: Dataverse webhooks with the secret as the WebhookKey (`code`); its
+    contacts, leads and accounts (our companies)."""
 
     name: str = "dynamics"
     crm: bool = True
     url_param: str = "code"
     refreshable: bool = True
+    objects: tuple[str, ...] = tuple(TABLES)
 
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))
@@ -273,6 +316,8 @@ class DynamicsPlatform(UrlSecret):
         auth: httpx.Auth | None = None,
         kind: str = "contacts",
     ) -> Dynamics:
+        if kind not in TABLES:
+            raise Permanent(f"dynamics has no {kind} the connector enriches")
         return Dynamics(base_url, token, client, auth, kind)
 
     def scope(self, base_url: str, refresh_token: str) -> str:
