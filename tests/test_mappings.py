@@ -81,10 +81,13 @@ def shipped() -> dict[str, Mapping]:
 
 
 def test_every_mapping_file_loads_under_its_own_platform(shipped: dict[str, Mapping]) -> None:
-    assert sorted(shipped) == sorted(DECLARED)
+    assert sorted({mapping.platform for mapping in shipped.values()}) == sorted(DECLARED)
     for path in MAPPINGS.glob("*.yaml"):
         assert check(path) == []
-        assert load(path).platform == path.stem
+        assert load(path).name == path.stem  # <platform>.yaml, <platform>.<kind>.yaml
+    for platform in DECLARED.values():  # each kind a platform declares has its mapping
+        for kind in platform.objects:
+            assert shipped[platform.mapping_file_for(kind).removesuffix(".yaml")].kind == kind
 
 
 # --- reference payloads ----------------------------------------------------------------------
