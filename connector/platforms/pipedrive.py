@@ -1,12 +1,33 @@
 """Everything about Pipedrive, in one place (`PLATFORM`, registered in connector/platforms/):
 its webhooks (v2, and v1 read as v2) come with the connection's secret as the HTTP Basic
-password, one event per person created or changed (`pipedrive_events`); a change our own API
-call made (`meta.change_source` "api") whose new values are the ones we wrote is our echo;
-API tokens last (no OAuth renewal); and its adapter.
+password, one event per person, organization or lead created or changed (`pipedrive_events`;
+`meta.entity` names it: our contacts, companies and leads); a change our own API call made
+(`meta.change_source` "api") whose new values are the ones we wrote is our echo; API tokens
+last (no OAuth renewal); and its adapter, for each of those kinds.
 
-The adapter: Pipedrive persons over API v2: read one person or up to 100 a call, update one person
-(Pipedrive has no batch update for persons). `base_url` is the company domain
-(https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
+The adapter: Pipedrive persons (contacts) and organizations (companies) over API v2: read one
+or up to 100 a call, update one (Pipedrive has no batch update for either). `base_url` is the
+company domain (https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
+
+An organization's update body (UpdateOrganizationRequest) has `name`, `owner_id`,
+`visible_to`, `label_ids`, `address`, `custom_fields`, and the newer default fields `website`,
+`linkedin`, `industry`, `annual_revenue` and `employee_count` (which GET leaves out unless
+asked, pipedrive/client-nodejs#732: the default mapping does not write them). Its address is
+one object (OrganizationItemAddress: `value`, the text shown, and parts): read and written as
+`address` (the text) and `address_<part>` (`address_locality`, `address_country`, ...). A PATCH
+replaces the address whole, so writing a part reads the organization first and sends its
+address with the parts added; the text is kept unless written or empty (then: the street line
+written and the parts, joined).
+
+Leads (API v1, GET/PATCH /api/v1/leads/{uuid}) hold no contact data: a lead links a person
+(`person_id`) and/or an organization (`organization_id`). Its properties are its own fields
+(`title`, custom fields by key) and, prefixed `person/` and `organization/`, those of the person
+and the organization it links, as above. Reading reads each lead (v1 takes no list of ids),
+then the persons and organizations they link, 100 a call; writing reads the lead again (the
+links now) and updates the lead, its person and its organization, each its own call. A
+property of a link the lead does not have is dropped unsent, with the reason. Our write to a
+linked person or organization comes back as that record's own webhook (a contact's or a
+company's event), not as the lead's: it is not known there as our echo.
 
 Properties are flat names, as a mapping uses them: `email` and `phone` are the person's
 primary (else first non-empty) address and number, a 40-hex-character name is a custom
