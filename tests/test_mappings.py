@@ -86,10 +86,10 @@ def test_every_mapping_file_loads_under_its_own_platform(shipped: dict[str, Mapp
         for platform in DECLARED.values()
         for kind in platform.objects
     ]
-    assert sorted(shipped) == sorted(declared)
+    assert sorted(shipped) == sorted(declared)  # each kind a platform declares, mapped
     for path in MAPPINGS.glob("*.yaml"):
         assert check(path) == []
-        assert load(path).name == path.stem
+        assert load(path).name == path.stem  # <platform>.yaml, <platform>.<kind>.yaml
 
 
 # --- reference payloads ----------------------------------------------------------------------

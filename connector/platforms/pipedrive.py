@@ -1,12 +1,33 @@
 """Everything about Pipedrive, in one place (`PLATFORM`, registered in connector/platforms/):
 its webhooks (v2, and v1 read as v2) come with the connection's secret as the HTTP Basic
-password, one event per person created or changed (`pipedrive_events`); a change our own API
-call made (`meta.change_source` "api") whose new values are the ones we wrote is our echo;
-API tokens last (no OAuth renewal); and its adapter.
+password, one event per person, organization or lead created or changed (`pipedrive_events`;
+`meta.entity` names it: our contacts, companies and leads); a change our own API call made
+(`meta.change_source` "api") whose new values are the ones we wrote is our echo; API tokens
+last (no OAuth renewal); and its adapter, for each of those kinds.
 
-The adapter: Pipedrive persons over API v2: read one person or up to 100 a call, update one person
-(Pipedrive has no batch update for persons). `base_url` is the company domain
-(https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
+The adapter: Pipedrive persons (contacts) and organizations (companies) over API v2: read one
+or up to 100 a call, update one (Pipedrive has no batch update for either). `base_url` is the
+company domain (https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
+
+An organization's update body (UpdateOrganizationRequest) has `name`, `owner_id`,
+`visible_to`, `label_ids`, `address`, `custom_fields`, and the newer default fields `website`,
+`linkedin`, `industry`, `annual_revenue` and `employee_count` (which GET leaves out unless
+asked, pipedrive/client-nodejs#732: the default mapping does not write them). Its address is
+one object (OrganizationItemAddress: `value`, the text shown, and parts): read and written as
+`address` (the text) and `address_<part>` (`address_locality`, `address_country`, ...). A PATCH
+replaces the address whole, so writing a part reads the organization first and sends its
+address with the parts added; the text is kept unless written or empty (then: the street line
+written and the parts, joined).
+
+Leads (API v1, GET/PATCH /api/v1/leads/{uuid}) hold no contact data: a lead links a person
+(`person_id`) and/or an organization (`organization_id`). Its properties are its own fields
+(`title`, custom fields by key) and, prefixed `person/` and `organization/`, those of the person
+and the organization it links, as above. Reading reads each lead (v1 takes no list of ids),
+then the persons and organizations they link, 100 a call; writing reads the lead again (the
+links now) and updates the lead, its person and its organization, each its own call. A
+property of a link the lead does not have is dropped unsent, with the reason. Our write to a
+linked person or organization comes back as that record's own webhook (a contact's or a
+company's event), not as the lead's: it is not known there as our echo.
 
 Properties are flat names, as a mapping uses them: `email` and `phone` are the person's
 primary (else first non-empty) address and number, a 40-hex-character name is a custom
@@ -82,7 +103,9 @@ from connector.platforms.base import (
 )
 
 PERSONS = "/api/v2/persons"
-LIST_IDS = 100  # GET /persons takes up to 100 comma-separated `ids`
+ORGANIZATIONS = "/api/v2/organizations"
+LEADS = "/api/v1/leads"
+LIST_IDS = 100  # GET /persons and /organizations take up to 100 comma-separated `ids`
 BURST_WAIT_SECONDS = 2.0  # Pipedrive's rate-limit window
 LISTS = {"email": "emails", "phone": "phones"}  # flat property -> Pipedrive's list of them
 FLAT = {field: name for name, field in LISTS.items()}
@@ -91,17 +114,63 @@ UPDATE_FIELDS = frozenset(
     {"name", "owner_id", "org_id", "add_time", "update_time", "visible_to", "label_ids"}
     | {"marketing_status", *LISTS}
 )
+# An organization's address parts (v2's OrganizationItemAddress), as `address_<part>`.
+ADDRESS_PARTS = ("country", "admin_area_level_1", "admin_area_level_2", "locality",
+                 "sublocality", "route", "street_number", "postal_code")  # fmt: skip
+ADDRESS = frozenset({"address", *(f"address_{part}" for part in ADDRESS_PARTS)})
+# UpdateOrganizationRequest (PATCH /api/v2/organizations/{id}); website to employee_count
+# are newer default fields that GET leaves out unless asked (see the module docstring).
+ORGANIZATION_FIELDS = frozenset(
+    {"name", "owner_id", "visible_to", "label_ids", *ADDRESS}
+    | {"website", "linkedin", "industry", "annual_revenue", "employee_count"}
+)
+# The lead's own fields of PATCH /api/v1/leads/{id} (custom fields go by key, at the top).
+LEAD_FIELDS = frozenset(
+    {"title", "owner_id", "label_ids", "person_id", "organization_id", "is_archived"}
+    | {"value", "expected_close_date", "visible_to", "was_seen", "channel", "channel_id"}
+)
+LINKED = {"person/": "person_id", "organization/": "organization_id"}  # a lead's links
 HASH_KEY = re.compile(r"[0-9a-f]{40}")  # a custom field's key
 PERSON_ID = re.compile(r"[0-9]+")
+LEAD_ID = re.compile(r"[0-9a-fA-F-]{36}")  # a lead's UUID
 NOT_CLEARED = "not sent: an empty value would replace the person's whole list"
-NOT_IN_BODY = (
-    "not sent: not a field of Pipedrive's v2 person update (PATCH /api/v2/persons/{id}); "
-    "a custom field goes by its 40-character key"
-)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A Pipedrive record type the API v2 reads 100 a call and updates one at a time: where,
+    what it is called, and the flat properties its update body has a place for."""
+
+    noun: str
+    path: str
+    fields: frozenset[str]
+
+    def url(self, record_id: str) -> str:
+        return f"{self.path}/{quote(str(record_id), safe='')}"
+
+    def unsendable(self, properties: dict[str, Any]) -> Refusal:
+        """The properties not to send: those the update body has no place for, and an empty
+        email or phone (it would clear the person's list)."""
+        why = (
+            f"not sent: not a field of Pipedrive's v2 {self.noun} update (PATCH "
+            f"{self.path}/{{id}}); a custom field goes by its 40-character key"
+        )
+        unsent = {name: why for name in properties if not self.sends(name)}
+        blank = [name for name in LISTS if name in properties and _empty(properties[name])]
+        return unsent | dict.fromkeys(blank, NOT_CLEARED)
+
+    def sends(self, name: str) -> bool:
+        return name in self.fields or HASH_KEY.fullmatch(name) is not None
+
+
+PERSON = Entity("person", PERSONS, UPDATE_FIELDS)
+ORGANIZATION = Entity("organization", ORGANIZATIONS, ORGANIZATION_FIELDS)
+ENTITIES = {"contacts": PERSON, "companies": ORGANIZATION}
 
 
 class Pipedrive(CrmClient):
-    """Pipedrive persons, over a client the caller builds; `token` is a user's API token."""
+    """Pipedrive persons, organizations or leads (by `kind`), over a client the caller
+    builds; `token` is a user's API token."""
 
     platform = "pipedrive"
 
@@ -109,75 +178,191 @@ class Pipedrive(CrmClient):
         return {"x-api-token": token}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
-        """The person's current values of `properties`, None where empty or unknown."""
-        response = self._send("GET", _person(record_id))
-        self._check(response)
-        body = json_body(response)
-        person = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(person, dict):
-            raise garbled(response, "a person under data")
-        if person.get("is_deleted") is True:
-            raise Permanent(f"no such person: {record_id} is deleted")
-        return _flat(person, properties)
+        """The record's current values of `properties`, None where empty or unknown."""
+        if self.kind == "leads":
+            outcome = self._read_leads([record_id], properties)[record_id]
+            if isinstance(outcome, Permanent):
+                raise outcome
+            return outcome
+        return _flat(self._get(self._entity, record_id), properties)
 
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
-        """Persons' values 100 a call; a person missing from the answer (deleted, merged or
-        not visible to this token) is Permanent, as is an id that is not a number."""
-        wanted = list(dict.fromkeys(record_ids))
+        """Records' values 100 a call (a lead one a call, its persons and organizations 100 a
+        call); a record missing from the answer (deleted, merged or not visible to this
+        token) is Permanent, as is an id that is not one."""
+        if self.kind == "leads":
+            return self._read_leads(list(dict.fromkeys(record_ids)), properties)
+        return self._read_many(self._entity, record_ids, properties)
+
+    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """Update one record; properties Pipedrive refuses are dropped with its reason.
+        Writing `email` or `phone` replaces the person's whole list of them."""
+        if self.kind == "leads":
+            return self._write_lead(record_id, properties)
+        return self._write(self._entity, record_id, properties)
+
+    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
+        """One update a record (there is no batch update): each record's outcome."""
+        return write_each(self.write, changes)
+
+    @property
+    def _entity(self) -> Entity:
+        if self.kind not in ENTITIES:
+            raise Permanent(f"Pipedrive has no {self.kind} the connector enriches")
+        return ENTITIES[self.kind]
+
+    # persons and organizations ---------------------------------------------------------
+
+    def _get(self, entity: Entity, record_id: str) -> dict[str, Any]:
+        response = self._send("GET", entity.url(record_id))
+        self._check(response, entity.noun)
+        body = json_body(response)
+        record = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(record, dict):
+            raise garbled(response, f"a {entity.noun} under data")
+        if record.get("is_deleted") is True:
+            raise Permanent(f"no such {entity.noun}: {record_id} is deleted")
+        return record
+
+    def _read_many(
+        self, entity: Entity, record_ids: Sequence[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        wanted = list(dict.fromkeys(map(str, record_ids)))
         found: dict[str, dict[str, Any] | Permanent] = {
-            key: Permanent(f"{key!r} is not a Pipedrive person id")
+            key: Permanent(f"{key!r} is not a Pipedrive {entity.noun} id")
             for key in wanted
-            if not PERSON_ID.fullmatch(str(key))
+            if not PERSON_ID.fullmatch(key)
         }
         numbered = [key for key in wanted if key not in found]
         for start in range(0, len(numbered), LIST_IDS):
-            found.update(self._read_chunk(numbered[start : start + LIST_IDS], properties))
+            chunk = numbered[start : start + LIST_IDS]
+            found.update(self._read_chunk(entity, chunk, properties))
         return {key: found[key] for key in wanted}
 
-    def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
-        """Update one person; properties Pipedrive refuses are dropped with its reason.
-        Writing `email` or `phone` replaces the person's whole list of them."""
-        return write_dropping(lambda sent: self._update(record_id, sent), properties)
-
-    def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """One update a person (there is no batch update): each person's outcome."""
-        return write_each(self.write, changes)
-
     def _read_chunk(
-        self, record_ids: list[str], properties: Sequence[str]
+        self, entity: Entity, record_ids: list[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
         params = {"ids": ",".join(record_ids), "limit": str(LIST_IDS)}
-        response = self._send("GET", PERSONS, params=params)
+        response = self._send("GET", entity.path, params=params)
         try:
-            self._check(response)
-        except Permanent as failure:  # the whole call refused: every person's outcome
+            self._check(response, entity.noun)
+        except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(record_ids, failure)
         body = json_body(response)
+        expected = f"{entity.noun}s under data"
         if not isinstance(body, dict) or "data" not in body:
-            raise garbled(response, "persons under data")
-        people = body["data"] or []  # null when none of the ids was found
-        if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
-            raise garbled(response, "persons under data")
-        persons = {str(person.get("id")): person for person in people}
-        missing = Permanent("no such person: not in Pipedrive's answer (deleted or merged?)")
+            raise garbled(response, expected)
+        listed = body["data"] or []  # null when none of the ids was found
+        if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
+            raise garbled(response, expected)
+        records = {str(record.get("id")): record for record in listed}
+        missing = Permanent(
+            f"no such {entity.noun}: not in Pipedrive's answer (deleted or merged?)"
+        )
         return {
-            key: _flat(persons[key], properties) if _alive(persons.get(key)) else missing
+            key: _flat(records[key], properties) if _alive(records.get(key)) else missing
             for key in record_ids
         }
 
-    def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
-        unsent = _unsendable(properties)
+    def _write(self, entity: Entity, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        return write_dropping(lambda sent: self._update(entity, record_id, sent), properties)
+
+    def _update(self, entity: Entity, record_id: str, properties: dict[str, Any]) -> Refusal:
+        unsent = entity.unsendable(properties)
         if unsent:
             return unsent
-        response = self._send("PATCH", _person(record_id), json=_body(properties))
+        body = _body(properties)
+        if entity is ORGANIZATION and "address" in body:
+            body["address"] = _address(self._get(entity, record_id).get("address"), properties)
+        response = self._send("PATCH", entity.url(record_id), json=body)
         refused = _refused(response, properties)
         if not refused:
-            self._check(response)
+            self._check(response, entity.noun)
         return refused
 
-    def _check(self, response: httpx.Response) -> None:
+    # leads -------------------------------------------------------------------------------
+
+    def _lead(self, record_id: str) -> dict[str, Any]:
+        """The lead as GET /api/v1/leads/{id} gives it."""
+        if not LEAD_ID.fullmatch(str(record_id)):
+            raise Permanent(f"{record_id!r} is not a Pipedrive lead id")
+        response = self._send("GET", f"{LEADS}/{quote(str(record_id), safe='')}")
+        self._check(response, "lead")
+        body = json_body(response)
+        lead = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(lead, dict):
+            raise garbled(response, "a lead under data")
+        return lead
+
+    def _read_leads(
+        self, record_ids: list[str], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Each lead (one call a lead: v1 reads no list of ids), then the persons and the
+        organizations they link, 100 a call, as `person/...` and `organization/...`."""
+        leads: dict[str, dict[str, Any] | Permanent] = {}
+        for record_id in record_ids:
+            try:
+                leads[record_id] = self._lead(record_id)
+            except Permanent as failure:
+                leads[record_id] = failure
+        own = [name for name in properties if not _linked(name)]
+        found = {key: _flat(lead, own) for key, lead in leads.items() if isinstance(lead, dict)}
+        for prefix, link in LINKED.items():
+            names = [name.removeprefix(prefix) for name in properties if name.startswith(prefix)]
+            if not names:
+                continue
+            ids = {key: str(lead[link]) for key, lead in leads.items()
+                   if isinstance(lead, dict) and lead.get(link)}  # fmt: skip
+            entity = PERSON if link == "person_id" else ORGANIZATION
+            linked = self._read_many(entity, list(ids.values()), names) if ids else {}
+            for key in found:
+                values = linked.get(ids[key]) if key in ids else dict.fromkeys(names)
+                if isinstance(values, Permanent):
+                    leads[key] = Permanent(f"its {entity.noun} {ids[key]}: {values.reason}")
+                elif values is not None:
+                    found[key].update({prefix + name: values[name] for name in names})
+        return {key: lead if isinstance(lead, Permanent) else found[key]
+                for key, lead in leads.items()}  # fmt: skip
+
+    def _write_lead(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
+        """The lead's own properties to the lead; `person/...` and `organization/...` to the
+        person and the organization it links (as they are linked now), each its own call."""
+        lead = self._lead(record_id)
+        written: dict[str, Any] = {}
+        dropped: dict[str, str] = {}
+        own = {name: value for name, value in properties.items() if not _linked(name)}
+        if own:
+            result = write_dropping(lambda sent: self._update_lead(record_id, sent), own)
+            written, dropped = dict(result.written), dict(result.dropped)
+        for prefix, link in LINKED.items():
+            part = {name.removeprefix(prefix): value for name, value in properties.items()
+                    if name.startswith(prefix)}  # fmt: skip
+            entity = PERSON if link == "person_id" else ORGANIZATION
+            if part and not lead.get(link):
+                why = f"not sent: the lead links no {entity.noun}"
+                dropped.update({prefix + name: why for name in part})
+            elif part:
+                result = self._write(entity, str(lead[link]), part)
+                written.update({prefix + name: value for name, value in result.written.items()})
+                dropped.update({prefix + name: why for name, why in result.dropped.items()})
+        return WriteResult(written=written, dropped=dropped)
+
+    def _update_lead(self, record_id: str, properties: dict[str, Any]) -> Refusal:
+        why = "not sent: not a field of Pipedrive's lead update (PATCH /api/v1/leads/{id})"
+        unsent = {name: why for name in properties
+                  if name not in LEAD_FIELDS and not HASH_KEY.fullmatch(name)}  # fmt: skip
+        if unsent:
+            return unsent
+        path = f"{LEADS}/{quote(str(record_id), safe='')}"
+        response = self._send("PATCH", path, json=properties)
+        refused = _refused(response, properties)
+        if not refused:
+            self._check(response, "lead")
+        return refused
+
+    def _check(self, response: httpx.Response, noun: str = "person") -> None:
         """Raise for a failed answer with Pipedrive's own words; redirects as `classify`."""
         status = response.status_code
         if status < 400:
@@ -186,8 +371,8 @@ class Pipedrive(CrmClient):
         if status == 401:
             raise Permanent(TOKEN_REFUSED)
         said = _said(response)
-        if status == 404:
-            raise Permanent(f"no such person ({said})")
+        if status in (404, 410):
+            raise Permanent(f"no such {noun} ({said})")
         reason = f"{status} {response.reason_phrase}: {said}"
         if status == 429:
             raise Retriable(reason, _rate_limit_wait(response))
@@ -196,26 +381,29 @@ class Pipedrive(CrmClient):
         raise Permanent(reason)
 
 
-def _person(record_id: str) -> str:
-    return f"{PERSONS}/{quote(str(record_id), safe='')}"
+def _linked(name: str) -> bool:
+    return any(name.startswith(prefix) for prefix in LINKED)
 
 
-def _alive(person: dict[str, Any] | None) -> bool:
-    return person is not None and person.get("is_deleted") is not True
+def _alive(record: dict[str, Any] | None) -> bool:
+    return record is not None and record.get("is_deleted") is not True
 
 
-def _flat(person: dict[str, Any], properties: Sequence[str]) -> dict[str, Any]:
-    """A person as flat properties: see the module docstring."""
-    return {name: _value(person, name) for name in properties}
+def _flat(record: dict[str, Any], properties: Sequence[str]) -> dict[str, Any]:
+    """A record as flat properties: see the module docstring."""
+    return {name: _value(record, name) for name in properties}
 
 
-def _value(person: dict[str, Any], name: str) -> Any:
+def _value(record: dict[str, Any], name: str) -> Any:
+    address = record.get("address")
     if name in LISTS:
-        value = _primary(person.get(LISTS[name]))
+        value = _primary(record.get(LISTS[name]))
     elif HASH_KEY.fullmatch(name):
-        value = (person.get("custom_fields") or {}).get(name)
+        value = (record.get("custom_fields") or {}).get(name)
+    elif name.startswith("address_") and isinstance(address, dict):
+        value = address.get(name.removeprefix("address_"))
     else:
-        value = person.get(name)
+        value = record.get(name)
     if isinstance(value, dict):  # an address or amount: {"value": ..., ...}
         value = value.get("value")
     return None if _empty(value) else value
@@ -236,28 +424,37 @@ def _empty(value: Any) -> bool:
 
 def _body(properties: dict[str, Any]) -> dict[str, Any]:
     """Flat properties as Pipedrive's PATCH body: lists for email and phone, custom fields
-    under `custom_fields`, the rest as they are."""
+    under `custom_fields`, an organization's address parts as one `address` (completed by
+    the caller), the rest as they are."""
     body: dict[str, Any] = {}
     for name, value in properties.items():
         if name in LISTS:
             body[LISTS[name]] = [{"value": value, "primary": True, "label": "work"}]
         elif HASH_KEY.fullmatch(name):
             body.setdefault("custom_fields", {})[name] = value
+        elif name in ADDRESS:
+            body["address"] = {}
         else:
             body[name] = value
     return body
 
 
-def _unsendable(properties: dict[str, Any]) -> Refusal:
-    """The properties not to send: those the update body has no place for, and an empty
-    email or phone (it would clear the person's list)."""
-    unsent = {name: NOT_IN_BODY for name in properties if not _in_body(name)}
-    blank = [name for name in LISTS if name in properties and _empty(properties[name])]
-    return unsent | dict.fromkeys(blank, NOT_CLEARED)
-
-
-def _in_body(name: str) -> bool:
-    return name in UPDATE_FIELDS or HASH_KEY.fullmatch(name) is not None
+def _address(current: Any, properties: dict[str, Any]) -> dict[str, Any]:
+    """The organization's address with the parts written: a PATCH replaces the address whole,
+    so the parts it holds are kept. Its `value` (the text Pipedrive shows) stays as it is
+    unless written or empty; then it is the street line (`address`) and the parts written,
+    joined ("100 Congress Ave, Austin, TX 78701, United States")."""
+    held = {k: v for k, v in (current if isinstance(current, dict) else {}).items()
+            if k in ("value", *ADDRESS_PARTS) and not _empty(v)}  # fmt: skip
+    parts = {name.removeprefix("address_"): value for name, value in properties.items()
+             if name.startswith("address_")}  # fmt: skip
+    merged = {**held, **parts}
+    if "address" in properties or not held.get("value"):
+        region = " ".join(str(merged[k]) for k in ("admin_area_level_1", "postal_code")
+                          if k in parts)  # fmt: skip
+        lines = [properties.get("address"), parts.get("locality"), region, parts.get("country")]
+        merged["value"] = ", ".join(str(line) for line in lines if not _empty(line))
+    return merged
 
 
 def _refused(response: httpx.Response, sent: dict[str, Any]) -> Refusal:
@@ -275,6 +472,8 @@ def _named(said: str, sent: dict[str, Any]) -> Refusal:
         head = re.split(r"[.\[]", path, maxsplit=1)[0]
         if head == "custom_fields" or HASH_KEY.search(part):
             names = HASH_KEY.findall(part)
+        elif head == "address":  # the address goes as one object of all its parts
+            names = [name for name in sent if name in ADDRESS]
         else:
             names = [FLAT.get(head, head)]
         refused.update({name: part.strip() for name in names if name in sent})
@@ -317,9 +516,14 @@ def _date(response: httpx.Response) -> datetime | None:
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
+# Webhook v2's `meta.entity` -> the kind of record it is (Platform.objects).
+KINDS = {"person": "contacts", "organization": "companies", "lead": "leads"}
+
+
 def pipedrive_events(document: dict[str, Any]) -> list[Event]:
-    """A webhook body, v2 or v1 (read as v2): one event, keyed by `meta.id`, for a person
-    created or changed (deletions and other entities have nothing to enrich: none)."""
+    """A webhook body, v2 or v1 (read as v2): one event, keyed by `meta.id`, for a person,
+    organization or lead created or changed, of its kind (deletions and other entities have
+    nothing to enrich: none)."""
     if _pipedrive_v1(document):
         document = _pipedrive_as_v2(document)
     meta, data = document.get("meta"), document.get("data")
@@ -327,12 +531,13 @@ def pipedrive_events(document: dict[str, Any]) -> list[Event]:
         raise Unparseable("a Pipedrive webhook v2 body needs meta.id")
     if "entity" not in meta:
         raise Unparseable("a Pipedrive webhook body names its entity (v2 meta.entity)")
-    if meta.get("entity") != "person" or meta.get("action") == "delete":
+    entity = meta.get("entity")
+    if entity not in KINDS or meta.get("action") == "delete":
         return []
     if not isinstance(data, dict):
-        raise Unparseable("a Pipedrive person event needs its data")
+        raise Unparseable(f"a Pipedrive {entity} event needs its data")
     record_id = str(data.get("id") or meta.get("entity_id") or "")
-    return [Event(str(meta["id"]), record_id, document)]
+    return [Event(str(meta["id"]), record_id, document, kind=KINDS[str(entity)])]
 
 
 # Webhooks v1 (`event: "updated.person"`, meta.object/action, `current` and the whole
@@ -353,11 +558,11 @@ def _pipedrive_as_v2(document: dict[str, Any]) -> dict[str, Any]:
     and `previous` only the fields that changed."""
     meta = document["meta"] if isinstance(document.get("meta"), dict) else {}
     action, _, entity = str(document.get("event", "")).partition(".")
-    current, previous = (_pipedrive_person(document.get(k)) for k in ("current", "previous"))
+    entity = str(meta.get("object") or entity)
+    current, previous = (_pipedrive_record(document.get(k)) for k in ("current", "previous"))
     record_id = (current or previous or {}).get("id") or meta.get("id")
     if not record_id:
         raise Unparseable("a Pipedrive webhook v1 body needs meta.id or current.id")
-    entity = str(meta.get("object") or entity)
     v2_meta = {
         **{name: meta[name] for name in ("change_source", "user_id", "webhook_id") if name in meta},
         "id": _pipedrive_v1_key(meta, entity, record_id, current), "entity": entity,
@@ -378,14 +583,21 @@ def _pipedrive_v1_key(meta: dict[str, Any], entity: str, record_id: Any, current
     return f"v1:{meta.get('webhook_id', '')}:{entity}:{record_id}:{stamp}"
 
 
-def _pipedrive_person(person: Any) -> dict[str, Any] | None:
-    """A v1 person in v2's shape: `email`/`phone` as `emails`/`phones`, custom fields (keyed
-    by their 40-character hash) under `custom_fields`."""
-    if not isinstance(person, dict):
+def _pipedrive_record(record: Any) -> dict[str, Any] | None:
+    """A v1 person or organization in v2's shape: `email`/`phone` as `emails`/`phones`,
+    custom fields (keyed by their 40-character hash) under `custom_fields`, an address
+    (`address` and its `address_<part>` beside it) as one `address` object."""
+    if not isinstance(record, dict):
         return None
-    custom = {k: v for k, v in person.items() if _PIPEDRIVE_CUSTOM_FIELD.fullmatch(k)}
+    custom = {k: v for k, v in record.items() if _PIPEDRIVE_CUSTOM_FIELD.fullmatch(k)}
     renamed = {"email": "emails", "phone": "phones"}
-    fields = {renamed.get(k, k): v for k, v in person.items() if k not in custom}
+    fields = {renamed.get(k, k): v for k, v in record.items()
+              if k not in custom and k not in ADDRESS}  # fmt: skip
+    if "address" in record and not isinstance(record["address"], dict):
+        parts = {part: record.get(f"address_{part}") for part in ADDRESS_PARTS}
+        fields["address"] = {"value": record["address"], **parts}
+    elif "address" in record:
+        fields["address"] = record["address"]
     return {**fields, "custom_fields": custom}
 
 
@@ -404,6 +616,7 @@ class PipedrivePlatform(BasicPassword):
 
     name: str = "pipedrive"
     crm: bool = True
+    objects: tuple[str, ...] = ("contacts", "leads", "companies")
 
     def events(self, body: bytes) -> list[Event]:
         return pipedrive_events(json_object(body))
@@ -434,7 +647,8 @@ class PipedrivePlatform(BasicPassword):
 
 def _pipedrive_values(data: Row, previous: Row) -> Row:
     """The new values of the fields a Pipedrive change lists in `previous`, by the flat names
-    the adapter reads and writes (email, phone, custom fields by key); Pipedrive's own
+    the adapter reads and writes (email, phone, custom fields by key, an organization's
+    address parts as `address_<part>`: its text is ours and Pipedrive's); Pipedrive's own
     bookkeeping (update_time) left out."""
     values: Row = {}
     for key in previous:
@@ -445,6 +659,10 @@ def _pipedrive_values(data: Row, previous: Row) -> Row:
         elif key == "custom_fields" and isinstance(previous[key], dict):
             custom = data.get("custom_fields") or {}
             values.update({name: custom.get(name) for name in previous[key]})
+        elif key == "address" and isinstance(data.get(key), dict):  # an organization's
+            before = previous[key] if isinstance(previous[key], dict) else {}
+            values.update({f"address_{part}": data[key].get(part) for part in ADDRESS_PARTS
+                           if data[key].get(part) != before.get(part)})  # fmt: skip
         elif key != "update_time":
             values[key] = data.get(key)
     return values

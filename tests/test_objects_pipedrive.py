@@ -1,0 +1,209 @@
+"""Pipedrive's organizations (our companies) and leads end to end: a webhook v2 body of each,
+posted as Pipedrive posts it (the connection's secret as the Basic auth password), is stored
+with its kind, and the worker enriches it and writes the right endpoint of a Pipedrive fake
+(httpx.MockTransport): an organization by its name and web site, a lead through the person
+and the organization it links. A person and an organization with the same id stay apart."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from sqlite_utils import Database
+
+from connector import connections, store, worker
+from connector.platforms import PLATFORMS as DECLARED
+from server import importer
+from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
+from tests.helpers.orgs import organization
+from tests.test_adapters_pipedrive import HeldPipedrive
+
+PERSON_CHANGED = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
+LEAD_ID = "adf21080-0e10-11eb-879b-05d71fb426ec"  # a lead's UUID (Pipedrive's docs' example)
+LONESTAR = "Lonestar Discover Works Inc."  # in tests/data/discover_companies.csv
+WEBSITE = "https://www.lonestar-discover.com"
+# An organization as GET /api/v2/organizations/{id} gives it (OrganizationItem), no address.
+ORGANIZATION = {
+    "id": 12, "name": LONESTAR, "owner_id": 12345678, "add_time": "2025-06-19T16:00:00Z",
+    "update_time": "2025-06-19T16:07:36Z", "is_deleted": False, "visible_to": 3,
+    "address": None, "label_ids": [], "custom_fields": {}, "website": WEBSITE,
+}  # fmt: skip
+# A lead as GET /api/v1/leads/{id} gives it: it links person 7 and organization 12.
+LEAD = {
+    "id": LEAD_ID, "title": "Lonestar deal", "owner_id": 12345678, "creator_id": 12345678,
+    "label_ids": [], "person_id": 7, "organization_id": 12, "source_name": "API",
+    "origin": "API", "channel": None, "is_archived": False, "was_seen": False,
+    "value": None, "expected_close_date": None, "next_activity_id": None,
+    "add_time": "2025-06-19T16:00:00.000Z", "update_time": "2025-06-19T16:07:36.754Z",
+    "visible_to": "3", "cc_email": "acme+deal1@pipedrivemail.com",
+}  # fmt: skip
+# What the worker writes to an organization without an address, from Lonestar's record.
+AUSTIN = {
+    "address": {
+        "locality": "Austin", "admin_area_level_1": "TX", "postal_code": "78701",
+        "country": "United States", "value": "Austin, TX 78701, United States",
+    }
+}  # fmt: skip
+
+
+def webhook(entity: str, data: dict[str, Any], key: str = "", **meta: Any) -> dict[str, Any]:
+    """A webhook v2 body about `entity`: the person sample's meta, for this record."""
+    body = copy.deepcopy(PERSON_CHANGED)
+    key = key or f"{entity}-event"
+    body["meta"].update(entity=entity, entity_id=str(data["id"]), id=key, **meta)
+    body["data"], body["previous"] = data, {"name": None}
+    return body
+
+
+@pytest.fixture
+def setup(
+    connector_app: Flask, db_path: Path
+) -> Iterator[tuple[Database, connections.Added, Flask]]:
+    """The discover dataset, Acme (pro, 10 credits) with a Pipedrive connection, its app."""
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    _, key = organization(db, credits=10)
+    link = connections.add(
+        db, SECRET.encode(), NOW, name="pd", platform="pipedrive", api_key=key,
+        crm_base_url=CRM, crm_token="0123456789abcdef0123456789abcdef01234567",
+    )  # fmt: skip
+    yield db, link, connector_app
+
+
+def post(app: Flask, link: connections.Added, body: dict[str, Any]) -> Any:
+    url = f"/hooks/{link.row['id']}/events"
+    response = app.test_client().post(url, json=body, auth=("pipedrive", link.secret))
+    assert response.status_code == 200
+    return response.get_json()
+
+
+def work(db: Database, crm: HeldPipedrive) -> dict[str, int]:
+    with crm.client() as client:
+        return dict(worker.Worker(db, SECRET.encode(), lambda: NOW, client, random.Random(7))
+                    .run_due())  # fmt: skip
+
+
+def test_an_organization_is_a_company_enriched_by_name_and_web_site_into_its_address(
+    setup: tuple[Database, connections.Added, Flask],
+) -> None:
+    db, link, app = setup
+    assert post(app, link, webhook("organization", ORGANIZATION)) == {"accepted": 1}
+    (event,) = store.events_of(db, link.row["id"])
+    assert (event["kind"], event["record_id"]) == ("companies", "12")
+
+    crm = HeldPipedrive(organizations={"12": ORGANIZATION})
+    assert work(db, crm) == {"done": 1}
+    assert crm.sent("GET") == [
+        ("/api/v2/organizations/12", None),  # its values
+        ("/api/v2/organizations/12", None),  # its address, read whole before it is written
+    ]
+    assert crm.sent() == [("/api/v2/organizations/12", AUSTIN)]
+    cached = store.record(db, link.row["id"], "12", "companies")
+    assert cached is not None and cached["company_guid"] == "D15C0000000000A1"
+    assert cached["contact_guid"] == ""  # a company-only match
+
+    # Pipedrive's webhook for our own write (change_source "api") is ignored, unenriched.
+    echo = webhook("organization", {**ORGANIZATION, **AUSTIN}, "echo", change_source="api")
+    echo["previous"] = {"address": None}
+    post(app, link, echo)
+    assert work(db, crm) == {"done": 1}
+    assert store.events_of(db, link.row["id"])[-1]["last_error"].startswith(
+        "our own write of address_country"
+    )
+    assert len(crm.sent()) == 1
+
+
+def test_an_address_a_user_typed_keeps_its_text_and_parts() -> None:
+    typed = {"value": "Congress Ave 100, Austin", "locality": "Austin", "route": "Congress Ave"}
+    crm = HeldPipedrive(organizations={"12": {**ORGANIZATION, "address": typed}})
+    adapter = DECLARED["pipedrive"].adapter(CRM, "token", crm.client(), kind="companies")
+    adapter.write("12", {"address_postal_code": "78701", "address_country": "United States"})
+    assert crm.sent()[0][1] == {
+        "address": {**typed, "postal_code": "78701", "country": "United States"}
+    }
+
+
+def test_a_person_and_an_organization_with_the_same_id_stay_apart(
+    setup: tuple[Database, connections.Added, Flask],
+) -> None:
+    db, link, app = setup
+    person = {**PERSON_CHANGED["data"], "emails": [{"value": AVA, "primary": True}]}
+    post(app, link, webhook("person", person))
+    post(app, link, webhook("organization", ORGANIZATION))
+    kinds = {e["kind"]: e["record_id"] for e in store.events_of(db, link.row["id"])}
+    assert kinds == {"contacts": "12", "companies": "12"}
+
+    crm = HeldPipedrive(persons={"12": person}, organizations={"12": ORGANIZATION})
+    assert work(db, crm) == {"done": 2}
+    assert [path for path, _ in crm.sent()] == ["/api/v2/organizations/12"]
+    assert crm.held["persons"]["12"].get("address") is None
+    contact = store.record(db, link.row["id"], "12", "contacts")
+    company = store.record(db, link.row["id"], "12", "companies")
+    assert contact is not None and company is not None
+    assert contact["contact_guid"] == "D15C00000000000000000000000000C1"
+    assert json.loads(company["written"]) == {
+        "address_locality": "Austin", "address_admin_area_level_1": "TX",
+        "address_postal_code": "78701", "address_country": "United States",
+    }  # fmt: skip
+
+
+def test_a_lead_is_enriched_through_the_person_and_organization_it_links(
+    setup: tuple[Database, connections.Added, Flask],
+) -> None:
+    db, link, app = setup
+    assert post(app, link, webhook("lead", LEAD)) == {"accepted": 1}
+    (event,) = store.events_of(db, link.row["id"])
+    assert (event["kind"], event["record_id"]) == ("leads", LEAD_ID)
+
+    person = {**PERSON_CHANGED["data"], "id": 7, "name": "Ava Adams"}
+    person["emails"] = [{"value": AVA, "primary": True, "label": "work"}]
+    crm = HeldPipedrive(
+        persons={"7": person}, organizations={"12": ORGANIZATION}, leads={LEAD_ID: LEAD}
+    )
+    assert work(db, crm) == {"done": 1}
+    reads = [(r.url.path, r.url.params.get("ids")) for r in crm.requests if r.method == "GET"]
+    assert reads[:3] == [
+        (f"/api/v1/leads/{LEAD_ID}", None),
+        ("/api/v2/persons", "7"),
+        ("/api/v2/organizations", "12"),
+    ]
+    assert crm.sent() == [("/api/v2/organizations/12", AUSTIN)]  # Ava's e-mail is there
+    cached = store.record(db, link.row["id"], LEAD_ID, "leads")
+    assert cached is not None and cached["contact_guid"] == "D15C00000000000000000000000000C1"
+    assert json.loads(cached["written"])["organization/address_locality"] == "Austin"
+
+
+def test_a_lead_without_an_organization_has_its_parts_dropped_with_the_reason() -> None:
+    crm = HeldPipedrive(leads={LEAD_ID: {**LEAD, "organization_id": None}})
+    adapter = DECLARED["pipedrive"].adapter(CRM, "token", crm.client(), kind="leads")
+    result = adapter.write(LEAD_ID, {"organization/address_locality": "Austin"})
+    assert result.dropped == {
+        "organization/address_locality": "not sent: the lead links no organization"
+    }
+    assert crm.sent() == []
+
+
+def test_a_v1_organization_webhook_is_read_as_v2_with_its_address_as_one_object() -> None:
+    v1 = {
+        "v": 1, "event": "updated.organization",
+        "meta": {"v": 1, "action": "updated", "object": "organization", "id": 12,
+                 "timestamp_micro": 1750349256754000, "change_source": "app",
+                 "webhook_id": "1234567"},
+        "current": {"id": 12, "name": LONESTAR, "address": "Austin, TX", "address_locality":
+                    "Austin", "address_country": None, "address_formatted_address": "Austin"},
+        "previous": {"id": 12, "name": "Lonestar", "address": None, "address_locality": None},
+    }  # fmt: skip
+    (event,) = DECLARED["pipedrive"].events(json.dumps(v1).encode())
+    assert (event.kind, event.record_id) == ("companies", "12")
+    address = event.payload["data"]["address"]
+    assert (address["value"], address["locality"]) == ("Austin, TX", "Austin")
+    assert "address_locality" not in event.payload["data"]
+    assert event.payload["previous"]["name"] == "Lonestar"
