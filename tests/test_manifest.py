@@ -22,14 +22,15 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     from connector.platforms import PLATFORMS
 
     platforms = {p["id"]: p for p in _manifest()["platforms"]}
-    # the contacts' mapping of each platform (<platform>.<kind>.yaml map its other kinds)
-    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")} - {
-        path.stem for path in (ROOT / "mappings").glob("*.*.yaml")
-    }
-    assert set(platforms) == set(PLATFORMS) == mapping_files
+    assert platforms.keys() == PLATFORMS.keys()
     crms = {name for name, kind in PLATFORMS.items() if kind.crm}
     assert crms == {name for name, p in platforms.items() if p["crm"]}
-    assert all(p["mapping"] == f"mappings/{name}.yaml" for name, p in platforms.items())
+    for name, declared in PLATFORMS.items():  # the kinds of record, each with its mapping
+        objects = {kind: f"mappings/{declared.mapping_file_for(kind)}" for kind in declared.objects}
+        assert {kind: o["mapping"] for kind, o in platforms[name]["objects"].items()} == objects
+    mapping_files = {f"mappings/{path.name}" for path in (ROOT / "mappings").glob("*.yaml")}
+    listed = {o["mapping"] for p in platforms.values() for o in p["objects"].values()}
+    assert listed == mapping_files
     assert all("writeBack" in platforms[name] for name in crms)
     assert platforms.keys() == set(_manifest()["configuration"]["properties"]["platform"]["enum"])
 
