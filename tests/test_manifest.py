@@ -22,13 +22,30 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     from connector.platforms import PLATFORMS
 
     platforms = {p["id"]: p for p in _manifest()["platforms"]}
-    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")}
+    # a platform's contacts mapping: <platform>.yaml (its other kinds: <platform>.<kind>.yaml)
+    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")} - {
+        Path(kind.mapping_file_for(name)).stem
+        for kind in PLATFORMS.values()
+        for name in kind.objects
+        if name != "contacts"
+    }
     assert set(platforms) == set(PLATFORMS) == mapping_files
     crms = {name for name, kind in PLATFORMS.items() if kind.crm}
     assert crms == {name for name, p in platforms.items() if p["crm"]}
     assert all(p["mapping"] == f"mappings/{name}.yaml" for name, p in platforms.items())
     assert all("writeBack" in platforms[name] for name in crms)
     assert platforms.keys() == set(_manifest()["configuration"]["properties"]["platform"]["enum"])
+
+
+def test_zoho_write_back_paths_name_the_module_of_each_kind() -> None:
+    from connector.platforms import zoho
+
+    (platform,) = [p for p in _manifest()["platforms"] if p["id"] == "zoho"]
+    written = platform["writeBack"]
+    assert written["modules"] == zoho.MODULES
+    assert set(written["modules"]) == set(zoho.PLATFORM.objects)
+    assert written["update"] == f"PUT {{crm_base_url}}{zoho.API}/{{module}}/{{id}}"
+    assert written["maxBatch"] == zoho.BATCH_SIZE == written["maxBatchRead"] == zoho.IDS_PER_READ
 
 
 def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
