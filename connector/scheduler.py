@@ -57,7 +57,7 @@ DEFAULTS = (
         "Renew subscriptions",
         "interval",
         {"hours": 1},
-        "renew each Zoho connection's notification channel (Contacts.create, Contacts.edit) "
+        "renew each Zoho connection's notification channel (records' create and edit events) "
         f"for {subscriptions.CHANNEL_LIFETIME.days} days once the expiry Zoho confirmed is "
         f"within {subscriptions.RENEW_BEFORE.days} day, and enable it again when it lapsed",
     ),

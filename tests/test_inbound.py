@@ -145,7 +145,9 @@ def test_a_zoho_notification_is_a_thin_event_per_contact_id() -> None:
 
 
 def test_zoho_notifications_of_other_modules_or_deletions_are_none() -> None:
-    assert _events("zoho", ZOHO) == []  # the sample is a Leads channel's
+    (lead,) = _events("zoho", ZOHO)  # the sample is a Leads channel's
+    assert (lead.kind, lead.record_id) == ("leads", "5725767000003000064")
+    assert _events("zoho", _with(ZOHO, module="Deals")) == []
     deleted = _with(ZOHO, module="Contacts", operation="delete")
     assert _events("zoho", deleted) == []
     with pytest.raises(Unparseable, match="ids"):

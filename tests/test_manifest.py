@@ -35,6 +35,17 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     assert platforms.keys() == set(_manifest()["configuration"]["properties"]["platform"]["enum"])
 
 
+def test_zoho_write_back_paths_name_the_module_of_each_kind() -> None:
+    from connector.platforms import zoho
+
+    (platform,) = [p for p in _manifest()["platforms"] if p["id"] == "zoho"]
+    written = platform["writeBack"]
+    assert written["modules"] == zoho.MODULES
+    assert set(written["modules"]) == set(zoho.PLATFORM.objects)
+    assert written["update"] == f"PUT {{crm_base_url}}{zoho.API}/{{module}}/{{id}}"
+    assert written["maxBatch"] == zoho.BATCH_SIZE == written["maxBatchRead"] == zoho.IDS_PER_READ
+
+
 def test_hubspot_write_back_paths_and_action_answers_are_the_codes() -> None:
     from connector.platforms import hubspot
 

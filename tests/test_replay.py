@@ -1026,20 +1026,24 @@ ZOHO_READ = (
 )
 
 
-def test_the_zoho_sample_is_a_leads_notification_acknowledged_and_not_stored(
+def test_the_zoho_sample_is_a_leads_notification_stored_as_a_lead(
     client: FlaskClient, replay: Replay, crm: FakeCrm
 ) -> None:
     """The sample as published comes from channel 1000000068001, which no connection has (a
     connection's channel is made from its id: 18 digits), so it is refused. From our own
-    channel, the Lead it reports inserted is acknowledged and nothing is kept: we watch
-    Contacts, and a channel watching Leads too is no reason to fail a delivery."""
+    channel, the Lead it reports inserted is stored as a lead (the channel watches Leads
+    too), keyed apart from a Contact of the same id."""
     link = replay.links["zoho"]
     refused = _zoho(client, link, ZOHO_NOTIFICATION)
     assert (refused.status_code, refused.get_json()["error"]["code"]) == (401, "invalid_signature")
     response = _zoho(client, link, _zoho_notification(link))
-    assert (response.status_code, response.get_json()) == (200, {"accepted": 0})
-    assert store.events_of(replay.db, link.row["id"]) == []
-    assert replay.work.run_due() == {} and crm.calls == [] and replay.credits() == 10
+    assert (response.status_code, response.get_json()) == (200, {"accepted": 1})
+    (event,) = store.events_of(replay.db, link.row["id"])
+    assert (event["kind"], event["record_id"], event["event_key"]) == (
+        "leads",
+        ZOHO_CONTACT_ID,
+        f"{ZOHO_PLATFORM.channel_id(link.row)}:1718117126473:Leads:{ZOHO_CONTACT_ID}",
+    )
 
 
 def test_the_zoho_sample_for_a_contact_is_read_enriched_and_written_back(

@@ -58,7 +58,14 @@ def test_a_zoho_channel_is_enabled_then_renewed_when_a_day_is_left(setup: Any) -
     assert request.headers["authorization"] == "Zoho-oauthtoken 1000.zoho-access-token"
     assert json.loads(request.content)["watch"][0] == {
         "channel_id": channel,
-        "events": ["Contacts.create", "Contacts.edit"],
+        "events": [
+            "Contacts.create",
+            "Contacts.edit",
+            "Leads.create",
+            "Leads.edit",
+            "Accounts.create",
+            "Accounts.edit",
+        ],
         "channel_expiry": "2026-11-29T12:00:00+00:00",
         "token": link.secret,
         "notify_url": f"https://hooks.acme.example/hooks/{link.row['id']}/events",

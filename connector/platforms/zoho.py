@@ -1,14 +1,18 @@
 """Everything about Zoho CRM, in one place (`PLATFORM`, registered in connector/platforms/):
-its Notification API callbacks sign nothing but carry the channel's token (the connection's
-secret, 50 characters at most) and id, one thin event per Contact id (`zoho_events`); the
-channel (`channel_id`, kept alive by connector/subscriptions.py through `Zoho.watch`); OAuth
-tokens from the data centre's accounts server; and its adapter.
+the records it enriches (`MODULES`: contacts, leads, and companies, which Zoho calls
+Accounts); its Notification API callbacks sign nothing but carry the channel's token (the
+connection's secret, 50 characters at most) and id, one thin event per record id, of the
+kind the callback's `module` names (`zoho_events`); the channel (`channel_id`, watching the
+create and edit events of every module, kept alive by connector/subscriptions.py through
+`Zoho.watch`); OAuth tokens from the data centre's accounts server; and its adapter.
 
-The adapter: Zoho CRM contacts over the v7 REST API: read one Contact or up to 100 by id a
-call, update one or up to 100 a call, and keep a Notification API channel for Contacts
-alive. Updates carry "trigger": [], so they start no workflow, approval or blueprint (no loop
-through a workflow webhook); the Notification API still reports them (an edit is an edit), and the
-worker leaves values the CRM already holds alone, so such an echo ends after one read.
+The adapter: Zoho CRM records of one module (its `kind`) over the v7 REST API, at
+/crm/v7/{module} as Zoho's get-records and update-records pages give it for every module:
+read one record or up to 100 by id a call, update one or up to 100 a call, and keep a
+Notification API channel alive. Updates carry "trigger": [], so they start no workflow,
+approval or blueprint (no loop through a workflow webhook); the Notification API still
+reports them (an edit is an edit), and the worker leaves values the CRM already holds alone,
+so such an echo ends after one read.
 
 Failures beyond `base.classify`:
 
@@ -30,9 +34,10 @@ Failures beyond `base.classify`:
   DUPLICATE_DATA, RECORD_LOCKED, NO_PERMISSION, ...).
 
 Sources: Zoho CRM API v7 docs (get-records, update-records, notifications/enable and
-update-info, multi-dc), Zoho's OpenAPI description of the records endpoints (200/207/400
-shapes, per-record answers in the order sent), Kaizen #25 (error codes by status) and
-Kaizen #203 (limits, TOO_MANY_REQUESTS).
+update-info, multi-dc; the enable page's callback sample, a Leads one, is
+tests/data/platforms/zoho_webhook.json), Zoho's OpenAPI description of the records endpoints
+(200/207/400 shapes, per-record answers in the order sent), Kaizen #25 (error codes by status)
+and Kaizen #203 (limits, TOO_MANY_REQUESTS).
 """
 
 from __future__ import annotations
@@ -100,14 +105,19 @@ ZOHO_ACCOUNTS = {
     "https://www.zohoapis.com.cn": "https://accounts.zoho.com.cn",
 }
 TOKEN_LIMIT = 50  # characters of a notification channel's token
-CONTACTS = "/crm/v7/Contacts"
-WATCH = "/crm/v7/actions/watch"
+API = "/crm/v7"
+WATCH = f"{API}/actions/watch"
+# Our kinds of record -> Zoho's module API names (the path of get/update records, the
+# `module` of a notification, the events of a channel), and what each calls one record.
+MODULES = {"contacts": "Contacts", "leads": "Leads", "companies": "Accounts"}
+KINDS = {module: kind for kind, module in MODULES.items()}
+RECORD_NAMES = {"contacts": "contact", "leads": "lead", "companies": "account"}
+WATCHED_OPERATIONS = ("create", "edit")  # a deleted record has nothing to enrich
 BATCH_SIZE = 100  # records an update takes (documented)
 FIELDS_PER_READ = 50  # field names a read takes (documented; LIMIT_EXCEEDED beyond)
 # Zoho documents no limit for `ids`; its OpenAPI description caps a get-records answer at
 # 100 records (a page holds up to 200), so 100 ids a call.
 IDS_PER_READ = 100
-WATCHED_EVENTS = ("Contacts.create", "Contacts.edit")
 FIELD_ERRORS = frozenset({"INVALID_DATA"})  # codes that, naming a field, drop it
 # Codes of a 400 refusing a call for what it is, not for a record in it (Zoho's update-records
 # errors and Kaizen #25): each record sent alone would be refused alike.
@@ -132,31 +142,46 @@ class _Refused(Permanent):
     cue to read record by record; for renewing a channel, to enable it."""
 
 
+def watched_events(kinds: Sequence[str]) -> list[str]:
+    """The events a channel watches for `kinds` of record: "Contacts.create", ...."""
+    return [f"{MODULES[kind]}.{operation}" for kind in kinds for operation in WATCHED_OPERATIONS]
+
+
 class Zoho(CrmClient):
-    """Zoho CRM contacts, over a client the caller builds; `base_url` is the account's data
-    centre API domain (one of ZOHO_API_DOMAINS) and `token` an OAuth access token."""
+    """Zoho CRM records of the module of its `kind` (MODULES), over a client the caller
+    builds; `base_url` is the account's data centre API domain (one of ZOHO_API_DOMAINS) and
+    `token` an OAuth access token."""
 
     platform = "zoho"
+
+    @property
+    def records(self) -> str:
+        """The path of its module's records: /crm/v7/Contacts, /crm/v7/Leads, /crm/v7/Accounts."""
+        return f"{API}/{MODULES[self.kind]}"
+
+    def _record(self, record_id: str) -> str:
+        return f"{self.records}/{quote(str(record_id), safe='')}"
 
     def token_headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Zoho-oauthtoken {token}"}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
-        """The Contact's current values of `properties` (field API names), None where empty
+        """The record's current values of `properties` (field API names), None where empty
         or unknown; a lookup (Account_Name, Owner) reads as its name."""
         values: Record = {}
         for fields in _slices(list(properties), FIELDS_PER_READ) or [[]]:
-            records = self._get(_contact(record_id), fields)
+            records = self._get(self._record(record_id), fields)
             if not records:
-                raise Permanent(f"no Zoho contact {record_id}: 204 No Content (deleted?)")
+                what = RECORD_NAMES[self.kind]
+                raise Permanent(f"no Zoho {what} {record_id}: 204 No Content (deleted?)")
             values.update(records[0])
         return _picked(values, properties)
 
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
-        """Contacts 100 a call by their ids; each one's values, or Permanent where Zoho has
-        no such contact. A refused batch (an id Zoho cannot parse) is read record by record,
+        """Records 100 a call by their ids; each one's values, or Permanent where Zoho has
+        no such record. A refused batch (an id Zoho cannot parse) is read record by record,
         so one bad id does not fail the others."""
         found: dict[str, dict[str, Any] | Permanent] = {}
         for ids in id_chunks(record_ids, IDS_PER_READ):
@@ -167,11 +192,11 @@ class Zoho(CrmClient):
         return found
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
-        """Update one Contact; fields Zoho refuses as invalid are dropped and reported."""
+        """Update one record; fields Zoho refuses as invalid are dropped and reported."""
         return write_dropping(lambda sent: self._update(record_id, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """Update Contacts 100 a call; each Contact's outcome."""
+        """Update records 100 a call; each record's outcome."""
         return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
     def watch(
@@ -181,9 +206,11 @@ class Zoho(CrmClient):
         token: str,
         expires: datetime,
         lapsed: bool = False,
+        events: Sequence[str] = ("Contacts.create", "Contacts.edit"),
     ) -> datetime:
-        """Enable, or renew (same `channel_id`), the notification channel posting Contacts'
-        create and edit events to `notify_url` with `token`; the expiry Zoho confirmed.
+        """Enable, or renew (same `channel_id`), the notification channel posting `events`
+        (records' create and edit, of one module or several) to `notify_url` with `token`;
+        the earliest expiry Zoho confirmed for them.
 
         Zoho keeps a channel at most a week (a day before API v4): an `expires` further out
         gets its one-hour default instead, and that is what comes back, so schedule the next
@@ -195,11 +222,11 @@ class Zoho(CrmClient):
             raise ValueError("expires needs a time zone: Zoho reads channel_expiry with its offset")
         channel = {
             "channel_id": channel_id,
-            "events": list(WATCHED_EVENTS),
+            "events": list(events),
             "channel_expiry": expires.isoformat(timespec="seconds"),
             "token": token,
             "notify_url": notify_url,
-            "notify_on_related_action": False,  # notes, calls...: no new contact data
+            "notify_on_related_action": False,  # notes, calls...: no new record data
         }
         first, then = ("POST", "PATCH") if lapsed else ("PATCH", "POST")
         try:
@@ -212,9 +239,10 @@ class Zoho(CrmClient):
     ) -> dict[str, dict[str, Any] | Permanent]:
         values: dict[str, Record] = {}
         for fields in _slices(properties, FIELDS_PER_READ) or [[]]:
-            for record in self._get(CONTACTS, fields, {"ids": ",".join(ids)}):
+            for record in self._get(self.records, fields, {"ids": ",".join(ids)}):
                 values.setdefault(str(record.get("id")), {}).update(record)
-        missing = Permanent("no such Zoho contact: the batch read left it out (deleted?)")
+        what = RECORD_NAMES[self.kind]
+        missing = Permanent(f"no such Zoho {what}: the batch read left it out (deleted?)")
         return {key: _picked(values[key], properties) if key in values else missing for key in ids}
 
     def _get(
@@ -242,12 +270,12 @@ class Zoho(CrmClient):
         return outcome if isinstance(outcome, dict) else {}
 
     def _update_one(self, record_id: str, values: dict[str, Any]) -> Outcome:
-        response = self._send("PUT", _contact(record_id), json=_payload([values]))
+        response = self._send("PUT", self._record(record_id), json=_payload([values]))
         return self._outcomes(response, {record_id: values})[record_id]
 
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
         records = [{"id": key, **values} for key, values in changes.items()]
-        return self._outcomes(self._send("PUT", CONTACTS, json=_payload(records)), changes)
+        return self._outcomes(self._send("PUT", self.records, json=_payload(records)), changes)
 
     def _outcomes(self, response: httpx.Response, changes: dict[str, Record]) -> dict[str, Outcome]:
         """Each record's outcome: from `data` (one answer a record, in the order sent) of a
@@ -256,7 +284,7 @@ class Zoho(CrmClient):
         body = _body(response)
         answers = body.get("data")
         if isinstance(answers, list) and (response.is_success or response.status_code == 400):
-            return _per_record(changes, answers)
+            return _per_record(changes, answers, RECORD_NAMES[self.kind])
         if _top_level_refusal(response, body):
             return self._refused_call(body, changes)
         try:
@@ -305,10 +333,6 @@ class Zoho(CrmClient):
         classify(response)
 
 
-def _contact(record_id: str) -> str:
-    return f"{CONTACTS}/{quote(str(record_id), safe='')}"
-
-
 def _slices(items: list[str], size: int) -> list[list[str]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
@@ -336,13 +360,13 @@ def _payload(records: list[Record]) -> Record:
     return {"data": data, "trigger": []}
 
 
-def _per_record(changes: dict[str, Record], answers: list[Any]) -> dict[str, Outcome]:
+def _per_record(changes: dict[str, Record], answers: list[Any], what: str) -> dict[str, Outcome]:
     outcomes = {
         key: _outcome(values, answer)
         for (key, values), answer in zip(changes.items(), answers, strict=False)
         if isinstance(answer, dict)
     }
-    left_out = Permanent("Zoho's answer left this contact out")
+    left_out = Permanent(f"Zoho's answer left this {what} out")
     return {key: outcomes.get(key, left_out) for key in changes}
 
 
@@ -443,18 +467,22 @@ def _body(response: httpx.Response) -> Record:
 
 
 def zoho_events(document: dict[str, Any]) -> list[Event]:
-    """A Notification API callback: one thin event per id, keyed by channel, time and id;
-    modules other than Contacts (a channel watching Leads too) and deletions give none."""
+    """A Notification API callback: one thin event per id, of the kind its `module` names
+    (Contacts, Leads, Accounts), keyed by channel, time, module (but for Contacts, keyed as
+    before there were others) and id; other modules and deletions give none."""
     ids = document.get("ids")
     if not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
         raise Unparseable("a Zoho notification needs its ids")
-    if document.get("module") != "Contacts" or document.get("operation") == "delete":
+    module = document.get("module")
+    kind = KINDS.get(module) if isinstance(module, str) else None
+    if kind is None or document.get("operation") == "delete":
         return []
     channel, sent = document.get("channel_id", ""), document.get("server_time", "")
+    prefix = f"{channel}:{sent}:" + ("" if kind == "contacts" else f"{module}:")
     fields = {name: document.get(name) for name in ("module", "operation", "channel_id")}
     return [
-        Event(f"{channel}:{sent}:{record_id}", str(record_id), {"id": str(record_id), **fields},
-              thin=True)
+        Event(f"{prefix}{record_id}", str(record_id), {"id": str(record_id), **fields},
+              thin=True, kind=kind)
         for record_id in ids
     ]  # fmt: skip
 
@@ -468,6 +496,7 @@ class ZohoPlatform(Platform):
     crm: bool = True
     refreshable: bool = True
     subscribes: bool = True
+    objects: tuple[str, ...] = tuple(MODULES)  # contacts, leads, companies (Accounts)
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
@@ -493,6 +522,8 @@ class ZohoPlatform(Platform):
         auth: httpx.Auth | None = None,
         kind: str = "contacts",
     ) -> Zoho:
+        if kind not in self.objects:
+            raise Permanent(f"Zoho has no {kind} the connector enriches")
         return Zoho(base_url, token, client, auth, kind)
 
     def token_url(self, base_url: str) -> str:
@@ -521,7 +552,10 @@ class ZohoPlatform(Platform):
         self, adapter: Zoho, link: Row, notify_url: str, token: str, until: datetime,
         lapsed: bool,
     ) -> datetime:  # fmt: skip
-        return adapter.watch(self.channel_id(link), notify_url, token, until, lapsed)
+        """The connection's one channel watches the records of every kind it enriches."""
+        channel = self.channel_id(link)
+        events = watched_events(self.objects)
+        return adapter.watch(channel, notify_url, token, until, lapsed, events)
 
 
 PLATFORM = ZohoPlatform()
