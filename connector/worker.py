@@ -129,7 +129,10 @@ class Worker:
             else:
                 notes.append((event, triaged))
         planned: list[Planned] = []
-        for triaged, current in self._read(adapter, mapping, reads, outcomes):
+        platform = PLATFORMS[link["platform"]]
+        linking = first["kind"] == "contacts" and "companies" in platform.objects
+        also = [platform.company_link] if linking and platform.company_link else []
+        for triaged, current in self._read(adapter, mapping, reads, outcomes, also):
             try:
                 plan = self._plan(triaged, current, link, mapping)
             except Exception as error:
@@ -145,6 +148,8 @@ class Worker:
             for plan in planned:
                 if plan.saving:
                     store.save_record(self.db, plan.saving)
+                if plan.company:
+                    store.add_events(self.db, [plan.company])
         outcomes["done"] += len(notes)
         return outcomes + self._write(link, adapter, planned)
 
@@ -197,13 +202,16 @@ class Worker:
         mapping: mappings.Mapping,
         reads: list[Triaged],
         outcomes: Counter[str],
+        also: list[str],
     ) -> list[tuple[Triaged, Row]]:
-        """The records' current values, read in as few calls as the CRM allows; events
-        whose record could not be read are failed (counted in `outcomes`)."""
+        """The records' current values (and the properties `also` names), read in as few
+        calls as the CRM allows; events whose record could not be read are failed (counted
+        in `outcomes`)."""
         if not reads:
             return []
         try:
-            found = _fetch(adapter, [t.record_id for t in reads], _readable(mapping))
+            properties = list(dict.fromkeys([*_readable(mapping), *also]))
+            found = _fetch(adapter, [t.record_id for t in reads], properties)
         except Exception as error:  # the whole call: every event waits or fails alike
             outcomes.update(self._fail(t.event, error) for t in reads)
             return []
@@ -227,16 +235,22 @@ class Worker:
         # what the event carries wins; the rest (a Salesforce Outbound Message without the
         # e-mail field ticked) as the CRM holds it
         given = mapping.enrich_input({**current, **triaged.payload})
-        refresh = triaged.payload.get("refresh") is True  # queued to be enriched again: no skip
-        if cached and not refresh and self._fresh(cached, given, ours):
-            return f"unchanged since {cached['enriched_at']}: not enriched again"
-        outcome = self._enrich(link, event, given)
+        if "result" in triaged.payload:  # a company's fields, delivered with its contact
+            outcome = server.Outcome(
+                triaged.payload["transaction_id"], triaged.payload["result"], 0
+            )
+        else:
+            refresh = triaged.payload.get("refresh") is True  # queued again: no skip
+            if cached and not refresh and self._fresh(cached, given, ours):
+                return f"unchanged since {cached['enriched_at']}: not enriched again"
+            outcome = self._enrich(link, event, given)
         changes = mapping.changes(outcome.result, current, ours)
         fingerprint = _fingerprint(given, {**ours, **changes})
         now = server.iso(self.clock())
         row = _cache_row(triaged.event, outcome, fingerprint, ours, now)
         saving = {**row, "pending": json.dumps(changes)}
-        return Planned(event, triaged.record_id, changes, current, saving)
+        company = _company_event(PLATFORMS[link["platform"]], event, current, outcome, now)
+        return Planned(event, triaged.record_id, changes, current, saving, company)
 
     def _complete(self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter) -> str:
         """Enrich a BLOCKed action's record (a HubSpot custom workflow action) and complete
@@ -339,6 +353,31 @@ def _readable(mapping: mappings.Mapping) -> list[str]:
     return list(dict.fromkeys([*(rule.property for rule in mapping.output), *plain]))
 
 
+def _company_event(
+    platform: Platform, event: Row, contact: Row, outcome: server.Outcome, now: str
+) -> Row | None:
+    """For a contact whose company matched and whose CRM record links a company record: an
+    event giving that record the company's fields of this enrichment (no second charge),
+    stored with the contact's write intent, so a kill loses neither. None otherwise."""
+    if event["kind"] != "contacts" or "companies" not in platform.objects:
+        return None
+    company_id = platform.linked_company(contact)
+    fields = {k: v for k, v in outcome.result.items() if k.startswith("comp")}
+    if not company_id or not fields.get("compGUID"):
+        return None
+    result = {**fields, "recordStatus": "Active", "accuracy": outcome.result.get("accuracy", "")}
+    payload = {"via_contact": event["record_id"], "transaction_id": outcome.transaction_id}
+    return {
+        "connection_id": event["connection_id"],
+        "kind": "companies",
+        "event_key": f"company-of:{outcome.transaction_id}",
+        "record_id": company_id,
+        "payload": json.dumps({**payload, "result": result}),
+        "thin": 1,
+        "received_at": now,
+    }
+
+
 def _fingerprint(given: Row, ours: Row) -> str:
     """The enrich input as the user gave it: inputs holding a value we wrote (a company name
     we filled in) are left out, so our own write does not count as a change."""
@@ -386,6 +425,7 @@ class Planned:
     intent: Row
     current: Row
     saving: Row | None = None  # None when finishing a saved intent
+    company: Row | None = None  # the event giving its company record the company's fields
 
     def unsent(self) -> Row:
         """What of the intent the CRM does not hold yet (in whatever form it holds it)."""

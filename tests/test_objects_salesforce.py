@@ -41,7 +41,7 @@ CUSTOM = {f"ContactData_{name}__c" for name in (
     "Job_Functions Record_Status Contact_GUID Company_GUID LinkedIn_URL"
 ).split()}  # fmt: skip
 FIELDS = {
-    "Contact": {"FirstName", "LastName", "Email", "Title", "Department", "Phone",
+    "Contact": {"AccountId", "FirstName", "LastName", "Email", "Title", "Department", "Phone",
                 "MailingStreet", "MailingCity", "MailingState", "MailingPostalCode",
                 "MailingCountry", "LinkedIn_URL__c", "Account_Name__c", "Account_Website__c",
                 *CUSTOM},
@@ -230,6 +230,39 @@ def test_a_contact_and_an_account_with_the_same_id_stay_apart(org: Org) -> None:
     assert org.work.run_due() == {"done": 1}
     assert org.events()[-1]["last_error"].startswith("unchanged since")
     assert org.credits() == 8
+
+
+def test_a_contacts_account_gets_the_company_fields_of_its_enrichment_without_a_charge(
+    org: Org,
+) -> None:
+    """Companies through their contacts: an enriched contact whose AccountId names an
+    Account gives it the company's fields of that enrichment, at once and for no credit;
+    the Account's own event for our write is then not enriched again."""
+    contact = {"Id": "0035e00000AbCdEFGH", "LastName": "Adams", "Email": AVA}
+    org.crm.records["Contact"] = {contact["Id"]: {**contact, "AccountId": ACCOUNT}}
+    org.crm.records["Account"] = {ACCOUNT: {"Id": ACCOUNT, "Name": "Lonestar"}}
+    org.post(outbound_message("Contact", ("04l5e00000QrStUVW4", contact)))
+
+    assert org.work.run_due() == {"done": 1}
+    assert org.credits() == 9
+    ((company_event, _),) = [(e, e["payload"]) for e in org.events() if e["kind"] == "companies"]
+    assert company_event["record_id"] == ACCOUNT and company_event["status"] == "pending"
+
+    assert org.work.run_due() == {"done": 1}  # the next round: the Account is written
+    ((account_write,),) = [list(w.values()) for w in org.crm.writes("Account")]
+    assert account_write["BillingCity"] == "Austin"
+    assert account_write["ContactData_Company_GUID__c"] == "D15C0000000000A1"
+    assert "Name" not in account_write and "Title" not in account_write
+    assert org.credits() == 9  # delivered with the contact: not charged again
+    cached = store.record(org.db, org.link.row["id"], ACCOUNT, "companies")
+    assert cached is not None and cached["company_guid"] == "D15C0000000000A1"
+
+    # the Account's own Outbound Message for our write: unchanged, not enriched
+    account = {"Id": ACCOUNT, "Name": "Lonestar", "Website": ""}
+    org.post(outbound_message("Account", ("04l5e00000QrStUVW5", account)))
+    assert org.work.run_due() == {"done": 1}
+    assert org.events()[-1]["last_error"].startswith("unchanged since")
+    assert org.credits() == 9
 
 
 def test_an_sobject_type_the_connector_does_not_enrich_is_a_dead_letter_naming_it(

@@ -116,6 +116,9 @@ class Platform:
     refreshable: bool = False  # its API tokens expire: an OAuth client may renew them
     # The kinds of CRM record it enriches, by our names: contacts, leads, companies.
     objects: tuple[str, ...] = ("contacts",)
+    # The contact property naming the company record it belongs to (Salesforce's AccountId):
+    # an enriched contact's company fields then go to that record too (`linked_company`).
+    company_link: str = ""
 
     @property
     def mapping_file(self) -> str:
@@ -182,6 +185,11 @@ class Platform:
         `token` (or the token `auth` renews); Permanent for a platform nothing is written
         back to, or a kind it does not have."""
         raise Permanent(f"no CRM adapter for {self.name!r}")
+
+    def linked_company(self, contact: Row) -> str:
+        """The id of the company record a contact's current values link it to; "" if none."""
+        value = contact.get(self.company_link) if self.company_link else None
+        return str(value) if isinstance(value, str | int) and value != "" else ""
 
     def echo(self, change: Row, ours: Row) -> str:
         """The properties a change event reports when their new values are the ones we wrote

@@ -363,6 +363,7 @@ class SalesforcePlatform(UrlSecret):
     crm: bool = True
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)
+    company_link: str = "AccountId"
 
     def events(self, body: bytes) -> list[Event]:
         return salesforce_events(body)
