@@ -22,8 +22,11 @@ def test_platforms_adapters_and_mapping_files_are_the_same() -> None:
     from connector.platforms import PLATFORMS
 
     platforms = {p["id"]: p for p in _manifest()["platforms"]}
-    mapping_files = {path.stem for path in (ROOT / "mappings").glob("*.yaml")}
-    assert set(platforms) == set(PLATFORMS) == mapping_files
+    mapping_files = {path.name for path in (ROOT / "mappings").glob("*.yaml")}
+    declared = {p.mapping_file_for(kind) for p in PLATFORMS.values() for kind in p.objects}
+    assert set(platforms) == set(PLATFORMS)
+    assert {p.mapping_file for p in PLATFORMS.values()} <= mapping_files
+    assert mapping_files == declared  # one file for each kind of record a platform declares
     crms = {name for name, kind in PLATFORMS.items() if kind.crm}
     assert crms == {name for name, p in platforms.items() if p["crm"]}
     assert all(p["mapping"] == f"mappings/{name}.yaml" for name, p in platforms.items())

@@ -1,14 +1,18 @@
 """Everything about HubSpot, in one place (`PLATFORM`, registered in connector/platforms/):
 
+- Its objects: contacts and companies (`OBJECTS`; HubSpot's leads are not in our scope).
 - Its requests: signed v1, v2 or v3 (`HubSpotPlatform.verify`), as Webhooks API batches,
   workflow webhooks or custom workflow action execution requests (`hubspot_kind`), read into
-  events (`hubspot_events`); a custom action is answered with `outputFields` (SUCCESS,
+  events of a contact or a company (`hubspot_events`, `hubspot_kind_of`): a subscription's
+  type (`company.propertyChange`, or `object.*` with objectTypeId 0-2), a company-based
+  workflow's company (`companyId`, or a customized body with "objectType": "COMPANY"), a
+  custom action's `object.objectType`; a custom action is answered with `outputFields` (SUCCESS,
   FAIL_CONTINUE, or BLOCK and completed later through the callback API), named once by its
   `callbackId`; everything else `{"accepted": n}`.
 - Our own writes coming back: a property change event whose value is the one we wrote.
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
-- Its adapter (`HubSpot`): contacts over the CRM objects API: read and update one contact,
-  and batch reads and updates of up to 100 contacts a call; and the completion of BLOCKed
+- Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
+  one record, and batch reads and updates of up to 100 a call; and the completion of BLOCKed
   custom workflow actions. Values always go as strings ("" clears a property).
 
 Signatures: v2 and v3 cover the URL, taken as HubSpot called it (`Delivery.uri`: the public

@@ -451,6 +451,7 @@ CRMS: dict[str, Platform] = {
 # --- HubSpot holding contacts and companies, for the worker -------------------------------
 
 HS_COMPANIES = "/crm/objects/2026-03/companies"
+HS_CALLBACKS = "/automation/actions/callbacks/2026-03"
 
 
 class FakeHubSpot:
@@ -464,11 +465,15 @@ class FakeHubSpot:
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []
         self.options: dict[str, set[str]] = {}  # dropdown properties: the values they allow
+        self.completed: dict[str, dict[str, Any]] = {}  # custom actions: callbackId -> body
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
+        if request.url.path.startswith(HS_CALLBACKS):  # .../{callbackId}/complete: 204
+            self.completed[unquote(request.url.path.split("/")[-2])] = json.loads(request.content)
+            return httpx.Response(204)
         records = self._records(request)
         if request.url.path.endswith("/batch/update"):
             return self._batch_update(records, json.loads(request.content)["inputs"])
