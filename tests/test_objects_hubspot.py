@@ -282,3 +282,21 @@ def test_hubspot_declares_contacts_and_companies_and_no_leads() -> None:
     assert PLATFORM.mapping_file_for("companies") == "hubspot.companies.yaml"
     with pytest.raises(Permanent, match="no leads"):
         PLATFORM.adapter("https://api.hubapi.com", "token", httpx.Client(), kind="leads")
+
+
+def test_a_customized_company_webhook_body_names_its_object_and_feeds_domain_and_name(
+    connector_app: Flask, worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    """A workflow's customized body is flat property names; "objectType": "COMPANY" (the
+    name custom actions give companies) says it is a company, else it is read as a contact."""
+    db, work, link, _ = worker_setup
+    crm.companies["77"] = {"name": "", "domain": ""}
+    body = {"objectType": "COMPANY", "hs_object_id": "77", "name": "Lonestar Discover Works",
+            "domain": "lonestar-discover.com"}  # fmt: skip
+    assert _post(connector_app.test_client(), link, body, "v3").status_code == 200
+    (event,) = _events(db, link)
+    assert (event["kind"], event["record_id"]) == ("companies", "77")
+    assert work.run_due() == {"done": 1}
+    (written,) = crm.patches()
+    assert written.items() >= {**LONESTAR_WRITTEN, "domain": "lonestar-discover.com"}.items()
+    assert written["name"] == "Lonestar Discover Works Inc."  # filled: it was empty
