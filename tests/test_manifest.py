@@ -93,14 +93,14 @@ def test_schedules_are_those_of_the_code() -> None:
     assert [d.id for d in scheduler.DEFAULTS] == list(jobs.JOBS)
 
 
-def test_the_readmes_platform_table_lists_every_platform_and_kind() -> None:
+def test_the_readmes_platform_table_lists_every_platform_kind_and_record() -> None:
     from connector.platforms import PLATFORMS
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("### Platforms", 1)[1].split("\n\n", 2)[1]
     listed = {}
     for row in table.splitlines()[2:]:
-        name, kind = row.split("|")[1:3]
+        name, kind, records = row.split("|")[1:4]
         for platform in re.findall(r"`([a-z0-9]+)`", name):
-            listed[platform] = kind.strip() == "CRM"
-    assert listed == {name: kind.crm for name, kind in PLATFORMS.items()}
+            listed[platform] = (kind.strip() == "CRM", tuple(records.strip().split(", ")))
+    assert listed == {name: (p.crm, p.objects) for name, p in PLATFORMS.items()}

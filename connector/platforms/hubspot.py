@@ -1,14 +1,18 @@
 """Everything about HubSpot, in one place (`PLATFORM`, registered in connector/platforms/):
 
+- Its objects: contacts and companies (`OBJECTS`; HubSpot's leads are not in our scope).
 - Its requests: signed v1, v2 or v3 (`HubSpotPlatform.verify`), as Webhooks API batches,
   workflow webhooks or custom workflow action execution requests (`hubspot_kind`), read into
-  events (`hubspot_events`); a custom action is answered with `outputFields` (SUCCESS,
+  events of a contact or a company (`hubspot_events`, `hubspot_kind_of`): a subscription's
+  type (`company.propertyChange`, or `object.*` with objectTypeId 0-2), a company-based
+  workflow's company (`companyId`, or a customized body with "objectType": "COMPANY"), a
+  custom action's `object.objectType`; a custom action is answered with `outputFields` (SUCCESS,
   FAIL_CONTINUE, or BLOCK and completed later through the callback API), named once by its
   `callbackId`; everything else `{"accepted": n}`.
 - Our own writes coming back: a property change event whose value is the one we wrote.
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
-- Its adapter (`HubSpot`): contacts over the CRM objects API: read and update one contact,
-  and batch reads and updates of up to 100 contacts a call; and the completion of BLOCKed
+- Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
+  one record, and batch reads and updates of up to 100 a call; and the completion of BLOCKed
   custom workflow actions. Values always go as strings ("" clears a property).
 
 Signatures: v2 and v3 cover the URL, taken as HubSpot called it (`Delivery.uri`: the public
@@ -109,29 +113,45 @@ BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says 
 DAILY_WAIT_SECONDS = 24 * 3600.0  # see the module docstring
 API_VERSION = "2026-03"  # HubSpot's date-versioned APIs (see the module docstring)
 CONTACTS = f"/crm/objects/{API_VERSION}/contacts"
+COMPANIES = f"/crm/objects/{API_VERSION}/companies"
+# Each kind of record we enrich: its path, and one record's name in our messages.
+OBJECTS = {"contacts": (CONTACTS, "contact"), "companies": (COMPANIES, "company")}
+# HubSpot's names of an object type -> our kinds: a Webhooks API subscription's prefix
+# (`company.creation`), a generic subscription's objectTypeId, a custom action's objectType.
+KINDS = {"contact": "contacts", "company": "companies", "0-1": "contacts", "0-2": "companies"}
 CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 UNKNOWN = "PROPERTY_DOESNT_EXIST"
 LISTED = "Property values were not valid:"  # a 400's message, then its refusals as JSON
 
 
 class HubSpot(CrmClient):
-    """HubSpot contacts, over a client the caller builds; `token` is an OAuth access token or
-    a private-app token."""
+    """HubSpot contacts or companies (`kind`), over a client the caller builds; `token` is an
+    OAuth access token or a private-app token."""
 
     platform = "hubspot"
 
+    @property
+    def path(self) -> str:
+        """The CRM objects API path of its kind of record."""
+        return OBJECTS[self.kind][0]
+
+    @property
+    def noun(self) -> str:
+        """One record of its kind, as our messages name it."""
+        return OBJECTS[self.kind][1]
+
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
-        """The contact's current values of `properties`, None where empty."""
+        """The record's current values of `properties`, None where empty."""
         params = {"properties": ",".join(properties)} if properties else None
-        response = self._send("GET", _contact(record_id), params=params)
+        response = self._send("GET", self._record(record_id), params=params)
         self._check(response)
-        values = _properties(response, json_body(response), "a contact")
+        values = _properties(response, json_body(response), f"a {self.noun}")
         return {name: values.get(name) for name in properties}
 
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
-        """Contacts' current values, 100 a call (`batch/read`); a contact the answer leaves
+        """Records' current values, 100 a call (`batch/read`); a record the answer leaves
         out (HubSpot's 207 names ids it could not get) is Permanent."""
         found: dict[str, dict[str, Any] | Permanent] = {}
         for chunk in id_chunks(record_ids, BATCH_SIZE):
@@ -140,24 +160,24 @@ class HubSpot(CrmClient):
                 "propertiesWithHistory": [],  # required by the specification
                 "inputs": [{"id": key} for key in chunk],
             }
-            response = self._send("POST", f"{CONTACTS}/batch/read", json=body)
+            response = self._send("POST", f"{self.path}/batch/read", json=body)
             self._check(response)
             answer = json_body(response)
-            for result in _results(response, answer, "a batch of contacts"):
-                values = _properties(response, result, "a batch of contacts")
+            for result in _results(response, answer, f"a batch of {self.kind}"):
+                values = _properties(response, result, f"a batch of {self.kind}")
                 found[str(result.get("id"))] = {name: values.get(name) for name in properties}
             missing = "; ".join(map(_describe, dicts(answer.get("errors"))))
-            gone = Permanent(f"no such contact: {missing or 'left out of the batch read'}")
+            gone = Permanent(f"no such {self.noun}: {missing or 'left out of the batch read'}")
             found.update({key: gone for key in chunk if key not in found})
         return found
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
-        """Update one contact; properties HubSpot refuses (unknown, or a value it will not
+        """Update one record; properties HubSpot refuses (unknown, or a value it will not
         take) are dropped and reported."""
         return write_dropping(lambda sent: self._update(record_id, sent), properties)
 
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
-        """Update contacts 100 a call; each contact's outcome."""
+        """Update records 100 a call; each record's outcome."""
         return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
     def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
@@ -172,21 +192,21 @@ class HubSpot(CrmClient):
 
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
         body = {"properties": _strings(properties)}
-        response = self._send("PATCH", _contact(record_id), json=body)
+        response = self._send("PATCH", self._record(record_id), json=body)
         refused = _reasons(_refused_properties(response))
         if not refused:
             self._check(response)
-            written = json_body(response)  # the contact: anything else may not have been written
+            written = json_body(response)  # the record: anything else may not have been written
             if not (isinstance(written, dict) and "id" in written):
-                raise garbled(response, "the contact written")
+                raise garbled(response, f"the {self.noun} written")
         return refused
 
     def _update_batch(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
         inputs = [{"id": key, "properties": _strings(values)} for key, values in changes.items()]
-        response = self._send("POST", f"{CONTACTS}/batch/update", json={"inputs": inputs})
+        response = self._send("POST", f"{self.path}/batch/update", json={"inputs": inputs})
         refused = _refused_properties(response)
         unknown = {name: said for name, said in refused.items() if said[0] == UNKNOWN}
-        if unknown:  # unknown to every contact: each goes again without them
+        if unknown:  # unknown to every record: each goes again without them
             return dict.fromkeys(changes, _reasons(unknown))
         if refused:  # someone's value, and HubSpot does not say whose
             return dict.fromkeys(changes, Permanent(f"refused: {_described(refused)}"))
@@ -195,7 +215,11 @@ class HubSpot(CrmClient):
         except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(changes, failure)
         body = json_body(response)
-        return _batch_outcomes(changes, body, _results(response, body, "a batch update's results"))
+        results = _results(response, body, "a batch update's results")
+        return _batch_outcomes(changes, body, results, self.noun)
+
+    def _record(self, record_id: str) -> str:
+        return f"{self.path}/{quote(str(record_id), safe='')}"
 
     def _check(self, response: httpx.Response) -> None:
         """Raise for a failed answer: 401 and 429 HubSpot's way, the rest as `classify`."""
@@ -204,10 +228,6 @@ class HubSpot(CrmClient):
         if response.status_code == 429:
             raise _rate_limited(response)
         classify(response)
-
-
-def _contact(record_id: str) -> str:
-    return f"{CONTACTS}/{quote(str(record_id), safe='')}"
 
 
 def _strings(properties: dict[str, Any]) -> dict[str, str]:
@@ -278,7 +298,10 @@ def _described(refused: dict[str, Said]) -> str:
 
 
 def _batch_outcomes(
-    changes: dict[str, dict[str, Any]], body: dict[str, Any], results: list[dict[str, Any]]
+    changes: dict[str, dict[str, Any]],
+    body: dict[str, Any],
+    results: list[dict[str, Any]],
+    noun: str,
 ) -> dict[str, Outcome]:
     """Each record's outcome from a 200 or 207 answer: in `results`, written; named by an
     error's context (ids or objectWriteTraceId), that error; in neither, refused with the
@@ -294,7 +317,7 @@ def _batch_outcomes(
         outcomes.update(dict.fromkeys(named, outcome))
         if not named:
             unnamed.append(_describe(error))
-    why = "; ".join(unnamed) or "HubSpot's answer left this contact out (merged or deleted?)"
+    why = "; ".join(unnamed) or f"HubSpot's answer left this {noun} out (merged or deleted?)"
     return {key: outcomes.get(key, Permanent(why)) for key in changes}
 
 
@@ -307,7 +330,7 @@ def _results(response: httpx.Response, body: Any, expected: str) -> list[dict[st
 
 
 def _properties(response: httpx.Response, record: Any, expected: str) -> dict[str, Any]:
-    """A contact's `properties` object; `garbled` when the answer holds none."""
+    """A record's `properties` object; `garbled` when the answer holds none."""
     values = record.get("properties") if isinstance(record, dict) else None
     if not isinstance(values, dict):
         raise garbled(response, expected)
@@ -400,18 +423,35 @@ def is_action(payload: Any) -> bool:
 
 
 def hubspot_events(document: Any, body: bytes) -> list[Event]:
-    """A Webhooks API batch, a workflow webhook's contact, or a custom action's request."""
+    """A Webhooks API batch, a workflow webhook's contact or company, or a custom action's
+    request; each event of the kind of record it names (`hubspot_kind_of`)."""
     if isinstance(document, list):
         return [_hubspot_subscription_event(item) for item in document]
     if not isinstance(document, dict):
         raise Unparseable("the body must be a JSON object or array")
     if is_action(document):
         record = document.get("object") or {}
-        return [Event(str(document["callbackId"]), str(record.get("objectId", "")), document)]
+        kind = hubspot_kind_of(record.get("objectType") if isinstance(record, dict) else None)
+        record_id = str(record.get("objectId", "")) if isinstance(record, dict) else ""
+        return [Event(str(document["callbackId"]), record_id, document, kind=kind)]
     if "vid" in document:
         key = f"{document.get('portal-id', '')}:{document['vid']}:{digest(body)}"
         return [Event(key, str(document["vid"]), document)]
-    return [Event(digest(body), str(document.get("hs_object_id", "")), document)]
+    if "companyId" in document and isinstance(document.get("properties"), dict):
+        key = f"{document.get('portalId', '')}:company:{document['companyId']}:{digest(body)}"
+        return [Event(key, str(document["companyId"]), document, kind="companies")]
+    kind = hubspot_kind_of(document.get("objectType"))
+    return [Event(digest(body), str(document.get("hs_object_id", "")), document, kind=kind)]
+
+
+def hubspot_kind_of(object_type: Any) -> str:
+    """Our kind of record for HubSpot's name of an object type ("COMPANY", "company", "0-2"):
+    contacts when none is named; another object (a deal) by its own name, which no HubSpot
+    connection enriches (the worker refuses it, rather than read a contact of its id)."""
+    if object_type is None or object_type == "":
+        return "contacts"
+    name = str(object_type).strip().lower()
+    return KINDS.get(name, name)
 
 
 def _hubspot_subscription_event(item: Any) -> Event:
@@ -419,7 +459,16 @@ def _hubspot_subscription_event(item: Any) -> Event:
         raise Unparseable("each event of a HubSpot batch needs eventId and objectId")
     parts = (item.get("subscriptionId"), item["eventId"], item.get("occurredAt"), item["objectId"])
     key = ":".join(str(part) for part in parts)
-    return Event(key, str(item["objectId"]), item, thin=True)
+    kind = hubspot_kind_of(_subscribed_type(item))
+    return Event(key, str(item["objectId"]), item, thin=True, kind=kind)
+
+
+def _subscribed_type(item: dict[str, Any]) -> Any:
+    """The object type a subscription's event is about: its subscriptionType's prefix
+    (`company.propertyChange`), or for a generic one (`object.propertyChange`) its
+    objectTypeId (0-1 contacts, 0-2 companies)."""
+    prefix = str(item.get("subscriptionType") or "").partition(".")[0]
+    return item.get("objectTypeId") if prefix == "object" else prefix
 
 
 # --- signatures ---------------------------------------------------------------------------
@@ -531,6 +580,7 @@ class HubSpotPlatform(Platform):
     crm: bool = True
     issues_secret: bool = True  # the app's client secret
     refreshable: bool = True
+    objects: tuple[str, ...] = ("contacts", "companies")  # HubSpot has no leads in our scope
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
@@ -597,6 +647,8 @@ class HubSpotPlatform(Platform):
         auth: httpx.Auth | None = None,
         kind: str = "contacts",
     ) -> HubSpot:
+        if kind not in OBJECTS:
+            raise Permanent(f"HubSpot has no {kind} the connector enriches")
         return HubSpot(base_url, token, client, auth, kind)
 
     def echo(self, change: Row, ours: Row) -> str:

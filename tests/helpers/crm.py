@@ -448,47 +448,64 @@ CRMS: dict[str, Platform] = {
 }
 
 
-# --- HubSpot holding contacts, for the worker ---------------------------------------------
+# --- HubSpot holding contacts and companies, for the worker -------------------------------
+
+HS_COMPANIES = "/crm/objects/2026-03/companies"
+HS_CALLBACKS = "/automation/actions/callbacks/2026-03"
 
 
 class FakeHubSpot:
-    """Contacts by id; records every request; answers with what `failures` holds first."""
+    """Contacts and companies by id (each kind numbered on its own, as HubSpot does: a
+    contact and a company may share an id); records every request; answers with what
+    `failures` holds first."""
 
     def __init__(self) -> None:
         self.contacts: dict[str, dict[str, Any]] = {"501": {"email": AVA, "jobtitle": ""}}
+        self.companies: dict[str, dict[str, Any]] = {}
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []
         self.options: dict[str, set[str]] = {}  # dropdown properties: the values they allow
+        self.completed: dict[str, dict[str, Any]] = {}  # custom actions: callbackId -> body
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
+        if request.url.path.startswith(HS_CALLBACKS):  # .../{callbackId}/complete: 204
+            self.completed[unquote(request.url.path.split("/")[-2])] = json.loads(request.content)
+            return httpx.Response(204)
+        records = self._records(request)
         if request.url.path.endswith("/batch/update"):
-            return self._batch_update(json.loads(request.content)["inputs"])
+            return self._batch_update(records, json.loads(request.content)["inputs"])
         if request.url.path.endswith("/batch/read"):
-            return self._batch_read(json.loads(request.content))
+            return self._batch_read(records, json.loads(request.content))
         record_id = request.url.path.rsplit("/", 1)[-1]
-        if record_id not in self.contacts:
+        if record_id not in records:
             return httpx.Response(404, json={"status": "error", "message": "Object not found"})
         if request.method == "PATCH":
             sent = json.loads(request.content)["properties"]
             if refused := self._invalid_option([sent]):
                 return refused
-            self.contacts[record_id].update(sent)
-        properties = self.contacts[record_id]
+            records[record_id].update(sent)
+        properties = records[record_id]
         return httpx.Response(200, json={"id": record_id, "properties": properties})
 
-    def _batch_update(self, inputs: list[dict[str, Any]]) -> httpx.Response:
-        """HubSpot's batch update: 200 when every contact was written, else 207 with an
-        error naming the missing ones; one contact's invalid option refuses them all."""
+    def _records(self, request: httpx.Request) -> dict[str, dict[str, Any]]:
+        """The kind of record a request's path names: companies, else contacts."""
+        return self.companies if request.url.path.startswith(HS_COMPANIES) else self.contacts
+
+    def _batch_update(
+        self, records: dict[str, dict[str, Any]], inputs: list[dict[str, Any]]
+    ) -> httpx.Response:
+        """HubSpot's batch update: 200 when every record was written, else 207 with an
+        error naming the missing ones; one record's invalid option refuses them all."""
         if refused := self._invalid_option([item["properties"] for item in inputs]):
             return refused
-        found = [item for item in inputs if item["id"] in self.contacts]
+        found = [item for item in inputs if item["id"] in records]
         for item in found:
-            self.contacts[item["id"]].update(item["properties"])
+            records[item["id"]].update(item["properties"])
         results = [{"id": item["id"], "properties": item["properties"]} for item in found]
-        missing = [item["id"] for item in inputs if item["id"] not in self.contacts]
+        missing = [item["id"] for item in inputs if item["id"] not in records]
         if not missing:
             return httpx.Response(200, json={"status": "COMPLETE", "results": results})
         error = {"status": "error", "category": "OBJECT_NOT_FOUND", "message": "Not found",
@@ -504,19 +521,22 @@ class FakeHubSpot:
                 return httpx.Response(400, json=invalid_option(name, value, self.options[name]))
         return None
 
-    def _batch_read(self, body: dict[str, Any]) -> httpx.Response:
-        """HubSpot's batch read: the contacts found, 207 naming the missing ones."""
+    def _batch_read(
+        self, records: dict[str, dict[str, Any]], body: dict[str, Any]
+    ) -> httpx.Response:
+        """HubSpot's batch read: the records found, 207 naming the missing ones."""
         ids = [item["id"] for item in body["inputs"]]
         results = [
-            {"id": key, "properties": {name: self.contacts[key].get(name)
+            {"id": key, "properties": {name: records[key].get(name)
                                        for name in body["properties"]}}
-            for key in ids if key in self.contacts
+            for key in ids if key in records
         ]  # fmt: skip
-        missing = [key for key in ids if key not in self.contacts]
+        missing = [key for key in ids if key not in records]
         if not missing:
             return httpx.Response(200, json={"status": "COMPLETE", "results": results})
+        kind = "COMPANY" if records is self.companies else "CONTACT"
         error = {"status": "error", "category": "OBJECT_NOT_FOUND",
-                 "message": "Could not get some CONTACT objects",
+                 "message": f"Could not get some {kind} objects",
                  "context": {"ids": missing}}  # fmt: skip
         return httpx.Response(207, json={"status": "COMPLETE", "results": results,
                                          "errors": [error], "numErrors": 1})  # fmt: skip
