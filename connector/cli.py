@@ -17,8 +17,9 @@ from typing import Any
 import click
 
 import server
-from connector import connections, jobs, mappings, outbound, scheduler, store, worker
+from connector import backfill, connections, jobs, mappings, outbound, scheduler, store, worker
 from connector.platforms import PLATFORMS
+from connector.platforms.base import Permanent, Retriable
 from server import DB_OPTION, ServiceError, utcnow
 from server import cli_main as main
 from server import load_settings as load
@@ -200,6 +201,75 @@ def _stop_on_sigterm() -> list[int]:
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda number, _frame: stopping.append(number))
     return stopping
+
+
+class _RunByDefault(click.Group):
+    """A group whose first argument, unless it names a subcommand, is the `run` command's."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] != "--help":
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@main.group("backfill", cls=_RunByDefault)
+def backfill_group() -> None:
+    """Enrich a CRM's existing records: `backfill CONNECTION_ID [options]` queues them for
+    the worker (resumably; see `backfill run --help`); `backfill status CONNECTION_ID`."""
+
+
+@backfill_group.command("run")
+@DB_OPTION
+@click.argument("connection_id")
+@click.option("--object", "kind", type=click.Choice(["contacts", "leads", "companies"]),
+              default="contacts", show_default=True)  # fmt: skip
+@click.option("--since", default=None, help="Only records modified since (ISO 8601 date/time).")
+@click.option("--max-credits", type=click.IntRange(0), default=None,
+              help="Queue at most this many records (one credit each, at most).")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Count the records and the credits; queue none.")
+def backfill_run(
+    db_path: Path, connection_id: str, kind: str, since: str | None, max_credits: int | None,
+    dry_run: bool,
+) -> None:  # fmt: skip
+    """List the CRM's existing records of a kind and queue those to enrich as events for the
+    worker (live events go first); a run killed resumes where it was when started again."""
+    try:
+        since_iso = backfill.since_from(since)
+    except ValueError:
+        raise click.BadParameter(f"not an ISO 8601 date: {since!r}", param_hint="--since") from None
+    settings = load({"DB": str(db_path)})
+    with outbound.client(timeout=30.0) as client:
+        work = worker.Worker(
+            store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
+        )
+        try:
+            if dry_run:
+                estimate = backfill.dry_run(work, connection_id, kind, since_iso, time.sleep)
+                click.echo("\n".join(["dry run: nothing queued", *estimate.summary()]))
+                return
+            row = backfill.run(
+                work, connection_id, kind, since_iso, max_credits, time.sleep, click.echo
+            )
+        except (Permanent, Retriable) as failure:
+            raise click.ClickException(f"{failure.reason} (run it again to resume)") from None
+    click.echo(f"backfill {row['id']} {row['state']}: the worker enriches the queued records")
+
+
+@backfill_group.command("status")
+@DB_OPTION
+@click.argument("connection_id")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def backfill_status(db_path: Path, connection_id: str, as_json: bool) -> None:
+    """Each backfill of a connection: records listed, queued and worked off, credits spent,
+    time left."""
+    rows = backfill.status(store.connect(db_path), connection_id, utcnow())
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(backfill.status_line(row))
+    if not rows:
+        click.echo(f"no backfill of connection {connection_id}")
 
 
 @main.group("jobs")

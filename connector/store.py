@@ -257,6 +257,39 @@ def m010_record_kinds(db: Database) -> None:
     db.execute("DROP TABLE records_before_kinds")
 
 
+@MIGRATIONS()
+def m011_backfills(db: Database) -> None:
+    """Backfills: a CRM's existing records of one kind, listed page by page and queued as
+    thin events (connector/backfill.py). Each run keeps the CRM's paging cursor and its counts,
+    so one killed goes on from where it was; events carry a priority (0 live, 1 backfill) by
+    which the worker takes live events first."""
+    db.execute(
+        """
+        CREATE TABLE backfills (
+            id INTEGER PRIMARY KEY,
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            since TEXT NOT NULL DEFAULT '',
+            cursor TEXT NOT NULL DEFAULT '',
+            listed INTEGER NOT NULL DEFAULT 0,
+            queued INTEGER NOT NULL DEFAULT 0,
+            skipped INTEGER NOT NULL DEFAULT 0,
+            total INTEGER,
+            credit_cap INTEGER,
+            state TEXT NOT NULL DEFAULT 'running'
+                CHECK (state IN ('running', 'done', 'stopped')),
+            note TEXT NOT NULL DEFAULT '',
+            started_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX backfills_connection ON backfills (connection_id, kind, state)")
+    db.execute("ALTER TABLE events ADD COLUMN priority INTEGER NOT NULL DEFAULT 0")
+    db.execute("DROP INDEX events_due")
+    db.execute("CREATE INDEX events_due ON events (status, priority, due_at)")
+
+
 def start_settings_session(db: Database, row: Row) -> None:
     """A new settings session: id (a digest), key_id, org_id, mark, created_at."""
     db.table("settings_sessions").insert(row)
@@ -448,9 +481,9 @@ def add_events(db: Database, rows: list[Row]) -> int:
     before = db.conn.total_changes
     db.conn.executemany(
         "INSERT OR IGNORE INTO events (connection_id, event_key, kind, record_id, payload, "
-        "thin, received_at, due_at) VALUES (:connection_id, :event_key, :kind, :record_id, "
-        ":payload, :thin, :received_at, :received_at)",
-        [{"kind": "contacts", **row} for row in rows],
+        "thin, received_at, due_at, priority) VALUES (:connection_id, :event_key, :kind, "
+        ":record_id, :payload, :thin, :received_at, :received_at, :priority)",
+        [{"kind": "contacts", "priority": 0, **row} for row in rows],
     )
     return db.conn.total_changes - before
 
@@ -462,9 +495,11 @@ def events_of(db: Database, connection_id: str) -> list[Row]:
 
 
 def due_events(db: Database, now: str, limit: int) -> list[Row]:
-    """Pending events whose time has come, oldest due first."""
+    """Pending events whose time has come: live ones (priority 0) before a backfill's (1),
+    each oldest due first; in the order of the index events_due, so no sort is needed."""
     sql = (
-        "SELECT * FROM events WHERE status = 'pending' AND due_at <= ? ORDER BY due_at, id LIMIT ?"
+        "SELECT * FROM events WHERE status = 'pending' AND due_at <= ? "
+        "ORDER BY priority, due_at, id LIMIT ?"
     )
     return list(db.query(sql, [now, limit]))
 
@@ -546,3 +581,70 @@ def record_written(
 def delete_connection(db: Database, connection_id: str) -> bool:
     """Remove a connection; whether there was one."""
     return db.execute("DELETE FROM connections WHERE id = ?", [connection_id]).rowcount == 1
+
+
+# --- backfills ---------------------------------------------------------------------------------
+
+
+def start_backfill(db: Database, row: Row) -> Row:
+    """A new backfill (connection_id, kind, since, credit_cap, started_at, updated_at)."""
+    new = db.table("backfills").insert({**row, "state": "running"}).last_pk
+    return backfill(db, int(new)) or {}
+
+
+def backfill(db: Database, backfill_id: int) -> Row | None:
+    """The backfill with this id, or None."""
+    rows = list(db.query("SELECT * FROM backfills WHERE id = ?", [backfill_id]))
+    return rows[0] if rows else None
+
+
+def running_backfill(db: Database, connection_id: str, kind: str) -> Row | None:
+    """A connection's backfill of `kind` still running (killed, or running now), or None."""
+    sql = (
+        "SELECT * FROM backfills WHERE connection_id = ? AND kind = ? AND state = 'running' "
+        "ORDER BY id DESC LIMIT 1"
+    )
+    rows = list(db.query(sql, [connection_id, kind]))
+    return rows[0] if rows else None
+
+
+def backfills_of(db: Database, connection_id: str) -> list[Row]:
+    """A connection's backfills, newest first."""
+    sql = "SELECT * FROM backfills WHERE connection_id = ? ORDER BY id DESC"
+    return list(db.query(sql, [connection_id]))
+
+
+def update_backfill(db: Database, backfill_id: int, values: Row) -> None:
+    """Change a backfill's cursor, counts, state or note."""
+    db.table("backfills").update(backfill_id, values)
+
+
+def cached_records(db: Database, connection_id: str, kind: str, record_ids: list[str]) -> list[Row]:
+    """The transaction cache entries (record_id, contact_guid, enriched_at) of these records."""
+    sql = (
+        "SELECT record_id, contact_guid, enriched_at FROM records WHERE connection_id = ? "
+        "AND kind = ? AND record_id IN (SELECT value FROM json_each(?))"
+    )
+    return list(db.query(sql, [connection_id, kind, json.dumps(record_ids)]))
+
+
+def pending_events(db: Database, connection_id: str) -> int:
+    """How many events of a connection are still pending (each may yet cost a credit)."""
+    sql = "SELECT count(*) FROM events WHERE status = 'pending' AND connection_id = ?"
+    return int(db.execute(sql, [connection_id]).fetchone()[0])
+
+
+def backfill_progress(db: Database, connection_id: str, prefix: str) -> Row:
+    """A backfill's events (their keys start with `prefix`) by status (pending, done, dead),
+    and `matched`: those done whose record matched (each cost at most a credit)."""
+    sql = (
+        "SELECT count(*) FILTER (WHERE e.status = 'pending') AS pending, "
+        "count(*) FILTER (WHERE e.status = 'done') AS done, "
+        "count(*) FILTER (WHERE e.status = 'dead') AS dead, "
+        "count(*) FILTER (WHERE e.status = 'done' AND (r.contact_guid != '' "
+        "OR r.company_guid != '')) AS matched "
+        "FROM events e LEFT JOIN records r ON r.connection_id = e.connection_id "
+        "AND r.kind = e.kind AND r.record_id = e.record_id "
+        "WHERE e.connection_id = :c AND e.event_key >= :p AND e.event_key < :p || char(1114111)"
+    )
+    return dict(next(iter(db.query(sql, {"c": connection_id, "p": prefix}))))

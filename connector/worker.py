@@ -153,6 +153,11 @@ class Worker:
         outcomes["done"] += len(notes)
         return outcomes + self._write(link, adapter, planned)
 
+    def setup(self, connection_id: str, kind: str) -> tuple[Row, mappings.Mapping, Adapter]:
+        """The connection, the mapping of its `kind` of records and its adapter for them, as
+        the worker uses them (a backfill lists records with them); Permanent when it has none."""
+        return self._setup(connection_id, kind, {})
+
     def _setup(
         self, connection_id: str, kind: str, auths: Auths
     ) -> tuple[Row, mappings.Mapping, Adapter]:

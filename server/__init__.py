@@ -45,6 +45,7 @@ _HOMES = {
     "load_settings": "server.config:load",
     "now": "server.http.access:now",
     "organization": "server.accounts:organization",
+    "parse_input": "server.enrich:parse_input",
     "registrable_domain": "server.normalize:registrable_domain",
     "usage": "server.usage",
     "utcnow": "server.clock:utcnow",

@@ -57,6 +57,7 @@ MEANINGS = {
     "create_app": server.http.app.create_app,
     "decode_json": wire.decode_json,
     "enrich_with_key": enrich.enrich_with_key,
+    "parse_input": enrich.parse_input,
     "get_db": server.http.access.get_db,
     "iso": clock.iso,
     "key_secret": config.key_secret,

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol, TypeAlias
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 import httpx
 from sqlite_utils import Database
@@ -580,6 +580,16 @@ class Permanent(Exception):
         self.reason = reason
 
 
+class Listed(NamedTuple):
+    """One page of a CRM's records of a kind: each record's values by its id, the cursor of
+    the next page (None after the last), and how many records remain from this page on when
+    the CRM says (None when it does not)."""
+
+    records: dict[str, dict[str, Any]]
+    cursor: str | None
+    remaining: int | None = None
+
+
 class Adapter(Protocol):
     """One CRM's contacts, read and written over an injected `httpx.Client`; with `auth`
     (a renewing OAuth token, connector/oauth.py), every request is authenticated by it."""
@@ -606,6 +616,13 @@ class Adapter(Protocol):
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
         """Write several records in as few calls as the CRM allows: each record's outcome.
         A failure of a whole call worth retrying raises Retriable."""
+        ...
+
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """A page of the CRM's existing records (modified at or after `since`, ISO 8601 UTC,
+        when given) with the values of `properties`, from `cursor` (None: the first page).
+        A failure worth retrying (a rate limit) raises Retriable; Permanent where the
+        platform's listing is not built."""
         ...
 
 
@@ -641,6 +658,10 @@ class CrmClient:
         self.auth = auth
         self.kind = kind  # the kind of record it reads and writes (Platform.objects)
         self.headers = self.token_headers(token)
+
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """Permanent: an adapter lists its CRM's records only where it says how (`Adapter`)."""
+        raise Permanent("listing not built yet")
 
     def token_headers(self, token: str) -> dict[str, str]:
         """The headers every request carries: the token, and what else the CRM wants."""

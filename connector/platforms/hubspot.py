@@ -12,8 +12,9 @@
 - Our own writes coming back: a property change event whose value is the one we wrote.
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
-  one record, and batch reads and updates of up to 100 a call; and the completion of BLOCKed
-  custom workflow actions. Values always go as strings ("" clears a property).
+  one record, and batch reads and updates of up to 100 a call; listing records for a
+  backfill through the CRM search API; and the completion of BLOCKed custom workflow
+  actions. Values always go as strings ("" clears a property).
 
 Signatures: v2 and v3 cover the URL, taken as HubSpot called it (`Delivery.uri`: the public
 URL followed by the request target as sent). A request carrying v3 headers is verified by v3
@@ -59,6 +60,7 @@ import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -73,6 +75,7 @@ from connector.platforms.base import (
     CrmClient,
     Delivery,
     Event,
+    Listed,
     MissingHeader,
     Now,
     Outcome,
@@ -109,6 +112,8 @@ from connector.platforms.base import (
 from server import UnreadableJson, decode_json
 
 BATCH_SIZE = 100
+SEARCH_PAGE = 100  # the CRM search API's largest page
+SEARCH_REACH = 10_000  # results one search query can page through
 BURST_WAIT_SECONDS = 10.0  # TEN_SECONDLY_ROLLING's window, when no header says how long
 DAILY_WAIT_SECONDS = 24 * 3600.0  # see the module docstring
 API_VERSION = "2026-03"  # HubSpot's date-versioned APIs (see the module docstring)
@@ -180,6 +185,30 @@ class HubSpot(CrmClient):
         """Update records 100 a call; each record's outcome."""
         return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
 
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """A page of 100 records of the adapter's kind by the CRM search API, by ascending id
+        (modified at or after `since` when given). Search reaches 10,000 results a query:
+        before paging past them, it asks again for the ids after the last one listed. The
+        cursor is that lower bound, then HubSpot's `after`."""
+        bound, _, after = (cursor or ":").partition(":")
+        body = _search(self.kind, properties, since, bound, after)
+        response = self._send("POST", f"{self.path}/search", json=body)
+        self._check(response)
+        answer = json_body(response)
+        results = _results(response, answer, "a page of search results")
+        records = {}
+        for result in results:
+            values = _properties(response, result, "a page of search results")
+            records[str(result.get("id"))] = {name: values.get(name) for name in properties}
+        total = answer.get("total")
+        remaining = total - int(after or 0) if isinstance(total, int) else None
+        following = str(((answer.get("paging") or {}).get("next") or {}).get("after") or "")
+        if not (following.isdigit() and records):
+            return Listed(records, None, remaining)
+        if int(following) + SEARCH_PAGE > SEARCH_REACH:  # past the query's reach: ask again
+            return Listed(records, f"{list(records)[-1]}:", remaining)
+        return Listed(records, f"{bound}:{following}", remaining)
+
     def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
         """Complete a BLOCKed custom workflow action with `answer`'s `outputFields`, in the
         body the specification gives: output values as strings (none where a value is None),
@@ -228,6 +257,26 @@ class HubSpot(CrmClient):
         if response.status_code == 429:
             raise _rate_limited(response)
         classify(response)
+
+
+def _search(
+    kind: str, properties: Sequence[str], since: str | None, bound: str, after: str
+) -> dict[str, Any]:
+    """A search request body: ids above `bound`, modified since `since`, by ascending id."""
+    filters = []
+    if bound:
+        filters.append({"propertyName": "hs_object_id", "operator": "GT", "value": bound})
+    if since:
+        modified = "lastmodifieddate" if kind == "contacts" else "hs_lastmodifieddate"
+        when = str(int(datetime.fromisoformat(since).timestamp() * 1000))  # epoch milliseconds
+        filters.append({"propertyName": modified, "operator": "GTE", "value": when})
+    body: dict[str, Any] = {
+        "filterGroups": [{"filters": filters}] if filters else [],
+        "sorts": [{"propertyName": "hs_object_id", "direction": "ASCENDING"}],
+        "properties": list(properties),
+        "limit": SEARCH_PAGE,
+    }
+    return {**body, "after": after} if after else body
 
 
 def _strings(properties: dict[str, Any]) -> dict[str, str]:

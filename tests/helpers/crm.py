@@ -698,3 +698,61 @@ class FakeSalesforce:
             if sent:
                 found.append(sent)
         return found
+
+
+# --- HubSpot's CRM search API (a backfill's listing) --------------------------------------
+
+SEARCH_REACH = 10_000  # results one HubSpot search query pages through
+
+
+def hubspot_search(
+    records: dict[str, dict[str, Any]], body: dict[str, Any], reach: int = SEARCH_REACH
+) -> tuple[int, dict[str, Any]]:
+    """HubSpot's POST /crm/objects/{version}/{object}/search over `records` (id -> values):
+    the filters of one group ANDed (GT, GTE on numbers), sorted by hs_object_id, `limit` a
+    page from `after`; a 400 for paging past `reach` results, as HubSpot refuses."""
+    filters = [f for group in body.get("filterGroups") or [] for f in group["filters"]]
+    after, limit = int(body.get("after") or 0), int(body.get("limit") or 10)
+    if after + limit > reach:
+        return 400, {"status": "error", "category": "VALIDATION_ERROR",
+                     "message": f"paging past {reach} results is not allowed"}  # fmt: skip
+
+    def kept(key: str) -> bool:
+        values = {**records[key], "hs_object_id": key}
+        for f in filters:
+            have, want = int(values.get(f["propertyName"]) or 0), int(f["value"])
+            if not (have > want if f["operator"] == "GT" else have >= want):
+                return False
+        return True
+
+    found = sorted((key for key in records if kept(key)), key=int)
+    results = [
+        {"id": key, "properties": {n: records[key].get(n) for n in body.get("properties", [])},
+         "archived": False}
+        for key in found[after : after + limit]
+    ]  # fmt: skip
+    answer: dict[str, Any] = {"total": len(found), "results": results}
+    if after + limit < len(found):
+        answer["paging"] = {"next": {"after": str(after + limit)}}
+    return 200, answer
+
+
+class SearchableHubSpot(FakeHubSpot):
+    """FakeHubSpot answering the CRM search API over its contacts too."""
+
+    def __init__(self, reach: int = SEARCH_REACH) -> None:
+        super().__init__()
+        self.reach = reach
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/contacts/search"):
+            return super().__call__(request)
+        self.requests.append(request)
+        if self.failures:
+            return self.failures.pop(0)
+        status, body = hubspot_search(self.contacts, json.loads(request.content), self.reach)
+        return httpx.Response(status, json=body)
+
+    def searches(self) -> list[dict[str, Any]]:
+        """The bodies of the search requests, in order."""
+        return [json.loads(r.content) for r in self.requests if r.url.path.endswith("/search")]

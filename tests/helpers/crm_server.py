@@ -19,7 +19,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from connector.platforms.hubspot import CALLBACKS, CONTACTS
 from tests.helpers.constants import OUTBOUND
-from tests.helpers.crm import invalid_option
+from tests.helpers.crm import SEARCH_REACH, invalid_option
+from tests.helpers.crm import hubspot_search as search
 
 Row = dict[str, Any]
 SF = "/services/data/v62.0"
@@ -458,3 +459,14 @@ def running(server: FakeCrm) -> Iterator[FakeCrm]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def hubspot_search(server: FakeCrm, call: Call) -> Reply:
+    """HubSpot's CRM search API over the HubSpot contacts (tests/helpers/crm.py's), paging
+    through at most `server.search_reach` results a query when the test sets it."""
+    reach = getattr(server, "search_reach", SEARCH_REACH)
+    status, body = search(server.contacts["hubspot"], call.body, reach)
+    return Reply(status, body)
+
+
+ROUTES.append((rf"{CONTACTS}/search", "POST", hubspot_search))

@@ -1,0 +1,315 @@
+"""Backfills (`contactdata backfill`): a CRM's existing records of one kind, listed page by
+page through its adapter (`Adapter.list_page`) and queued as thin events that the worker then
+enriches and writes back like any other, after the live ones (events.priority 1).
+
+A run is resumable: each page's events and the backfill's new cursor and counts are saved in
+one transaction (the backfills table), so a run killed goes on from its last saved page, and
+an event key per backfill and record (`backfill:<id>:<kind>:<record id>`) queues no record
+twice. It queues no record without an identifier enrich can use, none enriched within the
+connection's refresh interval (as the reenrich job), and no more records than the credit cap
+or the organization's balance allows, counting one credit a record and every event of the
+connection still pending (conservative: a No Match, or a refresh on a free-refresh tier, costs
+nothing). The dry run lists the same records and says what a run would queue and cost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlite_utils import Database
+
+import server
+from connector import mappings, store, worker
+from connector.platforms.base import Adapter, Listed, Retriable
+
+PRIORITY = 1  # events.priority of a backfill's events: the worker takes live ones (0) first
+PAGE_TRIES = 8  # attempts at one page the CRM asks us to wait for (429, 5xx), then give up
+WAIT_FIRST_SECONDS = 1.0
+WAIT_CAP_SECONDS = 120.0
+UNLIMITED = 2**62
+Row = dict[str, Any]
+Report = Callable[[str], None]
+Sleep = Callable[[float], None]
+
+
+def since_from(text: str | None) -> str:
+    """`--since` (a date or an ISO 8601 time, UTC unless it says) as ISO 8601 UTC; "" for none."""
+    if not text:
+        return ""
+    when = datetime.fromisoformat(text)
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return server.iso(when.astimezone(UTC))
+
+
+@dataclass(frozen=True)
+class Sorted:
+    """A page's records sorted: those a run would queue (`eligible`, in the CRM's order) and
+    of them those delivered before (`free` on a free-refresh tier); the others counted."""
+
+    listed: int
+    identified: int
+    fresh: int
+    eligible: list[str]
+    free: int
+
+
+def sort_page(
+    db: Database, link: Row, mapping: mappings.Mapping, records: Row, now: datetime
+) -> Sorted:
+    """Which listed records need enriching: an identifier enrich can use (server.parse_input
+    accepts the mapped input) and not enriched within the connection's refresh interval."""
+    identified = [key for key, values in records.items() if _identifies(mapping, values)]
+    cached = {
+        row["record_id"]: row
+        for row in store.cached_records(db, link["id"], mapping.kind, identified)
+    }
+    due = server.iso(now - timedelta(days=link["refresh_days"]))
+    fresh = {key for key, row in cached.items() if row["enriched_at"] >= due}
+    eligible = [key for key in identified if key not in fresh]
+    free = sum(1 for key in eligible if key in cached and cached[key]["contact_guid"])
+    return Sorted(len(records), len(identified), len(fresh), eligible, free)
+
+
+def _identifies(mapping: mappings.Mapping, values: Row) -> bool:
+    try:
+        server.parse_input(mapping.enrich_input(values))
+    except server.ServiceError:
+        return False
+    return True
+
+
+def listed_properties(mapping: mappings.Mapping) -> list[str]:
+    """The CRM properties a listing asks for: the mapping's plain input paths."""
+    plain = [path for paths in mapping.input.values() for path in paths if "." not in path]
+    return list(dict.fromkeys(plain))
+
+
+def page(adapter: Adapter, properties: list[str], since: str, cursor: str, sleep: Sleep) -> Listed:
+    """One page from `cursor` ("" for the first), waiting as the CRM asks (Retriable's
+    retry_after, else capped doubling) up to PAGE_TRIES attempts; then Retriable goes up."""
+    for attempt in range(PAGE_TRIES):
+        try:
+            return adapter.list_page(properties, since or None, cursor or None)
+        except Retriable as failure:
+            if attempt + 1 == PAGE_TRIES:
+                raise
+            backoff = min(WAIT_CAP_SECONDS, WAIT_FIRST_SECONDS * 2**attempt)
+            sleep(max(failure.retry_after or 0.0, backoff))
+    raise AssertionError("unreachable")
+
+
+def pages(
+    adapter: Adapter, properties: list[str], since: str, cursor: str, sleep: Sleep
+) -> Iterator[Listed]:
+    """Every page from `cursor` on."""
+    while True:
+        listed = page(adapter, properties, since, cursor, sleep)
+        yield listed
+        if listed.cursor is None:
+            return
+        cursor = listed.cursor
+
+
+# --- the dry run -------------------------------------------------------------------------------
+
+
+@dataclass
+class Estimate:
+    """What a dry run found: records listed, with an identifier, enriched recently, to
+    enrich, and of those delivered before; the organization's tier and balance."""
+
+    tier: str
+    balance: int | None
+    listed: int = 0
+    identified: int = 0
+    fresh: int = 0
+    to_enrich: int = 0
+    delivered_before: int = 0
+
+    @property
+    def credits(self) -> int:
+        """At most this many credits: one a record enriched, less those refreshed for nothing."""
+        free = self.delivered_before if self.tier in server.FREE_REFRESH_TIERS else 0
+        return self.to_enrich - free
+
+    def add(self, sorted_page: Sorted) -> None:
+        self.listed += sorted_page.listed
+        self.identified += sorted_page.identified
+        self.fresh += sorted_page.fresh
+        self.to_enrich += len(sorted_page.eligible)
+        self.delivered_before += sorted_page.free
+
+    def summary(self) -> list[str]:
+        """The dry run's report, a few lines."""
+        balance = "unlimited" if self.balance is None else f"{self.balance:,}"
+        free = self.tier in server.FREE_REFRESH_TIERS
+        refreshed = ", and a contact delivered before is refreshed for nothing" if free else ""
+        lines = [
+            f"{self.listed:,} records listed; {self.identified:,} carry an identifier "
+            "(an e-mail, a company name or website, a profile URL or a GUID)",
+            f"{self.fresh:,} of those were enriched within the refresh interval and are "
+            f"skipped: {self.to_enrich:,} to enrich",
+            f"at most {self.credits:,} credits at the {self.tier} tier (an upper bound: only a "
+            f"delivered match is charged, a No Match costs nothing{refreshed}); "
+            f"balance {balance}",
+        ]
+        if self.balance is not None and self.balance < self.to_enrich:
+            lines.append(f"a run queues at most {self.balance:,} records (the balance)")
+        return lines
+
+
+def dry_run(
+    work: worker.Worker, connection_id: str, kind: str, since: str, sleep: Sleep
+) -> Estimate:
+    """List the records a run would, and count them; nothing is written."""
+    link, mapping, adapter = work.setup(connection_id, kind)
+    org = server.organization(work.db, link["org_id"])
+    estimate = Estimate(org["tier"], org["credits"])
+    for listed in pages(adapter, listed_properties(mapping), since, "", sleep):
+        estimate.add(sort_page(work.db, link, mapping, listed.records, work.clock()))
+    return estimate
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+def run(
+    work: worker.Worker,
+    connection_id: str,
+    kind: str,
+    since: str,
+    max_credits: int | None,
+    sleep: Sleep = time.sleep,
+    report: Report = lambda line: None,
+) -> Row:
+    """Queue the records of a backfill page by page; resume the connection's backfill of
+    `kind` left running (its own since and cap) when there is one. The backfill at the end:
+    done, stopped at the cap or balance, or (a Retriable raised) still running."""
+    link, mapping, adapter = work.setup(connection_id, kind)
+    row = store.running_backfill(work.db, connection_id, kind)
+    if row is None:
+        now = server.iso(work.clock())
+        start = {"connection_id": connection_id, "kind": kind, "since": since,
+                 "credit_cap": max_credits, "started_at": now, "updated_at": now}  # fmt: skip
+        with server.write(work.db):
+            row = store.start_backfill(work.db, start)
+        report(f"backfill {row['id']} of {kind} started")
+    else:
+        report(f"backfill {row['id']} of {kind} resumed after {row['listed']:,} records listed")
+    properties = listed_properties(mapping)
+    while row["state"] == "running":
+        listed = page(adapter, properties, row["since"], row["cursor"], sleep)
+        row = _queue(work, link, mapping, row, listed)
+        report(progress_line(row))
+    return row
+
+
+def _queue(
+    work: worker.Worker, link: Row, mapping: mappings.Mapping, row: Row, listed: Listed
+) -> Row:
+    """Queue a page's eligible records within the budget, and save the backfill's cursor and
+    counts with them, in one transaction."""
+    now = work.clock()
+    sorted_page = sort_page(work.db, link, mapping, listed.records, now)
+    with server.write(work.db):
+        budget, limit = _budget(work.db, link, row)
+        chosen = sorted_page.eligible[:budget]
+        events = [_event(row, link, key, now) for key in chosen]
+        queued = store.add_events(work.db, events)
+        stopped = len(chosen) < len(sorted_page.eligible)
+        values = {
+            "listed": row["listed"] + len(listed.records),
+            "queued": row["queued"] + queued,
+            "skipped": row["skipped"] + len(listed.records) - len(chosen),
+            "updated_at": server.iso(now),
+        }
+        if listed.remaining is not None:
+            values["total"] = row["listed"] + listed.remaining
+        if stopped:
+            values.update(state="stopped", note=f"stopped at the {limit}")
+        elif listed.cursor is None:
+            values.update(state="done", total=values["listed"])
+        else:
+            values["cursor"] = listed.cursor
+        store.update_backfill(work.db, row["id"], values)
+    return {**row, **values}
+
+
+def _budget(db: Database, link: Row, row: Row) -> tuple[int, str]:
+    """How many more records the backfill may queue, and what limits it: the credit cap
+    (less what it queued) or the balance (less every event of the connection pending)."""
+    limits = {"credit cap": UNLIMITED, "balance": UNLIMITED}
+    if row["credit_cap"] is not None:
+        limits["credit cap"] = row["credit_cap"] - row["queued"]
+    balance = server.organization(db, link["org_id"])["credits"]
+    if balance is not None:
+        limits["balance"] = balance - store.pending_events(db, link["id"])
+    limit = min(limits, key=lambda name: limits[name])
+    return max(0, limits[limit]), limit
+
+
+def _event(row: Row, link: Row, record_id: str, now: datetime) -> Row:
+    """A thin event asking the worker to read, enrich and write back one listed record."""
+    return {
+        "connection_id": link["id"],
+        "event_key": f"{key_prefix(row['id'])}{row['kind']}:{record_id}",
+        "kind": row["kind"],
+        "record_id": record_id,
+        "payload": json.dumps({"backfill": row["id"]}),
+        "thin": 1,
+        "received_at": server.iso(now),
+        "priority": PRIORITY,
+    }
+
+
+def key_prefix(backfill_id: int) -> str:
+    """What the event keys of a backfill start with."""
+    return f"backfill:{backfill_id}:"
+
+
+# --- progress ----------------------------------------------------------------------------------
+
+
+def progress_line(row: Row) -> str:
+    """A run's progress after a page: listed of total, queued, skipped."""
+    total = "?" if row["total"] is None else f"{row['total']:,}"
+    cap = "" if row["credit_cap"] is None else f" (cap {row['credit_cap']:,})"
+    state = "" if row["state"] == "running" else f"; {row['state']} {row['note']}".rstrip()
+    return (
+        f"listed {row['listed']:,} of {total}, queued {row['queued']:,}{cap}, "
+        f"skipped {row['skipped']:,}{state}"
+    )
+
+
+def status(db: Database, connection_id: str, now: datetime) -> list[Row]:
+    """Each backfill of a connection, newest first, with how its events were worked off:
+    `worked` (done or dead) of `queued`, `dead`, `credits` (at most: events done whose record
+    matched) and `seconds_left` (an estimate from the rate so far; None before any)."""
+    found = []
+    for row in store.backfills_of(db, connection_id):
+        counts = store.backfill_progress(db, connection_id, key_prefix(row["id"]))
+        worked = (counts["done"] or 0) + (counts["dead"] or 0)
+        expected = row["queued"]
+        if row["state"] == "running" and row["total"] is not None:
+            expected += max(0, row["total"] - row["listed"])  # a guess: all of them queued
+        elapsed = (now - datetime.fromisoformat(row["started_at"])).total_seconds()
+        left = (expected - worked) * elapsed / worked if worked else None
+        found.append({**row, "worked": worked, "dead": counts["dead"] or 0,
+                      "credits": counts["matched"] or 0, "seconds_left": left})  # fmt: skip
+    return found
+
+
+def status_line(row: Row) -> str:
+    """One backfill's status, for `contactdata backfill status`."""
+    left = row["seconds_left"]
+    eta = "unknown" if left is None else f"about {timedelta(seconds=round(left))}"
+    return (
+        f"backfill {row['id']} {row['kind']} {row['state']}: {progress_line(row)}; worked off "
+        f"{row['worked']:,} of {row['queued']:,} ({row['dead']:,} dead), credits spent at most "
+        f"{row['credits']:,}, time left {eta if row['worked'] < row['queued'] else 'none'}"
+    )
