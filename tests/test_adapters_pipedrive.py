@@ -18,6 +18,7 @@ from connector.platforms.base import Permanent, Retriable, WriteResult
 from connector.platforms.pipedrive import Pipedrive
 from tests.helpers.constants import PLATFORMS
 from tests.helpers.crm import FakeCRM, answer, raising
+from tests.helpers.pipedrive import NOT_FOUND, found
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPANY = "https://acme.pipedrive.com"
@@ -34,14 +35,6 @@ DOCUMENTED = json.loads(
 )
 # The person of the webhook sample as GET /api/v2/persons/12 gives it, with one custom field.
 PERSON = {**WEBHOOK["data"], "custom_fields": {KEY: "Enriched value"}}
-# Pipedrive's error envelope ({"success": false, "error", "error_info"}); the 404 text is ours.
-NOT_FOUND = {
-    "success": False,
-    "error": "Person not found",
-    "error_info": "Please check developers.pipedrive.com for more information about Pipedrive API.",
-    "data": None,
-    "additional_data": None,
-}
 
 
 class FakePipedrive(FakeCRM):
@@ -49,10 +42,6 @@ class FakePipedrive(FakeCRM):
 
     def adapter(self) -> Pipedrive:
         return Pipedrive(COMPANY + "/", TOKEN, self.client())
-
-
-def found(person: dict[str, Any]) -> httpx.Response:
-    return answer(200, {"success": True, "data": person})
 
 
 def updated(request: httpx.Request) -> httpx.Response:
@@ -544,40 +533,3 @@ def test_the_shipped_mapping_writes_only_fields_of_the_documented_update_body(
     assert crm.adapter().write("12", changes) == WriteResult(written=changes)
     (body,) = crm.bodies()
     assert set(body) <= set(DOCUMENTED["body"])
-
-
-# --- a Pipedrive holding records (the worker's end-to-end tests) -----------------------------
-
-
-class HeldPipedrive:
-    """A Pipedrive holding persons and organizations (API v2) and leads (API v1) by id: GET
-    one, GET a list by `ids`, PATCH one (custom fields merged, anything else replaced), in
-    Pipedrive's answer shapes; it keeps the requests it was sent."""
-
-    def __init__(self, **held: dict[str, dict[str, Any]]) -> None:
-        self.held = {kind: dict(held.get(kind, {})) for kind in ("persons", "organizations")}
-        self.held["leads"] = dict(held.get("leads", {}))
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        _, _, _, kind, *rest = request.url.path.split("/")  # /api/v2/persons/12
-        held = self.held[kind]
-        if not rest:
-            ids = request.url.params["ids"].split(",")
-            return answer(200, {"success": True, "data": [held[i] for i in ids if i in held]})
-        if rest[0] not in held:
-            return answer(404, {**NOT_FOUND, "error": f"{kind[:-1].title()} not found"})
-        if request.method == "PATCH":
-            sent = json.loads(request.content)
-            custom = {**held[rest[0]].get("custom_fields", {}), **sent.pop("custom_fields", {})}
-            held[rest[0]] = {**held[rest[0]], **sent, "custom_fields": custom}
-        return found(held[rest[0]])
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(self))
-
-    def sent(self, method: str = "PATCH") -> list[tuple[str, Any]]:
-        """The path and body of each request of `method`, in order."""
-        return [(r.url.path, json.loads(r.content or b"null")) for r in self.requests
-                if r.method == method]  # fmt: skip

@@ -22,7 +22,7 @@ from connector.platforms import PLATFORMS as DECLARED
 from server import importer
 from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
 from tests.helpers.orgs import organization
-from tests.test_adapters_pipedrive import HeldPipedrive
+from tests.helpers.pipedrive import HeldPipedrive
 
 PERSON_CHANGED = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
 LEAD_ID = "adf21080-0e10-11eb-879b-05d71fb426ec"  # a lead's UUID (Pipedrive's docs' example)

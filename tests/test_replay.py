@@ -108,7 +108,7 @@ SALESFORCE_READ = (
     "ContactData_Company_Domain__c,ContactData_Industry__c,ContactData_Employees__c,"
     "ContactData_Employee_Range__c,ContactData_Revenue_Range__c,ContactData_Job_Levels__c,"
     "ContactData_Job_Functions__c,ContactData_Record_Status__c,ContactData_Contact_GUID__c,"
-    "LastName,Account_Name__c,Account_Website__c"
+    "LastName,Account_Name__c,Account_Website__c,AccountId"  # AccountId: the contact's account
 )
 MISSING_IDENTIFIER = (
     "At least one identifier is needed: compName, compWebsite, compLinkedinUrl or compGuid; "
