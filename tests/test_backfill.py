@@ -24,10 +24,10 @@ from sqlite_utils import Database
 import server
 from connector import backfill, connections, store, worker
 from connector.platforms import hubspot
-from connector.platforms.base import Permanent
+from connector.platforms.base import CrmClient, Permanent
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
-from tests.helpers.crm import FakeCRM, SearchableHubSpot, salesforce
+from tests.helpers.crm import HUBSPOT, FakeCRM, SearchableHubSpot
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import organization
 from tests.servers import CONTACTDATA
@@ -122,7 +122,7 @@ def test_since_asks_for_records_modified_since_then(
 
 def test_listing_is_not_built_for_the_other_crms() -> None:
     with pytest.raises(Permanent, match="listing not built yet"):
-        salesforce(FakeCRM()).list_page(["Email"], None, None)
+        CrmClient(HUBSPOT, "token", FakeCRM().client()).list_page(["Email"], None, None)
 
 
 def test_live_events_are_taken_before_backfill_events_in_one_indexed_query(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,8 @@ import pytest
 from flask import Flask
 from sqlite_utils import Database
 
-from connector import connections, store, worker
-from connector.platforms.base import Permanent
+from connector import backfill, connections, store, worker
+from connector.platforms.base import Permanent, Retriable
 from connector.platforms.salesforce import PLATFORM, salesforce_events
 from server import importer
 from tests.helpers.clock import Clock
@@ -318,3 +319,141 @@ def test_the_adapter_names_its_sobject_for_a_record_it_cannot_see() -> None:
 def test_a_kind_salesforce_does_not_have_has_no_adapter() -> None:
     with pytest.raises(Permanent, match="salesforce has no deals"):
         PLATFORM.adapter(CRM, "token", httpx.Client(), kind="deals")
+
+
+# --- listing a kind's records (a backfill) ---------------------------------------------------
+
+SINCE = "2025-01-01T00:00:00.000+00:00"  # as backfill.since_from gives it
+DISCOVER = DATA / "discover_contacts.csv"
+
+
+def _listed_contacts(crm: FakeSalesforce, count: int) -> list[str]:
+    """`count` Contacts of the fake org by ascending id, each modified in 2025 but the first
+    (modified in 2024), each with a Discover e-mail; their ids."""
+    emails = [row.split(",")[4] for row in DISCOVER.read_text().splitlines()[1 : count + 1]]
+    ids = [f"0035e00000Bf{n:06d}" for n in range(count)]
+    crm.records["Contact"] = {
+        key: {"LastName": f"L{n}", "Email": email,
+              "LastModifiedDate": f"{2024 if n == 0 else 2025}-06-01T08:00:00.000Z"}
+        for n, (key, email) in enumerate(zip(ids, emails, strict=True))
+    }  # fmt: skip
+    return ids
+
+
+def _adapter(crm: FakeSalesforce, kind: str = "contacts") -> Any:
+    """An adapter over its own client: a page from a cursor saved by another process."""
+    return PLATFORM.adapter(
+        CRM, "token", httpx.Client(transport=httpx.MockTransport(crm)), kind=kind
+    )
+
+
+def test_listing_pages_through_a_soql_query_by_its_next_records_url_resumed_anywhere() -> None:
+    crm = FakeSalesforce(FIELDS)
+    crm.batch = 2
+    ids = _listed_contacts(crm, 7)
+    asked = ["Email", "LastName", "NaicsCode"]  # NaicsCode: this org's Contact has none
+
+    first = _adapter(crm).list_page(asked, SINCE, None)
+    second = _adapter(crm).list_page(asked, SINCE, first.cursor)
+    third = _adapter(crm).list_page(asked, SINCE, second.cursor)
+
+    assert [list(page.records) for page in (first, second, third)] == [ids[1:3], ids[3:5], ids[5:]]
+    assert first.records[ids[1]] == {"Email": crm.records["Contact"][ids[1]]["Email"],
+                                     "LastName": "L1", "NaicsCode": None}  # fmt: skip
+    assert [page.remaining for page in (first, second, third)] == [6, 4, 2]
+    assert third.cursor is None and first.cursor and second.cursor
+    assert first.cursor.startswith("/services/data/v62.0/query/01gFAKE")
+    where = "WHERE LastModifiedDate >= 2025-01-01T00:00:00Z ORDER BY Id"
+    assert crm.queries() == [  # the field the org lacks, refused, is asked no more
+        f"SELECT Id, Email, LastName, NaicsCode FROM Contact {where}",
+        f"SELECT Id, Email, LastName FROM Contact {where}",
+    ]
+    followed = [r.url.path for r in crm.requests if not r.url.path.endswith("/query")]
+    assert followed == [first.cursor.split()[0], second.cursor.split()[0]]
+
+
+def test_listing_asks_again_from_the_last_id_when_the_query_locator_expired() -> None:
+    crm = FakeSalesforce(FIELDS)
+    crm.batch = 2
+    ids = _listed_contacts(crm, 7)
+    first = _adapter(crm, "contacts").list_page(["Email"], SINCE, None)
+    crm.cursors.clear()  # 15 minutes idle, or released by the user's eleventh cursor
+
+    second = _adapter(crm).list_page(["Email"], SINCE, first.cursor)
+    rest = _adapter(crm).list_page(["Email"], SINCE, second.cursor)
+
+    assert (list(second.records), second.remaining) == (ids[3:5], 4)
+    assert list(rest.records) == ids[5:] and rest.cursor is None
+    assert crm.queries()[-1] == (
+        "SELECT Id, Email FROM Contact WHERE LastModifiedDate >= 2025-01-01T00:00:00Z "
+        f"AND Id > '{ids[2]}' ORDER BY Id"
+    )
+
+
+def test_listing_accounts_queries_account_with_no_date_when_no_since() -> None:
+    crm = FakeSalesforce(FIELDS)
+    crm.records["Account"] = {ACCOUNT: {**LONESTAR}}
+    listed = _adapter(crm, "companies").list_page(["Name", "Website"], None, None)
+    assert listed == ({ACCOUNT: LONESTAR}, None, 1)
+    assert crm.queries() == ["SELECT Id, Name, Website FROM Account ORDER BY Id"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "failure", "said"),
+    [
+        (httpx.Response(403, json=[{"message": "TotalRequests Limit exceeded.",
+                                    "errorCode": "REQUEST_LIMIT_EXCEEDED"}]),
+         Retriable, "REQUEST_LIMIT_EXCEEDED"),
+        (httpx.Response(200, json={"totalSize": 3, "done": False, "records": []}),
+         Retriable, "answer is not"),
+        (httpx.Response(400, json=[{"message": "unexpected token: FROM",
+                                    "errorCode": "MALFORMED_QUERY"}]),
+         Permanent, "MALFORMED_QUERY"),
+    ],
+)  # fmt: skip
+def test_a_listing_failure_is_retriable_or_permanent_as_any_call(
+    answer: httpx.Response, failure: type[Exception], said: str
+) -> None:
+    crm = FakeSalesforce(FIELDS)
+    crm.failures.append(answer)
+    with pytest.raises(failure, match=said) as raised:
+        _adapter(crm).list_page(["Email"], None, None)
+    if "REQUEST_LIMIT" in said:
+        assert raised.value.retry_after == 3600.0
+
+
+def test_a_cursor_that_is_not_a_query_locator_is_not_followed() -> None:
+    crm = FakeSalesforce(FIELDS)
+    with pytest.raises(Permanent, match="not a Salesforce query cursor"):
+        _adapter(crm).list_page(
+            ["Email"], None, "https://attacker.example/steal 0035e00000Bf000001"
+        )
+    assert crm.requests == []
+
+
+def test_a_backfill_of_salesforce_contacts_is_counted_then_queued_and_written_once(
+    org: Org,
+) -> None:
+    org.crm.batch = 8
+    ids = _listed_contacts(org.crm, 20)
+    link_id = org.link.row["id"]
+
+    estimate = backfill.dry_run(org.work, link_id, "contacts", "", lambda _: None)
+
+    assert (estimate.listed, estimate.identified, estimate.to_enrich) == (20, 20, 20)
+    assert "a run queues at most 10 records (the balance)" in estimate.summary()
+    assert len(org.crm.queries()) == 1 and not org.events()  # one query, its locator followed
+    lines: list[str] = []
+
+    row = backfill.run(org.work, link_id, "contacts", "", None, report=lines.append)
+
+    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "stopped at the balance")
+    assert lines[-1].startswith("listed 16 of 20, queued 10")
+    while org.work.run_due():
+        pass
+    events = org.events()
+    assert [e["status"] for e in events] == ["done"] * 10
+    assert [e["record_id"] for e in events] == ids[:10]
+    written = Counter(key for batch in org.crm.writes("Contact") for key in batch)
+    assert sorted(written) == ids[:10] and set(written.values()) == {1}
+    assert all(org.crm.records["Contact"][key].get("Title") for key in ids[:10])

@@ -13,6 +13,13 @@ The adapter: one sObject type (its kind's) over the REST API: read and update on
 updates (/composite/sobjects, each record naming its type) of up to 200 a call (allOrNone
 false: each record is written or refused alone).
 
+Listing (a backfill): a SOQL query of the type's records by ascending Id (`SELECT Id, <fields>
+FROM <type> [WHERE LastModifiedDate >= <since>] ORDER BY Id`, GET /query?q=), up to 2,000 an
+answer, then each answer's nextRecordsUrl (/query/<locator>-<offset>); `totalSize` counts the
+query's records. The cursor is that nextRecordsUrl and the last Id listed: a query locator
+expires (15 minutes idle, or released by the user's eleventh open cursor), and then the query
+is asked again from that Id (INVALID_QUERY_LOCATOR).
+
 Failures beyond `base.classify`: an error naming fields sent (its `fields`, or INVALID_FIELD's
 "No such column 'X'") drops those fields, with Salesforce's code and message as the reason,
 and sends the rest again: a field the org lacks or does not let us write (INVALID_FIELD,
@@ -37,6 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -49,6 +57,7 @@ from connector.platforms.base import (
     Answer,
     CrmClient,
     Event,
+    Listed,
     Outcome,
     Permanent,
     Refusal,
@@ -66,6 +75,7 @@ from connector.platforms.base import (
     json_body,
     matching,
     retry_after,
+    send,
     write_dropping,
     write_many_dropping,
 )
@@ -76,6 +86,9 @@ REQUEST_LIMIT_WAIT_SECONDS = 3600.0  # see the module docstring
 RETRY_CODES = frozenset({"UNABLE_TO_LOCK_ROW", "REQUEST_LIMIT_EXCEEDED"})  # not a field's fault
 NO_SUCH_COLUMN = re.compile(r"No such column '([^']+)'")
 ADDRESS_PART = re.compile(r"(\w*?)(state|country)(?:code)?", re.IGNORECASE)  # MailingStateCode
+# A query's nextRecordsUrl (/services/data/v62.0/query/01gD0000002HU6KIAW-2000): followed
+# from the instance's root, so a cursor is held to this shape before it is.
+NEXT_RECORDS = re.compile(r"/services/data/v\d+\.\d+/query/[A-Za-z0-9]+(?:-(\d+))?")
 
 # Our kinds of record -> Salesforce's sObject types (Outbound Messages name the type).
 SOBJECTS = {"contacts": "Contact", "leads": "Lead", "companies": "Account"}
@@ -102,8 +115,8 @@ class Salesforce(CrmClient):
     ) -> None:
         if kind not in SOBJECTS:
             raise Permanent(f"salesforce has no {kind} the connector enriches")
-        api = f"{base_url.rstrip('/')}/services/data/{api_version}"
-        super().__init__(api, token, client, auth, kind)
+        self.instance = base_url.rstrip("/")
+        super().__init__(f"{self.instance}/services/data/{api_version}", token, client, auth, kind)
         self.sobject = SOBJECTS[kind]
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
@@ -139,6 +152,43 @@ class Salesforce(CrmClient):
         """Update records 200 a call; each record's outcome. A locked row anywhere makes the
         whole call Retriable: writes are idempotent, so doing the others again is harmless."""
         return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
+
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """A page of the type's records by a SOQL query (see the module docstring): from the
+        cursor's nextRecordsUrl, or the query asked again from its last Id when that expired;
+        fields the org lacks are left out of the query, None in each record."""
+        fields = _selected(properties)
+        located, offset, after = _cursor(cursor)
+        response = self._query_more(located) if located else None
+        if response is None or "INVALID_QUERY_LOCATOR" in _error_codes(json_body(response)):
+            response, offset = self._query(fields, since, after), 0
+        self._check(response)
+        body = json_body(response)
+        records = _query_records(response, body)
+        found = {}
+        for record in records:
+            values = {name.lower(): value for name, value in record.items()}
+            found[str(record["Id"])] = {name: values.get(name.lower()) for name in properties}
+        total = body.get("totalSize")
+        remaining = total - offset if isinstance(total, int) else None
+        if body.get("done") is True:
+            return Listed(found, None, remaining)
+        following = body.get("nextRecordsUrl")
+        if not (isinstance(following, str) and NEXT_RECORDS.fullmatch(following)):
+            raise garbled(response, "a query's records with its nextRecordsUrl")
+        return Listed(found, f"{following} {list(found)[-1] if found else after}", remaining)
+
+    def _query(self, fields: list[str], since: str | None, after: str) -> httpx.Response:
+        soql = _soql(self.sobject, fields, since, after)
+        response = self._send("GET", "/query", params={"q": soql})
+        unknown = matching(dict.fromkeys(fields), _refused_fields(response))
+        if unknown:
+            return self._query([name for name in fields if name not in unknown], since, after)
+        return response
+
+    def _query_more(self, located: str) -> httpx.Response:
+        """The next answer of a query, at its nextRecordsUrl (below the instance's root)."""
+        return send(self.client, "GET", self.instance + located, self.auth, headers=self.headers)
 
     def _record(self, record_id: str, fields: list[str]) -> dict[str, Any]:
         params = {"fields": ",".join(fields)} if fields else None
@@ -200,6 +250,53 @@ class Salesforce(CrmClient):
         if "UNABLE_TO_LOCK_ROW" in codes:
             raise Retriable(reason, retry_after(response))
         classify(response)
+
+
+def _selected(properties: Sequence[str]) -> list[str]:
+    """The fields a query selects besides Id, each once (SOQL refuses a field twice, in any
+    case)."""
+    seen, fields = {"id"}, []
+    for name in properties:
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            fields.append(name)
+    return fields
+
+
+def _soql(sobject: str, fields: list[str], since: str | None, after: str) -> str:
+    """The listing's query: the records modified at or after `since` (a dateTime literal,
+    unquoted, in UTC: 2025-01-01T00:00:00Z) and of an Id after `after`, by ascending Id."""
+    conditions = []
+    if since:
+        moment = datetime.fromisoformat(since).astimezone(UTC)
+        conditions.append(f"LastModifiedDate >= {moment.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    if after:
+        conditions.append(f"Id > '{after}'")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return f"SELECT {', '.join(['Id', *fields])} FROM {sobject}{where} ORDER BY Id"
+
+
+def _cursor(cursor: str | None) -> tuple[str, int, str]:
+    """A listing cursor's nextRecordsUrl, the offset it names (0 if none), and the last Id
+    listed; Permanent for anything else (a cursor is followed below the instance's root)."""
+    if not cursor:
+        return "", 0, ""
+    located, _, after = cursor.partition(" ")
+    shape = NEXT_RECORDS.fullmatch(located)
+    if shape is None or not (after == "" or _SALESFORCE_ID.fullmatch(after)):
+        raise Permanent(f"not a Salesforce query cursor: {cursor[:80]!r}")
+    return located, int(shape[1] or 0), after
+
+
+def _query_records(response: httpx.Response, body: Any) -> list[dict[str, Any]]:
+    """A query answer's records, each with its Id; `garbled` when it is anything else."""
+    expected = "a query's records"
+    records = body.get("records") if isinstance(body, dict) else None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise garbled(response, expected)
+    if not all(isinstance(record.get("Id"), str) for record in records):
+        raise garbled(response, expected)
+    return records
 
 
 def _values(fields: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
@@ -603,16 +604,23 @@ class FakeSalesforce:
     org has (`fields`); answers the REST calls the adapter makes as Salesforce documents
     them: one record (GET, PATCH /sobjects/{type}/{id}), sObject Collections (GET
     /composite/sobjects/{type}?ids=..., PATCH /composite/sobjects, each record naming its
-    type). A field the type lacks is refused as INVALID_FIELD; records every request."""
+    type), and the Query resource (GET /query?q=SOQL, then its nextRecordsUrl, `batch`
+    records an answer). A field the type lacks is refused as INVALID_FIELD; records every
+    request."""
 
     def __init__(self, fields: dict[str, set[str]]) -> None:
         self.fields = fields
         self.records: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in fields}
         self.requests: list[httpx.Request] = []
+        self.batch = 2_000  # records a query answer holds (Salesforce's default batch size)
+        self.cursors: dict[str, tuple[str, list[str], list[str]]] = {}  # open query locators
+        self.failures: list[httpx.Response] = []  # answers to the next queries, first
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         path = request.url.path.split("/services/data/v62.0/", 1)[1].split("/")
+        if path[0] == "query":
+            return self._query_more(path[1]) if path[1:] else self._query(request)
         if path[:2] == ["composite", "sobjects"] and request.method == "GET":
             return self._read_collection(path[2], request.url.params)
         if path[:2] == ["composite", "sobjects"]:
@@ -698,6 +706,82 @@ class FakeSalesforce:
             if sent:
                 found.append(sent)
         return found
+
+    # The REST API's Query resource (a backfill's listing) -----------------------------------
+
+    def _query(self, request: httpx.Request) -> httpx.Response:
+        """GET /query?q=SELECT Id, <fields> FROM <type> [WHERE <conditions>] ORDER BY Id, the
+        conditions (ANDed) `LastModifiedDate >= <dateTime>` and `Id > '<id>'`; a dateTime
+        not in a format SOQL documents is MALFORMED_QUERY. Opens a query locator."""
+        if self.failures:
+            return self.failures.pop(0)
+        shape = SOQL.fullmatch(request.url.params["q"])
+        if shape is None:
+            return malformed(request.url.params["q"])
+        fields, sobject = shape["fields"].split(", "), shape["sobject"]
+        if refused := self._unknown(sobject, fields):
+            return refused
+        kept = []
+        for condition in (shape["where"] or "").split(" AND ") if shape["where"] else []:
+            test = soql_condition(condition)
+            if test is None:
+                return malformed(condition)
+            kept.append(test)
+        records = self.records[sobject]
+        keys = sorted(k for k in records if all(t({**records[k], "Id": k}) for t in kept))
+        locator = f"01gFAKE{len(self.cursors):011d}"
+        self.cursors[locator] = (sobject, fields, keys)
+        return self._query_answer(locator, 0)
+
+    def _query_more(self, located: str) -> httpx.Response:
+        """GET /query/<locator>-<offset>: the next batch, or INVALID_QUERY_LOCATOR for a
+        locator expired (or released: `cursors` cleared) or never opened."""
+        if self.failures:
+            return self.failures.pop(0)
+        locator, _, offset = located.rpartition("-")
+        if locator not in self.cursors:
+            error = {"message": "invalid query locator", "errorCode": "INVALID_QUERY_LOCATOR"}
+            return httpx.Response(400, json=[error])
+        return self._query_answer(locator, int(offset))
+
+    def _query_answer(self, locator: str, offset: int) -> httpx.Response:
+        sobject, fields, keys = self.cursors[locator]
+        batch = keys[offset : offset + self.batch]
+        body: dict[str, Any] = {
+            "totalSize": len(keys),
+            "done": offset + self.batch >= len(keys),
+            "records": [self._record(sobject, key, fields[1:]) for key in batch],
+        }
+        if not body["done"]:
+            body["nextRecordsUrl"] = f"/services/data/v62.0/query/{locator}-{offset + self.batch}"
+        return httpx.Response(200, json=body)
+
+    def queries(self) -> list[str]:
+        """The SOQL of each query sent (not the locators followed), in order."""
+        return [r.url.params["q"] for r in self.requests if r.url.path.endswith("/query")]
+
+
+SOQL = re.compile(r"SELECT (?P<fields>Id(?:, \w+)*) FROM (?P<sobject>\w+)"
+                  r"(?: WHERE (?P<where>.+?))? ORDER BY Id")  # fmt: skip
+SOQL_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\d\d:\d\d)")
+
+
+def soql_condition(condition: str) -> Callable[[dict[str, Any]], bool] | None:
+    """A test of a record for one condition of the two the fake reads, None for another:
+    `LastModifiedDate >= <dateTime literal, unquoted>` or `Id > '<id>'`."""
+    name, _, value = condition.partition(" >= ")
+    if name == "LastModifiedDate" and SOQL_DATETIME.fullmatch(value):
+        since = datetime.fromisoformat(value)
+        return lambda record: datetime.fromisoformat(record["LastModifiedDate"]) >= since
+    name, _, value = condition.partition(" > ")
+    if name == "Id" and re.fullmatch(r"'\w+'", value):
+        return lambda record: record["Id"] > value.strip("'")
+    return None
+
+
+def malformed(text: str) -> httpx.Response:
+    error = {"message": f"unexpected token: {text}", "errorCode": "MALFORMED_QUERY"}
+    return httpx.Response(400, json=[error])
 
 
 # --- HubSpot's CRM search API (a backfill's listing) --------------------------------------
