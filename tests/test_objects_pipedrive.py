@@ -207,3 +207,40 @@ def test_a_v1_organization_webhook_is_read_as_v2_with_its_address_as_one_object(
     assert (address["value"], address["locality"]) == ("Austin, TX", "Austin")
     assert "address_locality" not in event.payload["data"]
     assert event.payload["previous"]["name"] == "Lonestar"
+
+
+def test_a_persons_organization_gets_the_company_fields_of_its_enrichment_without_a_charge(
+    setup: tuple[Database, connections.Added, Flask],
+) -> None:
+    """Companies through their contacts: an enriched person whose org_id (v2: the
+    organization's id, an integer) names an organization gives it the company's fields of
+    that enrichment, for no credit; the organization's webhook for our write is our echo."""
+    db, link, app = setup
+    person = {**PERSON_CHANGED["data"], "id": 7, "name": "Ava Adams", "org_id": 12}
+    person["emails"] = [{"value": AVA, "primary": True, "label": "work"}]
+    assert DECLARED["pipedrive"].company_link == "org_id"
+    crm = HeldPipedrive(persons={"7": person}, organizations={"12": ORGANIZATION})
+    post(app, link, webhook("person", {**person, "org_id": None}))  # the read says 12
+
+    assert work(db, crm) == {"done": 1}
+    assert credits(db) == 9
+    company = [e for e in store.events_of(db, link.row["id"]) if e["kind"] == "companies"]
+    assert [(e["record_id"], e["status"]) for e in company] == [("12", "pending")]
+    assert crm.sent() == []  # Ava's person has her e-mail and name: nothing to write
+
+    assert work(db, crm) == {"done": 1}  # the next round: the organization is written
+    assert crm.sent() == [("/api/v2/organizations/12", AUSTIN)]
+    assert credits(db) == 9  # delivered with the person: not charged again
+    cached = store.record(db, link.row["id"], "12", "companies")
+    assert cached is not None and cached["company_guid"] == "D15C0000000000A1"
+
+    echo = webhook("organization", {**ORGANIZATION, **AUSTIN}, "echo", change_source="api")
+    echo["previous"] = {"address": None}
+    post(app, link, echo)
+    assert work(db, crm) == {"done": 1}
+    assert store.events_of(db, link.row["id"])[-1]["last_error"].startswith("our own write")
+    assert len(crm.sent()) == 1 and credits(db) == 9
+
+
+def credits(db: Database) -> int:
+    return int(db.execute("SELECT credits FROM organizations").fetchone()[0])

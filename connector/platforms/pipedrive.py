@@ -8,6 +8,9 @@ last (no OAuth renewal); and its adapter, for each of those kinds.
 The adapter: Pipedrive persons (contacts) and organizations (companies) over API v2: read one
 or up to 100 a call, update one (Pipedrive has no batch update for either). `base_url` is the
 company domain (https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
+A backfill lists them with GET /api/v2/persons and /organizations (500 a page by id, v2's
+cursor, `updated_since`). A person's organization is its `org_id` (v2: the organization's
+id), the company record an enriched person's company fields go to (`company_link`).
 
 An organization's update body (UpdateOrganizationRequest) has `name`, `owner_id`,
 `visible_to`, `label_ids`, `address`, `custom_fields`, and the newer default fields `website`,
@@ -23,11 +26,12 @@ Leads (API v1, GET/PATCH /api/v1/leads/{uuid}) hold no contact data: a lead link
 (`person_id`) and/or an organization (`organization_id`). Its properties are its own fields
 (`title`, custom fields by key) and, prefixed `person/` and `organization/`, those of the person
 and the organization it links, as above. Reading reads each lead (v1 takes no list of ids),
-then the persons and organizations they link, 100 a call; writing reads the lead again (the
-links now) and updates the lead, its person and its organization, each its own call. A
-property of a link the lead does not have is dropped unsent, with the reason. Our write to a
-linked person or organization comes back as that record's own webhook (a contact's or a
-company's event), not as the lead's: it is not known there as our echo.
+then the persons and organizations they link, 100 a call (a backfill lists leads with GET
+/api/v1/leads, 100 a page by `start`, and reads their links alike); writing reads the lead
+again (the links now) and updates the lead, its person and its organization, each its own
+call. A property of a link the lead does not have is dropped unsent, with the reason. Our
+write to a linked person or organization comes back as that record's own webhook (a
+contact's or a company's event), not as the lead's: it is not known there as our echo.
 
 Properties are flat names, as a mapping uses them: `email` and `phone` are the person's
 primary (else first non-empty) address and number, a 40-hex-character name is a custom
@@ -84,6 +88,7 @@ from connector.platforms.base import (
     BasicPassword,
     CrmClient,
     Event,
+    Listed,
     Permanent,
     Refusal,
     Retriable,
@@ -106,6 +111,8 @@ PERSONS = "/api/v2/persons"
 ORGANIZATIONS = "/api/v2/organizations"
 LEADS = "/api/v1/leads"
 LIST_IDS = 100  # GET /persons and /organizations take up to 100 comma-separated `ids`
+LIST_PAGE = 500  # v2 list endpoints: `limit` up to 500 a page
+LEADS_PAGE = 100  # GET /api/v1/leads a page: its links are then read in one call each
 BURST_WAIT_SECONDS = 2.0  # Pipedrive's rate-limit window
 LISTS = {"email": "emails", "phone": "phones"}  # flat property -> Pipedrive's list of them
 FLAT = {field: name for name, field in LISTS.items()}
@@ -207,6 +214,24 @@ class Pipedrive(CrmClient):
         """One update a record (there is no batch update): each record's outcome."""
         return write_each(self.write, changes)
 
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """A page of the records of the adapter's kind: persons and organizations 500 a page
+        by ascending id (v2's list, `updated_since` when `since` is given, its opaque cursor),
+        leads 100 a page in the order they were added (v1's `start`, the cursor) with the
+        persons and organizations they link (see `_list_leads`). Pipedrive says no total."""
+        if self.kind == "leads":
+            return self._list_leads(properties, since, cursor)
+        entity = self._entity
+        params = {"limit": str(LIST_PAGE), "sort_by": "id", "sort_direction": "asc"}
+        if since:
+            params["updated_since"] = _rfc3339(since)
+        if cursor:
+            params["cursor"] = cursor
+        body, listed = self._list(entity.path, params, entity.noun)
+        records = {str(r["id"]): _flat(r, properties) for r in listed if _alive(r) and "id" in r}
+        following = _additional(body, "next_cursor")
+        return Listed(records, following if isinstance(following, str) and following else None)
+
     @property
     def _entity(self) -> Entity:
         if self.kind not in ENTITIES:
@@ -300,13 +325,59 @@ class Pipedrive(CrmClient):
         self, record_ids: list[str], properties: Sequence[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
         """Each lead (one call a lead: v1 reads no list of ids), then the persons and the
-        organizations they link, 100 a call, as `person/...` and `organization/...`."""
+        organizations they link (`_with_links`)."""
         leads: dict[str, dict[str, Any] | Permanent] = {}
         for record_id in record_ids:
             try:
                 leads[record_id] = self._lead(record_id)
             except Permanent as failure:
                 leads[record_id] = failure
+        return self._with_links(leads, properties)
+
+    def _list_leads(
+        self, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of leads (GET /api/v1/leads: the leads not archived, oldest first; `start`
+        is the cursor) with the values of the persons and organizations they link. v1 takes
+        no time filter: leads whose own update_time is before `since` are left out here, as
+        is a lead whose person or organization is gone (its read would fail alike); a link
+        refused as a whole (the token, its scopes) fails the page."""
+        start = int(cursor) if cursor and cursor.isdigit() else 0
+        params = {"start": str(start), "limit": str(LEADS_PAGE)}
+        body, listed = self._list(LEADS, params, "lead")
+        leads: dict[str, dict[str, Any] | Permanent] = {
+            str(lead["id"]): lead for lead in listed
+            if "id" in lead and _updated_since(lead, since)
+        }  # fmt: skip
+        found = self._with_links(leads, properties)
+        for outcome in found.values():
+            if isinstance(outcome, Permanent) and "no such " not in outcome.reason:
+                raise outcome  # not one lead's: every lead's link would fail alike
+        records = {key: values for key, values in found.items() if isinstance(values, dict)}
+        pagination = _additional(body, "pagination")
+        if not (isinstance(pagination, dict) and pagination.get("more_items_in_collection")):
+            return Listed(records, None)
+        following = pagination.get("next_start")
+        following = following if isinstance(following, int) else start + len(listed)
+        return Listed(records, str(following) if following > start else None)
+
+    def _list(
+        self, path: str, params: dict[str, str], noun: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A list call's answer and its records under `data` (null when there are none)."""
+        response = self._send("GET", path, params=params)
+        self._check(response, f"list of {noun}s")
+        body = json_body(response)
+        listed = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or not isinstance(listed, list | None):
+            raise garbled(response, f"a page of {noun}s under data")
+        return body, dicts(listed)
+
+    def _with_links(
+        self, leads: dict[str, dict[str, Any] | Permanent], properties: Sequence[str]
+    ) -> dict[str, dict[str, Any] | Permanent]:
+        """Leads' own `properties`, and those of the persons and the organizations they
+        link, read 100 a call, as `person/...` and `organization/...`."""
         own = [name for name in properties if not _linked(name)]
         found = {key: _flat(lead, own) for key, lead in leads.items() if isinstance(lead, dict)}
         for prefix, link in LINKED.items():
@@ -379,6 +450,32 @@ class Pipedrive(CrmClient):
         if status >= 500:
             raise Retriable(reason, retry_after(response))
         raise Permanent(reason)
+
+
+def _additional(body: dict[str, Any], name: str) -> Any:
+    """A list answer's `additional_data.<name>` (v2's next_cursor, v1's pagination)."""
+    extra = body.get("additional_data")
+    return extra.get(name) if isinstance(extra, dict) else None
+
+
+def _rfc3339(since: str) -> str:
+    """`since` (ISO 8601) as list endpoints' `updated_since` wants it, in UTC to the second
+    (rounded down: nothing modified at `since` is left out): 2025-01-01T10:20:00Z."""
+    when = datetime.fromisoformat(since)
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _updated_since(record: dict[str, Any], since: str | None) -> bool:
+    """Whether a record's update_time is at or after `since` (true when it cannot tell)."""
+    if not since:
+        return True
+    try:
+        when = datetime.fromisoformat(str(record.get("update_time")))
+    except ValueError:
+        return True
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when >= datetime.fromisoformat(_rfc3339(since))
 
 
 def _linked(name: str) -> bool:
@@ -617,6 +714,8 @@ class PipedrivePlatform(BasicPassword):
     name: str = "pipedrive"
     crm: bool = True
     objects: tuple[str, ...] = ("contacts", "leads", "companies")
+    # A person's organization: v2's org_id is the organization's id (an integer, or null).
+    company_link: str = "org_id"
 
     def events(self, body: bytes) -> list[Event]:
         return pipedrive_events(json_object(body))
