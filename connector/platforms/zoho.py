@@ -8,11 +8,14 @@ create and edit events of every module, kept alive by connector/subscriptions.py
 
 The adapter: Zoho CRM records of one module (its `kind`) over the v7 REST API, at
 /crm/v7/{module} as Zoho's get-records and update-records pages give it for every module:
-read one record or up to 100 by id a call, update one or up to 100 a call, and keep a
-Notification API channel alive. Updates carry "trigger": [], so they start no workflow,
-approval or blueprint (no loop through a workflow webhook); the Notification API still
-reports them (an edit is an edit), and the worker leaves values the CRM already holds alone,
-so such an echo ends after one read.
+read one record or up to 100 by id a call, update one or up to 100 a call, list a module's
+records for a backfill (get-records, 200 a page, by Zoho's page token, `If-Modified-Since`
+for `--since`), and keep a Notification API channel alive. A Contact's Account_Name lookup
+reads as its name, and as the Account's id when asked as Account_Name.id: the record its
+company fields also go to (`company_link`, connector/worker.py). Updates carry
+"trigger": [], so they start no workflow, approval or blueprint (no loop through a workflow
+webhook); the Notification API still reports them (an edit is an edit), and the worker
+leaves values the CRM already holds alone, so such an echo ends after one read.
 
 Failures beyond `base.classify`:
 
@@ -33,11 +36,13 @@ Failures beyond `base.classify`:
   decides. Other 4xx are Permanent with Zoho's code and message (MANDATORY_NOT_FOUND,
   DUPLICATE_DATA, RECORD_LOCKED, NO_PERMISSION, ...).
 
-Sources: Zoho CRM API v7 docs (get-records, update-records, notifications/enable and
+Sources: Zoho CRM API v7 docs (get-records: fields, per_page, page_token,
+If-Modified-Since; status codes: 304 Not Modified; update-records, notifications/enable and
 update-info, multi-dc; the enable page's callback sample, a Leads one, is
 tests/data/platforms/zoho_webhook.json), Zoho's OpenAPI description of the records endpoints
-(200/207/400 shapes, per-record answers in the order sent), Kaizen #25 (error codes by status)
-and Kaizen #203 (limits, TOO_MANY_REQUESTS).
+(200/207/400 shapes, per-record answers in the order sent; getRecords: `page` reaches 2,000
+records and page tokens 100,000, EXPIRED_VALUE and TOKEN_BOUND_DATA_MISMATCH refuse a token),
+Kaizen #25 (error codes by status) and Kaizen #203 (limits, TOO_MANY_REQUESTS).
 """
 
 from __future__ import annotations
@@ -580,6 +585,9 @@ class ZohoPlatform(Platform):
     refreshable: bool = True
     subscribes: bool = True
     objects: tuple[str, ...] = tuple(MODULES)  # contacts, leads, companies (Accounts)
+    # A Contact's Account_Name is a lookup ({"name", "id"}) that `read` gives as its name (the
+    # mapping's company name); asked as Account_Name.id it gives the linked Account's id.
+    company_link: str = f"Account_Name{LOOKUP_ID}"
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
