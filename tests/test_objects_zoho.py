@@ -301,3 +301,58 @@ def test_the_channel_watches_every_declared_module(setup: Setup) -> None:
         "Accounts.create",
         "Accounts.edit",
     ]
+
+
+# --- companies through their contacts --------------------------------------------------------
+
+
+def test_a_contacts_account_gets_the_company_fields_of_its_enrichment_without_a_charge(
+    setup: Setup, hooks: FlaskClient, run: Any
+) -> None:
+    """An enriched Contact whose Account_Name (a lookup) links an Account gives that Account
+    the company's fields of the same enrichment, in the next round and for no credit; the
+    Account's own notification for our write is then not enriched again."""
+    db, link, org = setup
+    contact_id = "5725767000003000888"
+    post(hooks, link, notification(link, module="Contacts", ids=[contact_id], operation="update"))
+    contact = {"id": contact_id, "Email": AVA, "Last_Name": "Adams", "Title": None,
+               "Account_Name": {"name": "Lonestar", "id": ACCOUNT}}  # fmt: skip
+    account = {"id": ACCOUNT, "Account_Name": "Lonestar", "Website": None, "Billing_City": None}
+    zoho = FakeZohoRecords({"Contacts": {contact_id: contact}, "Accounts": {ACCOUNT: account}})
+
+    assert run(zoho) == {"done": 1}
+    assert credits(db, org) == 9
+    read = zoho.requests[0]
+    assert read.url.path == f"/crm/v7/Contacts/{contact_id}"
+    assert read.url.params["fields"].split(",").count("Account_Name") == 1
+    company_event = [e for e in store.events_of(db, link.row["id"]) if e["kind"] == "companies"]
+    assert [(e["record_id"], e["status"]) for e in company_event] == [(ACCOUNT, "pending")]
+    ((_, (to_contact,)),) = zoho.updates("Contacts")
+    assert "Account_Name" not in to_contact  # the lookup is read, never written
+
+    assert run(zoho) == {"done": 1}  # the next round: the Account is written
+    ((path, (to_account,)),) = zoho.updates("Accounts")
+    assert path == f"/crm/v7/Accounts/{ACCOUNT}"
+    assert to_account["Billing_City"] == "Austin"
+    assert to_account["ContactData_Company_GUID"] == "D15C0000000000A1"
+    assert "Account_Name" not in to_account and "Title" not in to_account
+    assert credits(db, org) == 9  # delivered with the contact: not charged again
+    cached = store.record(db, link.row["id"], ACCOUNT, "companies")
+    assert cached is not None and cached["company_guid"] == "D15C0000000000A1"
+
+    post(hooks, link, accounts_notification(link, [ACCOUNT]))  # Zoho reports our write
+    assert run(zoho) == {"done": 1}
+    assert store.events_of(db, link.row["id"])[-1]["last_error"].startswith("unchanged since")
+    assert credits(db, org) == 9 and len(zoho.updates("Accounts")) == 1
+
+
+def test_a_contact_without_an_account_links_no_company() -> None:
+    assert ZOHO.company_link
+    assert ZOHO.linked_company({"Account_Name": "Lonestar", "Account_Name.id": ACCOUNT}) == ACCOUNT
+    assert ZOHO.linked_company({"Account_Name": None, "Account_Name.id": None}) == ""
+    crm = FakeCRM(answer(200, {"data": [{"id": "9", "Account_Name": None}]}))
+    adapter = Zoho("https://www.zohoapis.eu", "token", crm.client())
+    assert adapter.read("9", ["Account_Name", ZOHO.company_link]) == {
+        "Account_Name": None, ZOHO.company_link: None,
+    }  # fmt: skip
+    assert crm.requests[0].url.params["fields"] == "Account_Name"

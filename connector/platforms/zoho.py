@@ -8,11 +8,14 @@ create and edit events of every module, kept alive by connector/subscriptions.py
 
 The adapter: Zoho CRM records of one module (its `kind`) over the v7 REST API, at
 /crm/v7/{module} as Zoho's get-records and update-records pages give it for every module:
-read one record or up to 100 by id a call, update one or up to 100 a call, and keep a
-Notification API channel alive. Updates carry "trigger": [], so they start no workflow,
-approval or blueprint (no loop through a workflow webhook); the Notification API still
-reports them (an edit is an edit), and the worker leaves values the CRM already holds alone,
-so such an echo ends after one read.
+read one record or up to 100 by id a call, update one or up to 100 a call, list a module's
+records for a backfill (get-records, 200 a page, by Zoho's page token, `If-Modified-Since`
+for `--since`), and keep a Notification API channel alive. A Contact's Account_Name lookup
+reads as its name, and as the Account's id when asked as Account_Name.id: the record its
+company fields also go to (`company_link`, connector/worker.py). Updates carry
+"trigger": [], so they start no workflow, approval or blueprint (no loop through a workflow
+webhook); the Notification API still reports them (an edit is an edit), and the worker
+leaves values the CRM already holds alone, so such an echo ends after one read.
 
 Failures beyond `base.classify`:
 
@@ -33,19 +36,22 @@ Failures beyond `base.classify`:
   decides. Other 4xx are Permanent with Zoho's code and message (MANDATORY_NOT_FOUND,
   DUPLICATE_DATA, RECORD_LOCKED, NO_PERMISSION, ...).
 
-Sources: Zoho CRM API v7 docs (get-records, update-records, notifications/enable and
+Sources: Zoho CRM API v7 docs (get-records: fields, per_page, page_token,
+If-Modified-Since; status codes: 304 Not Modified; update-records, notifications/enable and
 update-info, multi-dc; the enable page's callback sample, a Leads one, is
 tests/data/platforms/zoho_webhook.json), Zoho's OpenAPI description of the records endpoints
-(200/207/400 shapes, per-record answers in the order sent), Kaizen #25 (error codes by status)
-and Kaizen #203 (limits, TOO_MANY_REQUESTS).
+(200/207/400 shapes, per-record answers in the order sent; getRecords: `page` reaches 2,000
+records and page tokens 100,000, EXPIRED_VALUE and TOKEN_BOUND_DATA_MISMATCH refuse a token),
+Kaizen #25 (error codes by status) and Kaizen #203 (limits, TOO_MANY_REQUESTS).
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -56,11 +62,13 @@ from connector.platforms.base import (
     CrmClient,
     Delivery,
     Event,
+    Listed,
     Outcome,
     Permanent,
     Platform,
     Refusal,
     Refused,
+    Retriable,
     Row,
     Unparseable,
     Verified,
@@ -119,6 +127,12 @@ FIELDS_PER_READ = 50  # field names a read takes (documented; LIMIT_EXCEEDED bey
 # 100 records (a page holds up to 200), so 100 ids a call.
 IDS_PER_READ = 100
 FIELD_ERRORS = frozenset({"INVALID_DATA"})  # codes that, naming a field, drop it
+PAGE_SIZE = 200  # records a page of get-records holds at most (per_page, documented)
+# A page token Zoho no longer takes: lapsed (page_token_expiry), or bound to other parameters
+# (the fields asked changed since): the listing starts over from its first page.
+TOKEN_LAPSED = frozenset({"EXPIRED_VALUE", "TOKEN_BOUND_DATA_MISMATCH"})
+NOTHING = (204, 304)  # no records; none modified since If-Modified-Since
+LOOKUP_ID = ".id"  # a property "<lookup field>.id": the id of the record it links to
 # Codes of a 400 refusing a call for what it is, not for a record in it (Zoho's update-records
 # errors and Kaizen #25): each record sent alone would be refused alike.
 CALL_REFUSED = frozenset(
@@ -135,11 +149,17 @@ CALL_REFUSED = frozenset(
     }
 )
 Record = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 class _Refused(Permanent):
-    """A request Zoho refused as invalid (400 with its own error code): for a batch read, the
-    cue to read record by record; for renewing a channel, to enable it."""
+    """A request Zoho refused as invalid (400 with its own error `codes`): for a batch read,
+    the cue to read record by record; for renewing a channel, to enable it; for a listing's
+    page token, to start over."""
+
+    def __init__(self, reason: str, codes: Iterable[Any] = ()) -> None:
+        super().__init__(reason)
+        self.codes = frozenset(code for code in codes if isinstance(code, str))
 
 
 def watched_events(kinds: Sequence[str]) -> list[str]:
@@ -167,9 +187,10 @@ class Zoho(CrmClient):
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The record's current values of `properties` (field API names), None where empty
-        or unknown; a lookup (Account_Name, Owner) reads as its name."""
+        or unknown; a lookup (Account_Name, Owner) reads as its name, and as the id of the
+        record it links to when asked as "<field>.id" (Account_Name.id)."""
         values: Record = {}
-        for fields in _slices(list(properties), FIELDS_PER_READ) or [[]]:
+        for fields in _slices(_fields(properties), FIELDS_PER_READ) or [[]]:
             records = self._get(self._record(record_id), fields)
             if not records:
                 what = RECORD_NAMES[self.kind]
@@ -190,6 +211,36 @@ class Zoho(CrmClient):
             except _Refused:
                 found.update(read_each(self.read, ids, properties))
         return found
+
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """A page of 200 records of its module by the get-records API (GET /crm/v7/{module}
+        with `fields` and per_page=200), modified at or after `since` when given (the
+        If-Modified-Since header, with its offset as Zoho's sample writes it; 304 when none
+        is). The cursor is Zoho's page token (info.next_page_token): `page` reaches the first
+        2,000 records only, tokens 100,000. A lapsed token, or one bound to other fields,
+        starts the listing over (records queued before are not queued again). A GET takes 50
+        field names: the rest are read by id. Zoho does not say how many records remain."""
+        fields = _fields(properties)
+        params = {"per_page": str(PAGE_SIZE), **({"page_token": cursor} if cursor else {})}
+        headers = {"If-Modified-Since": _zoho_time(since)} if since else None
+        try:
+            records, info = self._get_page(self.records, fields[:FIELDS_PER_READ], params, headers)
+        except _Refused as refused:
+            if not (cursor and refused.codes & TOKEN_LAPSED):
+                raise
+            log.info("Zoho refused a listing's page token (%s): listing again", refused.reason)
+            return self.list_page(properties, since, None)
+        values = {str(record.get("id")): record for record in records}
+        for ids in id_chunks(list(values), IDS_PER_READ) if fields[FIELDS_PER_READ:] else []:
+            for key, rest in self._read_raw(ids, fields[FIELDS_PER_READ:]).items():
+                values.get(key, {}).update(rest)
+        following = info.get("next_page_token")
+        if info.get("more_records") is not True:
+            following = None
+        elif not (isinstance(following, str) and following):
+            raise Retriable("Zoho's page says more records follow but names no next_page_token")
+        return Listed({key: _picked(record, properties) for key, record in values.items()},
+                      following)  # fmt: skip
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
         """Update one record; fields Zoho refuses as invalid are dropped and reported."""
@@ -237,31 +288,48 @@ class Zoho(CrmClient):
     def _read_batch(
         self, ids: list[str], properties: list[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
-        values: dict[str, Record] = {}
-        for fields in _slices(properties, FIELDS_PER_READ) or [[]]:
-            for record in self._get(self.records, fields, {"ids": ",".join(ids)}):
-                values.setdefault(str(record.get("id")), {}).update(record)
+        values = self._read_raw(ids, _fields(properties))
         what = RECORD_NAMES[self.kind]
         missing = Permanent(f"no such Zoho {what}: the batch read left it out (deleted?)")
         return {key: _picked(values[key], properties) if key in values else missing for key in ids}
+
+    def _read_raw(self, ids: list[str], fields: list[str]) -> dict[str, Record]:
+        """Records by id as Zoho answers them, asking 50 `fields` a call."""
+        values: dict[str, Record] = {}
+        for chunk in _slices(fields, FIELDS_PER_READ) or [[]]:
+            for record in self._get(self.records, chunk, {"ids": ",".join(ids)}):
+                values.setdefault(str(record.get("id")), {}).update(record)
+        return values
 
     def _get(
         self, path: str, fields: list[str], params: dict[str, str] | None = None
     ) -> list[Record]:
         """The records a GET answers ([] for 204 No Content), asking for `fields`; fields
         Zoho refuses are dropped and the rest asked for again."""
+        return self._get_page(path, fields, params)[0]
+
+    def _get_page(
+        self,
+        path: str,
+        fields: list[str],
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[list[Record], Record]:
+        """`_get`'s records, with the answer's `info` (paging); none for 204 or 304."""
         query = {**(params or {}), **({"fields": ",".join(fields)} if fields else {})}
-        response = self._send("GET", path, params=query or None)
+        response = self._send("GET", path, headers, params=query or None)
         unknown = _unknown_fields(response, fields)
         if unknown:
-            return self._get(path, [name for name in fields if name not in unknown], params)
-        if response.status_code == 204:
-            return []
+            kept = [name for name in fields if name not in unknown]
+            return self._get_page(path, kept, params, headers)
+        if response.status_code in NOTHING:
+            return [], {}
         self._check(response)
-        records = _body(response).get("data")
+        body = _body(response)
+        records, info = body.get("data"), body.get("info")
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise garbled(response, "records under data")
-        return records
+        return records, info if isinstance(info, dict) else {}
 
     def _update(self, record_id: str, values: dict[str, Any]) -> Refusal:
         outcome = self._update_one(record_id, values)
@@ -329,7 +397,7 @@ class Zoho(CrmClient):
             raise Permanent(TOKEN_REFUSED)
         if 400 <= status < 500 and status != 429 and errors:
             reason = f"{status} {response.reason_phrase}: {'; '.join(map(_describe, errors))}"
-            raise _Refused(reason) if status == 400 else Permanent(reason)
+            raise _Refused(reason, codes) if status == 400 else Permanent(reason)
         classify(response)
 
 
@@ -337,8 +405,28 @@ def _slices(items: list[str], size: int) -> list[list[str]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
+def _fields(properties: Sequence[str]) -> list[str]:
+    """The field API names to ask for `properties` ("Account_Name.id" is Account_Name's)."""
+    return list(dict.fromkeys(name.removesuffix(LOOKUP_ID) for name in properties))
+
+
 def _picked(record: Record, properties: Sequence[str]) -> dict[str, Any]:
-    return {name: _flat(record.get(name)) for name in properties}
+    return {name: _value(record, name) for name in properties}
+
+
+def _value(record: Record, name: str) -> Any:
+    """A property's value: a field's as `_flat` gives it, or a lookup's id ("<field>.id")."""
+    if not name.endswith(LOOKUP_ID):
+        return _flat(record.get(name))
+    lookup = record.get(name.removesuffix(LOOKUP_ID))
+    linked = lookup.get("id") if isinstance(lookup, dict) else None
+    return str(linked) if isinstance(linked, str | int) and linked != "" else None
+
+
+def _zoho_time(since: str) -> str:
+    """An ISO 8601 time as Zoho's If-Modified-Since sample writes it: 2019-07-25T15:26:49+05:30."""
+    when = datetime.fromisoformat(since)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat(timespec="seconds")
 
 
 def _flat(value: Any) -> Any:
@@ -497,6 +585,9 @@ class ZohoPlatform(Platform):
     refreshable: bool = True
     subscribes: bool = True
     objects: tuple[str, ...] = tuple(MODULES)  # contacts, leads, companies (Accounts)
+    # A Contact's Account_Name is a lookup ({"name", "id"}) that `read` gives as its name (the
+    # mapping's company name); asked as Account_Name.id it gives the linked Account's id.
+    company_link: str = f"Account_Name{LOOKUP_ID}"
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""

@@ -7,6 +7,7 @@ request is kept."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -96,3 +97,116 @@ class FakeZohoRecords:
             "status": "success",
         }
         return httpx.Response(200, json={"watch": [answer]})
+
+
+LISTING_LIMIT = 2_000  # records `page` reaches; past them, only page_token (documented)
+PAGE_LIMIT = 200  # per_page at most
+FIELDS_LIMIT = 50  # field names a GET takes
+
+
+def _error(code: str, message: str, details: Record) -> httpx.Response:
+    return httpx.Response(
+        400, json={"code": code, "details": details, "message": message, "status": "error"}
+    )
+
+
+class ListedZohoRecords(FakeZohoRecords):
+    """Zoho's records that can also be listed, as the get-records API pages a module (Zoho's
+    OpenAPI description, getRecords): `fields` required (50 at most), `per_page` up to 200,
+    `page` up to the first 2,000 records, `page_token` (from info.next_page_token) past them,
+    bound to the call's parameters (TOKEN_BOUND_DATA_MISMATCH) and lapsing (EXPIRED_VALUE,
+    `expire_tokens`); `If-Modified-Since` keeps the records whose Modified_Time is not older
+    (304 when none is), 204 when the module holds none. `failures` answer first, in order."""
+
+    def __init__(self, records: dict[str, dict[str, Record]]) -> None:
+        super().__init__(records)
+        self.failures: list[httpx.Response] = []
+        self.tokens: dict[str, tuple[int, tuple[Any, ...]]] = {}  # token -> (next, binding)
+        self.expired: set[str] = set()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.split("/")
+        listing = len(path) == 4 and "ids" not in request.url.params
+        if not (request.method == "GET" and listing and path[3] != "actions"):
+            return super().__call__(request)
+        self.requests.append(request)
+        if self.failures:
+            return self.failures.pop(0)
+        return self._list(path[3], request)
+
+    def listings(self) -> list[httpx.Request]:
+        """The listing calls received, in order."""
+        return [
+            r
+            for r in self.requests
+            if r.method == "GET" and len(r.url.path.split("/")) == 4 and "ids" not in r.url.params
+        ]
+
+    def expire_tokens(self) -> None:
+        self.expired.update(self.tokens)
+
+    def _start(
+        self, token: str | None, binding: tuple[Any, ...], per_page: int, page: int
+    ) -> tuple[int, int] | httpx.Response:
+        """Where a page starts and its number: after the token's page, or the `page`th."""
+        if token is None:
+            if page * per_page > LISTING_LIMIT:
+                message = "You can only get the first 2000 records without using page_token param"
+                return _error("DISCRETE_PAGINATION_LIMIT_EXCEEDED", message,
+                              {"limit": LISTING_LIMIT})  # fmt: skip
+            return (page - 1) * per_page, page
+        if token in self.expired:
+            where = {"api_name": "page_token", "json_path": "$.query.page_token"}
+            return _error("EXPIRED_VALUE", "Page token expired", where)
+        start, bound = self.tokens.get(token, (-1, ()))
+        if bound != binding:
+            message = (
+                "The page_token given seems to be invalid or input param is added or altered "
+                "or deleted"
+            )
+            return _error("TOKEN_BOUND_DATA_MISMATCH", message, {"param_name": "page_token"})
+        return start, start // per_page + 1
+
+    def _list(self, module: str, request: httpx.Request) -> httpx.Response:
+        held = self.records.get(module)
+        if held is None:
+            return httpx.Response(400, json=INVALID_MODULE)
+        params = request.url.params
+        fields = [name for name in params.get("fields", "").split(",") if name]
+        if not fields:
+            return _error("REQUIRED_PARAM_MISSING", "required param is missing",
+                          {"param_name": "fields"})  # fmt: skip
+        if len(fields) > FIELDS_LIMIT:
+            return _error("LIMIT_EXCEEDED", "limit exceeded",
+                          {"limit": FIELDS_LIMIT, "param_name": "fields"})  # fmt: skip
+        per_page = min(int(params.get("per_page", PAGE_LIMIT)), PAGE_LIMIT)
+        since = request.headers.get("If-Modified-Since")
+        binding = (module, tuple(fields), per_page, since)
+        token = params.get("page_token")
+        where = self._start(token, binding, per_page, int(params.get("page", 1)))
+        if isinstance(where, httpx.Response):
+            return where
+        start, page = where
+        matching = [record for record in held.values() if _modified_since(record, since)]
+        if not matching:
+            return httpx.Response(304 if since else 204)
+        shown = [self._view(record, fields) for record in matching[start : start + per_page]]
+        more = start + per_page < len(matching)
+        following = None
+        if more:
+            following = f"tok{len(self.tokens) + 1:04d}"
+            self.tokens[following] = (start + per_page, binding)
+        info = {
+            "per_page": per_page, "count": len(shown), "page": page, "sort_by": "id",
+            "sort_order": "desc", "more_records": more, "next_page_token": following,
+            "previous_page_token": token, "page_token_expiry": "2026-11-23T12:00:00+00:00",
+        }  # fmt: skip
+        return httpx.Response(200, json={"data": shown, "info": info})
+
+
+def _modified_since(record: Record, since: str | None) -> bool:
+    if since is None:
+        return True
+    modified = record.get("Modified_Time")
+    moment = datetime.fromisoformat(since)
+    return modified is None or datetime.fromisoformat(str(modified)) >= moment
