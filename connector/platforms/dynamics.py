@@ -6,10 +6,14 @@ companies); OAuth tokens from the Entra ID tenant's endpoint (given), by client 
 for `<environment URL>/.default`; and its adapter.
 
 The adapter: one table's rows over the Web API (OData 4.0), the table its kind's (`TABLES`:
-contacts, leads, accounts for our companies): read and update one row, and read up to 50 rows
-a query (`$filter` with the In query function). Writes go one PATCH a row: `$batch` would save
-requests, not service-protection execution time, and its multipart answers are a format of
-their own to parse.
+contacts, leads, accounts for our companies): read and update one row, read up to 50 rows
+a query (`$filter` with the In query function), and list the table for a backfill (`list_page`:
+500 rows a page by @odata.nextLink, modified since a time). Writes go one PATCH a row: `$batch`
+would save requests, not service-protection execution time, and its multipart answers are a
+format of their own to parse. A lookup column read (`_parentcustomerid_value`) comes with the
+table it names (the lookuplogicalname annotation, asked by Prefer): a contact's company,
+parentcustomerid, names an account or a contact, and only an account is its company record
+(`DynamicsPlatform.linked_company`).
 
 Failures beyond `base.classify`: errors come as OData {"error": {"code", "message"}}, and the
 reason carries that code and message. A 400 naming an unknown column ("Could not find a
@@ -393,6 +397,8 @@ class DynamicsPlatform(UrlSecret):
     url_param: str = "code"
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(TABLES)
+    # A contact's company: parentcustomerid, a customer lookup (an account, or a contact).
+    company_link: str = "_parentcustomerid_value"
 
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))
@@ -408,6 +414,12 @@ class DynamicsPlatform(UrlSecret):
         if kind not in TABLES:
             raise Permanent(f"dynamics has no {kind} the connector enriches")
         return Dynamics(base_url, token, client, auth, kind)
+
+    def linked_company(self, contact: dict[str, Any]) -> str:
+        """The account a contact's parentcustomerid names, read with the table it names
+        (its lookuplogicalname annotation); "" when that is a contact, or unknown."""
+        table = contact.get(f"{self.company_link}@{LOOKUP_NAME}")
+        return super().linked_company(contact) if table == TABLES["companies"].name else ""
 
     def scope(self, base_url: str, refresh_token: str) -> str:
         """Client credentials ask for Dataverse's `<environment>/.default`."""
