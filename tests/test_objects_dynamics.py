@@ -22,7 +22,11 @@ from connector import connections, store, worker
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
-from tests.helpers.dataverse import FakeDataverseTables, remote_execution_context
+from tests.helpers.dataverse import (
+    LOOKUP_NAME,
+    ListedDataverseTables,
+    remote_execution_context,
+)
 from tests.helpers.orgs import organization
 
 LEAD = "2f5a3c10-8b1e-ef11-9f89-000d3a5c8f21"
@@ -50,7 +54,7 @@ class Setup:
     db: Database
     link: connections.Added
     hooks: Any  # the connector app's test client
-    crm: FakeDataverseTables
+    crm: ListedDataverseTables
     work: worker.Worker
 
     def post(self, body: bytes) -> Any:
@@ -80,7 +84,7 @@ def setup(
         db, SECRET.encode(), NOW, name="d365", platform="dynamics", api_key=key,
         crm_base_url=CRM, crm_token=TOKEN,
     )  # fmt: skip
-    crm = FakeDataverseTables({})
+    crm = ListedDataverseTables({})
     with httpx.Client(transport=httpx.MockTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
         yield Setup(db, link, connector_app.test_client(), crm, work)
@@ -212,3 +216,59 @@ def test_a_contact_and_an_account_with_the_same_id_stay_apart(setup: Setup) -> N
     assert contact is not None and account is not None
     assert contact["contact_guid"] == "D15C00000000000000000000000000C1"
     assert (account["contact_guid"], account["company_guid"]) == ("", "D15C0000000000A1")
+
+
+# --- companies through their contacts ---------------------------------------------------------
+
+
+def _with_company(table: str, guid: str) -> dict[str, Any]:
+    """Ava's contact row, its company (parentcustomerid, a customer lookup) a row of `table`."""
+    return {**AVA_LEAD, "_parentcustomerid_value": guid,
+            f"_parentcustomerid_value@{LOOKUP_NAME}": table}  # fmt: skip
+
+
+def test_a_contacts_account_gets_the_company_fields_of_its_enrichment_without_a_charge(
+    setup: Setup,
+) -> None:
+    """Companies through their contacts: an enriched contact whose parentcustomerid names an
+    account gives it the company's fields of that enrichment, at once and for no credit; the
+    account's own webhook for our write is then not enriched again."""
+    setup.crm.tables["contacts"][GLYNN] = _with_company("account", ACCOUNT)
+    setup.crm.tables["accounts"][ACCOUNT] = {"name": "Lonestar"}
+    setup.post(remote_execution_context("contact", GLYNN, {"emailaddress1": AVA}))
+
+    assert setup.work.run_due() == {"done": 1}
+    assert setup.credits() == 9
+    (read,) = setup.crm.reads("contacts")
+    assert "_parentcustomerid_value" in read.url.params["$select"].split(",")
+    assert read.headers["prefer"] == f'odata.include-annotations="{LOOKUP_NAME}"'
+    (company_event,) = [e for e in setup.events() if e["kind"] == "companies"]
+    assert company_event["record_id"] == ACCOUNT and company_event["status"] == "pending"
+
+    assert setup.work.run_due() == {"done": 1}  # the next round: the account is written
+    ((guid, written),) = setup.crm.patches("accounts")
+    assert guid == ACCOUNT and written["address1_city"] == "Austin"
+    assert written["new_contactdata_company_guid"] == "D15C0000000000A1"
+    assert "name" not in written and "jobtitle" not in written
+    assert setup.credits() == 9  # delivered with the contact: not charged again
+    cached = store.record(setup.db, setup.link.row["id"], ACCOUNT, "companies")
+    assert cached is not None and cached["company_guid"] == "D15C0000000000A1"
+
+    # the account's own webhook for our write: unchanged, not enriched
+    setup.post(remote_execution_context("account", ACCOUNT, written, operation=LATER[0]))
+    assert setup.work.run_due() == {"done": 1}
+    assert setup.events()[-1]["last_error"].startswith("unchanged since")
+    assert setup.credits() == 9 and len(setup.crm.patches("accounts")) == 1
+
+
+def test_a_contacts_company_that_is_a_contact_is_left_alone(setup: Setup) -> None:
+    """parentcustomerid may name a contact (a customer lookup): that is no company record."""
+    setup.crm.tables["contacts"][GLYNN] = _with_company("contact", OTHER_LEAD)
+    setup.post(remote_execution_context("contact", GLYNN, {"emailaddress1": AVA}))
+    assert setup.work.run_due() == {"done": 1}
+    (read,) = setup.crm.reads("contacts")  # the link was read, with the table it names
+    assert read.headers["prefer"] == f'odata.include-annotations="{LOOKUP_NAME}"'
+    assert [e["kind"] for e in setup.events()] == ["contacts"]
+    assert setup.crm.reads("accounts") == [] and setup.crm.patches("accounts") == []
+    ((_, person),) = setup.crm.patches("contacts")
+    assert person["jobtitle"] == "Vice President of Sales"

@@ -1178,7 +1178,8 @@ DYNAMICS_READ = (
     "new_contactdata_linkedin_url,new_contactdata_company_name,new_contactdata_industry,"
     "new_contactdata_employee_count,new_contactdata_employee_range,"
     "new_contactdata_revenue_range,new_contactdata_job_levels,new_contactdata_job_functions,"
-    "new_contactdata_record_status,new_contactdata_contact_guid,fullname"
+    "new_contactdata_record_status,new_contactdata_contact_guid,fullname,"
+    "_parentcustomerid_value"  # the contact's company (an account, or a contact)
 )
 JAMES_GLYNN_PATH = f"{DATAVERSE}/contacts({JAMES_GLYNN_CONTACT_ID})"
 

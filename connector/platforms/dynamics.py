@@ -6,10 +6,14 @@ companies); OAuth tokens from the Entra ID tenant's endpoint (given), by client 
 for `<environment URL>/.default`; and its adapter.
 
 The adapter: one table's rows over the Web API (OData 4.0), the table its kind's (`TABLES`:
-contacts, leads, accounts for our companies): read and update one row, and read up to 50 rows
-a query (`$filter` with the In query function). Writes go one PATCH a row: `$batch` would save
-requests, not service-protection execution time, and its multipart answers are a format of
-their own to parse.
+contacts, leads, accounts for our companies): read and update one row, read up to 50 rows
+a query (`$filter` with the In query function), and list the table for a backfill (`list_page`:
+500 rows a page by @odata.nextLink, modified since a time). Writes go one PATCH a row: `$batch`
+would save requests, not service-protection execution time, and its multipart answers are a
+format of their own to parse. A lookup column read (`_parentcustomerid_value`) comes with the
+table it names (the lookuplogicalname annotation, asked by Prefer): a contact's company,
+parentcustomerid, names an account or a contact, and only an account is its company record
+(`DynamicsPlatform.linked_company`).
 
 Failures beyond `base.classify`: errors come as OData {"error": {"code", "message"}}, and the
 reason carries that code and message. A 400 naming an unknown column ("Could not find a
@@ -29,6 +33,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -39,6 +44,7 @@ from connector.platforms.base import (
     TOKEN_REFUSED,
     CrmClient,
     Event,
+    Listed,
     Permanent,
     Refusal,
     Retriable,
@@ -67,6 +73,11 @@ UNKNOWN_ON_WRITE = re.compile(
     r"(?:Invalid property|The property) '([^']+)' (?:was found in entity|does not exist on type)"
 )
 QUERY_SAFE = ",'()=[]"  # left as they are, as the Web API documentation writes its queries
+PAGE_SIZE = 500  # rows a listed page (Prefer odata.maxpagesize: Dataverse takes up to 5,000)
+COUNT_LIMIT = 5_000  # $count=true counts matching rows up to this many ("Count rows")
+# The annotation naming the table a lookup column's value is a row of, asked by Prefer.
+LOOKUP_NAME = "Microsoft.Dynamics.CRM.lookuplogicalname"
+LOOKUP = re.compile(r"_\w+_value")  # a lookup column's Web API property (_parentcustomerid_value)
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,7 @@ class Dynamics(CrmClient):
         """The row's current values of `properties` (column logical names), None where
         empty or where the environment has no such column."""
         record = self._record(self._guid(record_id), list(properties))
-        return {name: record.get(name) for name in properties}
+        return _columns_of(record, properties)
 
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
@@ -128,8 +139,34 @@ class Dynamics(CrmClient):
             rows = {str(row.get(self.table.key)).lower(): row for row in listed}
             for key in chunk:
                 row = rows.get(key.lower())
-                found[key] = {name: row.get(name) for name in columns} if row else self._gone()
+                found[key] = _columns_of(row, columns) if row else self._gone()
         return found
+
+    def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
+        """A page of 500 of the table's rows by ascending primary key (modified at or after
+        `since` when given), as "Page results using OData" pages them: Prefer
+        odata.maxpagesize, then the answer's @odata.nextLink, sent as it is with the same
+        Prefer. The cursor is that link's path and query (its $skiptoken's paging cookie
+        names the last row listed, so it holds in another process) and is sent below the
+        environment URL only. The first page asks $count=true: its @odata.count is the total
+        when under the 5,000 it counts up to."""
+        columns = list(properties)
+        path = self._next_page(cursor) if cursor else self._first_page(columns, since)
+        response = self._send("GET", path, headers=_prefer(columns, PAGE_SIZE))
+        unknown = _unknown(response, UNKNOWN_ON_READ, columns) if not cursor else {}
+        if unknown:
+            kept = [name for name in columns if name not in unknown]
+            listed = self.list_page(kept, since, cursor)
+            records = {key: _columns_of(row, columns) for key, row in listed.records.items()}
+            return listed._replace(records=records)
+        rows, body = self._rows(response)
+        key = self.table.key
+        if not all(isinstance(row.get(key), str) for row in rows):
+            raise garbled(response, f"{self.table.entity_set} with their {key}")
+        records = {row[key]: _columns_of(row, columns) for row in rows}
+        count = body.get("@odata.count")
+        known = not cursor and isinstance(count, int) and count < COUNT_LIMIT
+        return Listed(records, self._cursor(response, body), count if known else None)
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
         """Update one row; columns the environment does not have are dropped."""
@@ -143,7 +180,7 @@ class Dynamics(CrmClient):
     def _record(self, guid: str, columns: list[str]) -> dict[str, Any]:
         table = self.table
         path = f"{API}/{table.entity_set}({guid})?{_query(columns or [table.key])}"
-        response = self._send("GET", path)
+        response = self._send("GET", path, headers=_prefer(columns))
         unknown = _unknown(response, UNKNOWN_ON_READ, columns)
         if unknown:
             return self._record(guid, [name for name in columns if name not in unknown])
@@ -158,16 +195,45 @@ class Dynamics(CrmClient):
         listed = ",".join(f"'{guid}'" for guid in guids)
         where = f"Microsoft.Dynamics.CRM.In(PropertyName='{table.key}',PropertyValues=[{listed}])"
         selected = list(dict.fromkeys([table.key, *columns]))
-        response = self._send("GET", f"{API}/{table.entity_set}?{_query(selected, where)}")
+        path = f"{API}/{table.entity_set}?{_query(selected, where)}"
+        response = self._send("GET", path, headers=_prefer(columns))
         unknown = _unknown(response, UNKNOWN_ON_READ, columns)
         if unknown:
             return self._records(guids, [name for name in columns if name not in unknown])
+        return self._rows(response)[0]
+
+    def _rows(self, response: httpx.Response) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """A collection's rows (`value`), and the answer they came in."""
         self._check(response)
         body = json_body(response)
         rows = body.get("value") if isinstance(body, dict) else None
         if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-            raise garbled(response, f"a collection of {table.entity_set}")
-        return rows
+            raise garbled(response, f"a collection of {self.table.entity_set}")
+        return rows, body
+
+    def _first_page(self, columns: list[str], since: str | None) -> str:
+        """The listing's first request: the columns, rows modified since `since`, by key."""
+        table = self.table
+        where = f"modifiedon ge {_odata_time(since)}" if since else ""
+        query = _query(list(dict.fromkeys([table.key, *columns])), where)
+        return f"{API}/{table.entity_set}?{query}&$orderby={table.key}%20asc&$count=true"
+
+    def _next_page(self, cursor: str) -> str:
+        """A saved cursor, when it is a next link of this table's listing: sent below the
+        environment URL, it can reach nothing else."""
+        if not cursor.startswith(f"{API}/{self.table.entity_set}?"):
+            raise Permanent(f"{cursor[:60]!r} is not a next link of {self.table.entity_set}")
+        return cursor
+
+    def _cursor(self, response: httpx.Response, body: dict[str, Any]) -> str | None:
+        """The next page's cursor: @odata.nextLink's path and query; None after the last."""
+        link = body.get("@odata.nextLink")
+        if link is None:
+            return None
+        url = httpx.URL(link) if isinstance(link, str) else None
+        if url is None or url.path != f"{API}/{self.table.entity_set}":
+            raise garbled(response, f"a next link of {self.table.entity_set}")
+        return url.raw_path.decode("ascii")
 
     def _update(self, guid: str, columns: dict[str, Any]) -> Refusal:
         response = self._send(
@@ -213,6 +279,33 @@ def _query(select: list[str], where: str = "") -> str:
     function syntax left as they are, anything else URL-encoded."""
     query = f"$select={quote(','.join(select), safe=QUERY_SAFE)}"
     return f"{query}&$filter={quote(where, safe=QUERY_SAFE)}" if where else query
+
+
+def _odata_time(since: str) -> str:
+    """An ISO 8601 time as an OData DateTimeOffset literal in UTC (`2026-01-10T00:00:00Z`)."""
+    when = datetime.fromisoformat(since)
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _prefer(columns: Sequence[str], page_size: int | None = None) -> dict[str, str]:
+    """The Prefer header: the page size, and lookup columns' tables when any is asked."""
+    wanted = [f"odata.maxpagesize={page_size}"] if page_size else []
+    if any(LOOKUP.fullmatch(name) for name in columns):
+        wanted.append(f'odata.include-annotations="{LOOKUP_NAME}"')
+    return {"Prefer": ",".join(wanted)} if wanted else {}
+
+
+def _columns_of(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    """A row's values of `columns` (None where it has none), and with a lookup's value the
+    logical name of the table it names (`<column>@Microsoft.Dynamics.CRM.lookuplogicalname`),
+    when the answer gives it: a customer lookup names an account or a contact."""
+    values = {name: row.get(name) for name in columns}
+    for name in columns:
+        annotation = f"{name}@{LOOKUP_NAME}"
+        if annotation in row:
+            values[annotation] = row[annotation]
+    return values
 
 
 def _values(columns: dict[str, Any]) -> dict[str, Any]:
@@ -304,6 +397,8 @@ class DynamicsPlatform(UrlSecret):
     url_param: str = "code"
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(TABLES)
+    # A contact's company: parentcustomerid, a customer lookup (an account, or a contact).
+    company_link: str = "_parentcustomerid_value"
 
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))
@@ -319,6 +414,12 @@ class DynamicsPlatform(UrlSecret):
         if kind not in TABLES:
             raise Permanent(f"dynamics has no {kind} the connector enriches")
         return Dynamics(base_url, token, client, auth, kind)
+
+    def linked_company(self, contact: dict[str, Any]) -> str:
+        """The account a contact's parentcustomerid names, read with the table it names
+        (its lookuplogicalname annotation); "" when that is a contact, or unknown."""
+        table = contact.get(f"{self.company_link}@{LOOKUP_NAME}")
+        return super().linked_company(contact) if table == TABLES["companies"].name else ""
 
     def scope(self, base_url: str, refresh_token: str) -> str:
         """Client credentials ask for Dataverse's `<environment>/.default`."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from datetime import datetime
 from typing import Any
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -134,3 +136,104 @@ def remote_execution_context(
         context["MessageName"] = message
         context["OperationId"] = operation or context["OperationId"]
     return json.dumps(document).encode()
+
+
+# --- listing a table (backfills), and lookups' tables ------------------------------------------
+
+LOOKUP_NAME = "Microsoft.Dynamics.CRM.lookuplogicalname"
+PAGE_LIMIT = 5_000  # rows a page at most, and what @odata.count counts up to
+SINCE = re.compile(r"modifiedon ge (\S+)")
+PAGE_SIZE = re.compile(r"odata\.maxpagesize=(\d+)")
+LAST_ROW = re.compile(r'last="\{([0-9A-Fa-f-]{36})\}"')
+
+
+class ListedDataverseTables(FakeDataverseTables):
+    """The fake also answering a table's listing as "Page results using OData" and "Count rows
+    using OData" show it: $select, $filter `modifiedon ge <time>` (rows hold modifiedon as ISO
+    8601), $orderby the primary key ascending, pages of the Prefer odata.maxpagesize (5,000 at
+    most) each but the last with an @odata.nextLink whose $skiptoken's paging cookie names the
+    page's last row, and $count=true's @odata.count (up to 5,000). Asked by Prefer
+    odata.include-annotations, a lookup column's value comes with the logical name of the table
+    it names (held in the row as `<column>@Microsoft.Dynamics.CRM.lookuplogicalname`).
+    `page_failures` answer listing requests by their number (1: a table's first), instead."""
+
+    page_failures: dict[int, httpx.Response]
+
+    def __init__(self, tables: dict[str, dict[str, Row]]) -> None:
+        super().__init__(tables)
+        self.page_failures = {}
+
+    def _query(self, entity_set: str, request: httpx.Request) -> httpx.Response:
+        if IN.fullmatch(request.url.params.get("$filter", "")):
+            return super()._query(entity_set, request)
+        return self._list(entity_set, request)
+
+    def _row(self, entity_set: str, guid: str, columns: list[str]) -> Row:
+        row = super()._row(entity_set, guid, columns)
+        if LOOKUP_NAME not in self.requests[-1].headers.get("prefer", ""):
+            return row
+        stored = self.tables[entity_set][guid]
+        for name in columns:
+            annotation = f"{name}@{LOOKUP_NAME}"
+            if row.get(name) is not None and annotation in stored:
+                row[annotation] = stored[annotation]
+        return row
+
+    def listings(self, entity_set: str) -> list[httpx.Request]:
+        """The listing GETs sent to a table (neither a row's read nor an In query), in order."""
+        return [
+            r
+            for r in self.reads(entity_set)
+            if r.url.path == f"{API}/{entity_set}"
+            and not IN.fullmatch(r.url.params.get("$filter", ""))
+        ]
+
+    def _list(self, entity_set: str, request: httpx.Request) -> httpx.Response:
+        failure = self.page_failures.pop(len(self.listings(entity_set)), None)
+        if failure is not None:
+            return failure
+        params, key = request.url.params, TABLES[entity_set][1]
+        assert params["$orderby"] == f"{key} asc", params  # a full order for the paging cookie
+        matching = sorted(self.tables[entity_set])
+        if "$filter" in params:
+            since = SINCE.fullmatch(params["$filter"])
+            assert since, params["$filter"]
+            matching = [g for g in matching if self._modified(entity_set, g) >= _moment(since[1])]
+        last = LAST_ROW.search(unquote(params.get("$skiptoken", "")))
+        rest = [g for g in matching if not last or g > last[1].lower()]
+        asked = PAGE_SIZE.search(request.headers.get("prefer", ""))
+        size = min(int(asked[1]) if asked else PAGE_LIMIT, PAGE_LIMIT)
+        columns = params["$select"].split(",")
+        body: Row = {"@odata.context": f"{API}/$metadata#{entity_set}({params['$select']})"}
+        if params.get("$count") == "true":
+            body["@odata.count"] = min(len(matching), PAGE_LIMIT)
+        body["value"] = [self._row(entity_set, g, columns) for g in rest[:size]]
+        if len(rest) > size:
+            body["@odata.nextLink"] = _next_link(request, key, rest[0], rest[size - 1])
+        return httpx.Response(200, json=body)
+
+    def _modified(self, entity_set: str, guid: str) -> datetime:
+        return _moment(str(self.tables[entity_set][guid]["modifiedon"]))
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _next_link(request: httpx.Request, key: str, first: str, last: str) -> str:
+    """The request's URL with the $skiptoken of the next page, in Dataverse's form: a cookie
+    with the page number and a pagingcookie (URL-encoded within) naming the page's first and
+    last rows."""
+    number = re.search(r'pagenumber="(\d+)"', request.url.params.get("$skiptoken", ""))
+    page = int(number[1]) if number else 1
+    cookie = (
+        f'<cookie page="{page}"><{key} last="{{{last.upper()}}}" first="{{{first.upper()}}}" />'
+    )
+    token = (
+        f'<cookie pagenumber="{page + 1}" pagingcookie="{quote(cookie + "</cookie>")}" '
+        'istracking="False" />'
+    )
+    query = request.url.query.decode().split("&")
+    kept = [part for part in query if part and not part.startswith("$skiptoken=")]
+    kept.append(f"$skiptoken={quote(token, safe='=')}")
+    return f"{request.url.scheme}://{request.url.host}{request.url.path}?{'&'.join(kept)}"
