@@ -231,7 +231,7 @@ def _queue(
         if listed.remaining is not None:
             values["total"] = row["listed"] + listed.remaining
         if stopped:
-            values.update(state="stopped", note=f"stopped at the {limit}")
+            values.update(state="stopped", note=f"at the {limit}")
         elif listed.cursor is None:
             values.update(state="done", total=values["listed"])
         else:

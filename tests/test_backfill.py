@@ -158,7 +158,7 @@ def test_the_worker_writes_each_backfilled_record_once_within_the_balance(
 
     row = backfill.run(work, link.row["id"], "contacts", "", None, report=lines.append)
 
-    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "stopped at the balance")
+    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "at the balance")
     assert lines[-1].startswith("listed 20 of 20, queued 10")
     while work.run_due():
         pass
@@ -233,7 +233,7 @@ def test_a_backfill_killed_halfway_resumes_and_queues_each_record_once_within_th
     resumed = hub.calls[calls_before].body
     assert "after" in resumed or resumed["filterGroups"]  # from the saved cursor, not the start
     assert _query(db_path, "SELECT state, queued, note FROM backfills") == [
-        ("stopped", 4_000, "stopped at the credit cap")
+        ("stopped", 4_000, "at the credit cap")
     ]
     events = _query(db_path, "SELECT record_id, event_key, priority, thin, payload FROM events")
     assert len(events) == 4_000 == len({record_id for record_id, *_ in events})

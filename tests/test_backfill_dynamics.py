@@ -184,7 +184,7 @@ def test_a_backfill_interrupted_resumes_from_its_saved_next_link_and_is_worked_o
     assert "backfill 1 of contacts resumed after 8 records listed" in lines
     resumed = crm.listings("contacts")[2]  # the refused one, then the one resumed
     assert "$skiptoken" in resumed.url.params and str(resumed.url).endswith(cursor[-40:])
-    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "stopped at the balance")
+    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "at the balance")
     while work.run_due():
         pass
     events = store.events_of(db, link.row["id"])

@@ -208,7 +208,7 @@ def test_a_dry_run_and_a_run_list_a_pipedrives_persons_and_write_each_once(
     lines: list[str] = []
     row = backfill.run(work, link.row["id"], "contacts", "", None, report=lines.append)
 
-    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "stopped at the balance")
+    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "at the balance")
     assert lines[-1].startswith("listed 16 of ?, queued 10")  # two pages of 8 listed
     while work.run_due():
         pass

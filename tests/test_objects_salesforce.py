@@ -447,7 +447,7 @@ def test_a_backfill_of_salesforce_contacts_is_counted_then_queued_and_written_on
 
     row = backfill.run(org.work, link_id, "contacts", "", None, report=lines.append)
 
-    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "stopped at the balance")
+    assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "at the balance")
     assert lines[-1].startswith("listed 16 of 20, queued 10")
     while org.work.run_due():
         pass
