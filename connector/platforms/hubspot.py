@@ -10,6 +10,8 @@
   FAIL_CONTINUE, or BLOCK and completed later through the callback API), named once by its
   `callbackId`; everything else `{"accepted": n}`.
 - Our own writes coming back: a property change event whose value is the one we wrote.
+- Companies through contacts: a contact's `associatedcompanyid` names its primary company,
+  which then gets the company fields of the contact's enrichment.
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
   one record, and batch reads and updates of up to 100 a call; listing records for a
@@ -630,6 +632,9 @@ class HubSpotPlatform(Platform):
     issues_secret: bool = True  # the app's client secret
     refreshable: bool = True
     objects: tuple[str, ...] = ("contacts", "companies")  # HubSpot has no leads in our scope
+    # A contact's primary company: read-only since 2019, kept by HubSpot from the contact's
+    # primary company association (developers.hubspot.com/changelog, 2019-01-24).
+    company_link: str = "associatedcompanyid"
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
