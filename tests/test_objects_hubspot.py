@@ -352,3 +352,52 @@ def test_a_contact_without_a_primary_company_gives_no_company_event(
     assert work.run_due() == {"done": 1}
     assert [event["kind"] for event in _events(db, link)] == ["contacts"]
     assert PLATFORM.linked_company({"associatedcompanyid": "184896670"}) == "184896670"
+
+
+def _enrich(client: FlaskClient, link: connections.Added, body: Any) -> TestResponse:
+    """`body` posted to the connection's enrich URL, signed v3 as HubSpot signs it."""
+    raw = json.dumps(body).encode()
+    url = f"http://localhost/hooks/{link.row['id']}/enrich"
+    headers = {**_signed("v3", url, raw), "Content-Type": "application/json"}
+    return client.post(url, data=raw, headers=headers)
+
+
+def test_a_custom_action_on_a_company_at_the_enrich_url_is_answered_with_its_fields(
+    connector_app: Flask, worker_setup: Any
+) -> None:
+    """Answered at once, by the companies mapping: before, the contacts mapping read the
+    company's properties, found no e-mail nor company name, and failed the action."""
+    db, _, link, _ = worker_setup
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"] = {"objectId": 904, "objectType": "COMPANY",
+                         "properties": {"name": "Lonestar Discover Works",
+                                        "domain": "lonestar-discover.com"}}  # fmt: skip
+    answer = _enrich(connector_app.test_client(), link, request)
+
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    outputs = answer.get_json()["outputFields"]
+    assert outputs["hs_execution_state"] == "SUCCESS"
+    assert outputs.items() >= {**LONESTAR_WRITTEN, "domain": "lonestar-discover.com"}.items()
+    assert "jobtitle" not in outputs and "company" not in outputs  # no contacts' outputs
+    assert answer.headers["credits-deducted"] == "1" and _credits(db) == 9
+    assert _events(db, link) == []  # answered now, nothing left to the worker
+
+
+def test_a_custom_action_on_another_object_at_the_enrich_url_fails_naming_it(
+    connector_app: Flask, worker_setup: Any
+) -> None:
+    db, _, link, _ = worker_setup
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"] = {"objectId": 77, "objectType": "DEAL", "properties": {"amount": "9"}}
+    answer = _enrich(connector_app.test_client(), link, request)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert answer.get_json()["outputFields"] == {
+        "hs_execution_state": "FAIL_CONTINUE",
+        "contactdata_error": "hubspot has no deal the connector enriches",
+    }
+    assert answer.headers["credits-deducted"] == "0" and _credits(db) == 10
+    request["object"]["objectType"] = "CONTACT"  # a contact's: the contacts mapping still
+    request["object"]["properties"] = {"email": AVA}
+    request["callbackId"] = "ap-102-2-3-9"
+    outputs = _enrich(connector_app.test_client(), link, request).get_json()["outputFields"]
+    assert outputs["jobtitle"] == "Vice President of Sales"
