@@ -350,6 +350,13 @@ def load_current(path: str | Path) -> Mapping:
     return _load_cached(str(path), Path(path).stat().st_mtime_ns)
 
 
+def load_for(own: str | Path, default_file: str, kind: str) -> Mapping:
+    """The mapping of a connection's `kind` of records: its own (`own`, the connection's
+    chosen file) for contacts, else its platform's default for the kind (`default_file`,
+    `Platform.mapping_file_for(kind)`, in DIRECTORY)."""
+    return load_current(own if kind == "contacts" else DIRECTORY / default_file)
+
+
 @lru_cache(maxsize=64)
 def _load_cached(path: str, modified: int) -> Mapping:
     return load(path)

@@ -6,8 +6,10 @@ duplicate events alike, 401 for a bad signature, 400 for a body the platform wou
 503 with Retry-After when the store cannot take it. Never a redirect, never 410.
 
 `POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
-(mapped as the connection's mapping says) out, in the same response; a HubSpot custom
-workflow action gets them as `outputFields` with `hs_execution_state`. Every answer, errors
+(mapped as the connection's mapping says; for another kind of record than contacts, which
+the platform reads from the body, e.g. a HubSpot custom action on a company, as the
+platform's mapping of that kind) out, in the same response; a HubSpot custom workflow
+action gets them as `outputFields` with `hs_execution_state`. Every answer, errors
 included, carries `smarteTransactionId` (the transaction recorded) and `credits-deducted`.
 
 A Standard Webhooks delivery (Zapier, Make, n8n) is answered once: a copy with the same
@@ -143,9 +145,15 @@ def _name_the_transaction(response: Response) -> Response:
 
 
 def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
-    mapping = mappings.load_current(link["mapping"])
     platform = PLATFORMS[link["platform"]]
     custom_action = platform.is_action(payload)
+    kind = platform.kind_of(payload)  # mapped as the worker maps that kind (a HubSpot company)
+    if kind not in platform.objects:
+        message = f"{platform.name} has no {kind} the connector enriches"
+        if not custom_action:
+            raise InvalidPayload(f"{message}.")
+        return _named(_json(platform.action_failed(message)))
+    mapping = mappings.load_for(link["mapping"], platform.mapping_file_for(kind), kind)
     try:
         outcome = server.enrich_with_key(
             server.get_db(),

@@ -300,3 +300,104 @@ def test_a_customized_company_webhook_body_names_its_object_and_feeds_domain_and
     (written,) = crm.patches()
     assert written.items() >= {**LONESTAR_WRITTEN, "domain": "lonestar-discover.com"}.items()
     assert written["name"] == "Lonestar Discover Works Inc."  # filled: it was empty
+
+
+def test_a_contacts_primary_company_gets_the_company_fields_of_its_enrichment_without_a_charge(
+    connector_app: Flask, worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    """Companies through their contacts: a contact's read-only associatedcompanyid (the id
+    of its primary company) is read with it; once enriched, that company gets the company
+    fields of the same enrichment in the next round, for no credit, and HubSpot's event for
+    our write of it is not enriched again."""
+    db, work, link, _ = worker_setup
+    crm.contacts["501"]["associatedcompanyid"] = "184896670"
+    crm.companies["184896670"] = _lonestar()
+    contact = _subscription("contact.creation", 501, 1)
+    assert _post(connector_app.test_client(), link, [contact], "v1").status_code == 200
+
+    assert work.run_due() == {"done": 1}
+    read = crm.requests[0].url.params["properties"].split(",")
+    assert "associatedcompanyid" in read
+    assert crm.patches()[0]["jobtitle"] == "Vice President of Sales"
+    assert "associatedcompanyid" not in crm.patches()[0]  # read-only: never written
+    assert _credits(db) == 9
+    (company,) = [event for event in _events(db, link) if event["kind"] == "companies"]
+    assert (company["record_id"], company["status"]) == ("184896670", "pending")
+
+    assert work.run_due() == {"done": 1}  # the next round: the company is written
+    assert _paths(crm)[-2:] == [("GET", f"{HS_COMPANIES}/184896670"),
+                                ("PATCH", f"{HS_COMPANIES}/184896670")]  # fmt: skip
+    written = crm.patches()[-1]
+    assert written.items() >= LONESTAR_WRITTEN.items() and "jobtitle" not in written
+    assert "name" not in written and "domain" not in written  # the user's, kept
+    assert _credits(db) == 9  # delivered with the contact: not charged again
+    cached = store.record(db, link.row["id"], "184896670", "companies")
+    assert cached is not None and cached["company_guid"] == LONESTAR
+
+    # HubSpot's event for our write of the company's city: our own, ignored
+    before = len(crm.requests)
+    echo = _subscription("company.propertyChange", 184896670, 2, propertyName="city",
+                         propertyValue="Austin")  # fmt: skip
+    _post(connector_app.test_client(), link, [echo], "v1")
+    assert work.run_due() == {"done": 1}
+    assert len(crm.requests) == before and _credits(db) == 9
+
+
+def test_a_contact_without_a_primary_company_gives_no_company_event(
+    connector_app: Flask, worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, _ = worker_setup
+    crm.contacts["501"]["associatedcompanyid"] = None  # HubSpot's null: no company
+    _post(connector_app.test_client(), link, [_subscription("contact.creation", 501, 1)], "v1")
+    assert work.run_due() == {"done": 1}
+    assert [event["kind"] for event in _events(db, link)] == ["contacts"]
+    assert PLATFORM.linked_company({"associatedcompanyid": "184896670"}) == "184896670"
+
+
+def _enrich(client: FlaskClient, link: connections.Added, body: Any) -> TestResponse:
+    """`body` posted to the connection's enrich URL, signed v3 as HubSpot signs it."""
+    raw = json.dumps(body).encode()
+    url = f"http://localhost/hooks/{link.row['id']}/enrich"
+    headers = {**_signed("v3", url, raw), "Content-Type": "application/json"}
+    return client.post(url, data=raw, headers=headers)
+
+
+def test_a_custom_action_on_a_company_at_the_enrich_url_is_answered_with_its_fields(
+    connector_app: Flask, worker_setup: Any
+) -> None:
+    """Answered at once, by the companies mapping: before, the contacts mapping read the
+    company's properties, found no e-mail nor company name, and failed the action."""
+    db, _, link, _ = worker_setup
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"] = {"objectId": 904, "objectType": "COMPANY",
+                         "properties": {"name": "Lonestar Discover Works",
+                                        "domain": "lonestar-discover.com"}}  # fmt: skip
+    answer = _enrich(connector_app.test_client(), link, request)
+
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    outputs = answer.get_json()["outputFields"]
+    assert outputs["hs_execution_state"] == "SUCCESS"
+    assert outputs.items() >= {**LONESTAR_WRITTEN, "domain": "lonestar-discover.com"}.items()
+    assert "jobtitle" not in outputs and "company" not in outputs  # no contacts' outputs
+    assert answer.headers["credits-deducted"] == "1" and _credits(db) == 9
+    assert _events(db, link) == []  # answered now, nothing left to the worker
+
+
+def test_a_custom_action_on_another_object_at_the_enrich_url_fails_naming_it(
+    connector_app: Flask, worker_setup: Any
+) -> None:
+    db, _, link, _ = worker_setup
+    request = json.loads((PLATFORMS / "hubspot_custom_action_execution_request.json").read_text())
+    request["object"] = {"objectId": 77, "objectType": "DEAL", "properties": {"amount": "9"}}
+    answer = _enrich(connector_app.test_client(), link, request)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert answer.get_json()["outputFields"] == {
+        "hs_execution_state": "FAIL_CONTINUE",
+        "contactdata_error": "hubspot has no deal the connector enriches",
+    }
+    assert answer.headers["credits-deducted"] == "0" and _credits(db) == 10
+    request["object"]["objectType"] = "CONTACT"  # a contact's: the contacts mapping still
+    request["object"]["properties"] = {"email": AVA}
+    request["callbackId"] = "ap-102-2-3-9"
+    outputs = _enrich(connector_app.test_client(), link, request).get_json()["outputFields"]
+    assert outputs["jobtitle"] == "Vice President of Sales"

@@ -100,7 +100,8 @@ HUBSPOT_READ = (
     "firstname,lastname,jobtitle,company,website,industry,phone,address,city,state,zip,country,"
     "linkedin_url,contactdata_employee_count,contactdata_employee_range,"
     "contactdata_revenue_range,contactdata_job_levels,contactdata_job_functions,"
-    "contactdata_record_status,contactdata_contact_guid,email"
+    "contactdata_record_status,contactdata_contact_guid,email,"
+    "associatedcompanyid"  # the contact's primary company
 )
 SALESFORCE_READ = (
     "FirstName,Email,Title,Department,Phone,MailingStreet,MailingCity,MailingState,"
@@ -474,10 +475,10 @@ def test_the_hubspot_workflow_sample_with_an_email_is_written_back(
         }
     }
     assert crm.contacts["hubspot"]["3234574"]["zip"] == "02139" and replay.credits() == 9
-    assert (replay.event("hubspot")["status"], replay.event("hubspot")["last_error"]) == (
-        "done",
-        "",
-    )
+    contact, company = store.events_of(replay.db, replay.links["hubspot"].row["id"])
+    assert (contact["status"], contact["last_error"]) == ("done", "")
+    # its primary company (associatedcompanyid) gets the company's fields in the next round
+    assert (company["kind"], company["record_id"]) == ("companies", "184896670")
 
 
 def test_the_hubspot_webhooks_api_batch_reads_the_contact_then_writes_it_back(
@@ -1410,7 +1411,9 @@ def test_twenty_concurrent_copies_of_one_event_make_one_job_and_one_write_back(
 ) -> None:
     """HubSpot retrying a delivery twenty times at once: one event stored, one PATCH."""
     email = "hubspot.test@hubspot.com"
-    crm.contacts["hubspot"]["3234574"] = {**WORKFLOW_CONTACT, "email": email}
+    # no primary company: the contact's event is the only job
+    crm.contacts["hubspot"]["3234574"] = {**WORKFLOW_CONTACT, "email": email,
+                                          "associatedcompanyid": None}  # fmt: skip
     body = _with(WORKFLOW, properties__email={"value": email})
 
     def send(_: int) -> int:

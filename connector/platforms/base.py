@@ -152,6 +152,11 @@ class Platform:
         """The id naming one delivery in its JSON body, for copies to be answered once."""
         return None
 
+    def kind_of(self, payload: dict[str, Any]) -> str:
+        """The kind of record an enrich request's JSON body is about (its mapping is that
+        kind's): contacts, unless the platform's bodies say otherwise."""
+        return "contacts"
+
     # Automation actions that wait for their answer (HubSpot's custom workflow actions) ----
 
     def is_action(self, payload: Any) -> bool:

@@ -3,13 +3,16 @@
 - Its objects: contacts and companies (`OBJECTS`; HubSpot's leads are not in our scope).
 - Its requests: signed v1, v2 or v3 (`HubSpotPlatform.verify`), as Webhooks API batches,
   workflow webhooks or custom workflow action execution requests (`hubspot_kind`), read into
-  events of a contact or a company (`hubspot_events`, `hubspot_kind_of`): a subscription's
-  type (`company.propertyChange`, or `object.*` with objectTypeId 0-2), a company-based
-  workflow's company (`companyId`, or a customized body with "objectType": "COMPANY"), a
-  custom action's `object.objectType`; a custom action is answered with `outputFields` (SUCCESS,
-  FAIL_CONTINUE, or BLOCK and completed later through the callback API), named once by its
-  `callbackId`; everything else `{"accepted": n}`.
+  events of a contact or a company (`hubspot_events`; `hubspot_record_kind`, which also
+  picks an enrich request's mapping): a subscription's type (`company.propertyChange`, or
+  `object.*` with objectTypeId 0-2), a company-based workflow's company (`companyId`, or a
+  customized body with "objectType": "COMPANY"), a custom action's `object.objectType`; a
+  custom action is answered with `outputFields` (SUCCESS, FAIL_CONTINUE, or BLOCK and
+  completed later through the callback API), named once by its `callbackId`; everything
+  else `{"accepted": n}`.
 - Our own writes coming back: a property change event whose value is the one we wrote.
+- Companies through contacts: a contact's `associatedcompanyid` names its primary company,
+  which then gets the company fields of the contact's enrichment.
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
   one record, and batch reads and updates of up to 100 a call; listing records for a
@@ -478,19 +481,32 @@ def hubspot_events(document: Any, body: bytes) -> list[Event]:
         return [_hubspot_subscription_event(item) for item in document]
     if not isinstance(document, dict):
         raise Unparseable("the body must be a JSON object or array")
+    kind = hubspot_record_kind(document)
     if is_action(document):
-        record = document.get("object") or {}
-        kind = hubspot_kind_of(record.get("objectType") if isinstance(record, dict) else None)
+        record = document.get("object")
         record_id = str(record.get("objectId", "")) if isinstance(record, dict) else ""
         return [Event(str(document["callbackId"]), record_id, document, kind=kind)]
     if "vid" in document:
         key = f"{document.get('portal-id', '')}:{document['vid']}:{digest(body)}"
-        return [Event(key, str(document["vid"]), document)]
+        return [Event(key, str(document["vid"]), document, kind=kind)]
     if "companyId" in document and isinstance(document.get("properties"), dict):
         key = f"{document.get('portalId', '')}:company:{document['companyId']}:{digest(body)}"
-        return [Event(key, str(document["companyId"]), document, kind="companies")]
-    kind = hubspot_kind_of(document.get("objectType"))
+        return [Event(key, str(document["companyId"]), document, kind=kind)]
     return [Event(digest(body), str(document.get("hs_object_id", "")), document, kind=kind)]
+
+
+def hubspot_record_kind(document: dict[str, Any]) -> str:
+    """The kind of record a workflow webhook or custom action is about: a custom action's
+    `object.objectType`; a v1 contact (`vid`) or a company as the companies API gives it
+    (`companyId` and `properties`); else a customized body's "objectType"."""
+    if is_action(document):
+        record = document.get("object")
+        return hubspot_kind_of(record.get("objectType") if isinstance(record, dict) else None)
+    if "vid" in document:
+        return "contacts"
+    if "companyId" in document and isinstance(document.get("properties"), dict):
+        return "companies"
+    return hubspot_kind_of(document.get("objectType"))
 
 
 def hubspot_kind_of(object_type: Any) -> str:
@@ -630,6 +646,9 @@ class HubSpotPlatform(Platform):
     issues_secret: bool = True  # the app's client secret
     refreshable: bool = True
     objects: tuple[str, ...] = ("contacts", "companies")  # HubSpot has no leads in our scope
+    # A contact's primary company: read-only since 2019, kept by HubSpot from the contact's
+    # primary company association (developers.hubspot.com/changelog, 2019-01-24).
+    company_link: str = "associatedcompanyid"
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
@@ -671,6 +690,11 @@ class HubSpotPlatform(Platform):
         """A custom action's `callbackId`, which names one execution of the action: a copy
         (a replay within v3's 5 minutes, or HubSpot's own retry) is answered once too."""
         return f"callbackId:{payload['callbackId']}" if is_action(payload) else None
+
+    def kind_of(self, payload: dict[str, Any]) -> str:
+        """A custom action's object type (a company-based workflow's action is a company's),
+        or what a workflow webhook's body names (`hubspot_record_kind`)."""
+        return hubspot_record_kind(payload)
 
     def is_action(self, payload: Any) -> bool:
         return is_action(payload)

@@ -822,19 +822,20 @@ def hubspot_search(
 
 
 class SearchableHubSpot(FakeHubSpot):
-    """FakeHubSpot answering the CRM search API over its contacts too."""
+    """FakeHubSpot answering the CRM search API over its contacts and companies too."""
 
     def __init__(self, reach: int = SEARCH_REACH) -> None:
         super().__init__()
         self.reach = reach
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        if not request.url.path.endswith("/contacts/search"):
+        if not request.url.path.endswith(("/contacts/search", "/companies/search")):
             return super().__call__(request)
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
-        status, body = hubspot_search(self.contacts, json.loads(request.content), self.reach)
+        records = self._records(request)
+        status, body = hubspot_search(records, json.loads(request.content), self.reach)
         return httpx.Response(status, json=body)
 
     def searches(self) -> list[dict[str, Any]]:
