@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python bench/matching_worst.py
 	$(BIN)/python bench/discover.py
 	$(BIN)/python bench/webhooks.py
+	$(BIN)/python bench/backfill.py
 	$(BIN)/python bench/load.py
 
 clean:
