@@ -14,14 +14,14 @@ from flask.testing import FlaskClient
 from sqlite_utils import Database
 
 import connector.app
-from connector import connections, store, worker
-from server import db, importer
+from connector import connections, worker
+from server import db
 from server.http.app import create_app
 from tests.helpers.clock import Clock
-from tests.helpers.constants import CRM, DATA, NOW, SECRET
+from tests.helpers.constants import SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.enrich_data import build_dataset
-from tests.helpers.orgs import organization
+from tests.helpers.orgs import connected
 
 
 @pytest.fixture
@@ -81,15 +81,7 @@ def worker_setup(
     """Acme (pro, 10 credits) with a HubSpot connection, the discover dataset, and a worker
     writing to `crm` on the test clock: (db, worker, connection, clock)."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = organization(db, credits=10)
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="hs", platform="hubspot", api_key=key,
-        secret="hubspot-app-secret", crm_base_url=CRM, crm_token="pat-na1-token",
-    )  # fmt: skip
+    db, link, _ = connected(db_path, "hubspot", "pat-na1-token", secret="hubspot-app-secret")
     clock = Clock()
     with httpx.Client(transport=httpx.MockTransport(crm)) as client:
         yield db, worker.Worker(db, SECRET.encode(), clock, client, random.Random(7)), link, clock

@@ -18,10 +18,9 @@ from sqlite_utils import Database
 from connector import backfill, connections, store, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Listed, Permanent, Retriable
-from server import importer
 from tests.helpers.constants import CRM, DATA, NOW, SECRET
 from tests.helpers.crm import answer
-from tests.helpers.orgs import organization
+from tests.helpers.orgs import connected
 from tests.helpers.pipedrive import HeldPipedrive
 
 OLD, NEW = "2024-03-01T09:00:00Z", "2025-06-19T16:07:36Z"
@@ -169,15 +168,7 @@ Setup = tuple[Database, connections.Added]
 def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
     """The discover dataset, Acme (pro, 10 credits) with a Pipedrive connection."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = organization(db, credits=10)
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="pd", platform="pipedrive", api_key=key,
-        crm_base_url=CRM, crm_token="0123456789abcdef0123456789abcdef01234567",
-    )  # fmt: skip
+    db, link, _ = connected(db_path, "pipedrive", "0123456789abcdef0123456789abcdef01234567")
     yield db, link
 
 

@@ -20,10 +20,9 @@ from connector import backfill, connections, store, worker
 from connector.platforms.base import Listed, Retriable
 from connector.platforms.zoho import PLATFORM as ZOHO
 from connector.platforms.zoho import Zoho
-from server import importer
 from tests.helpers.clock import Clock
-from tests.helpers.constants import CRM, DATA, NOW, SECRET
-from tests.helpers.orgs import organization
+from tests.helpers.constants import DATA, SECRET
+from tests.helpers.orgs import connected
 from tests.helpers.zoho_crm import ListedZohoRecords
 
 FIRST_ID = 5725767000004000001
@@ -155,15 +154,7 @@ def zoho_setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup
     """Acme (pro, 10 credits) with a Zoho connection, the discover dataset, and a worker
     talking to a fake Zoho holding no records yet: (db, worker, connection, fake)."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = organization(db, credits=10)
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
-        crm_base_url=CRM, crm_token="1000.zoho-access-token",
-    )  # fmt: skip
+    db, link, _ = connected(db_path, "zoho", "1000.zoho-access-token")
     zoho = ListedZohoRecords({"Contacts": {}, "Accounts": {}, "Leads": {}})
     with httpx.Client(transport=httpx.MockTransport(zoho)) as client:
         work = worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7))

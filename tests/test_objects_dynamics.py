@@ -19,15 +19,14 @@ from flask import Flask
 from sqlite_utils import Database
 
 from connector import connections, store, worker
-from server import importer
 from tests.helpers.clock import Clock
-from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
+from tests.helpers.constants import AVA, SECRET
 from tests.helpers.dataverse import (
     LOOKUP_NAME,
     ListedDataverseTables,
     remote_execution_context,
 )
-from tests.helpers.orgs import organization
+from tests.helpers.orgs import connected
 
 LEAD = "2f5a3c10-8b1e-ef11-9f89-000d3a5c8f21"
 OTHER_LEAD = "9b1d7e24-3c4f-ef11-9f89-000d3a5c8f21"
@@ -75,15 +74,7 @@ def setup(
     connector_app: Flask, db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Setup]:
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = organization(db, credits=10)
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="d365", platform="dynamics", api_key=key,
-        crm_base_url=CRM, crm_token=TOKEN,
-    )  # fmt: skip
+    db, link, _ = connected(db_path, "dynamics", TOKEN)
     crm = ListedDataverseTables({})
     with httpx.Client(transport=httpx.MockTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))

@@ -19,9 +19,8 @@ from sqlite_utils import Database
 
 from connector import connections, store, worker
 from connector.platforms import PLATFORMS as DECLARED
-from server import importer
-from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
-from tests.helpers.orgs import organization
+from tests.helpers.constants import AVA, CRM, NOW, PLATFORMS, SECRET
+from tests.helpers.orgs import connected
 from tests.helpers.pipedrive import HeldPipedrive
 
 PERSON_CHANGED = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
@@ -66,15 +65,7 @@ def setup(
     connector_app: Flask, db_path: Path
 ) -> Iterator[tuple[Database, connections.Added, Flask]]:
     """The discover dataset, Acme (pro, 10 credits) with a Pipedrive connection, its app."""
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = organization(db, credits=10)
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="pd", platform="pipedrive", api_key=key,
-        crm_base_url=CRM, crm_token="0123456789abcdef0123456789abcdef01234567",
-    )  # fmt: skip
+    db, link, _ = connected(db_path, "pipedrive", "0123456789abcdef0123456789abcdef01234567")
     yield db, link, connector_app
 
 

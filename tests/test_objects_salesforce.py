@@ -23,11 +23,10 @@ from sqlite_utils import Database
 from connector import backfill, connections, store, worker
 from connector.platforms.base import Permanent, Retriable
 from connector.platforms.salesforce import PLATFORM, salesforce_events
-from server import importer
 from tests.helpers.clock import Clock
-from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
+from tests.helpers.constants import AVA, CRM, DATA, SECRET
 from tests.helpers.crm import SF_DATA, FakeCRM, FakeSalesforce, salesforce, salesforce_answers
-from tests.helpers.orgs import organization
+from tests.helpers.orgs import connected
 
 ORG = "00Do0000000xxxxxxx"  # the reference sample's organization
 LEAD, OTHER_LEAD = "00Q5e00000AbCdEFGH", "00Q5e00000AbCdEFGI"
@@ -107,15 +106,7 @@ class Org:
 
 @pytest.fixture
 def org(connector_app: Flask, db_path: Path, clock: Clock) -> Iterator[Org]:
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = organization(db, credits=10)  # pro
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="sf", platform="salesforce", api_key=key,
-        salesforce_org_ids=(ORG,), crm_base_url=CRM, crm_token="00Dxx!sf-token",
-    )  # fmt: skip
+    db, link, _ = connected(db_path, "salesforce", "00Dxx!sf-token", salesforce_org_ids=(ORG,))
     crm = FakeSalesforce(FIELDS)
     with httpx.Client(transport=httpx.MockTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))

@@ -23,11 +23,11 @@ from connector import connections, store, subscriptions, worker
 from connector.platforms.base import Permanent
 from connector.platforms.zoho import PLATFORM as ZOHO
 from connector.platforms.zoho import Zoho
-from server import accounts, importer
+from server import accounts
 from tests.helpers.clock import Clock
-from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
+from tests.helpers.constants import AVA, NOW, PLATFORMS, SECRET
 from tests.helpers.crm import FakeCRM, answer
-from tests.helpers.orgs import organization
+from tests.helpers.orgs import connected
 from tests.helpers.zoho_crm import FakeZohoRecords
 
 LEAD = "5725767000003000064"  # the sample callback's id
@@ -41,16 +41,7 @@ Setup = tuple[Database, connections.Added, dict[str, Any]]
 @pytest.fixture
 def setup(connector_app: Flask, db_path: Path) -> Setup:
     """Acme (pro, 10 credits) with a Zoho connection, and the discover dataset."""
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    org, key = organization(db, credits=10)
-    link = connections.add(
-        db, SECRET.encode(), NOW, name="zoho", platform="zoho", api_key=key,
-        crm_base_url=CRM, crm_token="1000.zoho-access-token",
-    )  # fmt: skip
-    return db, link, org
+    return connected(db_path, "zoho", "1000.zoho-access-token")
 
 
 @pytest.fixture

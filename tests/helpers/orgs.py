@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from server import accounts
-from tests.helpers.constants import NOW, SECRET
+from connector import connections, store
+from server import accounts, importer
+from tests.helpers.constants import CRM, DATA, NOW, SECRET
 
 
 def organization(
@@ -20,3 +22,21 @@ def organization(
     return accounts.create_organization(
         database, SECRET.encode(), now, name=name, website=website, tier=tier, **options
     )
+
+
+def connected(
+    db_path: Path, platform: str, crm_token: str, **options: Any
+) -> tuple[Database, connections.Added, dict[str, Any]]:
+    """The discover dataset (tests/data/discover_*.csv) and Acme (pro, 10 credits) with a
+    connection to `platform`'s CRM at `CRM` (named after it; `options` as `connections.add`
+    takes them): (db, connection, organization)."""
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    org, key = organization(db, credits=10)
+    link = connections.add(
+        db, SECRET.encode(), NOW, name=platform, platform=platform, api_key=key,
+        crm_base_url=CRM, crm_token=crm_token, **options,
+    )  # fmt: skip
+    return db, link, org
