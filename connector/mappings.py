@@ -107,14 +107,20 @@ def same(ours: Any, theirs: Any) -> bool:
     a JSON array (Zoho, Pipedrive), text joined with ";" (HubSpot multiple checkboxes,
     Salesforce multi-select picklists, Dataverse), or enrich's " | ". A list is its items, in
     any order (CRMs keep their options' order, not ours); a number is its text."""
-    return _items(ours) == _items(theirs)
+    return ours == theirs or _items(ours) == _items(theirs)
 
 
 def _items(value: Any) -> frozenset[str]:
     """The items of a value, as text: those of a list, or of text split at LIST_SEPARATORS."""
     if isinstance(value, list | tuple):
         return frozenset().union(*map(_items, value))
-    parts = LIST_SEPARATORS.split(_text(value))
+    return _text_items(_text(value))
+
+
+@lru_cache(maxsize=4096)
+def _text_items(text: str) -> frozenset[str]:
+    """The items of a text (the same few values recur in every round)."""
+    parts = LIST_SEPARATORS.split(text)
     return frozenset(part.strip() for part in parts if part.strip())
 
 

@@ -14,6 +14,7 @@ import hmac
 import json
 from collections.abc import Callable
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,11 @@ def seal(server_secret: bytes, value: str) -> str:
     return _fernet(server_secret).encrypt(value.encode()).decode()
 
 
+@lru_cache(maxsize=256)
 def unseal(server_secret: bytes, sealed: str) -> str:
-    """The value `seal` sealed; raises UnsealError when it cannot be opened."""
+    """The value `seal` sealed; raises UnsealError when it cannot be opened. Kept once opened:
+    the worker opens a connection's key for every event, and a key derivation and an AES
+    decryption each time cost more than the rest of its bookkeeping."""
     try:
         return _fernet(server_secret).decrypt(sealed.encode()).decode()
     except InvalidToken:
