@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -75,21 +75,37 @@ def is_empty(value: Any) -> bool:
 
 def value_at(payload: Any, path: str) -> Any:
     """The value at a dotted path of dict keys and list indexes; None where there is none."""
+    return _value_at_steps(payload, _steps(path))
+
+
+Steps = tuple[tuple[str, int | None], ...]  # a path's keys, each with its list index if any
+
+
+@lru_cache(maxsize=1024)
+def _steps(path: str) -> Steps:
+    """A dotted path split once: each key, and the list index it stands for (None if none)."""
+    return tuple((key, int(key) if key.isdecimal() else None) for key in path.split("."))
+
+
+def _value_at_steps(payload: Any, steps: Steps) -> Any:
     value = payload
-    for key in path.split("."):
+    for key, index in steps:
         if isinstance(value, dict):
             value = value.get(key)
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
+        elif index is not None and isinstance(value, list) and index < len(value):
+            value = value[index]
         else:
             return None
     return value
 
 
 def _payload_text(value: Any) -> str:
+    if isinstance(value, str):  # the usual case, first: a string is present unless blank
+        text = value.strip()
+        return "" if text == UNKNOWN else text
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str | int | float) and not is_empty(value):
+    if isinstance(value, int | float):
         return str(value).strip()
     return ""
 
@@ -97,9 +113,18 @@ def _payload_text(value: Any) -> str:
 def _present(payload: Any, paths: Iterable[str]) -> Iterator[str]:
     """The texts at `paths` of a payload, in order, absent and empty ones left out."""
     for path in paths:
-        text = _payload_text(value_at(payload, path))
+        text = _payload_text(_value_at_steps(payload, _steps(path)))
         if text:
             yield text
+
+
+def _first_present(payload: Any, paths: tuple[Steps, ...]) -> str:
+    """The text at the first of `paths` (split already) present in a payload, or ""."""
+    for steps in paths:
+        text = _payload_text(_value_at_steps(payload, steps))
+        if text:
+            return text
+    return ""
 
 
 def same(ours: Any, theirs: Any) -> bool:
@@ -112,9 +137,24 @@ def same(ours: Any, theirs: Any) -> bool:
 
 def _items(value: Any) -> frozenset[str]:
     """The items of a value, as text: those of a list, or of text split at LIST_SEPARATORS."""
+    if isinstance(value, str):  # the usual case: straight to the cache, no _text
+        return _string_items(value)
+    if value is None:
+        return _NO_ITEMS
     if isinstance(value, list | tuple):
         return frozenset().union(*map(_items, value))
     return _text_items(_text(value))
+
+
+_NO_ITEMS: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=4096)
+def _string_items(value: str) -> frozenset[str]:
+    """The items of a string value (`_text` of a string is the string stripped, "" for a
+    placeholder; the same few values recur in every round)."""
+    text = value.strip()
+    return _text_items("" if text == UNKNOWN else text)
 
 
 @lru_cache(maxsize=4096)
@@ -280,9 +320,14 @@ class Rule(BaseModel):
         """This rule's field of an enrich result, transformed ("" when it is empty)."""
         value = result.get(self.field)
         value = "" if is_empty(value) else value
-        for name in self.transforms:
-            value = TRANSFORMS[name](value)
+        for function in self.functions:
+            value = function(value)
         return value
+
+    @cached_property
+    def functions(self) -> tuple[Callable[[Any], Any], ...]:
+        """The transforms, looked up once."""
+        return tuple(TRANSFORMS[name] for name in self.transforms)
 
 
 class Mapping(BaseModel):
@@ -307,8 +352,13 @@ class Mapping(BaseModel):
 
     def enrich_input(self, payload: Any) -> dict[str, str]:
         """The enrich body for a payload: each input field found, as text."""
-        found = {name: next(_present(payload, paths), "") for name, paths in self.input.items()}
+        found = {name: _first_present(payload, paths) for name, paths in self._input_steps}
         return {name: text for name, text in found.items() if text}
+
+    @cached_property
+    def _input_steps(self) -> tuple[tuple[str, tuple[Steps, ...]], ...]:
+        """Each input field with its paths, split once."""
+        return tuple((name, tuple(map(_steps, paths))) for name, paths in self.input.items())
 
     def outputs(self, result: dict[str, Any]) -> dict[str, Any]:
         """Every mapped property with its transformed value (synchronous responses)."""
@@ -323,6 +373,8 @@ class Mapping(BaseModel):
         ours = ours or {}
         written: dict[str, Any] = {}
         for rule in self.output:
+            if is_empty(result.get(rule.field)):  # no transform makes something of nothing
+                continue
             value, now = rule.value(result), current.get(rule.property)
             if is_empty(value) or same(value, now):
                 continue

@@ -16,6 +16,7 @@ from connector.mappings import (
     MappingError,
     Rule,
     check,
+    is_empty,
     load,
     load_all,
     may_write,
@@ -275,6 +276,17 @@ def test_transforms_apply_in_order_and_an_empty_field_stays_empty() -> None:
     assert rule.value(RESULT) == "SALES"
     assert rule.value({"conFunctions": "[[unknown]]"}) == ""
     assert rule.value({}) == ""
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_no_transform_makes_a_value_of_an_empty_field(name: str) -> None:
+    """Mapping.changes skips a rule whose result field is empty before transforming it."""
+    assert is_empty(TRANSFORMS[name](""))
+    rule = Rule(field="conFunctions", property="f", transforms=(name,))
+    mapping = Mapping.model_validate(
+        {"platform": "p", "record_id": ["id"], "input": {"conEmail": ["email"]}, "output": [rule]}
+    )
+    assert mapping.changes({"conFunctions": "[[unknown]]"}, {"f": ""}) == {}
 
 
 # --- policies --------------------------------------------------------------------------------
