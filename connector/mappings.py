@@ -194,6 +194,7 @@ def _integer(text: str) -> int | None:
     return int(whole[1]) if whole else None
 
 
+@lru_cache(maxsize=4096)
 def _e164(text: str) -> str:
     """A phone number in E.164 (`+15125550100`); "" for a masked, local or invalid one."""
     if not text.strip() or _MASKED.search(text):

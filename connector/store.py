@@ -516,6 +516,14 @@ def finish_event(db: Database, event_id: int, status: str, error: str = "") -> N
     )
 
 
+def finish_events(db: Database, finished: list[tuple[int, str, str]]) -> None:
+    """`finish_event` for several events at once: (event id, status, error) each."""
+    db.conn.executemany(
+        "UPDATE events SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+        [(status, error, event_id) for event_id, status, error in finished],
+    )
+
+
 def postpone_event(db: Database, event_id: int, due_at: str, error: str) -> None:
     """Count a failed attempt and make the event due again at `due_at`."""
     db.execute(
@@ -564,21 +572,39 @@ def record(db: Database, connection_id: str, record_id: str, kind: str = "contac
     return rows[0] if rows else None
 
 
+def records(db: Database, connection_id: str, kind: str, record_ids: list[str]) -> dict[str, Row]:
+    """The transaction cache entries of these CRM records of `kind`, by record id (those
+    that have one)."""
+    sql = (
+        "SELECT * FROM records WHERE connection_id = ? AND kind = ? "
+        "AND record_id IN (SELECT value FROM json_each(?))"
+    )
+    rows = db.query(sql, [connection_id, kind, json.dumps(record_ids)])
+    return {row["record_id"]: row for row in rows}
+
+
 def save_record(db: Database, row: Row) -> None:
     """Replace the transaction cache entry of a CRM record."""
-    columns = ", ".join(row)
-    values = ", ".join(f":{name}" for name in row)
-    db.execute(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", row)
+    save_records(db, [row])
 
 
-def record_written(
-    db: Database, connection_id: str, record_id: str, written: Row, kind: str = "contacts"
+def save_records(db: Database, rows: list[Row]) -> None:
+    """Replace the transaction cache entries of CRM records (rows of the same columns)."""
+    if not rows:
+        return
+    columns = ", ".join(rows[0])
+    values = ", ".join(f":{name}" for name in rows[0])
+    db.conn.executemany(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", rows)
+
+
+def records_written(
+    db: Database, connection_id: str, kind: str, written: list[tuple[str, Row]]
 ) -> None:
-    """Add `written` to what a record holds of ours and clear its pending write."""
-    db.execute(
+    """Add to what each record (record id, values) holds of ours and clear its pending write."""
+    db.conn.executemany(
         "UPDATE records SET written = json_patch(written, ?), pending = '' "
         "WHERE connection_id = ? AND kind = ? AND record_id = ?",
-        [json.dumps(written), connection_id, kind, record_id],
+        [(json.dumps(values), connection_id, kind, record_id) for record_id, values in written],
     )
 
 

@@ -112,6 +112,10 @@ class Worker:
             return Counter(self._fail(event, error) for event in events)
         notes: list[tuple[Row, str]] = []  # events done with nothing to write, and why
         reads: list[Triaged] = []
+        now = self.clock()  # the round's time: its records' enriched_at, its freshness checks
+        cache = store.records(
+            self.db, link["id"], first["kind"], [event["record_id"] for event in events]
+        )
         for event in events:
             try:
                 if PLATFORMS[link["platform"]].is_action(json.loads(event["payload"])):
@@ -120,7 +124,7 @@ class Worker:
                         store.finish_event(self.db, event["id"], "done", note)
                     outcomes["done"] += 1
                     continue
-                triaged = self._triage(event, link, mapping)
+                triaged = self._triage(event, link, mapping, cache, now)
             except Exception as error:
                 outcomes[self._fail(event, error)] += 1
                 continue
@@ -134,7 +138,7 @@ class Worker:
         also = [platform.company_link] if linking and platform.company_link else []
         for triaged, current in self._read(adapter, mapping, reads, outcomes, also):
             try:
-                plan = self._plan(triaged, current, link, mapping)
+                plan = self._plan(triaged, current, link, mapping, now)
             except Exception as error:
                 outcomes[self._fail(triaged.event, error)] += 1
                 continue
@@ -143,13 +147,9 @@ class Worker:
             else:
                 notes.append((triaged.event, plan))
         with server.write(self.db):  # the intents first: a kill from here on is finished later
-            for event, note in notes:
-                store.finish_event(self.db, event["id"], "done", note)
-            for plan in planned:
-                if plan.saving:
-                    store.save_record(self.db, plan.saving)
-                if plan.company:
-                    store.add_events(self.db, [plan.company])
+            store.finish_events(self.db, [(event["id"], "done", note) for event, note in notes])
+            store.save_records(self.db, [plan.saving for plan in planned if plan.saving])
+            store.add_events(self.db, [plan.company for plan in planned if plan.company])
         outcomes["done"] += len(notes)
         return outcomes + self._write(link, adapter, planned)
 
@@ -179,13 +179,16 @@ class Worker:
         adapter = platform.adapter(link["crm_base_url"], token, self.client, auth, kind)
         return link, mapping, adapter
 
-    def _triage(self, event: Row, link: Row, mapping: mappings.Mapping) -> Triaged | str:
+    def _triage(
+        self, event: Row, link: Row, mapping: mappings.Mapping, cache: dict[str, Row], now: datetime
+    ) -> Triaged | str:
         """What an event needs before the CRM is read: a note when nothing is to be done
-        (our own write echoed back, a full record unchanged since we enriched it)."""
+        (our own write echoed back, a full record unchanged since we enriched it). `cache`
+        holds the transaction cache entries of the round's records."""
         record_id = event["record_id"]
         if not record_id:
             raise Permanent("the event names no CRM record")
-        cached = store.record(self.db, link["id"], record_id, event["kind"])
+        cached = cache.get(record_id)
         ours = json.loads(cached["written"]) if cached else {}
         if cached and cached["pending"]:  # killed while writing: finish that write
             return Triaged(event, record_id, {}, cached, ours, json.loads(cached["pending"]))
@@ -195,7 +198,7 @@ class Worker:
         if (
             not event["thin"]
             and cached
-            and self._fresh(cached, mapping.enrich_input(payload), ours)
+            and _fresh(cached, mapping.enrich_input(payload), ours, now)
         ):
             return f"unchanged since {cached['enriched_at']}: not enriched again"
         return Triaged(event, record_id, payload, cached, ours)
@@ -229,10 +232,11 @@ class Worker:
         return read
 
     def _plan(
-        self, triaged: Triaged, current: Row, link: Row, mapping: mappings.Mapping
+        self, triaged: Triaged, current: Row, link: Row, mapping: mappings.Mapping, now: datetime
     ) -> Planned | str:
         """What to write back for one read record, with the transaction cache entry to save
-        before the write; or, when nothing is to be written, a note saying why."""
+        before the write; or, when nothing is to be written, a note saying why. `now` is the
+        round's time."""
         event, cached, ours = triaged.event, triaged.cached, triaged.ours
         if triaged.resume is not None:
             return Planned(event, triaged.record_id, triaged.resume, current)
@@ -245,15 +249,15 @@ class Worker:
             )
         else:
             refresh = triaged.payload.get("refresh") is True  # queued again: no skip
-            if cached and not refresh and self._fresh(cached, given, ours):
+            if cached and not refresh and _fresh(cached, given, ours, now):
                 return f"unchanged since {cached['enriched_at']}: not enriched again"
             outcome = self._enrich(link, event, given)
         changes = mapping.changes(outcome.result, current, ours)
         fingerprint = _fingerprint(given, {**ours, **changes})
-        now = server.iso(self.clock())
-        row = _cache_row(triaged.event, outcome, fingerprint, ours, now)
+        at = server.iso(now)
+        row = _cache_row(triaged.event, outcome, fingerprint, ours, at)
         saving = {**row, "pending": json.dumps(changes)}
-        company = _company_event(PLATFORMS[link["platform"]], event, current, outcome, now)
+        company = _company_event(PLATFORMS[link["platform"]], event, current, outcome, at)
         return Planned(event, triaged.record_id, changes, current, saving, company)
 
     def _complete(self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter) -> str:
@@ -296,17 +300,21 @@ class Worker:
         failed = [plan for plan in planned if isinstance(results.get(plan.record_id), Exception)]
         for plan in failed:
             outcomes[self._fail(plan.event, results[plan.record_id])] += 1
-        with server.write(self.db):
-            for plan in planned:
-                result = results.get(plan.record_id, WriteResult({}))
-                if isinstance(result, WriteResult):
-                    written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
-                    store.record_written(
-                        self.db, link["id"], plan.record_id, written, plan.event["kind"]
-                    )
-                    note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
-                    store.finish_event(self.db, plan.event["id"], "done", note)
-                    outcomes["done"] += 1
+        writes: list[tuple[str, Row]] = []  # record -> what it now holds of ours
+        finished: list[tuple[int, str, str]] = []
+        for plan in planned:
+            result = results.get(plan.record_id, WriteResult({}))
+            if isinstance(result, WriteResult):
+                written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
+                writes.append((plan.record_id, written))
+                note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
+                finished.append((plan.event["id"], "done", note))
+        if writes:
+            kind = planned[0].event["kind"]  # a batch is of one kind of record
+            with server.write(self.db):
+                store.records_written(self.db, link["id"], kind, writes)
+                store.finish_events(self.db, finished)
+        outcomes["done"] += len(finished)
         return outcomes
 
     def _fail(self, event: Row, error: Exception) -> str:
@@ -323,12 +331,6 @@ class Worker:
             return self._bury(event, str(error))
         log.error("event %s failed unexpectedly", event["id"], exc_info=error)
         return self._postpone(event, f"internal error ({type(error).__name__}), logged", None)
-
-    def _fresh(self, cached: Row, given: Row, ours: Row) -> bool:
-        """Whether the record was enriched within FRESH_FOR from the same input: then an
-        event (our own write echoed back, a user editing another field) needs no enrich."""
-        recent = cached["enriched_at"] >= server.iso(self.clock() - FRESH_FOR)
-        return recent and cached["input_fingerprint"] == _fingerprint(given, ours)
 
     def _postpone(self, event: Row, reason: str, retry_after: float | None) -> str:
         if event["attempts"] + 1 >= MAX_ATTEMPTS:
@@ -366,9 +368,9 @@ def _company_event(
     if event["kind"] != "contacts" or "companies" not in platform.objects:
         return None
     company_id = platform.linked_company(contact)
-    fields = {k: v for k, v in outcome.result.items() if k.startswith("comp")}
-    if not company_id or not fields.get("compGUID"):
+    if not company_id or not outcome.result.get("compGUID"):
         return None
+    fields = {k: v for k, v in outcome.result.items() if k.startswith("comp")}
     result = {**fields, "recordStatus": "Active", "accuracy": outcome.result.get("accuracy", "")}
     payload = {"via_contact": event["record_id"], "transaction_id": outcome.transaction_id}
     return {
@@ -380,6 +382,13 @@ def _company_event(
         "thin": 1,
         "received_at": now,
     }
+
+
+def _fresh(cached: Row, given: Row, ours: Row, now: datetime) -> bool:
+    """Whether the record was enriched within FRESH_FOR of `now` from the same input: then an
+    event (our own write echoed back, a user editing another field) needs no enrich."""
+    recent = cached["enriched_at"] >= server.iso(now - FRESH_FOR)
+    return recent and cached["input_fingerprint"] == _fingerprint(given, ours)
 
 
 def _fingerprint(given: Row, ours: Row) -> str:
