@@ -120,7 +120,10 @@ def _present(payload: Any, paths: Iterable[str]) -> Iterator[str]:
 
 def _first_present(payload: Any, paths: tuple[Steps, ...]) -> str:
     """The text at the first of `paths` (split already) present in a payload, or ""."""
+    top = payload if isinstance(payload, dict) else None
     for steps in paths:
+        if top is not None and steps[0][0] not in top:
+            continue  # the usual miss (a flat payload, a path into a nested one): no walk
         text = _payload_text(_value_at_steps(payload, steps))
         if text:
             return text
@@ -320,7 +323,10 @@ class Rule(BaseModel):
     def value(self, result: dict[str, Any]) -> Any:
         """This rule's field of an enrich result, transformed ("" when it is empty)."""
         value = result.get(self.field)
-        value = "" if is_empty(value) else value
+        return self.transformed("" if is_empty(value) else value)
+
+    def transformed(self, value: Any) -> Any:
+        """`value` through this rule's transforms, in order."""
         for function in self.functions:
             value = function(value)
         return value
@@ -374,9 +380,10 @@ class Mapping(BaseModel):
         ours = ours or {}
         written: dict[str, Any] = {}
         for rule in self.output:
-            if is_empty(result.get(rule.field)):  # no transform makes something of nothing
+            field = result.get(rule.field)
+            if is_empty(field):  # rule.value would be "": no transform makes something of it
                 continue
-            value, now = rule.value(result), current.get(rule.property)
+            value, now = rule.transformed(field), current.get(rule.property)
             if is_empty(value) or same(value, now):
                 continue
             if may_write(rule.policy, now, ours.get(rule.property)):
