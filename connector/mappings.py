@@ -379,16 +379,23 @@ class Mapping(BaseModel):
         clear a field) and values the CRM already holds."""
         ours = ours or {}
         written: dict[str, Any] = {}
-        for rule in self.output:
-            field = result.get(rule.field)
-            if is_empty(field):  # rule.value would be "": no transform makes something of it
+        for field, name, functions, policy in self._rules:
+            value = result.get(field)
+            if value is None or is_empty(value):  # no transform makes something of nothing
                 continue
-            value, now = rule.transformed(field), current.get(rule.property)
-            if is_empty(value) or same(value, now):
+            for function in functions:
+                value = function(value)
+            now = current.get(name)
+            if value == now or is_empty(value) or same(value, now):
                 continue
-            if may_write(rule.policy, now, ours.get(rule.property)):
-                written[rule.property] = value
+            if may_write(policy, now, ours.get(name)):
+                written[name] = value
         return written
+
+    @cached_property
+    def _rules(self) -> tuple[tuple[str, str, tuple[Callable[[Any], Any], ...], str], ...]:
+        """Each output rule as plain data: field, property, transforms, policy."""
+        return tuple((r.field, r.property, r.functions, r.policy) for r in self.output)
 
 
 # --- loading ---------------------------------------------------------------------------------

@@ -118,13 +118,14 @@ class Worker:
         )
         for event in events:
             try:
-                if PLATFORMS[link["platform"]].is_action(json.loads(event["payload"])):
+                payload = json.loads(event["payload"])
+                if PLATFORMS[link["platform"]].is_action(payload):
                     note = self._complete(event, link, mapping, adapter)
                     with server.write(self.db):  # at once: the action must not complete twice
                         store.finish_event(self.db, event["id"], "done", note)
                     outcomes["done"] += 1
                     continue
-                triaged = self._triage(event, link, mapping, cache, now)
+                triaged = self._triage(event, payload, link, mapping, cache, now)
             except Exception as error:
                 outcomes[self._fail(event, error)] += 1
                 continue
@@ -180,11 +181,17 @@ class Worker:
         return link, mapping, adapter
 
     def _triage(
-        self, event: Row, link: Row, mapping: mappings.Mapping, cache: dict[str, Row], now: datetime
+        self,
+        event: Row,
+        payload: Row,
+        link: Row,
+        mapping: mappings.Mapping,
+        cache: dict[str, Row],
+        now: datetime,
     ) -> Triaged | str:
-        """What an event needs before the CRM is read: a note when nothing is to be done
-        (our own write echoed back, a full record unchanged since we enriched it). `cache`
-        holds the transaction cache entries of the round's records."""
+        """What an event (its `payload` parsed) needs before the CRM is read: a note when
+        nothing is to be done (our own write echoed back, a full record unchanged since we
+        enriched it). `cache` holds the transaction cache entries of the round's records."""
         record_id = event["record_id"]
         if not record_id:
             raise Permanent("the event names no CRM record")
@@ -192,7 +199,6 @@ class Worker:
         ours = json.loads(cached["written"]) if cached else {}
         if cached and cached["pending"]:  # killed while writing: finish that write
             return Triaged(event, record_id, {}, cached, ours, json.loads(cached["pending"]))
-        payload = json.loads(event["payload"])
         if echoed := PLATFORMS[link["platform"]].echo(payload, ours):
             return f"our own write of {echoed} echoed back: ignored"
         if (
