@@ -386,6 +386,10 @@ class Mapping(BaseModel):
             for function in functions:
                 value = function(value)
             now = current.get(name)
+            if now is None:  # a field the CRM leaves empty (most, in a backfill): as may_write
+                if policy != "never" and _items(value):  # has it, is_empty(value) or not
+                    written[name] = value
+                continue
             if value == now or is_empty(value) or same(value, now):
                 continue
             if may_write(policy, now, ours.get(name)):
