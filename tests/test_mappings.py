@@ -20,6 +20,7 @@ from connector.mappings import (
     load,
     load_all,
     may_write,
+    same,
     value_at,
 )
 from connector.platforms import PLATFORMS as DECLARED
@@ -287,6 +288,24 @@ def test_no_transform_makes_a_value_of_an_empty_field(name: str) -> None:
         {"platform": "p", "record_id": ["id"], "input": {"conEmail": ["email"]}, "output": [rule]}
     )
     assert mapping.changes({"conFunctions": "[[unknown]]"}, {"f": ""}) == {}
+
+
+@pytest.mark.parametrize("policy", ["fill_if_empty", "overwrite_if_ours", "always", "never"])
+@pytest.mark.parametrize(
+    "value", ["", " ", "[[unknown]]", ";", " | ", "a", "a;b", 0, 0.0, False, [], [""], ["a"]]
+)
+def test_changes_into_a_field_the_crm_leaves_empty_follow_the_policy(
+    policy: str, value: Any
+) -> None:
+    """Its quick path for a property absent from the CRM's values answers as the rules do."""
+    rule = Rule(field="conFunctions", property="f", policy=policy)
+    mapping = Mapping.model_validate(
+        {"platform": "p", "record_id": ["id"], "input": {"conEmail": ["email"]}, "output": [rule]}
+    )
+    allowed = not is_empty(value) and not same(value, None) and may_write(policy, None, "a")
+    assert mapping.changes({"conFunctions": value}, {}, {"f": "a"}) == (
+        {"f": value} if allowed else {}
+    )
 
 
 # --- policies --------------------------------------------------------------------------------
