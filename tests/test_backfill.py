@@ -187,17 +187,34 @@ def hub() -> Iterator[FakeCrm]:
         yield fake
 
 
+# E-mails of people at work (one a person), to fill the fake HubSpot's contacts with.
+ACTIVE_EMAILS = (
+    "SELECT min(email) FROM employments WHERE status = 'Active' AND email != '' "
+    "GROUP BY contact_guid ORDER BY contact_guid"
+)
+
+
 def _query(db_path: Path, sql: str) -> list[tuple[Any, ...]]:
     with contextlib.closing(sqlite3.connect(db_path, timeout=10)) as db:
         return db.execute(sql).fetchall()
 
 
 @pytest.mark.slow
-def test_a_backfill_killed_halfway_resumes_and_queues_each_record_once_within_the_cap(
+def test_a_backfill_killed_halfway_resumes_and_writes_each_record_once_within_the_cap(
     tmp_path: Path, hub: FakeCrm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """5,000 contacts of the loopback HubSpot, each tenth without an e-mail, the others
+    people of a demo dataset: a backfill killed with SIGKILL halfway and run again queues
+    each record once within --max-credits, and the worker then writes each once."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db_path, now = tmp_path / "backfill.db", datetime.now(UTC)
+    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
+    dataset = [CONTACTDATA, "demo-data", "--db", str(db_path), "--companies", "500",
+               "--contacts", "6000", "--seed", "7"]  # fmt: skip
+    subprocess.run(dataset, env=env, check=True, capture_output=True, timeout=120)
+    emails = [e for (e,) in _query(db_path, ACTIVE_EMAILS)]
+    for n, contact in enumerate(hub.contacts["hubspot"].values()):
+        contact["email"] = contact["email"] and emails[n]
     db = store.connect(db_path)
     _, key = organization(db, credits=10_000, now=now)
     link = connections.add(
@@ -209,7 +226,6 @@ def test_a_backfill_killed_halfway_resumes_and_queues_each_record_once_within_th
     db.close()
     command = [CONTACTDATA, "backfill", link.row["id"], "--db", str(db_path), "--max-credits",
                "4000"]  # fmt: skip
-    env = {**os.environ, "CONTACTDATA_KEY_SECRET": SECRET}
 
     first = subprocess.Popen(command, env=env, start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -245,3 +261,15 @@ def test_a_backfill_killed_halfway_resumes_and_queues_each_record_once_within_th
     status = subprocess.run(shown, env=env, capture_output=True, text=True, timeout=30)
     assert "backfill 1 contacts stopped" in status.stdout
     assert "worked off 0 of 4,000" in status.stdout
+
+    work = [CONTACTDATA, "worker", "--db", str(db_path), "--once"]
+    worked = subprocess.run(work, env=env, capture_output=True, text=True, timeout=240)
+    assert worked.returncode == 0, worked.stderr
+    assert _query(db_path, "SELECT status, count(*) FROM events GROUP BY status") == [
+        ("done", 4_000)
+    ]
+    queued = {record_id for record_id, *_ in events}
+    assert set(hub.writes) == queued and set(hub.writes.values()) == {1}  # each once
+    ((charged,),) = _query(db_path, "SELECT sum(credits) FROM transactions")
+    assert charged == 4_000  # every one matched a person: one credit each, the cap
+    assert _query(db_path, "SELECT credits FROM organizations") == [(10_000 - 4_000,)]
