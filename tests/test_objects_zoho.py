@@ -269,7 +269,7 @@ def test_a_missing_account_is_permanent_and_named_as_an_account() -> None:
 
 
 def test_an_undeclared_kind_has_no_adapter() -> None:
-    with pytest.raises(Permanent, match="Zoho has no deals"):
+    with pytest.raises(Permanent, match="zoho has no deals"):
         ZOHO.adapter("https://www.zohoapis.eu", "token", httpx.Client(), kind="deals")
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from connector.platforms.base import (
+    Adapter,
     Delivery,
     Event,
     Permanent,
@@ -45,9 +46,14 @@ class ToyCRM:
     platform = "toy"
 
     def __init__(
-        self, base_url: str, token: str, client: httpx.Client, auth: httpx.Auth | None = None
+        self,
+        base_url: str,
+        token: str,
+        client: httpx.Client,
+        auth: httpx.Auth | None = None,
+        kind: str = "contacts",
     ) -> None:
-        self.base_url, self.client, self.auth = base_url.rstrip("/"), client, auth
+        self.base_url, self.client, self.auth, self.kind = base_url.rstrip("/"), client, auth, kind
         self.headers = {"Authorization": f"Bearer {token}"}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
@@ -83,6 +89,7 @@ class Toy(Platform):
     name: str = "toy"
     signing: str = "toy-hmac"
     crm: bool = True
+    adapter_class: Callable[..., Adapter] | None = ToyCRM
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         sent = delivery.headers.get(SIGNATURE, "")
@@ -95,16 +102,6 @@ class Toy(Platform):
         if not isinstance(person, dict) or "id" not in person:
             raise Unparseable("a toy event is a person with its id")
         return [Event(f"toy:{person['id']}:{digest(body)}", str(person["id"]), person)]
-
-    def adapter(
-        self,
-        base_url: str,
-        token: str,
-        client: httpx.Client,
-        auth: httpx.Auth | None = None,
-        kind: str = "contacts",
-    ) -> ToyCRM:
-        return ToyCRM(base_url, token, client, auth)
 
 
 PLATFORM = Toy()

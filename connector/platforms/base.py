@@ -119,6 +119,8 @@ class Platform:
     # The contact property naming the company record it belongs to (Salesforce's AccountId):
     # an enriched contact's company fields then go to that record too (`linked_company`).
     company_link: str = ""
+    # Its CRM adapter's class (`CrmClient`'s arguments); None when nothing is written back.
+    adapter_class: Callable[..., Adapter] | None = None
 
     @property
     def mapping_file(self) -> str:
@@ -189,7 +191,11 @@ class Platform:
         """Its CRM adapter for records of `kind` (one of `objects`) over `client`, with
         `token` (or the token `auth` renews); Permanent for a platform nothing is written
         back to, or a kind it does not have."""
-        raise Permanent(f"no CRM adapter for {self.name!r}")
+        if self.adapter_class is None:
+            raise Permanent(f"no CRM adapter for {self.name!r}")
+        if kind not in self.objects:
+            raise Permanent(f"{self.name} has no {kind} the connector enriches")
+        return self.adapter_class(base_url, token, client, auth, kind)
 
     def linked_company(self, contact: Row) -> str:
         """The id of the company record a contact's current values link it to; "" if none."""

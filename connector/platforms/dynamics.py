@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +42,7 @@ import httpx
 from connector.platforms.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    Adapter,
     CrmClient,
     Event,
     Listed,
@@ -394,6 +395,7 @@ class DynamicsPlatform(UrlSecret):
 
     name: str = "dynamics"
     crm: bool = True
+    adapter_class: Callable[..., Adapter] | None = Dynamics
     url_param: str = "code"
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(TABLES)
@@ -402,18 +404,6 @@ class DynamicsPlatform(UrlSecret):
 
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))
-
-    def adapter(
-        self,
-        base_url: str,
-        token: str,
-        client: httpx.Client,
-        auth: httpx.Auth | None = None,
-        kind: str = "contacts",
-    ) -> Dynamics:
-        if kind not in TABLES:
-            raise Permanent(f"dynamics has no {kind} the connector enriches")
-        return Dynamics(base_url, token, client, auth, kind)
 
     def linked_company(self, contact: dict[str, Any]) -> str:
         """The account a contact's parentcustomerid names, read with the table it names

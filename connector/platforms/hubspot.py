@@ -61,7 +61,7 @@ import hashlib
 import json
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -74,6 +74,7 @@ from connector import mappings, store
 from connector.platforms.base import (
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    Adapter,
     Answer,
     CrmClient,
     Delivery,
@@ -643,6 +644,7 @@ class HubSpotPlatform(Platform):
     name: str = "hubspot"
     signing: str = "hubspot"
     crm: bool = True
+    adapter_class: Callable[..., Adapter] | None = HubSpot
     issues_secret: bool = True  # the app's client secret
     refreshable: bool = True
     objects: tuple[str, ...] = ("contacts", "companies")  # HubSpot has no leads in our scope
@@ -711,18 +713,6 @@ class HubSpotPlatform(Platform):
     def complete_action(self, adapter: Any, request: Row, answer: Any) -> str:
         adapter.complete_action(str(request["callbackId"]), answer)
         return str(answer["outputFields"]["hs_execution_state"])
-
-    def adapter(
-        self,
-        base_url: str,
-        token: str,
-        client: httpx.Client,
-        auth: httpx.Auth | None = None,
-        kind: str = "contacts",
-    ) -> HubSpot:
-        if kind not in OBJECTS:
-            raise Permanent(f"HubSpot has no {kind} the connector enriches")
-        return HubSpot(base_url, token, client, auth, kind)
 
     def echo(self, change: Row, ours: Row) -> str:
         """A property change event names one property and its new value."""

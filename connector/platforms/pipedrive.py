@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -85,6 +85,7 @@ from connector.platforms.base import (
     DELAY_SECONDS,
     MESSAGE_LIMIT,
     TOKEN_REFUSED,
+    Adapter,
     BasicPassword,
     CrmClient,
     Event,
@@ -713,22 +714,13 @@ class PipedrivePlatform(BasicPassword):
 
     name: str = "pipedrive"
     crm: bool = True
+    adapter_class: Callable[..., Adapter] | None = Pipedrive
     objects: tuple[str, ...] = ("contacts", "leads", "companies")
     # A person's organization: v2's org_id is the organization's id (an integer, or null).
     company_link: str = "org_id"
 
     def events(self, body: bytes) -> list[Event]:
         return pipedrive_events(json_object(body))
-
-    def adapter(
-        self,
-        base_url: str,
-        token: str,
-        client: httpx.Client,
-        auth: httpx.Auth | None = None,
-        kind: str = "contacts",
-    ) -> Pipedrive:
-        return Pipedrive(base_url, token, client, auth, kind)
 
     def echo(self, change: Row, ours: Row) -> str:
         """Webhooks made by an API call (`meta.change_source` "api") list the changed fields

@@ -42,7 +42,7 @@ stretches that further.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +54,7 @@ from defusedxml.common import DefusedXmlException
 
 from connector.platforms.base import (
     TOKEN_REFUSED,
+    Adapter,
     Answer,
     CrmClient,
     Event,
@@ -458,6 +459,7 @@ class SalesforcePlatform(UrlSecret):
 
     name: str = "salesforce"
     crm: bool = True
+    adapter_class: Callable[..., Adapter] | None = Salesforce
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)
     company_link: str = "AccountId"
@@ -475,16 +477,6 @@ class SalesforcePlatform(UrlSecret):
 
     def acknowledgement(self, found: list[Event]) -> Answer:
         return Answer(SALESFORCE_ACK, "text/xml; charset=utf-8")
-
-    def adapter(
-        self,
-        base_url: str,
-        token: str,
-        client: httpx.Client,
-        auth: httpx.Auth | None = None,
-        kind: str = "contacts",
-    ) -> Salesforce:
-        return Salesforce(base_url, token, client, auth, kind)
 
     def token_url(self, base_url: str) -> str:
         """The My Domain URL serves its own token endpoint."""

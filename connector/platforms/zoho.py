@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -59,6 +59,7 @@ import httpx
 
 from connector.platforms.base import (
     TOKEN_REFUSED,
+    Adapter,
     CrmClient,
     Delivery,
     Event,
@@ -582,6 +583,7 @@ class ZohoPlatform(Platform):
     name: str = "zoho"
     signing: str = "body-token"
     crm: bool = True
+    adapter_class: Callable[..., Adapter] | None = Zoho
     refreshable: bool = True
     subscribes: bool = True
     objects: tuple[str, ...] = tuple(MODULES)  # contacts, leads, companies (Accounts)
@@ -604,18 +606,6 @@ class ZohoPlatform(Platform):
 
     def events(self, body: bytes) -> list[Event]:
         return zoho_events(json_object(body))
-
-    def adapter(
-        self,
-        base_url: str,
-        token: str,
-        client: httpx.Client,
-        auth: httpx.Auth | None = None,
-        kind: str = "contacts",
-    ) -> Zoho:
-        if kind not in self.objects:
-            raise Permanent(f"Zoho has no {kind} the connector enriches")
-        return Zoho(base_url, token, client, auth, kind)
 
     def token_url(self, base_url: str) -> str:
         base = base_url.strip().rstrip("/")
