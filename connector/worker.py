@@ -58,6 +58,7 @@ BACKOFF_CAP_SECONDS = 6 * 3600.0
 NO_CREDITS_WAIT_SECONDS = 3600.0  # an organization out of credits may be topped up
 FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same input, is left
 ROUNDS = threading.Lock()  # one round at a time in this process: two would take the same events
+COMPANY_OF = "company-of:"  # the event key of a company's fields delivered with its contact
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
 Auths = dict[str, httpx.Auth | None]  # connection id -> its token renewal for the round
@@ -249,7 +250,7 @@ class Worker:
         # what the event carries wins; the rest (a Salesforce Outbound Message without the
         # e-mail field ticked) as the CRM holds it
         given = mapping.enrich_input({**current, **triaged.payload})
-        if "result" in triaged.payload:  # a company's fields, delivered with its contact
+        if event["event_key"].startswith(COMPANY_OF):  # the worker's own (_company_event)
             outcome = server.Outcome(
                 triaged.payload["transaction_id"], triaged.payload["result"], 0
             )
@@ -382,7 +383,7 @@ def _company_event(
     return {
         "connection_id": event["connection_id"],
         "kind": "companies",
-        "event_key": f"company-of:{outcome.transaction_id}",
+        "event_key": f"{COMPANY_OF}{outcome.transaction_id}",
         "record_id": company_id,
         "payload": json.dumps({**payload, "result": result}),
         "thin": 1,
