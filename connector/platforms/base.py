@@ -121,6 +121,12 @@ class Platform:
     company_link: str = ""
     # Its CRM adapter's class (`CrmClient`'s arguments); None when nothing is written back.
     adapter_class: Callable[..., Adapter] | None = None
+    # Its OAuth app's defaults (the operator registers one app a platform, `oauth-app set`):
+    # where an admin consents (browser GET), where the code is exchanged for tokens, and the
+    # scope asked for, in the platform's own spelling; "" for a platform installed otherwise.
+    oauth_authorize_url: str = ""
+    oauth_token_url: str = ""
+    oauth_scope: str = ""
 
     @property
     def mapping_file(self) -> str:
@@ -216,6 +222,10 @@ class Platform:
     def scope(self, base_url: str, refresh_token: str) -> str:
         """The scope a client_credentials grant asks for, when it needs one."""
         return ""
+
+    def consent_scope(self, scope: str, base_url: str) -> str:
+        """The scope an admin consents to for the API at `base_url`: the app's `scope`."""
+        return scope
 
     # Connections -------------------------------------------------------------------------
 

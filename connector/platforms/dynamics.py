@@ -401,6 +401,13 @@ class DynamicsPlatform(UrlSecret):
     objects: tuple[str, ...] = tuple(TABLES)
     # A contact's company: parentcustomerid, a customer lookup (an account, or a contact).
     company_link: str = "_parentcustomerid_value"
+    # Entra ID, multi-tenant (`organizations`); the scope names the Dataverse environment,
+    # asked of the admin at connect time (`consent_scope`).
+    oauth_authorize_url: str = (
+        "https://login.microsoftonline.com/organizations/oauth2/v2.0/authorize"
+    )
+    oauth_token_url: str = "https://login.microsoftonline.com/organizations/oauth2/v2.0/token"
+    oauth_scope: str = "offline_access"
 
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))
@@ -414,6 +421,10 @@ class DynamicsPlatform(UrlSecret):
     def scope(self, base_url: str, refresh_token: str) -> str:
         """Client credentials ask for Dataverse's `<environment>/.default`."""
         return "" if refresh_token else f"{base_url.strip().rstrip('/')}/.default"
+
+    def consent_scope(self, scope: str, base_url: str) -> str:
+        """The app's scope and the environment's `user_impersonation` (delegated access)."""
+        return f"{scope} {base_url.strip().rstrip('/')}/user_impersonation".strip()
 
 
 PLATFORM = DynamicsPlatform()

@@ -651,6 +651,14 @@ class HubSpotPlatform(Platform):
     # A contact's primary company: read-only since 2019, kept by HubSpot from the contact's
     # primary company association (developers.hubspot.com/changelog, 2019-01-24).
     company_link: str = "associatedcompanyid"
+    oauth_authorize_url: str = "https://app.hubspot.com/oauth/authorize"
+    oauth_token_url: str = "https://api.hubapi.com/oauth/2026-03/token"  # v1 ends 2027-02-16
+    # Contacts' and companies' records and properties, and custom workflow actions' callbacks.
+    oauth_scope: str = (
+        "crm.objects.contacts.read crm.objects.contacts.write crm.schemas.contacts.read "
+        "crm.schemas.contacts.write crm.objects.companies.read crm.objects.companies.write "
+        "automation"
+    )
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the

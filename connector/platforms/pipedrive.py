@@ -718,6 +718,9 @@ class PipedrivePlatform(BasicPassword):
     objects: tuple[str, ...] = ("contacts", "leads", "companies")
     # A person's organization: v2's org_id is the organization's id (an integer, or null).
     company_link: str = "org_id"
+    # No scope parameter: scopes are ticked on the app in Pipedrive's Developer Hub.
+    oauth_authorize_url: str = "https://oauth.pipedrive.com/oauth/authorize"
+    oauth_token_url: str = "https://oauth.pipedrive.com/oauth/token"
 
     def events(self, body: bytes) -> list[Event]:
         return pipedrive_events(json_object(body))

@@ -463,6 +463,10 @@ class SalesforcePlatform(UrlSecret):
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)
     company_link: str = "AccountId"
+    # Production's login host (a sandbox's is test.salesforce.com: override both URLs).
+    oauth_authorize_url: str = "https://login.salesforce.com/services/oauth2/authorize"
+    oauth_token_url: str = "https://login.salesforce.com/services/oauth2/token"
+    oauth_scope: str = "api refresh_token"  # `full` alone gives no refresh token
 
     def events(self, body: bytes) -> list[Event]:
         return salesforce_events(body)

@@ -590,6 +590,14 @@ class ZohoPlatform(Platform):
     # A Contact's Account_Name is a lookup ({"name", "id"}) that `read` gives as its name (the
     # mapping's company name); asked as Account_Name.id it gives the linked Account's id.
     company_link: str = f"Account_Name{LOOKUP_ID}"
+    # Consent starts at accounts.zoho.com whatever the data centre; the redirect names the
+    # account's accounts-server, where its code is then exchanged. Scopes are comma-separated.
+    oauth_authorize_url: str = "https://accounts.zoho.com/oauth/v2/auth"
+    oauth_token_url: str = "https://accounts.zoho.com/oauth/v2/token"
+    oauth_scope: str = (
+        "ZohoCRM.modules.contacts.ALL,ZohoCRM.modules.leads.ALL,ZohoCRM.modules.accounts.ALL,"
+        "ZohoCRM.settings.fields.READ,ZohoCRM.notifications.ALL"
+    )
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
