@@ -17,7 +17,17 @@ from typing import Any
 import click
 
 import server
-from connector import backfill, connections, jobs, mappings, outbound, scheduler, store, worker
+from connector import (
+    backfill,
+    connections,
+    jobs,
+    mappings,
+    oauth_apps,
+    outbound,
+    scheduler,
+    store,
+    worker,
+)
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
 from server import DB_OPTION, ServiceError, utcnow
@@ -143,6 +153,64 @@ def connection_remove(db_path: Path, connection_id: str) -> None:
     if not connections.remove(store.connect(db_path), connection_id):
         raise click.ClickException(f"no connection {connection_id}")
     click.echo(f"removed connection {connection_id}")
+
+
+@main.group("oauth-app")
+def oauth_app() -> None:
+    """The OAuth app registered for each CRM platform, through which admins connect: set,
+    list, remove."""
+
+
+@oauth_app.command("set")
+@DB_OPTION
+@click.argument("platform")
+@click.option("--client-id", required=True, help="The app's client id.")
+@click.option("--client-secret", required=True, help="The app's client secret (stored sealed).")
+@click.option("--scope", default=None, help="The scope asked for (default: the platform's).")
+@click.option("--authorize-url", default="", help="Consent URL (default: the platform's).")
+@click.option("--token-url", default="", help="Token endpoint (default: the platform's).")
+def oauth_app_set(db_path: Path, **options: Any) -> None:
+    """Register (or replace) a CRM platform's OAuth app; its secret is shown by a hint only."""
+    settings = load({"DB": str(db_path)})
+    try:
+        row = oauth_apps.save(
+            store.connect(db_path), server.key_secret(settings), utcnow(), **options
+        )
+    except oauth_apps.InvalidOAuthApp as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"oauth app for {row['platform']} saved: {_oauth_app_line(row)}")
+
+
+def _oauth_app_line(row: dict[str, Any]) -> str:
+    return (
+        f"client {row['client_id']} secret {row['client_secret_hint']} "
+        f"scope {row['scope'] or '-'} authorize {row['authorize_url']} token {row['token_url']}"
+    )
+
+
+@oauth_app.command("list")
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def oauth_app_list(db_path: Path, as_json: bool) -> None:
+    """List the registered OAuth apps (client secrets by their last characters only)."""
+    rows = oauth_apps.listed(store.connect(db_path))
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(f"{row['platform']:<10}  {_oauth_app_line(row)}")
+    if not rows:
+        click.echo("no oauth app: register one with `contactdata oauth-app set PLATFORM`")
+
+
+@oauth_app.command("remove")
+@DB_OPTION
+@click.argument("platform")
+def oauth_app_remove(db_path: Path, platform: str) -> None:
+    """Remove a platform's OAuth app: admins can no longer connect through it."""
+    if not oauth_apps.remove(store.connect(db_path), platform):
+        raise click.ClickException(f"no oauth app for {platform}")
+    click.echo(f"removed the oauth app for {platform}")
 
 
 @main.group()

@@ -294,6 +294,45 @@ def m011_backfills(db: Database) -> None:
     db.execute("CREATE INDEX events_due ON events (status, priority, due_at)")
 
 
+@MIGRATIONS()
+def m012_oauth_apps(db: Database) -> None:
+    """OAuth apps: the one the operator registered for each CRM platform (connector/
+    oauth_apps.py), its client secret sealed, its endpoints and scope as they are used."""
+    db.execute(
+        """
+        CREATE TABLE oauth_apps (
+            platform TEXT PRIMARY KEY,
+            client_id TEXT NOT NULL,
+            client_secret_sealed TEXT NOT NULL,
+            client_secret_hint TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            authorize_url TEXT NOT NULL,
+            token_url TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """
+    )
+
+
+def save_oauth_app(db: Database, row: Row) -> None:
+    """A platform's OAuth app, replacing the one it had."""
+    db.table("oauth_apps").upsert(row, pk="platform")
+
+
+def oauth_apps(db: Database) -> list[Row]:
+    return list(db.query("SELECT * FROM oauth_apps ORDER BY platform"))
+
+
+def oauth_app(db: Database, platform: str) -> Row | None:
+    rows = list(db.query("SELECT * FROM oauth_apps WHERE platform = ?", [platform]))
+    return rows[0] if rows else None
+
+
+def delete_oauth_app(db: Database, platform: str) -> bool:
+    """Delete a platform's OAuth app; whether it had one."""
+    return db.execute("DELETE FROM oauth_apps WHERE platform = ?", [platform]).rowcount > 0
+
+
 def start_settings_session(db: Database, row: Row) -> None:
     """A new settings session: id (a digest), key_id, org_id, mark, created_at."""
     db.table("settings_sessions").insert(row)

@@ -1,0 +1,102 @@
+"""The operator's OAuth apps: one registered app a CRM platform, through which admins install
+the connector themselves (issue 22). Setting one (its endpoints and scope default to the
+platform's own; overriding them points tests and sandboxes elsewhere), listing and removing
+them; the client secret is sealed at rest and shown only by its last characters."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
+import server
+from connector import outbound, store
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Platform
+
+Row = dict[str, Any]
+
+
+class InvalidOAuthApp(ValueError):
+    """An OAuth app that cannot be set as asked; the message says why."""
+
+
+def crm_platform(name: str) -> Platform:
+    """The CRM platform named, which has an OAuth app; InvalidOAuthApp otherwise."""
+    kind = PLATFORMS.get(name)
+    crms = ", ".join(n for n, k in PLATFORMS.items() if k.crm and k.oauth_authorize_url)
+    if kind is None:
+        raise InvalidOAuthApp(f"no platform {name!r}: give one of {crms}")
+    if not (kind.crm and kind.oauth_authorize_url):
+        raise InvalidOAuthApp(f"{name} is not a CRM installed by OAuth: give one of {crms}")
+    return kind
+
+
+def save(
+    db: Database,
+    server_secret: bytes,
+    now: datetime,
+    *,
+    platform: str,
+    client_id: str,
+    client_secret: str,
+    scope: str | None = None,
+    authorize_url: str = "",
+    token_url: str = "",
+) -> Row:
+    """Check and save a platform's OAuth app (replacing its last); the row as `shown`."""
+    kind = crm_platform(platform)
+    client_id, client_secret = client_id.strip(), client_secret.strip()
+    if not client_id:
+        raise InvalidOAuthApp("give the app's --client-id")
+    if not client_secret:
+        raise InvalidOAuthApp("give the app's --client-secret")
+    row = {
+        "platform": kind.name,
+        "client_id": client_id,
+        "client_secret_sealed": store.seal(server_secret, client_secret),
+        "client_secret_hint": store.hint(client_secret),
+        "scope": _scope(kind, scope),
+        "authorize_url": _url(authorize_url, kind.oauth_authorize_url, "authorize-url"),
+        "token_url": _url(token_url, kind.oauth_token_url, "token-url"),
+        "updated_at": server.iso(now),
+    }
+    with server.write(db):
+        store.save_oauth_app(db, row)
+    return shown(row)
+
+
+def _scope(kind: Platform, scope: str | None) -> str:
+    if scope is None:
+        return kind.oauth_scope
+    if scope.strip() and not kind.oauth_scope:
+        raise InvalidOAuthApp(
+            f"{kind.name} takes no scope: its scopes are ticked on the app in its developer hub"
+        )
+    return scope.strip()
+
+
+def _url(given: str, default: str, option: str) -> str:
+    """The URL given, checked as a connection's CRM URL is (https, public); else the default."""
+    if not given.strip():
+        return default
+    try:
+        return outbound.check_crm_url(given)
+    except outbound.UnsafeUrl as error:
+        raise InvalidOAuthApp(f"{option}: {error}") from None
+
+
+def shown(row: Row) -> Row:
+    """An app as listed: its client secret only by its last characters."""
+    return {name: value for name, value in row.items() if name != "client_secret_sealed"}
+
+
+def listed(db: Database) -> list[Row]:
+    return [shown(row) for row in store.oauth_apps(db)]
+
+
+def remove(db: Database, platform: str) -> bool:
+    """Delete a platform's OAuth app; whether it had one."""
+    with server.write(db):
+        return store.delete_oauth_app(db, platform)
