@@ -88,7 +88,6 @@ class ToyCRM:
 class Toy(Platform):
     name: str = "toy"
     signing: str = "toy-hmac"
-    crm: bool = True
     adapter_class: Callable[..., Adapter] | None = ToyCRM
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:

@@ -102,14 +102,13 @@ def same(sent: str, secret: str, refusal: str) -> None:
 @dataclass(frozen=True, kw_only=True)
 class Platform:
     """A platform's declaration. `signing` names how its requests prove they are its own (the
-    OpenAPI document's security schemes, `signing_schemes`); `crm` whether records are written
-    back to it (it then sends events and has an `adapter`); `issues_secret` whether it makes
-    the secret it signs with; `omit_empty` whether enrich answers leave out empty fields
-    (they would blank the platform's own)."""
+    OpenAPI document's security schemes, `signing_schemes`); `adapter_class` its CRM
+    adapter, when records are written back to it (`crm`: it then sends events);
+    `issues_secret` whether it makes the secret it signs with; `omit_empty` whether enrich
+    answers leave out empty fields (they would blank the platform's own)."""
 
     name: str
     signing: str
-    crm: bool = False
     issues_secret: bool = False
     url_param: str = "key"
     omit_empty: bool = False
@@ -127,6 +126,11 @@ class Platform:
     oauth_authorize_url: str = ""
     oauth_token_url: str = ""
     oauth_scope: str = ""
+
+    @property
+    def crm(self) -> bool:
+        """Whether records are written back to it: it has a CRM adapter."""
+        return self.adapter_class is not None
 
     @property
     def mapping_file(self) -> str:

@@ -394,7 +394,6 @@ class DynamicsPlatform(UrlSecret):
     contacts, leads and accounts (our companies)."""
 
     name: str = "dynamics"
-    crm: bool = True
     adapter_class: Callable[..., Adapter] | None = Dynamics
     url_param: str = "code"
     refreshable: bool = True

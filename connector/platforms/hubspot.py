@@ -643,7 +643,6 @@ class HubSpotPlatform(Platform):
 
     name: str = "hubspot"
     signing: str = "hubspot"
-    crm: bool = True
     adapter_class: Callable[..., Adapter] | None = HubSpot
     issues_secret: bool = True  # the app's client secret
     refreshable: bool = True

@@ -713,7 +713,6 @@ class PipedrivePlatform(BasicPassword):
     """Pipedrive: webhooks with the secret as the Basic auth password; API tokens last."""
 
     name: str = "pipedrive"
-    crm: bool = True
     adapter_class: Callable[..., Adapter] | None = Pipedrive
     objects: tuple[str, ...] = ("contacts", "leads", "companies")
     # A person's organization: v2's org_id is the organization's id (an integer, or null).

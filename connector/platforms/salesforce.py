@@ -458,7 +458,6 @@ class SalesforcePlatform(UrlSecret):
     organization must be one the connection allows."""
 
     name: str = "salesforce"
-    crm: bool = True
     adapter_class: Callable[..., Adapter] | None = Salesforce
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)

@@ -582,7 +582,6 @@ class ZohoPlatform(Platform):
 
     name: str = "zoho"
     signing: str = "body-token"
-    crm: bool = True
     adapter_class: Callable[..., Adapter] | None = Zoho
     refreshable: bool = True
     subscribes: bool = True
