@@ -8,7 +8,8 @@ from typing import Any
 
 from flask import Flask
 
-from connector import connections, mappings, openapi, receiver, settings, store
+from connector import connections, mappings, openapi, receiver, store
+from connector.views import settings
 from server import create_app as create_service_app
 
 

@@ -314,6 +314,14 @@ def m012_oauth_apps(db: Database) -> None:
     )
 
 
+@MIGRATIONS()
+def m013_crm_accounts(db: Database) -> None:
+    """The CRM account a connection is connected to, as its OAuth answer names it (HubSpot's
+    portal id): app-level webhooks (one URL for every account) find the connection by it."""
+    db.execute("ALTER TABLE connections ADD COLUMN crm_account_id TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX connections_account ON connections (platform, crm_account_id)")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     db.table("oauth_apps").upsert(row, pk="platform")
@@ -511,6 +519,13 @@ def connection(db: Database, connection_id: str) -> Row | None:
 def connection_named(db: Database, name: str) -> Row | None:
     """The connection with this name, or None."""
     row = db.execute("SELECT id FROM connections WHERE name = ?", [name]).fetchone()
+    return connection(db, row[0]) if row else None
+
+
+def connection_of_account(db: Database, platform: str, account_id: str) -> Row | None:
+    """The connection of `platform` connected to the CRM account `account_id`, or None."""
+    sql = "SELECT id FROM connections WHERE platform = ? AND crm_account_id = ? AND ? != ''"
+    row = db.execute(sql, [platform, account_id, account_id]).fetchone()
     return connection(db, row[0]) if row else None
 
 

@@ -21,9 +21,10 @@ from sqlite_utils import Database
 from werkzeug.test import TestResponse
 
 import server
-from connector import connections, mappings, scheduler, settings, store
+from connector import connections, mappings, scheduler, store
 from connector.app import create_app
 from connector.platforms import PLATFORMS
+from connector.views import settings
 from server import accounts, audit, auth, keys, usage
 from server import admin as use_cases
 from server import store as service_store
@@ -467,7 +468,7 @@ def test_no_settings_code_runs_for_a_request_outside_settings(connector_app: Fla
 
 
 def settings_code_called(send: Callable[[], TestResponse]) -> tuple[TestResponse, set[str]]:
-    """What `send` answered, and the functions of connector/settings.py it called."""
+    """What `send` answered, and the functions of connector/views/settings.py it called."""
     called: set[str] = set()
 
     def profile(frame: FrameType, event: str, arg: object) -> None:

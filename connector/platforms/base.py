@@ -615,6 +615,37 @@ class Listed(NamedTuple):
     remaining: int | None = None
 
 
+FIELD_TYPES = (
+    "text",
+    "number",
+    "boolean",
+    "date",
+    "datetime",
+    "picklist",
+    "multipicklist",
+    "email",
+    "phone",
+    "url",
+    "reference",
+    "other",
+)
+
+
+@dataclass(frozen=True)
+class CrmField:
+    """One field of a CRM's kind of record as the CRM's field API describes it, for the
+    mapping editor: its API name, its label, its type (one of FIELD_TYPES, the CRM's own
+    type translated), the values a picklist accepts (as they are written), whether it can be
+    written at all, and whether it is a custom field."""
+
+    name: str
+    label: str
+    type: str
+    options: tuple[str, ...] = ()
+    read_only: bool = False
+    custom: bool = False
+
+
 class Adapter(Protocol):
     """One CRM's contacts, read and written over an injected `httpx.Client`; with `auth`
     (a renewing OAuth token, connector/oauth.py), every request is authenticated by it."""
@@ -648,6 +679,19 @@ class Adapter(Protocol):
         when given) with the values of `properties`, from `cursor` (None: the first page).
         A failure worth retrying (a rate limit) raises Retriable; Permanent where the
         platform's listing is not built."""
+        ...
+
+    def fields(self) -> list[CrmField]:
+        """The fields of the adapter's kind of record, read from the CRM's field API."""
+        ...
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """Create a custom field of the adapter's kind (a type of FIELD_TYPES); Permanent
+        where the CRM's API cannot."""
+        ...
+
+    def find(self, email: str) -> str | None:
+        """The id of a record of the adapter's kind whose e-mail is `email`, or None."""
         ...
 
 
@@ -687,6 +731,18 @@ class CrmClient:
     def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
         """Permanent: an adapter lists its CRM's records only where it says how (`Adapter`)."""
         raise Permanent("listing not built yet")
+
+    def fields(self) -> list[CrmField]:
+        """Permanent: an adapter lists its CRM's fields only where it says how (`Adapter`)."""
+        raise Permanent("field listing not built yet")
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """Permanent: fields are created only where the CRM's API allows it (`Adapter`)."""
+        raise Permanent("this CRM's fields cannot be created through its API")
+
+    def find(self, email: str) -> str | None:
+        """Permanent: an adapter finds records by e-mail only where it says how (`Adapter`)."""
+        raise Permanent("finding a record by e-mail not built yet")
 
     def token_headers(self, token: str) -> dict[str, str]:
         """The headers every request carries: the token, and what else the CRM wants."""

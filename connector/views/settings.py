@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib
 import ipaddress
 import json
 import secrets
@@ -54,8 +55,8 @@ blueprint = Blueprint(
     "settings",
     __name__,
     url_prefix="/settings",
-    template_folder="templates",
-    static_folder="static",
+    template_folder="../templates",
+    static_folder="../static",
 )
 Row = dict[str, Any]
 T = TypeVar("T")
@@ -96,6 +97,7 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
+PAGES: tuple[str, ...] = ()  # modules of connector/views/ adding routes to the blueprint
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
@@ -127,6 +129,8 @@ def init_app(app: Flask) -> None:
         WTF_CSRF_CHECK_DEFAULT=False,  # checked in the settings blueprint alone
     )
     CSRFProtect(app)
+    for page in PAGES:  # their routes join the blueprint before it is registered
+        importlib.import_module(f"connector.views.{page}")
     app.register_blueprint(blueprint)
 
 
@@ -180,7 +184,7 @@ def _session_caller() -> Caller | None:
     if row is None:
         return None
     try:
-        caller = auth.resume(_db(), _secret(), row["key_id"], row["mark"], server.now())
+        caller = auth.resume(db(), server_secret(), row["key_id"], row["mark"], server.now())
     except ServiceError as error:
         _end_session()
         flash(f"You were signed out: {error.message}", "error")
@@ -198,7 +202,7 @@ def _live_session() -> Row | None:
     session_id = session.get("session_id")
     if not isinstance(session_id, str):
         return None
-    row = store.settings_session(_db(), _digest(session_id))
+    row = store.settings_session(db(), _digest(session_id))
     if row is None or row["ended_at"]:
         session.clear()
         return None
@@ -221,10 +225,10 @@ def _start_session(caller: Caller, mark: str) -> None:
         "mark": mark,
         "created_at": server.iso(now),
     }
-    with server.write(_db()) as db:
+    with server.write(db()) as database:
         _end_session()
-        store.purge_settings_sessions(db, server.iso(now - SESSION_LIFETIME))
-        store.start_settings_session(db, row)
+        store.purge_settings_sessions(database, server.iso(now - SESSION_LIFETIME))
+        store.start_settings_session(database, row)
     session["session_id"] = session_id
 
 
@@ -233,8 +237,8 @@ def _end_session() -> None:
     and empty the cookie."""
     session_id = session.get("session_id")
     if isinstance(session_id, str):
-        with server.write(_db()) as db:
-            store.end_settings_session(db, _digest(session_id), server.iso(server.now()))
+        with server.write(db()) as database:
+            store.end_settings_session(database, _digest(session_id), server.iso(server.now()))
     session.clear()
 
 
@@ -249,23 +253,23 @@ def sign_in() -> Response:
     if request.method == "GET":
         if _session_caller() is not None:
             return redirect(url_for(".keys"), 303)
-        return _render("sign_in.html")
+        return render("sign_in.html")
     # Only failed attempts count, per client address (behind trusted proxies, the client's):
     # guessing stays at SIGN_IN_ATTEMPTS a minute an address, and admins signing in never
     # lock each other out.
     limit = _sign_in_limit()
-    if _limiter().count(limit, server.now()) >= SIGN_IN_ATTEMPTS:
+    if limiter().count(limit, server.now()) >= SIGN_IN_ATTEMPTS:
         wait = SIGN_IN_WINDOW_SECONDS
         message = f"Too many sign-in attempts from your address. Wait {wait} seconds and try again."
-        response = _render("sign_in.html", 429, error=message)
+        response = render("sign_in.html", 429, error=message)
         response.headers["Retry-After"] = str(wait)
         return response
     value = request.form.get("api_key", "").strip()
     try:
-        caller, mark = auth.sign_in(_db(), _secret(), value, server.now())
+        caller, mark = auth.sign_in(db(), server_secret(), value, server.now())
     except ServiceError:
-        _limiter().hit([limit], server.now())
-        return _render("sign_in.html", 401, error=SIGN_IN_FAILED)
+        limiter().hit([limit], server.now())
+        return render("sign_in.html", 401, error=SIGN_IN_FAILED)
     _start_session(caller, mark)
     flash(f"Signed in to {caller.org_name} as {caller.email}.", "success")
     return redirect(url_for(".keys"), 303)
@@ -336,9 +340,9 @@ def keys() -> Response:
 def create_key() -> Response:
     """A new standard key; its value is shown on this response only."""
     try:
-        key, value = admin.create_key(_db(), _context(), _field("email"))
+        key, value = admin.create_key(db(), context(), field("email"))
     except ServiceError as error:
-        return _failed(error, ".keys")
+        return failed(error, ".keys")
     flash(f"Key created for {key['email']}. Copy it now: it is not shown again.", "success")
     return _keys_page(value, key["email"])
 
@@ -346,12 +350,12 @@ def create_key() -> Response:
 @blueprint.post("/keys/update")
 def update_key() -> Response:
     """Suspend, reactivate or rotate a key (with the chosen grace period)."""
-    action = _field("action")
+    action = field("action")
     try:
-        grace = _integer("grace_seconds", "grace period") if action == "rotate" else None
-        key, value = admin.update_key(_db(), _context(), _field("email"), action, grace)
+        grace = integer("grace_seconds", "grace period") if action == "rotate" else None
+        key, value = admin.update_key(db(), context(), field("email"), action, grace)
     except ServiceError as error:
-        return _failed(error, ".keys")
+        return failed(error, ".keys")
     if value is None:
         flash(f"The key of {key['email']} is {_DONE.get(action.casefold(), 'changed')}.", "success")
         return redirect(url_for(".keys"), 303)
@@ -364,8 +368,8 @@ def update_key() -> Response:
 
 
 def _keys_page(new_value: str | None = None, new_for: str | None = None) -> Response:
-    found = admin.view_keys(_db(), _context(), None)
-    return _render(
+    found = admin.view_keys(db(), context(), None)
+    return render(
         "keys.html",
         keys=found,
         new_value=new_value,
@@ -388,9 +392,9 @@ def users() -> Response:
 def create_user() -> Response:
     """A new user with its own key; the key's value is shown on this response only."""
     try:
-        _, user, value = admin.create_user(_db(), _context(), _field("email"))
+        _, user, value = admin.create_user(db(), context(), field("email"))
     except ServiceError as error:
-        return _failed(error, ".users")
+        return failed(error, ".users")
     flash(
         f"User {user['email']} created with a key. Copy it now: it is not shown again.", "success"
     )
@@ -400,13 +404,13 @@ def create_user() -> Response:
 @blueprint.post("/users/update")
 def update_user() -> Response:
     """Suspend or reactivate a user."""
-    action = _field("action")
+    action = field("action")
     try:
         if action not in ("suspend", "active"):
             raise InvalidParameter("Choose suspend or reactivate.")
-        _, user = admin.update_user(_db(), _context(), _field("email"), action)
+        _, user = admin.update_user(db(), context(), field("email"), action)
     except ServiceError as error:
-        return _failed(error, ".users")
+        return failed(error, ".users")
     flash(f"The user {user['email']} is {_DONE[action]}.", "success")
     return redirect(url_for(".users"), 303)
 
@@ -415,27 +419,27 @@ def update_user() -> Response:
 def confirm_delete_user() -> Response:
     """The confirmation step before a deletion, which cannot be undone."""
     email = request.args.get("email", "")
-    _, found = admin.view_users(_db(), _context())
+    _, found = admin.view_users(db(), context())
     user = next((u for u in found if u["email"] == email.strip().casefold()), None)
     if user is None:
-        return _failed(NotFound(f"No user {email} in this organization."), ".users")
-    return _render("confirm_delete.html", user=user)
+        return failed(NotFound(f"No user {email} in this organization."), ".users")
+    return render("confirm_delete.html", user=user)
 
 
 @blueprint.post("/users/delete")
 def delete_user() -> Response:
     """Delete a user (final; the user's key stops working)."""
     try:
-        _, user = admin.update_user(_db(), _context(), _field("email"), "delete")
+        _, user = admin.update_user(db(), context(), field("email"), "delete")
     except ServiceError as error:
-        return _failed(error, ".users")
+        return failed(error, ".users")
     flash(f"The user {user['email']} is deleted; their key no longer works.", "success")
     return redirect(url_for(".users"), 303)
 
 
 def _users_page(new_value: str | None = None, new_for: str | None = None) -> Response:
-    _, found = admin.view_users(_db(), _context())
-    return _render("users.html", users=found, new_value=new_value, new_for=new_for)
+    _, found = admin.view_users(db(), context())
+    return render("users.html", users=found, new_value=new_value, new_for=new_for)
 
 
 # --- connections -----------------------------------------------------------------------------
@@ -452,9 +456,9 @@ def connections_page() -> Response:
             "mapping": _mapping_summary(link["mapping"]),
             "takes_events": PLATFORMS[link["platform"]].crm,
         }
-        for link in _own_connections()
+        for link in own_connections()
     ]
-    return _render("connections.html", connections=shown)
+    return render("connections.html", connections=shown)
 
 
 @blueprint.post("/connections/<connection_id>/test-event")
@@ -462,16 +466,16 @@ def send_test_event(connection_id: str) -> Response:
     """Store a synthetic event for a connection, as the receiver stores what platforms send:
     the worker takes it up like any other, and Deliveries shows what became of it."""
     try:
-        link = _own_connection(connection_id)
+        link = own_connection(connection_id)
         if not PLATFORMS[link["platform"]].crm:
             raise InvalidParameter(
                 f"{link['name']} is a {link['platform']} connection, which takes no events."
             )
         mapping = mappings.load_current(link["mapping"])
         row = synthetic_event(link, mapping, server.iso(server.now()))
-        _change(lambda db: store.add_events(db, [row]), "connection.test_event", link["name"])
+        change(lambda db: store.add_events(db, [row]), "connection.test_event", link["name"])
     except (ServiceError, mappings.MappingError) as error:
-        return _failed(error, ".connections_page")
+        return failed(error, ".connections_page")
     flash(
         f"Test event stored for {link['name']} (record {row['record_id']}). The worker takes "
         "it up like a platform's event; no CRM has that record, so it ends as a dead letter "
@@ -546,9 +550,9 @@ def deliveries() -> Response:
     status = request.args.get("status") or None
     if status not in EVENT_STATUSES:
         status = None
-    names = {link["id"]: link["name"] for link in _own_connections()}
-    events = store.recent_events(_db(), EVENTS_SHOWN, status, org_id=g.caller.org_id)
-    return _render(
+    names = {link["id"]: link["name"] for link in own_connections()}
+    events = store.recent_events(db(), EVENTS_SHOWN, status, org_id=g.caller.org_id)
+    return render(
         "deliveries.html", events=events, names=names, status=status, statuses=EVENT_STATUSES
     )
 
@@ -559,16 +563,16 @@ def retry_delivery(event_id: int) -> Response:
     if event_id > store.LARGEST_ID:  # SQLite cannot even look for it
         abort(404)
     try:
-        found = store.event(_db(), event_id)
-        if found is None or found["connection_id"] not in {c["id"] for c in _own_connections()}:
+        found = store.event(db(), event_id)
+        if found is None or found["connection_id"] not in {c["id"] for c in own_connections()}:
             raise NotFound(f"No event {event_id} in this organization.")
         retry = lambda db: store.retry_event(db, event_id, server.iso(server.now()))  # noqa: E731
-        if not _change(retry, "delivery.retry", f"event {event_id}"):
+        if not change(retry, "delivery.retry", f"event {event_id}"):
             raise InvalidParameter(
                 f"Event {event_id} is {found['status']}: only a dead letter can be retried."
             )
     except ServiceError as error:
-        return _failed(error, ".deliveries")
+        return failed(error, ".deliveries")
     flash(f"Event {event_id} is due again; the worker takes it up next.", "success")
     return redirect(url_for(".deliveries"), 303)
 
@@ -579,8 +583,8 @@ def retry_delivery(event_id: int) -> Response:
 @blueprint.get("/usage")
 def usage_page() -> Response:
     """Credit balance, today's requests against the daily limit, and 30 days of calls."""
-    found = usage.usage(_db(), _limiter(), g.caller, server.now())
-    return _render("usage.html", usage=found, chart=chart(found.days))
+    found = usage.usage(db(), limiter(), g.caller, server.now())
+    return render("usage.html", usage=found, chart=chart(found.days))
 
 
 def chart(days: list[usage.Day], width: int = 600, height: int = 160) -> Row:
@@ -601,8 +605,8 @@ def chart(days: list[usage.Day], width: int = 600, height: int = 160) -> Row:
 @blueprint.get("/schedules")
 def schedules() -> Response:
     """The scheduled jobs with their next and last runs, and each connection's refresh."""
-    crm = [link for link in _own_connections() if PLATFORMS[link["platform"]].crm]
-    return _render(
+    crm = [link for link in own_connections() if PLATFORMS[link["platform"]].crm]
+    return render(
         "schedules.html",
         jobs=scheduler.status(current_app.config["DB"]),
         connections=crm,
@@ -614,15 +618,15 @@ def schedules() -> Response:
 def set_refresh_days(connection_id: str) -> Response:
     """Change how old a connection's enriched records may get before they are refreshed."""
     try:
-        link = _own_connection(connection_id)
-        days = _integer("refresh_days", "refresh interval")
+        link = own_connection(connection_id)
+        days = integer("refresh_days", "refresh interval")
         low, high = REFRESH_DAYS
         if not low <= days <= high:
             raise InvalidParameter(f"The refresh interval must be {low} to {high} days.")
-        change = lambda db: store.set_refresh_days(db, link["id"], days)  # noqa: E731
-        _change(change, "connection.refresh_days", link["name"], {"refreshDays": days})
+        apply = lambda database: store.set_refresh_days(database, link["id"], days)  # noqa: E731
+        change(apply, "connection.refresh_days", link["name"], {"refreshDays": days})
     except ServiceError as error:
-        return _failed(error, ".schedules")
+        return failed(error, ".schedules")
     flash(f"{link['name']} now refreshes records enriched over {days} days ago.", "success")
     return redirect(url_for(".schedules"), 303)
 
@@ -636,7 +640,7 @@ def _csrf_refused(error: CSRFError) -> Response:
         "The form was refused: its security token is missing or out of date. Go back, "
         "reload the page and try again."
     )
-    return _render("error.html", 400, message=message)
+    return render("error.html", 400, message=message)
 
 
 @blueprint.route("/<path:unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
@@ -655,7 +659,7 @@ def unknown_page(unknown: str) -> Response:
 def _http_error(error: HTTPException) -> Response:
     status = error.code or 500
     message = {404: "There is no such settings page.", 405: "That page does not take this."}
-    response = _render("error.html", status, message=message.get(status, error.description))
+    response = render("error.html", status, message=message.get(status, error.description))
     if isinstance(error, MethodNotAllowed):
         response.headers["Allow"] = dict(error.get_headers())["Allow"]
     return response
@@ -664,73 +668,76 @@ def _http_error(error: HTTPException) -> Response:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _db() -> Database:
+def db() -> Database:
     return server.get_db()
 
 
-def _secret() -> bytes:
+def server_secret() -> bytes:
     secret: bytes = current_app.config["KEY_SECRET_BYTES"]
     return secret
 
 
-def _limiter() -> limits.Limiter:
+def limiter() -> limits.Limiter:
     limiter: limits.Limiter = current_app.extensions["limiter"]
     return limiter
 
 
-def _context() -> admin.Context:
+def context() -> admin.Context:
     """Who acts, as the admin API builds it: the audit log names the admin's key."""
     return admin.Context(
-        caller=g.caller, now=server.now(), request_id=g.get("request_id", ""), secret=_secret()
+        caller=g.caller,
+        now=server.now(),
+        request_id=g.get("request_id", ""),
+        secret=server_secret(),
     )
 
 
-def _change(
+def change(
     apply: Callable[[Database], T], action: str, target: str, detail: Row | None = None
 ) -> T:
     """Make a connector change for the signed-in admin, logged with it in one transaction
     (refused, like every change, for an inactive organization); what `apply` returned. A
     change that reports nothing done (False, 0) is not logged."""
-    ctx = _context()
+    ctx = context()
     auth.require_active_organization(ctx.caller)
-    with server.write(_db()) as db:
-        result = apply(db)
+    with server.write(db()) as database:
+        result = apply(database)
         if result:
-            admin.record_action(db, ctx, action, target, detail)
+            admin.record_action(database, ctx, action, target, detail)
     return result
 
 
-def _own_connections() -> list[Row]:
-    return [link for link in store.connections(_db()) if link["org_id"] == g.caller.org_id]
+def own_connections() -> list[Row]:
+    return [link for link in store.connections(db()) if link["org_id"] == g.caller.org_id]
 
 
-def _own_connection(connection_id: str) -> Row:
+def own_connection(connection_id: str) -> Row:
     """A connection of the signed-in organization; another's answers as a missing one."""
-    link = store.connection(_db(), connection_id)
+    link = store.connection(db(), connection_id)
     if link is None or link["org_id"] != g.caller.org_id:
         raise NotFound(f"No connection {connection_id} in this organization.")
     return link
 
 
-def _field(name: str) -> str:
+def field(name: str) -> str:
     return request.form.get(name, "").strip()
 
 
-def _integer(name: str, label: str) -> int:
+def integer(name: str, label: str) -> int:
     try:
-        return int(_field(name))
+        return int(field(name))
     except ValueError:
         raise InvalidParameter(f"The {label} must be a whole number.") from None
 
 
-def _failed(error: ServiceError | Exception, endpoint: str) -> Response:
+def failed(error: ServiceError | Exception, endpoint: str) -> Response:
     """Back to the page, telling what went wrong."""
     message = error.message if isinstance(error, ServiceError) else str(error)
     flash(message, "error")
     return redirect(url_for(endpoint), 303)
 
 
-def _render(template: str, code: int = 200, /, **context: Any) -> Response:
+def render(template: str, code: int = 200, /, **context: Any) -> Response:
     now_iso = server.iso(server.now())
     page = render_template(
         f"settings/{template}", caller=g.get("caller"), now_iso=now_iso, **context
