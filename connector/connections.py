@@ -99,6 +99,44 @@ def add(
     return Added(row, inbound)
 
 
+def set_crm(
+    db: Database,
+    server_secret: bytes,
+    connection_id: str,
+    *,
+    base_url: str,
+    token: str = "",
+    credentials: oauth.Credentials | None = None,
+    expires_at: datetime | None = None,
+    account_id: str = "",
+) -> Row:
+    """Connect (or connect again) a CRM connection: its CRM's API base URL, checked, with a
+    token (used until it is refused, or until `expires_at`) and, for a token that is renewed,
+    the OAuth client that renews it; `account_id` is the CRM account the grant is for, where
+    the platform names one (HubSpot's portal id). The connection as saved; raises
+    InvalidConnection."""
+    row = store.connection(db, connection_id)
+    if row is None:
+        raise InvalidConnection(f"no connection {connection_id}")
+    kind = PLATFORMS[row["platform"]]
+    if not kind.crm:
+        raise InvalidConnection(f"{kind.name} is not a CRM: it is not written back to")
+    if not (token or credentials):
+        raise InvalidConnection("give the CRM's token, or connect with OAuth")
+    base_url, _ = _crm(kind, base_url, token, credentials is not None)
+    values = {
+        "crm_base_url": base_url,
+        "crm_token_sealed": store.seal(server_secret, token) if token else "",
+        "crm_token_hint": store.hint(token) if token else "",
+        "crm_token_expires_at": expires_at.isoformat() if expires_at else "",
+        "crm_oauth_sealed": store.seal(server_secret, credentials.dumps()) if credentials else "",
+        "crm_account_id": account_id,
+    }
+    with server.write(db):
+        store.save_crm_grant(db, connection_id, values)
+    return store.connection(db, connection_id) or row
+
+
 def _asked_of(kind: Platform) -> Callable[[Callable[[], Any]], Any]:
     """Call a platform's check, its ValueError an InvalidConnection."""
 

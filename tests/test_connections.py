@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
-from connector import outbound, store
+from connector import connections, oauth, outbound, store
 from connector.cli import main
 from server import db
 from tests.helpers.constants import SECRET
@@ -222,3 +223,30 @@ def test_dynamics_client_credentials_ask_for_the_environment_scope(db_path: Path
     stored = json.loads(store.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
     assert stored["scope"] == "https://acme.crm4.dynamics.com/.default"
     assert stored["refresh_token"] == ""  # the client_credentials grant
+
+
+@pytest.mark.usefixtures("public_dns")
+def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path, key: str) -> None:
+    added = _add(
+        db_path, key, "--name", "Hub", "--platform", "hubspot", "--json",
+        "--crm-base-url", "https://api.hubapi.com", "--crm-token", "pat-na1-old",
+        "--secret", "app-secret",
+    )  # fmt: skip
+    connection_id = json.loads(added.output)["id"]
+    database = store.connect(db_path)
+    client = oauth.Credentials("https://api.hubapi.com/oauth/v1/token", "app", "s3cret", "r-1")
+    expires = datetime(2026, 5, 1, 12, tzinfo=UTC)
+    row = connections.set_crm(
+        database, SECRET.encode(), connection_id, base_url="https://api.hubapi.com",
+        token="access-token-1", credentials=client, expires_at=expires, account_id="4242",
+    )  # fmt: skip
+    assert row["crm_account_id"] == "4242" and row["crm_token_hint"] == "…en-1"
+    assert row["crm_token_expires_at"] == "2026-05-01T12:00:00+00:00"
+    assert store.unseal(SECRET.encode(), row["crm_oauth_sealed"]) == client.dumps()
+    assert store.connection_of_account(database, "hubspot", "4242") == row
+    assert store.connection_of_account(database, "hubspot", "") is None
+    assert store.connection_of_account(database, "salesforce", "4242") is None
+    with pytest.raises(connections.InvalidConnection, match="give the CRM's token"):
+        connections.set_crm(database, SECRET.encode(), connection_id, base_url="https://x.test")
+    with pytest.raises(connections.InvalidConnection, match="no connection nope"):
+        connections.set_crm(database, SECRET.encode(), "nope", base_url="", token="t")
