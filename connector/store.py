@@ -322,6 +322,14 @@ def m013_crm_accounts(db: Database) -> None:
     db.execute("CREATE INDEX connections_account ON connections (platform, crm_account_id)")
 
 
+@MIGRATIONS()
+def m016_crm_webhooks(db: Database) -> None:
+    """The webhooks the connector registered in a connection's CRM itself (Pipedrive's
+    webhook ids, Zoho's notification channel id), comma-separated: removing the connection
+    deletes exactly these, never one the admin made by hand."""
+    db.execute("ALTER TABLE connections ADD COLUMN crm_webhook_ids TEXT NOT NULL DEFAULT ''")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     db.table("oauth_apps").upsert(row, pk="platform")
@@ -459,6 +467,17 @@ def save_channel_expiry(db: Database, connection_id: str, expires_at: str) -> No
     """The expiry Zoho confirmed for a connection's notification channel (ISO 8601)."""
     sql = "UPDATE connections SET zoho_channel_expires_at = ? WHERE id = ?"
     db.execute(sql, [expires_at, connection_id])
+
+
+def save_webhook_ids(db: Database, connection_id: str, ids: list[str]) -> None:
+    """The webhooks the connector registered in the connection's CRM (none: [])."""
+    sql = "UPDATE connections SET crm_webhook_ids = ? WHERE id = ?"
+    db.execute(sql, [",".join(ids), connection_id])
+
+
+def webhook_ids(row: Row) -> list[str]:
+    """The webhooks the connector registered in a connection's CRM, as saved."""
+    return [part for part in row.get("crm_webhook_ids", "").split(",") if part]
 
 
 def set_refresh_days(db: Database, connection_id: str, days: int) -> bool:
