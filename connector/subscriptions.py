@@ -53,14 +53,30 @@ def _renewed(
         return f"{channel} {expires.isoformat(timespec='seconds')}{NOT_DUE}"
     lapsed = expires is None or expires <= now
     try:
-        expiry = _watch(db, link, secret, client, public_url, now, lapsed)
+        expiry = enable(db, link, secret, client, public_url, now, lapsed)
     except (Permanent, Retriable, outbound.UnsafeUrl, store.UnsealError) as error:
         reason = getattr(error, "reason", str(error))
         log.warning("channel of connection %s not renewed: %s", link["id"], reason)
         return f"failed: {reason}"
+    return f"{channel} {expiry.isoformat(timespec='seconds')}"
+
+
+def enable(
+    db: Database,
+    link: Row,
+    secret: bytes,
+    client: httpx.Client,
+    public_url: str,
+    now: datetime,
+    lapsed: bool = True,
+) -> datetime:
+    """Enable (or renew) the connection's channel now, for CHANNEL_LIFETIME, the expiry the
+    platform confirms stored and returned (connector/webhook_setup.py calls it when the CRM
+    is connected); raises what `_watch` raises."""
+    expiry = _watch(db, link, secret, client, public_url, now, lapsed)
     with server.write(db):
         store.save_channel_expiry(db, link["id"], server.iso(expiry))
-    return f"{channel} {expiry.isoformat(timespec='seconds')}"
+    return expiry
 
 
 def _confirmed(link: Row) -> datetime | None:

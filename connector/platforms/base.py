@@ -271,6 +271,53 @@ class Platform:
         """Enable or renew the connection's channel until `until`: the expiry confirmed."""
         raise NotImplementedError(f"{self.name} keeps no channel")
 
+    # Webhooks: registered in the CRM by the connector, or installed by the admin ---------
+
+    registers_webhooks: bool = False  # the connector registers the events URL in the CRM
+    # The admin's installation steps, one sentence each, templates of {enrich} and {events}
+    # (the connection's URLs), {events_base} (the events URL without its query) and {hint}
+    # (the secret's last characters); and what to do by hand when a teardown failed.
+    install: tuple[str, ...] = ()
+    removal: tuple[str, ...] = ()
+
+    def set_up_webhooks(self, adapter: Adapter, events_url: str, secret: str) -> list[str]:
+        """Register the events URL in the CRM, with `secret` where the platform sends it: the
+        ids of what was created ([] where its API cannot: the admin follows `install_steps`);
+        Permanent or Retriable with the CRM's words, leaving nothing half made."""
+        return []
+
+    def tear_down_webhooks(self, adapter: Adapter, ids: Sequence[str]) -> None:
+        """Delete what `set_up_webhooks` created (one already gone counts as deleted)."""
+
+    def install_steps(self, urls: Mapping[str, str | None], secret_hint: str) -> list[str]:
+        """The steps an admin takes in the platform to install the connection, with its real
+        URLs (`connections.urls`) and the secret named by its last characters only."""
+        return _filled(self.install, urls, secret_hint)
+
+    def removal_steps(self, urls: Mapping[str, str | None], secret_hint: str) -> list[str]:
+        """What an admin does by hand when the connector could not delete its webhooks."""
+        return _filled(self.removal, urls, secret_hint)
+
+
+SECRET_PLACEHOLDER = "<secret>"  # in a URL shown after the secret's first display
+
+
+def _filled(
+    templates: Sequence[str], urls: Mapping[str, str | None], secret_hint: str
+) -> list[str]:
+    """Steps from templates, with the connection's URLs and its secret's hint; a URL shown
+    with the secret's placeholder gets the step saying what goes there."""
+    events = urls.get("eventsUrl") or ""
+    values = {"enrich": urls.get("enrichUrl") or "", "events": events,
+              "events_base": events.partition("?")[0], "hint": secret_hint}  # fmt: skip
+    steps = [template.format(**values) for template in templates]
+    if any(SECRET_PLACEHOLDER in step for step in steps):
+        steps.append(
+            f"Replace {SECRET_PLACEHOLDER} in the URL with the connection's secret (shown once, "
+            f"when it was made or rotated; it ends in {secret_hint})."
+        )
+    return steps
+
 
 @dataclass(frozen=True, kw_only=True)
 class UrlSecret(Platform):
@@ -284,7 +331,7 @@ class UrlSecret(Platform):
         return Verified()
 
     def events_url(self, base: str, secret: str | None) -> str:
-        return f"{base}/events?{self.url_param}={secret or '<secret>'}"
+        return f"{base}/events?{self.url_param}={secret or SECRET_PLACEHOLDER}"
 
     def signing_schemes(self) -> dict[str, Schema]:
         scheme = {"type": "apiKey", "in": "query", "name": self.url_param}

@@ -69,6 +69,7 @@ through the API too: "api" alone does not make an event ours.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -138,6 +139,8 @@ LEAD_FIELDS = frozenset(
     | {"value", "expected_close_date", "visible_to", "was_seen", "channel", "channel_id"}
 )
 LINKED = {"person/": "person_id", "organization/": "organization_id"}  # a lead's links
+WEBHOOKS = "/api/v1/webhooks"  # webhooks have no v2 endpoint
+WEBHOOK_USER = "contactdata"  # the HTTP Basic user of the webhooks we register (not checked)
 HASH_KEY = re.compile(r"[0-9a-f]{40}")  # a custom field's key
 PERSON_ID = re.compile(r"[0-9]+")
 LEAD_ID = re.compile(r"[0-9a-fA-F-]{36}")  # a lead's UUID
@@ -434,6 +437,25 @@ class Pipedrive(CrmClient):
             self._check(response, "lead")
         return refused
 
+    def add_webhook(self, event_object: str, subscription_url: str, password: str) -> str:
+        """A webhook (v2) posting every action on `event_object` to `subscription_url` with
+        `password` as its HTTP Basic password: its id."""
+        body = {"subscription_url": subscription_url, "event_action": "*",
+                "event_object": event_object, "http_auth_user": WEBHOOK_USER,
+                "http_auth_password": password, "version": "2.0"}  # fmt: skip
+        response = self._send("POST", WEBHOOKS, json=body)
+        self._check(response, "webhook")
+        created = _data(json_body(response))
+        if created.get("id") is None:
+            raise garbled(response, "the webhook created")
+        return str(created["id"])
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        """Delete a webhook; one already gone counts as deleted."""
+        response = self._send("DELETE", f"{WEBHOOKS}/{quote(webhook_id, safe='')}")
+        if response.status_code not in (404, 410):
+            self._check(response, "webhook")
+
     def _check(self, response: httpx.Response, noun: str = "person") -> None:
         """Raise for a failed answer with Pipedrive's own words; redirects as `classify`."""
         status = response.status_code
@@ -451,6 +473,12 @@ class Pipedrive(CrmClient):
         if status >= 500:
             raise Retriable(reason, retry_after(response))
         raise Permanent(reason)
+
+
+def _data(body: Any) -> dict[str, Any]:
+    """The `data` object of a Pipedrive answer ({} when there is none)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    return data if isinstance(data, dict) else {}
 
 
 def _additional(body: dict[str, Any], name: str) -> Any:
@@ -721,8 +749,40 @@ class PipedrivePlatform(BasicPassword):
     oauth_authorize_url: str = "https://oauth.pipedrive.com/oauth/authorize"
     oauth_token_url: str = "https://oauth.pipedrive.com/oauth/token"
 
+    registers_webhooks: bool = True  # POST /v1/webhooks, with the webhooks:full scope
+    install: tuple[str, ...] = (
+        "In Pipedrive, open Settings > Tools and apps > Webhooks and choose Create new webhook.",
+        "Event action: * (every action); event object: person; endpoint URL: {events}; "
+        "webhook version: 2.0.",
+        "HTTP Auth: user name contactdata (any name will do), password the connection's "
+        "secret (ending in {hint}).",
+        "Create two more the same way, with event object organization and then lead.",
+    )
+    removal: tuple[str, ...] = (
+        "In Pipedrive, open Settings > Tools and apps > Webhooks and delete the webhooks whose "
+        "endpoint URL is {events}.",
+    )
+
     def events(self, body: bytes) -> list[Event]:
         return pipedrive_events(json_object(body))
+
+    def set_up_webhooks(self, adapter: Pipedrive, events_url: str, secret: str) -> list[str]:
+        """One webhook for each kind of record enriched (person, organization, lead), every
+        action, the secret as its Basic password; those made are deleted if one is refused."""
+        created: list[str] = []
+        try:
+            for entity, kind in KINDS.items():
+                if kind in self.objects:
+                    created.append(adapter.add_webhook(entity, events_url, secret))
+        except (Permanent, Retriable):
+            with contextlib.suppress(Permanent, Retriable):  # the refusal is what to report
+                self.tear_down_webhooks(adapter, created)
+            raise
+        return created
+
+    def tear_down_webhooks(self, adapter: Pipedrive, ids: Sequence[str]) -> None:
+        for webhook_id in ids:
+            adapter.delete_webhook(webhook_id)
 
     def echo(self, change: Row, ours: Row) -> str:
         """Webhooks made by an API call (`meta.change_source` "api") list the changed fields

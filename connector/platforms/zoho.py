@@ -286,6 +286,11 @@ class Zoho(CrmClient):
         except _Refused:
             return self._subscribe(then, channel)
 
+    def unwatch(self, channel_ids: Sequence[str]) -> None:
+        """Disable notification channels: Zoho stops posting to them at once."""
+        response = self._send("DELETE", WATCH, params={"channel_ids": ",".join(channel_ids)})
+        self._check(response)
+
     def _read_batch(
         self, ids: list[str], properties: list[str]
     ) -> dict[str, dict[str, Any] | Permanent]:
@@ -598,6 +603,20 @@ class ZohoPlatform(Platform):
         "ZohoCRM.settings.fields.READ,ZohoCRM.notifications.ALL"
     )
 
+    # The channel is enabled when the CRM is connected and renewed hourly (subscriptions.py).
+    registers_webhooks: bool = True
+    install: tuple[str, ...] = (
+        "Nothing to paste in Zoho CRM: the connector enables a notification channel (create "
+        "and edit of Contacts, Leads and Accounts) posting to {events} with the connection's "
+        "secret (ending in {hint}) as its token, and renews it before it expires.",
+        "It needs the scope ZohoCRM.notifications.ALL in the connection's grant (connect again "
+        "to add it) and CONTACTDATA_PUBLIC_URL public over https; then register again.",
+    )
+    removal: tuple[str, ...] = (
+        "Nothing to do by hand: Zoho's channel lapses within a week, and until then what it "
+        "posts to {events} is refused.",
+    )
+
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """Zoho signs nothing: its notifications carry the channel's token (our secret) and id."""
         try:
@@ -644,6 +663,11 @@ class ZohoPlatform(Platform):
         channel = self.channel_id(link)
         events = watched_events(self.objects)
         return adapter.watch(channel, notify_url, token, until, lapsed, events)
+
+    def tear_down_webhooks(self, adapter: Zoho, ids: Sequence[str]) -> None:
+        """Disable the connection's channel."""
+        if ids:
+            adapter.unwatch(ids)
 
 
 PLATFORM = ZohoPlatform()
