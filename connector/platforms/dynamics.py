@@ -407,6 +407,17 @@ class DynamicsPlatform(UrlSecret):
     )
     oauth_token_url: str = "https://login.microsoftonline.com/organizations/oauth2/v2.0/token"
     oauth_scope: str = "offline_access"
+    install: tuple[str, ...] = (
+        "In the Plug-in Registration Tool, choose Register > Register New Web Hook: Endpoint "
+        "URL {events_base}, Authentication WebhookKey, Value the connection's secret (ending "
+        "in {hint}). Dataverse sends it as ?code=, which the connector checks.",
+        "Register New Step on that web hook: Message Create, Primary Entity contact, Event "
+        "Pipeline Stage PostOperation, Execution Mode Asynchronous; then one with Message "
+        "Update, filtering attributes emailaddress1, firstname, lastname, jobtitle.",
+        "The same two steps on lead (filtering attributes emailaddress1, firstname, lastname, "
+        "companyname, websiteurl) and on account (name, websiteurl).",
+        "Create the new_contactdata_* columns the mapping writes.",
+    )
 
     def events(self, body: bytes) -> list[Event]:
         return dynamics_events(json_object(body))

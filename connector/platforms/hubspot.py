@@ -658,6 +658,17 @@ class HubSpotPlatform(Platform):
         "crm.schemas.contacts.write crm.objects.companies.read crm.objects.companies.write "
         "automation"
     )
+    install: tuple[str, ...] = (
+        "This connection's secret is your HubSpot app's client secret (ending in {hint}): "
+        "HubSpot signs every request with it.",
+        'Workflow: add a "Send a webhook" action, method POST, webhook URL {events}, '
+        'authentication "Include request signature in header" with your app\'s ID.',
+        "Or the app's webhook subscriptions (contact creation and property changes; company "
+        "ones alike): target URL {events}.",
+        "Or a custom workflow action: actionUrl {enrich} (answered at once with the enriched "
+        "fields), or {events} (answered BLOCK, then completed through HubSpot's callback API).",
+        "Create the contactdata_* contact and company properties the mapping writes.",
+    )
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the

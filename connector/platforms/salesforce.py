@@ -466,6 +466,18 @@ class SalesforcePlatform(UrlSecret):
     oauth_authorize_url: str = "https://login.salesforce.com/services/oauth2/authorize"
     oauth_token_url: str = "https://login.salesforce.com/services/oauth2/token"
     oauth_scope: str = "api refresh_token"  # `full` alone gives no refresh token
+    install: tuple[str, ...] = (
+        "In Salesforce Setup, open Outbound Messages and choose New Outbound Message, object "
+        "Contact: Endpoint URL {events}; fields Email, FirstName, LastName, Title.",
+        "The Endpoint URL carries the connection's secret (ending in {hint}) as ?key=: "
+        "Salesforce signs nothing, so keep the URL private.",
+        "Send it from a record-triggered flow on Contact, created or updated.",
+        "Likewise on Lead (fields Email, FirstName, LastName, Title, Company, Website) and on "
+        "Account (Name, Website), to the same Endpoint URL.",
+        "Messages are taken only from the organization ids the connection allows (Setup > "
+        "Company Information names yours).",
+        "Create the ContactData_*__c fields the mapping writes.",
+    )
 
     def events(self, body: bytes) -> list[Event]:
         return salesforce_events(body)
