@@ -576,7 +576,8 @@ def invalid_option(name: str, value: str, allowed: set[str]) -> dict[str, Any]:
 
 class FakeZohoWatch:
     """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
-    `confirms` when set (the queued failures first); keeps the requests."""
+    `confirms` when set, and disabling channels (DELETE ?channel_ids=); the queued failures
+    first; keeps the requests."""
 
     def __init__(self) -> None:
         self.requests: list[httpx.Request] = []
@@ -587,6 +588,12 @@ class FakeZohoWatch:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
+        if request.method == "DELETE":  # disabled: Zoho's documented answer, one a channel
+            unsubscribed = {"code": "SUCCESS", "status": "success",
+                            "message": "Successfully un-subscribed from actions-watch"}  # fmt: skip
+            ids = request.url.params["channel_ids"].split(",")
+            return httpx.Response(200, json={"watch": [
+                {**unsubscribed, "details": {"channel_id": i}} for i in ids]})  # fmt: skip
         (channel,) = json.loads(request.content)["watch"]
         expiry = self.confirms or channel["channel_expiry"]
         event = {"channel_expiry": expiry, "resource_name": "Contacts",

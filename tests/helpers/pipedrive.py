@@ -106,3 +106,37 @@ def listing(kind: str, held: dict[str, dict[str, Any]], query: httpx.QueryParams
 
 def _when(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+class PipedriveWebhooks:
+    """Pipedrive's webhooks API (v1: POST /api/v1/webhooks, DELETE /api/v1/webhooks/{id}) over
+    httpx.MockTransport, in its answer shapes: the webhooks it holds by id (`held`, admins'
+    own among them), every request kept, and the `failures` queued answered first."""
+
+    def __init__(self, **held: dict[str, Any]) -> None:
+        self.held: dict[str, dict[str, Any]] = dict(held)
+        self.requests: list[httpx.Request] = []
+        self.failures: list[httpx.Response] = []
+        self.next_id = 100
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if self.failures:
+            return self.failures.pop(0)
+        path = request.url.path.removeprefix("/api/v1/webhooks")
+        if request.method == "POST" and not path:
+            self.next_id += 1
+            webhook = {"id": self.next_id, **json.loads(request.content), "is_active": 1}
+            self.held[str(self.next_id)] = webhook
+            return answer(201, {"success": True, "status": "ok", "data": webhook})
+        if request.method == "DELETE" and self.held.pop(path.strip("/"), None) is not None:
+            return answer(200, {"success": True, "status": "ok"})
+        return answer(404, {**NOT_FOUND, "error": "Webhook not found"})
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(self))
+
+
+def refusal(status: int, error: str) -> httpx.Response:
+    """Pipedrive's error envelope with `error` (the words are ours, the shape Pipedrive's)."""
+    return answer(status, {**NOT_FOUND, "error": error})

@@ -1,0 +1,166 @@
+"""Webhooks set up for the admin. When a connection's CRM is connected, the connector registers
+the connection's events URL in the CRM where the platform's API allows it (Pipedrive's
+webhooks, Zoho's notification channel) and records what it made (connections.crm_webhook_ids);
+when the connection is removed, it deletes exactly those, never one an admin made by hand. A
+refusal is reported in the CRM's own words with the steps to do it by hand, and never loses
+the connection. Also what a connection's page shows of its installation (`install`): the
+platform's own steps with the connection's real URLs, the secret named by its last
+characters only."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import httpx
+from sqlite_utils import Database
+
+import server
+from connector import connections, outbound, store, subscriptions
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Adapter, Permanent, Platform, Retriable
+
+Row = dict[str, Any]
+# What a registration or a deletion can fail with: the CRM's refusal, a CRM that cannot be
+# reached, a base URL no longer allowed, a token this server secret cannot open.
+FAILURES = (Permanent, Retriable, outbound.UnsafeUrl, store.UnsealError)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a setup or a teardown: whether it went as asked, and one message for
+    the admin ("" when there was nothing to do)."""
+
+    ok: bool
+    message: str = ""
+
+
+def set_up(
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+) -> Outcome:
+    """Register the connection's events URL in its CRM, where the platform's API allows it,
+    and record what was made (replacing what an earlier connect made). A refusal is the
+    outcome, with the CRM's words and the steps to do it by hand; the connection stays."""
+    platform = PLATFORMS[row["platform"]]
+    if not (platform.registers_webhooks and row["crm_base_url"]):
+        return Outcome(True)
+    inbound = store.unseal(secret, row["secret_sealed"])
+    urls = connections.urls(row, public_url)
+    try:
+        ids = _register(db, secret, row, client, public_url, now, inbound)
+    except FAILURES as error:
+        steps = " ".join(platform.install_steps(urls, row["secret_hint"]))
+        return Outcome(False, f"Could not register the webhook: {_words(error, inbound)}, "
+                              f"do it by hand: {steps}")  # fmt: skip
+    stale = [webhook for webhook in store.webhook_ids(row) if webhook not in ids]
+    with contextlib.suppress(*FAILURES):  # made by an earlier connect, maybe to another account
+        _on_adapter(db, secret, row, client, now, lambda a: platform.tear_down_webhooks(a, stale))
+    with server.write(db):
+        store.save_webhook_ids(db, row["id"], ids)
+    return Outcome(True, f"Registered in {_named(platform)}: {_what(platform, ids)} posting to "
+                         f"{urls['eventsUrl']}.")  # fmt: skip
+
+
+def tear_down(
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+) -> Outcome:
+    """Delete the webhooks the connector registered for the connection, and forget them; a
+    failure is the outcome, with the CRM's words and what to do by hand."""
+    platform, ids = PLATFORMS[row["platform"]], store.webhook_ids(row)
+    if not ids:
+        return Outcome(True)
+    try:
+        _on_adapter(db, secret, row, client, now, lambda a: platform.tear_down_webhooks(a, ids))
+    except FAILURES as error:
+        urls = connections.urls(row, public_url)
+        steps = " ".join(platform.removal_steps(urls, row["secret_hint"]))
+        words = _words(error, store.unseal(secret, row["secret_sealed"]))
+        return Outcome(False, f"Could not delete the webhook in {_named(platform)}: {words}, "
+                              f"do it by hand: {steps}")  # fmt: skip
+    with server.write(db):
+        store.save_webhook_ids(db, row["id"], [])
+    return Outcome(True, f"Deleted in {_named(platform)}: {_what(platform, ids)}.")
+
+
+def remove(
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+) -> Outcome:
+    """Remove a connection, its CRM's webhooks deleted first: the connection goes whether or
+    not the CRM let them be (its URLs stop at once); the teardown's outcome."""
+    outcome = tear_down(db, secret, row, client, public_url, now)
+    connections.remove(db, row["id"])
+    return outcome
+
+
+def install(row: Row, public_url: str, secret: str | None = None) -> Row:
+    """What the installation partial (templates/settings/_install_steps.html) shows of a
+    connection: its platform's steps with its real URLs (`secret` in them only when given,
+    at its first display), whether the connector registers the webhook itself, and how many
+    it has registered."""
+    platform = PLATFORMS[row["platform"]]
+    urls = connections.urls(row, public_url, secret)
+    return {
+        "connection_id": row["id"],
+        "platform": _named(platform),
+        "registers": platform.registers_webhooks and platform.crm,
+        "registered": len(store.webhook_ids(row)),
+        "connected": bool(row["crm_base_url"]),
+        "steps": platform.install_steps(urls, row["secret_hint"]),
+    }
+
+
+def _register(
+    db: Database,
+    secret: bytes,
+    row: Row,
+    client: httpx.Client,
+    public_url: str,
+    now: datetime,
+    inbound: str,
+) -> list[str]:
+    """Make the webhooks: a platform keeping a channel enables it now (renewed hourly after),
+    the others register theirs through the adapter."""
+    platform = PLATFORMS[row["platform"]]
+    if platform.subscribes:
+        subscriptions.enable(db, row, secret, client, public_url, now)
+        return [platform.channel_id(row)]
+    events_url = connections.urls(row, public_url)["eventsUrl"] or ""
+    return list(
+        _on_adapter(db, secret, row, client, now,
+                    lambda adapter: platform.set_up_webhooks(adapter, events_url, inbound))
+    )  # fmt: skip
+
+
+def _on_adapter(
+    db: Database,
+    secret: bytes,
+    row: Row,
+    client: httpx.Client,
+    now: datetime,
+    call: Callable[[Adapter], Any],
+) -> Any:
+    """`call` on the connection's CRM adapter (its base URL checked again, its token renewed
+    when it has an OAuth grant)."""
+    base_url = outbound.check_crm_url(row["crm_base_url"])
+    token = store.crm_token(secret, row)
+    auth = store.crm_auth(db, secret, row, lambda: now)
+    return call(PLATFORMS[row["platform"]].adapter(base_url, token, client, auth))
+
+
+def _words(error: Exception, inbound: str) -> str:
+    """The CRM's words for a failure, the connection's secret never among them."""
+    reason = str(getattr(error, "reason", error)).rstrip(".")
+    return reason.replace(inbound, "<secret>") if inbound else reason
+
+
+def _named(platform: Platform) -> str:
+    return {"zoho": "Zoho CRM"}.get(platform.name, platform.name.capitalize())
+
+
+def _what(platform: Platform, ids: list[str]) -> str:
+    if platform.subscribes:
+        return f"notification channel {', '.join(ids)}"
+    return f"webhook{'' if len(ids) == 1 else 's'} {', '.join(ids)}"

@@ -1,0 +1,308 @@
+"""Webhooks set up for the admin (issue 22, item 3): connecting a Pipedrive connection
+registers one webhook per kind of record at the events URL with the secret as its Basic
+password, Zoho's notification channel is enabled; removing the connection deletes exactly
+what was made; a refusal is reported in the CRM's words with the steps to do it by hand, and
+the connection is kept. Every platform's installation steps carry the connection's real URLs
+and never its secret in full."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from flask import Flask, render_template
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+
+from connector import connections, store, webhook_setup
+from connector.app import create_app
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Delivery, Refused
+from connector.platforms.zoho import PLATFORM as ZOHO
+from tests.helpers.constants import CRM, NOW, SECRET
+from tests.helpers.crm import FakeZohoWatch
+from tests.helpers.orgs import organization
+from tests.helpers.pipedrive import PipedriveWebhooks, refusal
+
+PUBLIC_URL = "https://hooks.acme.example"
+SCOPE_REFUSAL = "You do not have the scope webhooks:full"  # our words, Pipedrive's shape
+
+
+@pytest.fixture
+def db(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Database:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    return store.connect(db_path)
+
+
+def connected(db: Database, platform: str, **options: Any) -> connections.Added:
+    """A connection of a new organization to `platform`'s CRM (at CRM, never contacted)."""
+    _, key = organization(db, name=f"Org{len(store.connections(db))}")
+    return connections.add(
+        db, SECRET.encode(), NOW, name=f"{platform}-{len(store.connections(db))}",
+        platform=platform, api_key=key, crm_base_url=CRM, crm_token="crm-token", **options,
+    )  # fmt: skip
+
+
+def saved(db: Database, link: connections.Added) -> dict[str, Any]:
+    row = store.connection(db, link.row["id"])
+    assert row is not None
+    return row
+
+
+def set_up(db: Database, link: connections.Added, fake: Any) -> webhook_setup.Outcome:
+    client = httpx.Client(transport=httpx.MockTransport(fake))
+    return webhook_setup.set_up(db, SECRET.encode(), saved(db, link), client, PUBLIC_URL, NOW)
+
+
+def remove(db: Database, link: connections.Added, fake: Any) -> webhook_setup.Outcome:
+    client = httpx.Client(transport=httpx.MockTransport(fake))
+    return webhook_setup.remove(db, SECRET.encode(), saved(db, link), client, PUBLIC_URL, NOW)
+
+
+def events_url(link: connections.Added) -> str:
+    return f"{PUBLIC_URL}/hooks/{link.row['id']}/events"
+
+
+def test_connecting_pipedrive_registers_a_webhook_per_kind_at_the_events_url(db: Database) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+
+    outcome = set_up(db, link, pipedrive)
+
+    assert outcome.ok, outcome.message
+    posted = [json.loads(r.content) for r in pipedrive.requests if r.method == "POST"]
+    assert sorted(body["event_object"] for body in posted) == ["lead", "organization", "person"]
+    for body in posted:
+        assert body["subscription_url"] == events_url(link)
+        assert (body["event_action"], body["version"]) == ("*", "2.0")
+        assert body["http_auth_password"] == link.secret
+    assert {r.headers["x-api-token"] for r in pipedrive.requests} == {"crm-token"}
+    assert store.webhook_ids(saved(db, link)) == ["101", "102", "103"]
+    assert events_url(link) in outcome.message and link.secret not in outcome.message
+
+
+def test_what_a_registered_webhook_sends_is_what_the_receiver_takes(db: Database) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    set_up(db, link, pipedrive)
+    webhook = pipedrive.held["101"]
+    user_password = f"{webhook['http_auth_user']}:{webhook['http_auth_password']}"
+    basic = "Basic " + base64.b64encode(user_password.encode()).decode()
+
+    def delivered(authorization: str) -> Delivery:
+        headers = {"Authorization": authorization}
+        return Delivery("POST", webhook["subscription_url"], headers, {}, b"{}", NOW)
+
+    PLATFORMS["pipedrive"].verify(link.row, link.secret, delivered(basic))  # no Refused
+    with pytest.raises(Refused):
+        PLATFORMS["pipedrive"].verify(link.row, link.secret, delivered("Basic Zm9vOmJhcg=="))
+
+
+def test_removing_the_connection_deletes_exactly_the_webhooks_it_made(db: Database) -> None:
+    link = connected(db, "pipedrive")
+    admins_own = {"id": 7, "subscription_url": "https://elsewhere.example/hook"}
+    pipedrive = PipedriveWebhooks(**{"7": admins_own})
+    set_up(db, link, pipedrive)
+
+    outcome = remove(db, link, pipedrive)
+
+    assert outcome.ok, outcome.message
+    deleted = [r.url.path for r in pipedrive.requests if r.method == "DELETE"]
+    assert deleted == [f"/api/v1/webhooks/{n}" for n in ("101", "102", "103")]
+    assert list(pipedrive.held) == ["7"]
+    assert store.connection(db, link.row["id"]) is None
+
+
+def test_connecting_again_replaces_the_webhooks_instead_of_adding_more(db: Database) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    set_up(db, link, pipedrive)
+
+    assert set_up(db, link, pipedrive).ok
+
+    assert sorted(pipedrive.held) == ["104", "105", "106"]
+    assert store.webhook_ids(saved(db, link)) == ["104", "105", "106"]
+
+
+def test_a_refusal_is_reported_in_the_crms_words_and_the_connection_kept(db: Database) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    pipedrive.failures.append(refusal(403, SCOPE_REFUSAL))
+
+    outcome = set_up(db, link, pipedrive)
+
+    assert not outcome.ok
+    assert outcome.message.startswith(
+        f"Could not register the webhook: 403 Forbidden: {SCOPE_REFUSAL}, do it by hand: "
+    )
+    assert "Settings > Tools and apps > Webhooks" in outcome.message
+    assert events_url(link) in outcome.message and link.secret not in outcome.message
+    row = saved(db, link)  # kept as it was
+    assert row["crm_webhook_ids"] == "" and row["crm_base_url"] == CRM
+
+
+def test_a_refusal_half_way_leaves_no_webhook_behind(db: Database) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    real = pipedrive.__call__
+
+    def second_refused(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and len(pipedrive.held) == 1:
+            return refusal(400, "Webhooks limit reached")
+        return real(request)
+
+    outcome = set_up(db, link, second_refused)
+
+    assert "400 Bad Request: Webhooks limit reached" in outcome.message
+    assert pipedrive.held == {}  # the first one made was deleted again
+    assert saved(db, link)["crm_webhook_ids"] == ""
+
+
+def test_a_failed_teardown_is_reported_and_the_connection_removed_all_the_same(
+    db: Database,
+) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    set_up(db, link, pipedrive)
+    pipedrive.failures.append(refusal(403, "Forbidden to delete"))
+
+    outcome = remove(db, link, pipedrive)
+
+    assert not outcome.ok
+    assert outcome.message.startswith(
+        "Could not delete the webhook in Pipedrive: 403 Forbidden: Forbidden to delete, do it "
+        "by hand: In Pipedrive, open Settings > Tools and apps > Webhooks and delete the "
+        f"webhooks whose endpoint URL is {events_url(link)}."
+    )
+    assert store.connection(db, link.row["id"]) is None  # its URLs stop at once
+
+
+def test_connecting_zoho_enables_its_channel_and_removing_it_disables_it(db: Database) -> None:
+    link = connected(db, "zoho")
+    zoho = FakeZohoWatch()
+    channel = ZOHO.channel_id(link.row)
+
+    outcome = set_up(db, link, zoho)
+
+    assert outcome.ok, outcome.message
+    (enabled,) = zoho.requests
+    assert (enabled.method, enabled.url.path) == ("POST", "/crm/v7/actions/watch")
+    watch = json.loads(enabled.content)["watch"][0]
+    assert (watch["notify_url"], watch["token"]) == (events_url(link), link.secret)
+    row = saved(db, link)
+    assert store.webhook_ids(row) == [channel]
+    assert row["zoho_channel_expires_at"] == "2026-11-29T12:00:00.000+00:00"  # not due before
+
+    assert remove(db, link, zoho).ok
+    disabled = zoho.requests[-1]
+    assert disabled.method == "DELETE" and disabled.url.params["channel_ids"] == channel
+
+
+def test_platforms_without_such_an_api_register_nothing(db: Database) -> None:
+    link = connected(db, "dynamics", crm_client_id="app", crm_client_secret="shh",
+                     crm_token_url=f"{CRM}/token", crm_scope="x/.default")  # fmt: skip
+    calls: list[httpx.Request] = []
+
+    outcome = set_up(db, link, lambda request: calls.append(request) or httpx.Response(500))
+
+    assert outcome == webhook_setup.Outcome(True) and calls == []
+
+
+def every_platform_row(platform: str) -> dict[str, Any]:
+    secret = f"whsec_{'A' * 30}{platform}"
+    return {"id": f"conn-{platform}", "platform": platform, "crm_base_url": "",
+            "secret_hint": store.hint(secret), "crm_webhook_ids": "", "secret": secret}  # fmt: skip
+
+
+@pytest.mark.parametrize("platform", list(PLATFORMS))
+def test_every_platform_has_steps_with_the_connections_real_urls(platform: str) -> None:
+    row = every_platform_row(platform)
+    shown = webhook_setup.install(row, PUBLIC_URL)
+    text = " ".join(shown["steps"])
+
+    expected = f"{PUBLIC_URL}/hooks/{row['id']}/{'events' if PLATFORMS[platform].crm else 'enrich'}"
+    assert expected in text
+    assert row["secret_hint"] in text
+    assert row["secret"] not in text and row["secret"][-12:] not in text
+
+
+def test_a_secret_in_the_url_is_shown_only_when_given(db: Database) -> None:
+    link = connected(db, "salesforce", salesforce_org_ids=("00D000000000001",))
+    later = " ".join(webhook_setup.install(saved(db, link), PUBLIC_URL)["steps"])
+    first = " ".join(webhook_setup.install(saved(db, link), PUBLIC_URL, link.secret)["steps"])
+
+    assert f"{events_url(link)}?key=<secret>" in later and link.secret not in later
+    assert "Replace <secret> in the URL with the connection's secret" in later
+    assert f"{events_url(link)}?key={link.secret}" in first
+
+
+def test_the_partial_renders_the_steps_escaped_with_no_secret(
+    page_app: Flask, db: Database
+) -> None:
+    link = connected(db, "dynamics", crm_client_id="app", crm_client_secret="shh",
+                     crm_token_url=f"{CRM}/token", crm_scope="x/.default")  # fmt: skip
+    with page_app.test_request_context():
+        install = webhook_setup.install(saved(db, link), PUBLIC_URL)
+        page = render_template("settings/_install_steps.html", install=install)
+
+    steps = [unescape(step) for step in re.findall(r"<li>(.*?)</li>", page, re.S)]
+    assert steps == install["steps"]
+    assert f"Endpoint URL {events_url(link)}, Authentication WebhookKey" in steps[0]
+    assert link.secret not in page and "<form" not in page  # nothing the connector registers
+
+
+# --- the settings page ------------------------------------------------------------------------
+
+
+def token(page: Any) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+    assert found, "no CSRF token on the page"
+    return found.group(1)
+
+
+@pytest.fixture
+def page_app(db_path: Path, db: Database) -> Flask:
+    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "PUBLIC_URL": PUBLIC_URL})
+
+
+def signed_in(app: Flask, key: str) -> FlaskClient:
+    client = app.test_client()
+    form = client.get("/settings/sign-in")
+    client.post("/settings/sign-in", data={"api_key": key, "csrf_token": token(form)})
+    return client
+
+
+def test_the_connections_tab_offers_registering_again_to_its_own_admin_only(
+    page_app: Flask, db: Database
+) -> None:
+    _, key = organization(db, name="Paging")
+    link = connections.add(
+        db, SECRET.encode(), NOW, name="crm", platform="pipedrive", api_key=key,
+        crm_base_url=CRM, crm_token="crm-token",
+    )  # fmt: skip
+    admin = signed_in(page_app, key)
+    tab = admin.get("/settings/connections")
+    text = unescape(tab.get_data(as_text=True))
+    assert "not registered" in text and "Register the webhook" in text
+    assert f"endpoint URL: {events_url(link)}" in text and link.secret not in text
+
+    _, other_key = organization(db, name="Other")
+    stranger = signed_in(page_app, other_key)
+    path = f"/settings/connections/{link.row['id']}/webhooks"
+    refused = stranger.post(path, data={"csrf_token": token(stranger.get("/settings/keys"))})
+    assert refused.status_code == 404
+    no_token = admin.post(path)
+    assert no_token.status_code == 400  # CSRF
+
+    # Nothing listens at CRM: the refusal comes back to the page, and the connection stays.
+    tried = admin.post(path, data={"csrf_token": token(tab)}, follow_redirects=True)
+    shown = unescape(tried.get_data(as_text=True))
+    assert "Could not register the webhook: POST http://127.0.0.1:9/api/v1/webhooks failed" in shown
+    assert link.secret not in shown
+    assert store.connection(db, link.row["id"]) is not None
