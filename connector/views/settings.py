@@ -47,7 +47,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
-from connector import connections, mappings, scheduler, store
+from connector import connections, mappings, scheduler, store, webhook_setup
 from connector.platforms import PLATFORMS
 from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
@@ -97,7 +97,7 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
-PAGES: tuple[str, ...] = ()  # modules of connector/views/ adding routes to the blueprint
+PAGES: tuple[str, ...] = ("webhooks",)  # modules of connector/views/ adding routes to the blueprint
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
@@ -455,6 +455,7 @@ def connections_page() -> Response:
             "urls": connections.urls(link, public_url),
             "mapping": _mapping_summary(link["mapping"]),
             "takes_events": PLATFORMS[link["platform"]].crm,
+            "install": webhook_setup.install(link, public_url),
         }
         for link in own_connections()
     ]

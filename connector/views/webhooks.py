@@ -1,0 +1,31 @@
+"""The settings page's webhook registration: an admin registers a connection's events URL in
+its CRM again (after a refusal, a new scope, a new public URL), through
+connector/webhook_setup.py. Routes join the settings blueprint (views/settings.py PAGES)."""
+
+from __future__ import annotations
+
+from flask import Response, current_app, flash, redirect, url_for
+
+import server
+from connector import outbound, webhook_setup
+from connector.views import settings as page
+from server import ServiceError
+
+
+@page.blueprint.post("/connections/<connection_id>/webhooks")
+def register_webhooks(connection_id: str) -> Response:
+    """Register the connection's webhook in its CRM; the outcome flashed, in the CRM's words
+    when it refused (the connection stays as it was)."""
+    link = page.own_connection(connection_id)  # another organization's: 404
+    try:
+        page.change(lambda _: True, "connection.register_webhooks", link["name"])
+    except ServiceError as error:
+        return page.failed(error, "settings.connections_page")
+    public_url = current_app.config["PUBLIC_URL"]
+    with outbound.client(timeout=10.0) as client:
+        outcome = webhook_setup.set_up(
+            page.db(), page.server_secret(), link, client, public_url, server.now()
+        )
+    flash(outcome.message or "Nothing to register for this platform.",
+          "success" if outcome.ok else "error")  # fmt: skip
+    return redirect(url_for("settings.connections_page"), 303)
