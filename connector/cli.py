@@ -28,7 +28,7 @@ from connector import (
     store,
     worker,
 )
-from connector.platforms import PLATFORMS
+from connector.platforms import PLATFORMS, hubspot
 from connector.platforms.base import Permanent, Retriable
 from server import DB_OPTION, ServiceError, utcnow
 from server import cli_main as main
@@ -211,6 +211,73 @@ def oauth_app_remove(db_path: Path, platform: str) -> None:
     if not oauth_apps.remove(store.connect(db_path), platform):
         raise click.ClickException(f"no oauth app for {platform}")
     click.echo(f"removed the oauth app for {platform}")
+
+
+@main.group("hubspot")
+def hubspot_group() -> None:
+    """HubSpot as a public app: its custom workflow action."""
+
+
+@hubspot_group.command("register-action")
+@click.option("--app-id", required=True, help="The HubSpot app's id.")
+@click.option(
+    "--developer-key",
+    envvar="CONTACTDATA_HUBSPOT_DEVELOPER_KEY",
+    required=True,
+    help="The developer account's API key (or CONTACTDATA_HUBSPOT_DEVELOPER_KEY).",
+)
+@click.option(
+    "--base-url", default="https://api.hubapi.com", show_default=True, help="HubSpot's API."
+)
+@click.option(
+    "--object",
+    "kind",
+    type=click.Choice(hubspot.OBJECT_TYPES.keys()),
+    default="contacts",
+    show_default=True,
+    help="The records the action enriches.",
+)
+@click.option(
+    "--mapping",
+    "mapping_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The mapping (default: mappings/ of the object).",
+)
+@click.option("--publish", is_flag=True, help="Publish it: every installed account sees it.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def hubspot_register_action(
+    app_id: str, developer_key: str, base_url: str, kind: str, mapping_path: Path | None,
+    publish: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Create or update (never duplicate) the app's custom workflow action, made from the
+    mapping: its inputs, its typed outputs, and <PUBLIC_URL>/hooks/hubspot/action."""
+    action_url = load()["PUBLIC_URL"].rstrip("/") + "/hooks/hubspot/action"
+    mapping = _action_mapping(
+        mapping_path or mappings.DIRECTORY / hubspot.PLATFORM.mapping_file_for(kind)
+    )
+    definition = hubspot.action_definition(mapping, action_url, publish)
+    try:
+        with outbound.client(timeout=30.0) as client:
+            api = hubspot.HubSpotDeveloper(outbound.check_crm_url(base_url), developer_key, client)
+            action_id, created = hubspot.register_action(api, app_id, definition)
+    except (outbound.UnsafeUrl, Permanent, Retriable) as failure:
+        raise click.ClickException(str(failure)) from None
+    if as_json:
+        click.echo(json.dumps({"id": action_id, "created": created, "published": publish}))
+        return
+    state = "published" if publish else "unpublished: only the developer account sees it"
+    click.echo(f"action {action_id} {'created' if created else 'updated'} ({state}): {action_url}")
+
+
+def _action_mapping(path: Path) -> mappings.Mapping:
+    """The mapping a HubSpot action is made from: of HubSpot's contacts or companies."""
+    try:
+        mapping = mappings.load(path)
+    except mappings.MappingError as error:
+        raise click.ClickException(str(error)) from None
+    if mapping.platform != "hubspot" or mapping.kind not in hubspot.OBJECT_TYPES:
+        raise click.ClickException(f"{path}: not a mapping of HubSpot contacts or companies")
+    return mapping
 
 
 @main.group()

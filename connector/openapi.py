@@ -1,4 +1,5 @@
-"""The connector's part of the OpenAPI document: the /hooks routes, and how each platform
+"""The connector's part of the OpenAPI document: the /hooks routes (a connection's, and the
+HubSpot app's), and how each platform
 proves a request is its own (each platform's `signing_schemes`), as security schemes."""
 
 from __future__ import annotations
@@ -77,6 +78,43 @@ def hook_operations(
     }
 
 
+def hubspot_app_operations(security: list[Schema]) -> dict[str, Operation]:
+    """The HubSpot app's own routes, which every installed account's requests come to."""
+    return {
+        "hooks.receive_hubspot_app_events": Operation(
+            summary="Accept the HubSpot app's Webhooks API events, each account's for its "
+            "connection.",
+            description="Signed with the registered HubSpot app's client secret (v3, or v1). "
+            "Routed by portalId to the connection of that HubSpot account; events of an account "
+            "with no connection are acknowledged, logged and counted in `unrouted`, not stored.",
+            tag="hooks",
+            body={"type": "array", "items": {"type": "object"}},
+            ok={
+                "type": "object",
+                "properties": {
+                    "accepted": {"type": "integer", "minimum": 0},
+                    "unrouted": {"type": "integer", "minimum": 0},
+                },
+            },
+            errors=(400, 401, 413, 500, 503),
+            security=security,
+        ),
+        "hooks.hubspot_app_action": Operation(
+            summary="Answer the HubSpot app's custom workflow action for the account it runs in.",
+            description="Signed with the registered HubSpot app's client secret (v3, or v2). "
+            "Routed by origin.portalId and answered as a connection's /enrich answers a custom "
+            "action, once per callbackId; an account with no connection gets FAIL_CONTINUE.",
+            tag="hooks",
+            body={"type": "object"},
+            ok={"type": "object"},
+            errors=(400, 401, 402, 403, 413, 500, 503),
+            ok_headers=("smarteTransactionId", "credits-deducted"),
+            error_headers=("smarteTransactionId", "credits-deducted"),
+            security=security,
+        ),
+    }
+
+
 def add_hooks(app: Flask) -> None:
     """Add the /hooks routes of `app` to its document (built by server.openapi)."""
     document = app.extensions["openapi"]
@@ -87,5 +125,9 @@ def add_hooks(app: Flask) -> None:
     document["tags"].append(
         {"name": "hooks", "description": "Webhooks of connections: CRMs and automation platforms."}
     )
-    operations = hook_operations(enrich_security, events_security)
+    _, hubspot_security = security_of([PLATFORMS["hubspot"]])
+    operations = {
+        **hook_operations(enrich_security, events_security),
+        **hubspot_app_operations(hubspot_security),
+    }
     server.add_operations(document, app, operations, HOOK_ERRORS)

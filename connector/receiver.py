@@ -28,6 +28,20 @@ request; the receiver never asks which platform it is. What a platform verifies 
 as the sender called it (PUBLIC_URL followed by the request target as sent: `_called_uri`),
 which HubSpot's v2 and v3 signatures cover.
 
+HubSpot as a public app sends every installed account's requests to the app's one URL of
+each kind, signed with the app's client secret (the operator's registered OAuth app, see
+connector/oauth_apps.py), not a connection's: `POST /hooks/hubspot/events` (Webhooks API
+batches) and `POST /hooks/hubspot/action` (custom workflow action executions). Each is
+verified (v3 when sent, else the version HubSpot signs its kind with), then routed by portal id
+to the connection of that HubSpot account (`connections.crm_account_id`, filled when the account
+connects by OAuth). A batch mixing accounts is split, each account's events stored for its
+connection as the per-connection URL stores them (once by event key, in one write), then
+acknowledged: `{"accepted": n, "unrouted": m}`. Events of an account with no connection (an
+install not connected yet, or one removed) are acknowledged, so HubSpot does not retry them
+for days, but not stored: logged with their portal id and counted in `unrouted`. An action
+is answered as the per-connection enrich URL answers it, once per callbackId; an action of an
+account with no connection FAIL_CONTINUEs with the reason in `contactdata_error`.
+
 HubSpot custom actions that cannot be answered now are BLOCKed: the execution request is
 stored as an event and the worker completes the action later through HubSpot's callback API.
 That is every action posted to the events URL, and on the enrich URL an action whose
@@ -50,7 +64,7 @@ from sqlite_utils import Database
 
 import server
 from connector import mappings, store
-from connector.platforms import PLATFORMS
+from connector.platforms import PLATFORMS, hubspot
 from connector.platforms.base import (
     STANDARD_WEBHOOKS_REPLAY_WINDOW,
     Answer,
@@ -68,7 +82,7 @@ RETRY_AFTER_SECONDS = 30
 REPLAY_WINDOW = STANDARD_WEBHOOKS_REPLAY_WINDOW
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
 REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
-_ENRICH_PATH = re.compile(r"/hooks/[^/]+/enrich")
+_ENRICH_PATH = re.compile(r"/hooks/[^/]+/enrich|/hooks/hubspot/action")
 Row = dict[str, Any]
 
 
@@ -118,7 +132,62 @@ def enrich_now(connection_id: str) -> Response:
     link = _connection(connection_id)
     body = request.get_data(cache=True)
     webhook_id = _verify(link, body)
-    payload = _json_object(body)  # once: the platform's delivery id and the enrichment read it
+    return _enrich_verified(link, body, _json_object(body), webhook_id)
+
+
+@blueprint.post("/hubspot/events")
+def receive_hubspot_app_events() -> Response:
+    """Accept the HubSpot app's Webhooks API batch: each account's events for its connection."""
+    body = request.get_data(cache=True)
+    _verify_hubspot_app(body)
+    if hubspot.hubspot_kind(body) != "webhooks-api":
+        raise InvalidPayload("The body is not a HubSpot Webhooks API batch (a JSON array).")
+    rows, unrouted = _routed(PLATFORMS["hubspot"], _events_of(PLATFORMS["hubspot"], body))
+    _persist(rows, "events of the HubSpot app")
+    return _json({"accepted": len(rows), "unrouted": unrouted})
+
+
+def _routed(platform: Platform, found: list[Event]) -> tuple[list[Row], int]:
+    """The rows to store of each portal's events for the connection of that HubSpot account,
+    and how many events had no connection (logged, not stored)."""
+    by_portal: dict[str, list[Event]] = {}
+    for event in found:
+        by_portal.setdefault(hubspot.event_portal(event), []).append(event)
+    rows, unrouted = [], 0
+    for portal, events in by_portal.items():
+        link = store.connection_of_account(server.get_db(), "hubspot", portal)
+        if link is None:
+            unrouted += len(events)
+            current_app.logger.warning(
+                "%d events of HubSpot portal %s not stored: no connection", len(events), portal
+            )
+            continue
+        _admit(link, platform, events)
+        rows += [_row(link, event) for event in events]
+    return rows, unrouted
+
+
+@blueprint.post("/hubspot/action")
+def hubspot_app_action() -> Response:
+    """Answer the HubSpot app's custom action for the connection of the account it runs in."""
+    body = request.get_data(cache=True)
+    _verify_hubspot_app(body)
+    payload = _json_object(body)
+    if not hubspot.is_action(payload):
+        raise InvalidPayload("The body is not a HubSpot custom action execution request.")
+    portal = hubspot.action_portal(payload)
+    link = store.connection_of_account(server.get_db(), "hubspot", portal)
+    if link is None:
+        current_app.logger.warning("custom action of HubSpot portal %s: no connection", portal)
+        message = f"HubSpot account {portal or '(none named)'} is not connected to contact data."
+        return _named(_json(hubspot.action_failed(message)))
+    return _enrich_verified(link, body, payload, None)
+
+
+def _enrich_verified(
+    link: Row, body: bytes, payload: dict[str, Any], webhook_id: str | None
+) -> Response:
+    """Enrich a verified request for `link`; once per delivery id when it has one."""
     delivery_id = webhook_id or PLATFORMS[link["platform"]].delivery_id(payload)
     if delivery_id is None:
         return _enrich(link, body, payload)
@@ -232,12 +301,18 @@ def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
 
 
 def _store(link: Row, found: list[Event]) -> None:
-    """Store events durably (each once); 503 with Retry-After when the store cannot."""
+    """Store a connection's events durably (each once)."""
+    _persist([_row(link, event) for event in found], f"events of connection {link['id']}")
+
+
+def _persist(rows: list[Row], what: str) -> None:
+    """Store events' rows in one write (each once); 503 with Retry-After when the store
+    cannot."""
     try:
         with server.write(server.get_db()) as db:
-            store.add_events(db, [_row(link, event) for event in found])
+            store.add_events(db, rows)
     except sqlite3.OperationalError:
-        current_app.logger.exception("events of connection %s not stored", link["id"])
+        current_app.logger.exception("%s not stored", what)
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
         raise StoreUnavailable(
             "The events could not be stored; send them again.", headers=headers
@@ -333,15 +408,42 @@ def _remember(link: Row, remember: Callable[[Database], None]) -> None:
 
 def _events(link: Row, platform: Platform, body: bytes) -> list[Event]:
     """The request's events, each from a sender the connection takes them from."""
-    try:
-        found = platform.events(body)
-    except Unparseable as error:
-        raise InvalidPayload(f"The body is not a {platform.name} event: {error}") from None
+    found = _events_of(platform, body)
+    _admit(link, platform, found)
+    return found
+
+
+def _admit(link: Row, platform: Platform, found: list[Event]) -> None:
+    """Refuse (401) events the connection does not take from their sender."""
     try:
         platform.admit(link, found)
     except Refused as error:
         raise BadSignature(str(error)) from None
-    return found
+
+
+def _events_of(platform: Platform, body: bytes) -> list[Event]:
+    try:
+        return platform.events(body)
+    except Unparseable as error:
+        raise InvalidPayload(f"The body is not a {platform.name} event: {error}") from None
+
+
+def _verify_hubspot_app(body: bytes) -> None:
+    """Check the request came from the operator's HubSpot app, signed with its client secret."""
+    app = store.oauth_app(server.get_db(), "hubspot")
+    if app is None:
+        raise BadSignature(
+            "No HubSpot app is registered to verify this request: the operator registers it "
+            "with `contactdata oauth-app set hubspot`."
+        )
+    secret = store.unseal(current_app.config["KEY_SECRET_BYTES"], app["client_secret_sealed"])
+    delivery = Delivery(
+        request.method, _called_uri(), request.headers, request.args, body, server.now()
+    )
+    try:
+        hubspot.verify_app_request(secret, delivery)
+    except SignatureError as error:
+        raise BadSignature(f"The request signature does not verify: {error}") from None
 
 
 def _row(link: Row, event: Event) -> Row:

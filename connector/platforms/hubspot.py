@@ -14,6 +14,10 @@
 - Companies through contacts: a contact's `associatedcompanyid` names its primary company,
   which then gets the company fields of the contact's enrichment.
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
+- As a public app: the account (portal) each app-level request is for (`event_portal`,
+  `action_portal`), verified with the app's client secret (`verify_app_request`); and the
+  app's custom workflow action definition, made from a mapping (`action_definition`) and
+  created or updated through the developer API (`HubSpotDeveloper`, `register_action`).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
   one record, and batch reads and updates of up to 100 a call; listing records for a
   backfill through the CRM search API; and the completion of BLOCKed custom workflow
@@ -110,6 +114,7 @@ from connector.platforms.base import (
     parse_timestamp,
     require,
     retry_after,
+    send,
     write_dropping,
     write_many_dropping,
 )
@@ -129,6 +134,7 @@ OBJECTS = {"contacts": (CONTACTS, "contact"), "companies": (COMPANIES, "company"
 # (`company.creation`), a generic subscription's objectTypeId, a custom action's objectType.
 KINDS = {"contact": "contacts", "company": "companies", "0-1": "contacts", "0-2": "companies"}
 CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
+ACTIONS = f"/automation/actions/{API_VERSION}"  # an app's custom workflow action definitions
 UNKNOWN = "PROPERTY_DOESNT_EXIST"
 LISTED = "Property values were not valid:"  # a 400's message, then its refusals as JSON
 
@@ -747,6 +753,142 @@ class HubSpotPlatform(Platform):
         v3 = {"type": "apiKey", "in": "header", "name": SIGNATURE_V3}
         description = f"With {TIMESTAMP}; v1 and v2 signatures come in {SIGNATURE}."
         return {"hubspotSignature": {**v3, "description": description}}
+
+
+# --- HubSpot as a public app -----------------------------------------------------------------
+
+
+def verify_app_request(secret: str, delivery: Delivery) -> str:
+    """Verify a request to the app's own URLs with the app's client secret: v3 when sent,
+    else the version HubSpot signs its kind with (v1 for a batch, v2 for an action), as for a
+    connection that has not received v3 (there is no connection to remember v3 on). The
+    version verified; raises SignatureError."""
+    return verify_signature(
+        secret, delivery.method, delivery.uri, delivery.body, delivery.headers, delivery.now,
+        fallback=legacy_version(delivery.body),
+    )  # fmt: skip
+
+
+def event_portal(event: Event) -> str:
+    """The HubSpot account (portal id) a Webhooks API event is from; "" when it names none."""
+    return str(event.payload.get("portalId") or "")
+
+
+def action_portal(payload: dict[str, Any]) -> str:
+    """The HubSpot account (portal id) a custom action's execution request is from."""
+    origin = payload.get("origin")
+    return str((origin.get("portalId") if isinstance(origin, dict) else None) or "")
+
+
+ACTION_LABELS = {
+    "actionName": "Enrich with contact data",
+    "actionDescription": "Looks the record up in the contact data service and returns its "
+    "enriched fields as outputs.",
+    "actionCardContent": "Enrich with contact data",
+    "appDisplayName": "Contact data",
+}
+OBJECT_TYPES = {"contacts": "CONTACT", "companies": "COMPANY"}
+NUMBER = {"type": "number", "fieldType": "number"}
+TEXT = {"type": "string", "fieldType": "text"}
+
+
+def action_definition(mapping: mappings.Mapping, action_url: str, published: bool) -> Row:
+    """The app's custom workflow action for the mapping's kind of record: an input field for
+    each `inputFields.X` the mapping reads, the `object.properties.X` it reads asked for with
+    each request, an output field for each property it maps (a number where its transforms
+    make one) and `contactdata_error`, which a failed action fills."""
+    inputs = sorted(_read_under(mapping, "inputFields."))
+    outputs = {rule.property: NUMBER if "integer" in rule.transforms else TEXT
+               for rule in mapping.output} | {"contactdata_error": TEXT}  # fmt: skip
+    labels = {
+        **ACTION_LABELS,
+        "inputFieldLabels": {name: _label(name) for name in inputs},
+        "outputFieldLabels": {name: _label(name) for name in outputs},
+    }
+    return {
+        "actionUrl": action_url,
+        "published": published,
+        "objectTypes": [OBJECT_TYPES[mapping.kind]],
+        "objectRequestOptions": {"properties": sorted(_read_under(mapping, "object.properties."))},
+        "inputFields": [_input_field(name) for name in inputs],
+        "outputFields": [
+            {"typeDefinition": {"name": name, **typed}} for name, typed in outputs.items()
+        ],
+        "labels": {"en": labels},
+    }
+
+
+def _read_under(mapping: mappings.Mapping, prefix: str) -> set[str]:
+    """The names the mapping's inputs read directly under `prefix` (`inputFields.email`)."""
+    paths = (path for paths in mapping.input.values() for path in paths)
+    return {path.removeprefix(prefix) for path in paths
+            if path.startswith(prefix) and "." not in path.removeprefix(prefix)}  # fmt: skip
+
+
+def _input_field(name: str) -> Row:
+    return {
+        "typeDefinition": {"name": name, **TEXT},
+        "supportedValueTypes": ["OBJECT_PROPERTY", "STATIC_VALUE"],
+        "isRequired": False,
+    }
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+class HubSpotDeveloper:
+    """HubSpot's developer-side API for one app's custom workflow actions, authenticated with
+    the developer account's API key (`hapikey`, as HubSpot documents for app management; sent
+    as a query parameter that no message of ours repeats)."""
+
+    def __init__(self, base_url: str, key: str, client: httpx.Client) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.key = key
+        self.client = client
+
+    def definitions(self, app_id: str) -> list[Row]:
+        """Every action definition of the app, page after page."""
+        found: list[Row] = []
+        after = ""
+        while True:
+            params = {"limit": "100", **({"after": after} if after else {})}
+            answer = self._call("GET", self._path(app_id), params=params)
+            found += dicts(answer.get("results"))
+            after = str(((answer.get("paging") or {}).get("next") or {}).get("after") or "")
+            if not after:
+                return found
+
+    def create(self, app_id: str, definition: Row) -> Row:
+        return self._call("POST", self._path(app_id), json=definition)
+
+    def update(self, app_id: str, definition_id: str, definition: Row) -> Row:
+        return self._call("PATCH", self._path(app_id, definition_id), json=definition)
+
+    def _path(self, app_id: str, definition_id: str = "") -> str:
+        path = f"{ACTIONS}/{quote(app_id, safe='')}"
+        return f"{path}/{quote(definition_id, safe='')}" if definition_id else path
+
+    def _call(self, method: str, path: str, params: Row | None = None, **options: Any) -> Row:
+        """Send with the key; the JSON object answered, or Permanent/Retriable as classified."""
+        query = {**(params or {}), "hapikey": self.key}
+        response = send(self.client, method, self.base_url + path, params=query, **options)
+        classify(response)
+        answer = json_body(response)
+        if not isinstance(answer, dict):
+            raise garbled(response, "an action definition answer")
+        return answer
+
+
+def register_action(developer: HubSpotDeveloper, app_id: str, definition: Row) -> tuple[str, bool]:
+    """Create the app's action definition, or update the one already there for the same URL
+    and object types (so running it again never adds a second): its id, and whether created."""
+    for existing in developer.definitions(app_id):
+        same_url = existing.get("actionUrl") == definition["actionUrl"]
+        if same_url and existing.get("objectTypes") == definition["objectTypes"]:
+            developer.update(app_id, str(existing["id"]), definition)
+            return str(existing["id"]), False
+    return str(developer.create(app_id, definition)["id"]), True
 
 
 def _note_v3(db: Database, link: Row, kind: str) -> None:

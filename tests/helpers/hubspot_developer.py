@@ -1,0 +1,96 @@
+"""A fake of HubSpot's developer-side API on loopback: an app's custom workflow action
+definitions (list, create, update), behind the developer API key (`hapikey`), each call kept."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from connector.platforms.hubspot import ACTIONS
+
+Row = dict[str, Any]
+INVALID_KEY = {
+    "status": "error",
+    "message": "The API key provided is invalid. View or manage your API key here: ...",
+    "category": "INVALID_AUTHENTICATION",
+}
+
+
+class FakeHubSpotDeveloper(ThreadingHTTPServer):
+    """One app's action definitions by id; every call (method, path, key) in `calls`."""
+
+    daemon_threads = True
+
+    def __init__(self, app_id: str, key: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        self.app_id, self.key = app_id, key
+        self.definitions: dict[str, Row] = {}
+        self.calls: list[Row] = []
+        self.lock = threading.Lock()
+
+    @classmethod
+    @contextmanager
+    def running(cls, app_id: str, key: str) -> Iterator[FakeHubSpotDeveloper]:
+        """The fake serving in a thread until the block ends."""
+        fake = cls(app_id, key)
+        thread = threading.Thread(target=fake.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield fake
+        finally:
+            fake.shutdown()
+            fake.server_close()
+
+    def methods(self) -> list[str]:
+        return [call["method"] for call in self.calls]
+
+    def answer(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        """Record a call and answer it as HubSpot does."""
+        parts = urlsplit(target)
+        key = parse_qs(parts.query).get("hapikey", [""])[0]
+        with self.lock:
+            self.calls.append({"method": method, "path": parts.path, "key": key})
+            if key != self.key:
+                return 401, INVALID_KEY
+            return self.route(method, parts.path, body)
+
+    def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        base = f"{ACTIONS}/{self.app_id}"
+        if path == base and method == "GET":
+            return 200, {"results": list(self.definitions.values())}
+        if path == base and method == "POST":
+            found = {**body, "id": str(len(self.definitions) + 101), "revisionId": "1"}
+            self.definitions[found["id"]] = found
+            return 200, found
+        definition_id = path.removeprefix(f"{base}/")
+        if method == "PATCH" and definition_id in self.definitions:
+            found = {**self.definitions[definition_id], **body, "revisionId": "2"}
+            self.definitions[definition_id] = found
+            return 200, found
+        return 404, {"status": "error", "message": f"no route {method} {path}"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakeHubSpotDeveloper
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        status, body = self.server.answer(self.command, self.path, json.loads(raw or b"null"))
+        content = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
+
+    do_GET = do_POST = do_PATCH = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
