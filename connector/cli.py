@@ -57,7 +57,8 @@ def worker_alongside(db_path: Path) -> Iterator[None]:
 
 @main.group()
 def connection() -> None:
-    """Bind a platform account to an organization key: add, list, show, remove."""
+    """Bind a platform account to an organization key: add, list, show, edit, pause, resume,
+    rotate-secret, remove."""
 
 
 @connection.command("add")
@@ -145,14 +146,92 @@ def connection_show(db_path: Path, connection_id: str) -> None:
     )
 
 
+@connection.command("edit")
+@DB_OPTION
+@click.argument("connection_id")
+@click.option("--name", default=None, help="Its new name.")
+@click.option("--refresh-days", type=int, default=None, help="Its new refresh interval.")
+def connection_edit(
+    db_path: Path, connection_id: str, name: str | None, refresh_days: int | None
+) -> None:
+    """Rename a connection or change its refresh interval."""
+    db, row = _connection(db_path, connection_id)
+    name = row["name"] if name is None else name
+    days = row["refresh_days"] if refresh_days is None else refresh_days
+    try:
+        connections.edit(db, connection_id, name, days)
+    except connections.InvalidConnection as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"connection {connection_id}: {name}, refreshed after {days} days")
+
+
+@connection.command("pause")
+@DB_OPTION
+@click.argument("connection_id")
+def connection_pause(db_path: Path, connection_id: str) -> None:
+    """Pause: its events are still verified, stored and acknowledged, but held (and its enrich
+    URL refuses) until it is resumed."""
+    db, _ = _connection(db_path, connection_id)
+    done = connections.pause(db, connection_id, utcnow())
+    click.echo(f"connection {connection_id} {'paused' if done else 'was paused already'}")
+
+
+@connection.command("resume")
+@DB_OPTION
+@click.argument("connection_id")
+def connection_resume(db_path: Path, connection_id: str) -> None:
+    """Resume a paused connection: the worker works off what it held."""
+    db, _ = _connection(db_path, connection_id)
+    done = connections.resume(db, connection_id)
+    click.echo(f"connection {connection_id} {'resumed' if done else 'was not paused'}")
+
+
+@connection.command("rotate-secret")
+@DB_OPTION
+@click.argument("connection_id")
+@click.option(
+    "--grace-seconds",
+    type=int,
+    default=86_400,
+    show_default=True,
+    help="How long the previous secret still verifies.",
+)
+@click.option("--secret", default="", help="The new secret, for a platform that issues its own.")
+def connection_rotate_secret(
+    db_path: Path, connection_id: str, grace_seconds: int, secret: str
+) -> None:
+    """Give a connection a new inbound secret, printed this once."""
+    db, _ = _connection(db_path, connection_id)
+    secret_key = server.key_secret(load({"DB": str(db_path)}))
+    try:
+        new = connections.rotate_secret(
+            db, secret_key, connection_id, utcnow(), grace_seconds, secret
+        )
+    except connections.InvalidConnection as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"new inbound secret (shown once, paste it into the platform now): {new}")
+    click.echo(f"the previous secret still verifies for {grace_seconds} seconds")
+
+
 @connection.command("remove")
 @DB_OPTION
 @click.argument("connection_id")
 def connection_remove(db_path: Path, connection_id: str) -> None:
-    """Remove a connection: its webhook URLs stop working at once."""
-    if not connections.remove(store.connect(db_path), connection_id):
+    """Remove a connection: its webhook URLs stop working at once, and a key made for it is
+    suspended."""
+    secret_key = server.key_secret(load({"DB": str(db_path)}))
+    revoke = connections.revoker(secret_key, utcnow())
+    if not connections.remove(store.connect(db_path), connection_id, revoke):
         raise click.ClickException(f"no connection {connection_id}")
     click.echo(f"removed connection {connection_id}")
+
+
+def _connection(db_path: Path, connection_id: str) -> tuple[Any, dict[str, Any]]:
+    db = store.connect(db_path)
+    row = store.connection(db, connection_id)
+    if row is None:
+        raise click.ClickException(f"no connection {connection_id}")
+    return db, row
 
 
 @main.group("oauth-app")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,9 @@ from connector.platforms import PLATFORMS
 from connector.platforms.base import Platform
 
 MAPPINGS = mappings.DIRECTORY
+REFRESH_DAYS = (1, 3650)
+MAX_GRACE_SECONDS = 604_800  # as long as a rotated key's (server/admin.py)
+KEY_DOMAIN = "connections.invalid"  # the e-mail of a connection's own key: connection-<id>@…
 Row = dict[str, Any]
 
 
@@ -42,7 +45,10 @@ def add(
     *,
     name: str,
     platform: str,
-    api_key: str,
+    api_key: str = "",
+    own_key: Callable[[str], str] | None = None,
+    connected: bool = True,
+    refresh_days: int | None = None,
     mapping: Path | None = None,
     crm_base_url: str = "",
     crm_token: str = "",
@@ -56,9 +62,13 @@ def add(
 ) -> Added:
     """Check and save a connection; raises InvalidConnection (or the key's ServiceError).
 
-    A CRM needs `crm_base_url` and a token: `crm_token` (used until it is refused), or an
-    OAuth client (`crm_client_id`, `crm_client_secret`, and `crm_refresh_token` or, for
-    client_credentials, `crm_scope`) that renews it at `crm_token_url` (see connector/oauth.py).
+    It enriches with `api_key`, or else a key of its own: `own_key(email)` makes it, once
+    all else is checked, and answers its value (the key is suspended when the connection
+    is removed). A CRM added with `connected=False` may come without base URL and token: it
+    is not connected, and its events wait until `set_crm` connects it. Otherwise a CRM needs
+    `crm_base_url` and a token: `crm_token` (used until it is refused), or an OAuth client
+    (`crm_client_id`, `crm_client_secret`, and `crm_refresh_token` or, for client_credentials,
+    `crm_scope`) that renews it at `crm_token_url` (see connector/oauth.py).
     """
     kind = PLATFORMS.get(platform)
     if kind is None:
@@ -67,18 +77,26 @@ def add(
         raise InvalidConnection("name: give the connection a name")
     if store.connection_named(db, name.strip()):
         raise InvalidConnection(f"a connection named {name.strip()!r} already exists")
-    caller = server.authenticate(db, server_secret, api_key, now)
+    _check_refresh_days(refresh_days)
+    if not (api_key or own_key):
+        raise InvalidConnection("give the connection's --api-key")
     mapping_path = _mapping(mapping, kind)
     inbound = secret or _new_secret(kind)
     _asked_of(kind)(lambda: kind.check_secret(inbound))
     allowed = _asked_of(kind)(lambda: kind.allowed_senders(salesforce_org_ids))
     client = (crm_client_id, crm_client_secret, crm_refresh_token, crm_token_url, crm_scope)
     credentials = _oauth(kind, crm_base_url, *client) if any(client) and kind.crm else None
-    base_url, token = _crm(kind, crm_base_url, crm_token, any(client))
+    later = not connected and not (crm_base_url or crm_token or any(client))
+    base_url, token = ("", "") if later else _crm(kind, crm_base_url, crm_token, any(client))
     if credentials:  # like the base URL, last: checking resolves the host's name
         credentials = replace(credentials, token_url=_checked(credentials.token_url, "token-url"))
+    connection_id = str(uuid.uuid4())
+    key_email = "" if api_key else f"connection-{connection_id}@{KEY_DOMAIN}"
+    if own_key and not api_key:
+        api_key = own_key(key_email)
+    caller = server.authenticate(db, server_secret, api_key, now)
     row = {
-        "id": str(uuid.uuid4()),
+        "id": connection_id,
         "name": name.strip(),
         "platform": platform,
         "org_id": caller.org_id,
@@ -93,6 +111,8 @@ def add(
         "crm_oauth_sealed": store.seal(server_secret, credentials.dumps()) if credentials else "",
         "allowed_organizations": ",".join(allowed),
         "created_at": server.iso(now),
+        "own_key_email": key_email,
+        **({} if refresh_days is None else {"refresh_days": refresh_days}),
     }
     with server.write(db):
         store.insert_connection(db, row)
@@ -135,6 +155,95 @@ def set_crm(
     with server.write(db):
         store.save_crm_grant(db, connection_id, values)
     return store.connection(db, connection_id) or row
+
+
+def edit(db: Database, connection_id: str, name: str, refresh_days: int) -> bool:
+    """Rename a connection and set its refresh interval; whether there was one. Raises
+    InvalidConnection for an empty name, one another connection has, or days out of range."""
+    name = name.strip()
+    if not name:
+        raise InvalidConnection("name: give the connection a name")
+    _check_refresh_days(refresh_days)
+    with server.write(db):
+        other = store.connection_named(db, name)
+        if other is not None and other["id"] != connection_id:
+            raise InvalidConnection(f"a connection named {name!r} already exists")
+        return store.edit_connection(db, connection_id, name, refresh_days)
+
+
+def pause(db: Database, connection_id: str, now: datetime) -> bool:
+    """Pause a connection: its requests are still verified, its events stored and
+    acknowledged, but the worker holds them (and its enrich URL refuses) until it is
+    resumed. Whether it was running."""
+    with server.write(db):
+        return store.set_paused(db, connection_id, server.iso(now))
+
+
+def resume(db: Database, connection_id: str) -> bool:
+    """Resume a paused connection: the worker works off what it held. Whether it was paused."""
+    with server.write(db):
+        return store.set_paused(db, connection_id, "")
+
+
+def is_paused(row: Row) -> bool:
+    return bool(row.get("paused_at"))
+
+
+def state(row: Row) -> str:
+    """How a connection stands: paused, not connected (a CRM without its CRM yet) or active."""
+    if is_paused(row):
+        return "paused"
+    if PLATFORMS[row["platform"]].crm and not row["crm_base_url"]:
+        return "not connected"
+    return "active"
+
+
+def rotate_secret(
+    db: Database,
+    server_secret: bytes,
+    connection_id: str,
+    now: datetime,
+    grace_seconds: int,
+    secret: str = "",
+) -> str:
+    """Give a connection a new inbound secret (for a platform that issues its own, `secret`,
+    the one it issued); the previous one still verifies for `grace_seconds`. The new value,
+    shown this once; raises InvalidConnection."""
+    row = store.connection(db, connection_id)
+    if row is None:
+        raise InvalidConnection(f"no connection {connection_id}")
+    kind = PLATFORMS[row["platform"]]
+    if not 0 <= grace_seconds <= MAX_GRACE_SECONDS:
+        raise InvalidConnection(f"the grace period must be 0 to {MAX_GRACE_SECONDS} seconds")
+    secret = secret.strip()
+    if kind.issues_secret and not secret:
+        raise InvalidConnection(f"{kind.name} issues the secret it signs with: paste the new one")
+    new = secret or kind.new_secret()
+    _asked_of(kind)(lambda: kind.check_secret(new))
+    expires = server.iso(now + timedelta(seconds=grace_seconds)) if grace_seconds else ""
+    values = {
+        "secret_sealed": store.seal(server_secret, new),
+        "secret_hint": store.hint(new),
+        "previous_secret_sealed": row["secret_sealed"] if grace_seconds else "",
+        "previous_secret_expires_at": expires,
+    }
+    with server.write(db):
+        store.rotate_secret(db, connection_id, values)
+    return new
+
+
+def previous_secret(server_secret: bytes, row: Row, now: datetime) -> str | None:
+    """The inbound secret a rotation replaced, while its grace period lasts; else None."""
+    expires = row.get("previous_secret_expires_at") or ""
+    if not (row.get("previous_secret_sealed") and expires > server.iso(now)):
+        return None
+    return store.unseal(server_secret, row["previous_secret_sealed"])
+
+
+def _check_refresh_days(days: int | None) -> None:
+    low, high = REFRESH_DAYS
+    if days is not None and not low <= days <= high:
+        raise InvalidConnection(f"The refresh interval must be {low} to {high} days.")
 
 
 def _asked_of(kind: Platform) -> Callable[[Callable[[], Any]], Any]:
@@ -240,7 +349,38 @@ def shown(row: Row) -> Row:
     return {name: value for name, value in row.items() if name not in hidden}
 
 
-def remove(db: Database, connection_id: str) -> bool:
-    """Delete a connection; whether there was one."""
+def remove(
+    db: Database,
+    connection_id: str,
+    revoke: Callable[[Database, Row], None] | None = None,
+) -> bool:
+    """Delete a connection (its URLs answer 404 at once); whether there was one. A key made
+    for it (`own_key_email`) is suspended in the same transaction by `revoke(db, row)`."""
     with server.write(db):
-        return store.delete_connection(db, connection_id)
+        row = store.connection(db, connection_id)
+        if row is None or not store.delete_connection(db, connection_id):
+            return False
+        if row.get("own_key_email") and revoke is not None:
+            revoke(db, row)
+        return True
+
+
+def revoker(
+    server_secret: bytes, now: datetime, ctx: Any = None
+) -> Callable[[Database, Row], None]:
+    """What suspends a removed connection's own key, audited as `ctx`'s admin (an
+    admin.Context), or, without one (the CLI), as the key itself."""
+
+    def revoke(db: Database, row: Row) -> None:
+        value = store.unseal(server_secret, row["api_key_sealed"])
+        try:
+            acting = ctx or server.admin.Context(
+                caller=server.authenticate(db, server_secret, value, now),
+                now=now,
+                secret=server_secret,
+            )
+        except server.ServiceError:  # suspended already
+            return
+        server.admin.update_key(db, acting, row["own_key_email"], "suspend")
+
+    return revoke

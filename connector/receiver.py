@@ -5,6 +5,11 @@ events, store each once (by the platform's event id), then acknowledge: 2xx for 
 duplicate events alike, 401 for a bad signature, 400 for a body the platform would not send,
 503 with Retry-After when the store cannot take it. Never a redirect, never 410.
 
+A connection's secret verifies, and after a rotation the secret it replaced too while its
+grace period lasts. A paused connection's events are verified, stored and acknowledged as
+ever (the worker holds them until it is resumed); its enrich URL answers 409
+`connection_paused` after verifying, charging nothing.
+
 `POST /hooks/<connection_id>/enrich`: an automation step's fields in, the enriched fields
 (mapped as the connection's mapping says; for another kind of record than contacts, which
 the platform reads from the body, e.g. a HubSpot custom action on a company, as the
@@ -63,7 +68,7 @@ from flask import Blueprint, Response, current_app, g, request
 from sqlite_utils import Database
 
 import server
-from connector import mappings, store
+from connector import connections, mappings, store
 from connector.platforms import PLATFORMS, hubspot
 from connector.platforms.base import (
     STANDARD_WEBHOOKS_REPLAY_WINDOW,
@@ -74,6 +79,7 @@ from connector.platforms.base import (
     Refused,
     SignatureError,
     Unparseable,
+    Verified,
 )
 from server import ServiceError, UnreadableJson, decode_json
 
@@ -100,6 +106,10 @@ class InvalidPayload(ServiceError):
 
 class StoreUnavailable(ServiceError):
     status, code = 503, "unavailable"
+
+
+class ConnectionPaused(ServiceError):
+    status, code = 409, "connection_paused"
 
 
 class DeliveryInProgress(ServiceError):
@@ -188,6 +198,11 @@ def _enrich_verified(
     link: Row, body: bytes, payload: dict[str, Any], webhook_id: str | None
 ) -> Response:
     """Enrich a verified request for `link`; once per delivery id when it has one."""
+    if connections.is_paused(link):
+        raise ConnectionPaused(
+            f"Connection {link['name']} is paused: it enriches nothing until an admin resumes "
+            "it. Nothing was charged."
+        )
     delivery_id = webhook_id or PLATFORMS[link["platform"]].delivery_id(payload)
     if delivery_id is None:
         return _enrich(link, body, payload)
@@ -362,7 +377,7 @@ def _verify(link: Row, body: bytes) -> str | None:
         request.method, _called_uri(), request.headers, request.args, body, server.now()
     )
     try:
-        verified = PLATFORMS[link["platform"]].verify(link, _secret(link), delivery)
+        verified = _verified(link, delivery)
     except SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
     except Refused as error:
@@ -370,6 +385,24 @@ def _verify(link: Row, body: bytes) -> str | None:
     if verified.remember is not None:
         _remember(link, verified.remember)
     return verified.delivery_id
+
+
+def _verified(link: Row, delivery: Delivery) -> Verified:
+    """The platform's verification with the connection's secret or, while a rotation's grace
+    period lasts, the secret it replaced; the current secret's refusal when neither verifies."""
+    platform = PLATFORMS[link["platform"]]
+    try:
+        return platform.verify(link, _secret(link), delivery)
+    except (SignatureError, Refused):
+        secret = current_app.config["KEY_SECRET_BYTES"]
+        previous = connections.previous_secret(secret, link, delivery.now)
+        if previous is None:
+            raise
+        try:
+            return platform.verify(link, previous, delivery)
+        except (SignatureError, Refused):
+            pass
+        raise
 
 
 def _called_uri() -> str:

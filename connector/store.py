@@ -323,6 +323,20 @@ def m013_crm_accounts(db: Database) -> None:
 
 
 @MIGRATIONS()
+def m015_connection_states(db: Database) -> None:
+    """Connections managed from the settings page: when one was paused ('' while it runs);
+    the inbound secret a rotation replaced and until when it still verifies; and the e-mail
+    of the key the page made for it ('' for a key given), revoked when it is removed."""
+    for column in (
+        "paused_at",
+        "previous_secret_sealed",
+        "previous_secret_expires_at",
+        "own_key_email",
+    ):
+        db.execute(f"ALTER TABLE connections ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+
+
+@MIGRATIONS()
 def m016_crm_webhooks(db: Database) -> None:
     """The webhooks the connector registered in a connection's CRM itself (Pipedrive's
     webhook ids, Zoho's notification channel id), comma-separated: removing the connection
@@ -571,12 +585,17 @@ def events_of(db: Database, connection_id: str) -> list[Row]:
     return list(db.query(sql, [connection_id]))
 
 
+# Connections whose events wait: paused ones, and CRM connections not connected yet.
+HELD = "SELECT id FROM connections WHERE paused_at != '' OR crm_base_url = ''"
+
+
 def due_events(db: Database, now: str, limit: int) -> list[Row]:
-    """Pending events whose time has come: live ones (priority 0) before a backfill's (1),
-    each oldest due first; in the order of the index events_due, so no sort is needed."""
+    """Pending events whose time has come, but for held connections' (HELD): live ones
+    (priority 0) before a backfill's (1), each oldest due first; in the order of the index
+    events_due, so no sort is needed."""
     sql = (
         "SELECT * FROM events WHERE status = 'pending' AND due_at <= ? "
-        "ORDER BY priority, due_at, id LIMIT ?"
+        f"AND connection_id NOT IN ({HELD}) ORDER BY priority, due_at, id LIMIT ?"
     )
     return list(db.query(sql, [now, limit]))
 
@@ -679,6 +698,23 @@ def records_written(
         "WHERE connection_id = ? AND kind = ? AND record_id = ?",
         [(json.dumps(values), connection_id, kind, record_id) for record_id, values in written],
     )
+
+
+def edit_connection(db: Database, connection_id: str, name: str, refresh_days: int) -> bool:
+    """Rename a connection and set its refresh interval; whether there was one."""
+    sql = "UPDATE connections SET name = ?, refresh_days = ? WHERE id = ?"
+    return db.execute(sql, [name, refresh_days, connection_id]).rowcount == 1
+
+
+def set_paused(db: Database, connection_id: str, paused_at: str) -> bool:
+    """Pause a connection (`paused_at`, an ISO time) or resume it (""); whether it changed."""
+    sql = "UPDATE connections SET paused_at = ? WHERE id = ? AND (paused_at = '') != (? = '')"
+    return db.execute(sql, [paused_at, connection_id, paused_at]).rowcount == 1
+
+
+def rotate_secret(db: Database, connection_id: str, values: Row) -> None:
+    """Save a connection's new inbound secret with the previous one and its expiry."""
+    db.table("connections").update(connection_id, values)
 
 
 def delete_connection(db: Database, connection_id: str) -> bool:

@@ -86,12 +86,19 @@ def tear_down(
 
 
 def remove(
-    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+    db: Database,
+    secret: bytes,
+    row: Row,
+    client: httpx.Client,
+    public_url: str,
+    now: datetime,
+    revoke: Callable[[Database, Row], None] | None = None,
 ) -> Outcome:
     """Remove a connection, its CRM's webhooks deleted first: the connection goes whether or
-    not the CRM let them be (its URLs stop at once); the teardown's outcome."""
+    not the CRM let them be (its URLs stop at once, its own key revoked by `revoke`); the
+    teardown's outcome."""
     outcome = tear_down(db, secret, row, client, public_url, now)
-    connections.remove(db, row["id"])
+    connections.remove(db, row["id"], revoke)
     return outcome
 
 

@@ -250,3 +250,32 @@ def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path
         connections.set_crm(database, SECRET.encode(), connection_id, base_url="https://x.test")
     with pytest.raises(connections.InvalidConnection, match="no connection nope"):
         connections.set_crm(database, SECRET.encode(), "nope", base_url="", token="t")
+
+
+def test_edit_pause_resume_rotate_secret_and_remove_from_the_cli(db_path: Path, key: str) -> None:
+    added = _run(db_path, "connection", "add", "--name", "zap", "--platform", "zapier",
+                 "--api-key", key, "--json")  # fmt: skip
+    found = json.loads(added.output)
+    link_id, old = found["id"], found["secret"]
+    db = store.connect(db_path)
+    assert (
+        _run(
+            db_path, "connection", "edit", link_id, "--name", "zap2", "--refresh-days", "5"
+        ).exit_code
+        == 0
+    )
+    row = store.connection(db, link_id)
+    assert row is not None and (row["name"], row["refresh_days"]) == ("zap2", 5)
+    assert _run(db_path, "connection", "edit", link_id, "--refresh-days", "0").exit_code != 0
+    assert "paused" in _run(db_path, "connection", "pause", link_id).output
+    assert connections.state(store.connection(db, link_id) or {}) == "paused"
+    assert "resumed" in _run(db_path, "connection", "resume", link_id).output
+    rotated = _run(db_path, "connection", "rotate-secret", link_id, "--grace-seconds", "600")
+    new = rotated.output.split(": ")[1].split()[0]
+    row = store.connection(db, link_id) or {}
+    assert new.startswith("whsec_") and new != old
+    assert store.unseal(SECRET.encode(), row["secret_sealed"]) == new
+    assert store.unseal(SECRET.encode(), row["previous_secret_sealed"]) == old
+    assert _run(db_path, "connection", "remove", link_id).exit_code == 0
+    assert store.connection(db, link_id) is None
+    assert _run(db_path, "connection", "pause", link_id).exit_code != 0

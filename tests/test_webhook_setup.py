@@ -278,7 +278,7 @@ def signed_in(app: Flask, key: str) -> FlaskClient:
     return client
 
 
-def test_the_connections_tab_offers_registering_again_to_its_own_admin_only(
+def test_the_connection_page_offers_registering_again_to_its_own_admin_only(
     page_app: Flask, db: Database
 ) -> None:
     _, key = organization(db, name="Paging")
@@ -287,7 +287,7 @@ def test_the_connections_tab_offers_registering_again_to_its_own_admin_only(
         crm_base_url=CRM, crm_token="crm-token",
     )  # fmt: skip
     admin = signed_in(page_app, key)
-    tab = admin.get("/settings/connections")
+    tab = admin.get(f"/settings/connections/{link.row['id']}")
     text = unescape(tab.get_data(as_text=True))
     assert "not registered" in text and "Register the webhook" in text
     assert f"endpoint URL: {events_url(link)}" in text and link.secret not in text

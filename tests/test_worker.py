@@ -518,3 +518,35 @@ def test_m010_keeps_each_cached_record_as_a_contact_and_lets_kinds_share_ids(
     store.save_record(db, {**cached, "kind": "companies", "written": "{}"})
     assert store.record(db, "c1", "501", "companies")["written"] == "{}"
     assert store.record(db, "c1", "501")["written"] == '{"jobtitle": "CTO"}'
+
+
+def test_a_paused_connections_events_wait_until_it_is_resumed(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = worker_setup
+    assert connections.pause(db, link.row["id"], clock())
+    hubspot_event(db, link, "held-1")
+    assert work.run_due() == {} and crm.requests == []
+    assert _only_event(db, link)["status"] == "pending"  # acknowledged, kept, not lost
+    assert connections.resume(db, link.row["id"])
+    assert work.run_due() == {"done": 1}
+    assert crm.patches()[0]["jobtitle"] == "Vice President of Sales"
+
+
+def test_a_crm_connection_not_connected_yet_holds_its_events(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = worker_setup
+    key = store.unseal(SECRET.encode(), link.row["api_key_sealed"])
+    later = connections.add(
+        db, SECRET.encode(), clock(), name="later", platform="hubspot", api_key=key,
+        secret="hubspot-app-secret-2", connected=False,
+    )  # fmt: skip
+    assert later.row["crm_base_url"] == "" and connections.state(later.row) == "not connected"
+    hubspot_event(db, later, "waits-1")
+    assert work.run_due() == {} and crm.requests == []
+    connections.set_crm(
+        db, SECRET.encode(), later.row["id"], base_url=link.row["crm_base_url"],
+        token="pat-na1-token",
+    )  # fmt: skip
+    assert work.run_due() == {"done": 1} and len(crm.patches()) == 1

@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from itertools import pairwise
-from pathlib import Path
 from typing import Any, TypeVar
 
 from flask import (
@@ -47,7 +46,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
-from connector import connections, mappings, scheduler, store, webhook_setup
+from connector import mappings, scheduler, store
 from connector.platforms import PLATFORMS
 from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
@@ -97,7 +96,7 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
-PAGES: tuple[str, ...] = ("webhooks",)  # modules of connector/views/ adding routes to the blueprint
+PAGES = ("connections", "webhooks")  # modules of connector/views/ adding routes to the blueprint
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
@@ -445,23 +444,6 @@ def _users_page(new_value: str | None = None, new_for: str | None = None) -> Res
 # --- connections -----------------------------------------------------------------------------
 
 
-@blueprint.get("/connections")
-def connections_page() -> Response:
-    """The organization's connections: webhook URLs, mapping summary and its validation."""
-    public_url = current_app.config["PUBLIC_URL"]
-    shown = [
-        {
-            "row": connections.shown(link),
-            "urls": connections.urls(link, public_url),
-            "mapping": _mapping_summary(link["mapping"]),
-            "takes_events": PLATFORMS[link["platform"]].crm,
-            "install": webhook_setup.install(link, public_url),
-        }
-        for link in own_connections()
-    ]
-    return render("connections.html", connections=shown)
-
-
 @blueprint.post("/connections/<connection_id>/test-event")
 def send_test_event(connection_id: str) -> Response:
     """Store a synthetic event for a connection, as the receiver stores what platforms send:
@@ -528,18 +510,6 @@ def _slot(node: Row | list[Any], part: str, default: Any) -> Any:
     if node[index] is None:
         node[index] = default
     return node[index]
-
-
-def _mapping_summary(path: str) -> Row:
-    """A mapping file's platform and counts, or the problems that make it unusable."""
-    summary: Row = {"file": Path(path).name, "problems": []}
-    try:
-        mapping = mappings.load_current(path)
-    except (mappings.MappingError, OSError) as error:
-        problems = error.problems if isinstance(error, mappings.MappingError) else [str(error)]
-        return {**summary, "problems": problems}
-    counts = {"inputs": len(mapping.input), "outputs": len(mapping.output)}
-    return {**summary, "platform": mapping.platform, **counts}
 
 
 # --- deliveries ------------------------------------------------------------------------------

@@ -4,12 +4,16 @@ connector/webhook_setup.py. Routes join the settings blueprint (views/settings.p
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, current_app, flash, redirect, url_for
 
 import server
 from connector import outbound, webhook_setup
 from connector.views import settings as page
 from server import ServiceError
+
+Row = dict[str, Any]
 
 
 @page.blueprint.post("/connections/<connection_id>/webhooks")
@@ -20,12 +24,32 @@ def register_webhooks(connection_id: str) -> Response:
     try:
         page.change(lambda _: True, "connection.register_webhooks", link["name"])
     except ServiceError as error:
-        return page.failed(error, "settings.connections_page")
+        flash(error.message, "error")
+        return redirect(url_for("settings.connection", connection_id=link["id"]), 303)
+    registered(link)
+    return redirect(url_for("settings.connection", connection_id=link["id"]), 303)
+
+
+def registered(link: Row) -> webhook_setup.Outcome:
+    """Register a connection's webhook in its CRM (after it is connected, or again), its
+    outcome flashed."""
     public_url = current_app.config["PUBLIC_URL"]
     with outbound.client(timeout=10.0) as client:
         outcome = webhook_setup.set_up(
             page.db(), page.server_secret(), link, client, public_url, server.now()
         )
-    flash(outcome.message or "Nothing to register for this platform.",
-          "success" if outcome.ok else "error")  # fmt: skip
-    return redirect(url_for("settings.connections_page"), 303)
+    if outcome.message:
+        flash(outcome.message, "success" if outcome.ok else "error")
+    return outcome
+
+
+def torn_down(link: Row) -> None:
+    """Delete the webhooks the connector registered in a connection's CRM, before the
+    connection goes; a refusal flashed in the CRM's words."""
+    public_url = current_app.config["PUBLIC_URL"]
+    with outbound.client(timeout=10.0) as client:
+        outcome = webhook_setup.tear_down(
+            page.db(), page.server_secret(), link, client, public_url, server.now()
+        )
+    if outcome.message:
+        flash(outcome.message, "success" if outcome.ok else "error")

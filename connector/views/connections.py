@@ -1,0 +1,263 @@
+"""The settings page's connections: the list with its add form, and each connection's page
+(its URLs, state, CRM credentials, edit, pause and resume, secret rotation and removal).
+
+A connection added here enriches with a standard key of its own, made through the admin use
+case (audited like the keys page's) and shown only by its last characters; removing the
+connection suspends that key. Its inbound secret is shown in full once, on the answer to
+the add or the rotation that made it. Every change is audited through `page.change`, and
+another organization's connection answers 404 on every route.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import Response, abort, current_app, flash, redirect, url_for
+
+import server
+from connector import connections, mappings, webhook_setup
+from connector.platforms import PLATFORMS
+from connector.views import settings as page
+from connector.views import webhooks
+from server import NotFound, ServiceError, admin
+
+Row = dict[str, Any]
+DEFAULT_REFRESH_DAYS = 30
+
+
+class ConnectionRefused(ServiceError):
+    """A connection change refused as asked (connections.InvalidConnection's message)."""
+
+    status, code = 400, "invalid_connection"
+
+
+# --- list and add ----------------------------------------------------------------------------
+
+
+@page.blueprint.get("/connections")
+def connections_page() -> Response:
+    """The organization's connections (URLs, mapping and its validation) and the add form."""
+    return page.render("connections.html", connections=_listed(), **_add_form())
+
+
+@page.blueprint.post("/connections")
+def add_connection() -> Response:
+    """Add a connection with a key of its own; its inbound secret is shown on this answer."""
+    try:
+        days = page.integer("refresh_days", "refresh interval")
+        added = page.change(lambda db: _add(db, days), "connection.add", page.field("name"))
+    except ServiceError as error:
+        return page.failed(error, ".connections_page")
+    flash(
+        f"Connection {added.row['name']} added. Copy its inbound secret now: it is not shown "
+        "again.",
+        "success",
+    )
+    return _detail(added.row, new_secret=added.secret)
+
+
+def _add(db: Any, days: int) -> connections.Added:
+    ctx = page.context()
+    try:
+        return connections.add(
+            db,
+            page.server_secret(),
+            ctx.now,
+            name=page.field("name"),
+            platform=page.field("platform"),
+            own_key=lambda email: admin.create_key(db, ctx, email)[1],
+            connected=False,
+            refresh_days=days,
+            secret=page.field("secret"),
+        )
+    except connections.InvalidConnection as error:
+        raise ConnectionRefused(str(error)) from None
+
+
+def _listed() -> list[Row]:
+    public_url = current_app.config["PUBLIC_URL"]
+    return [
+        {
+            "row": connections.shown(link),
+            "state": connections.state(link),
+            "urls": connections.urls(link, public_url),
+            "mapping": _mapping_summary(link["mapping"]),
+            "takes_events": PLATFORMS[link["platform"]].crm,
+        }
+        for link in page.own_connections()
+    ]
+
+
+def _add_form() -> Row:
+    return {
+        "platforms": list(PLATFORMS),
+        "issuing": [name for name, kind in PLATFORMS.items() if kind.issues_secret],
+        "default_refresh_days": DEFAULT_REFRESH_DAYS,
+        "refresh_days": connections.REFRESH_DAYS,
+    }
+
+
+def _mapping_summary(path: str) -> Row:
+    """A mapping file's platform and counts, or the problems that make it unusable."""
+    summary: Row = {"file": Path(path).name, "problems": []}
+    try:
+        mapping = mappings.load_current(path)
+    except (mappings.MappingError, OSError) as error:
+        problems = error.problems if isinstance(error, mappings.MappingError) else [str(error)]
+        return {**summary, "problems": problems}
+    counts = {"inputs": len(mapping.input), "outputs": len(mapping.output)}
+    return {**summary, "platform": mapping.platform, **counts}
+
+
+# --- one connection --------------------------------------------------------------------------
+
+
+@page.blueprint.get("/connections/<connection_id>")
+def connection(connection_id: str) -> Response:
+    """One connection: state, key hint, webhook URLs, installation and what can be done."""
+    return _detail(_own(connection_id))
+
+
+@page.blueprint.post("/connections/<connection_id>/crm")
+def set_crm_credentials(connection_id: str) -> Response:
+    """Save a token the CRM issues to its admins, with the CRM's API base URL."""
+    link = _own(connection_id)
+    apply = lambda db: connections.set_crm(  # noqa: E731
+        db, page.server_secret(), link["id"],
+        base_url=page.field("base_url"), token=page.field("token"),
+    )  # fmt: skip
+    if (refused := _changed(apply, "connection.crm", link)) is not None:
+        return refused
+    flash(f"{link['name']} is connected to its CRM; held events are worked off now.", "success")
+    webhooks.registered(_own(link["id"]))
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/edit")
+def edit_connection(connection_id: str) -> Response:
+    """Rename a connection or change its refresh interval."""
+    link = _own(connection_id)
+    try:
+        days = page.integer("refresh_days", "refresh interval")
+    except ServiceError as error:
+        return _failed(error, link)
+    name = page.field("name")
+    apply = lambda db: connections.edit(db, link["id"], name, days)  # noqa: E731
+    detail = {"name": name, "refreshDays": days}
+    if (refused := _changed(apply, "connection.edit", link, detail)) is not None:
+        return refused
+    flash(f"Connection {name} saved.", "success")
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/pause")
+def pause_connection(connection_id: str) -> Response:
+    """Pause: requests still verified and events stored, but nothing processed."""
+    link = _own(connection_id)
+    now = server.now()
+    page.change(lambda db: connections.pause(db, link["id"], now), "connection.pause", link["name"])
+    flash(
+        f"{link['name']} is paused: its events are stored and acknowledged, and worked off "
+        "when you resume it; its enrich URL refuses until then.",
+        "success",
+    )
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/resume")
+def resume_connection(connection_id: str) -> Response:
+    """Resume: the worker works off the events held while paused."""
+    link = _own(connection_id)
+    page.change(lambda db: connections.resume(db, link["id"]), "connection.resume", link["name"])
+    flash(f"{link['name']} is running again; held events are worked off now.", "success")
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/rotate-secret")
+def rotate_secret(connection_id: str) -> Response:
+    """A new inbound secret (pasted, for a platform that issues its own), shown this once;
+    the previous one verifies for the grace period chosen."""
+    link = _own(connection_id)
+    try:
+        grace = page.integer("grace_seconds", "grace period")
+    except ServiceError as error:
+        return _failed(error, link)
+    now, secret = server.now(), page.field("secret")
+    apply = lambda db: connections.rotate_secret(  # noqa: E731
+        db, page.server_secret(), link["id"], now, grace, secret
+    )
+    try:
+        value = page.change(
+            apply, "connection.rotate_secret", link["name"], {"graceSeconds": grace}
+        )
+    except connections.InvalidConnection as error:
+        return _failed(ConnectionRefused(str(error)), link)
+    except ServiceError as error:
+        return _failed(error, link)
+    flash(
+        f"{link['name']} has a new inbound secret. Copy it now: it is not shown again.", "success"
+    )
+    return _detail(_own(link["id"]), new_secret=value)
+
+
+@page.blueprint.get("/connections/<connection_id>/remove")
+def confirm_remove_connection(connection_id: str) -> Response:
+    """The confirmation step before a removal, which cannot be undone."""
+    return page.render("confirm_remove.html", link=_own(connection_id))
+
+
+@page.blueprint.post("/connections/<connection_id>/remove")
+def remove_connection(connection_id: str) -> Response:
+    """Remove a connection: its URLs answer 404 at once and its own key is suspended."""
+    link = _own(connection_id)
+    webhooks.torn_down(link)
+    revoke = connections.revoker(page.server_secret(), server.now(), page.context())
+    apply = lambda db: connections.remove(db, link["id"], revoke)  # noqa: E731
+    page.change(apply, "connection.remove", link["name"])
+    flash(f"Connection {link['name']} removed; its URLs and its key no longer work.", "success")
+    return redirect(url_for(".connections_page"), 303)
+
+
+def _own(connection_id: str) -> Row:
+    """The signed-in organization's connection; the page's 404 for any other."""
+    try:
+        return page.own_connection(connection_id)
+    except NotFound:
+        abort(404)
+
+
+def _detail(link: Row, new_secret: str | None = None) -> Response:
+    kind = PLATFORMS[link["platform"]]
+    return page.render(
+        "connection.html",
+        link=connections.shown(link),
+        state=connections.state(link),
+        kind=kind,
+        urls=connections.urls(link, current_app.config["PUBLIC_URL"], new_secret),
+        install=webhook_setup.install(link, current_app.config["PUBLIC_URL"], new_secret),
+        new_secret=new_secret,
+        grace_choices=page.GRACE_CHOICES,
+        default_grace=page.DEFAULT_GRACE,
+        refresh_days=connections.REFRESH_DAYS,
+    )
+
+
+def _changed(apply: Any, action: str, link: Row, detail: Row | None = None) -> Response | None:
+    """Make an audited change; None when done, else the page telling why it was refused."""
+    try:
+        page.change(apply, action, link["name"], detail)
+    except connections.InvalidConnection as error:
+        return _failed(ConnectionRefused(str(error)), link)
+    except ServiceError as error:
+        return _failed(error, link)
+    return None
+
+
+def _failed(error: ServiceError, link: Row) -> Response:
+    flash(error.message, "error")
+    return _back(link)
+
+
+def _back(link: Row) -> Response:
+    return redirect(url_for(".connection", connection_id=link["id"]), 303)
