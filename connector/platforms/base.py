@@ -683,7 +683,8 @@ class CrmField:
     """One field of a CRM's kind of record as the CRM's field API describes it, for the
     mapping editor: its API name, its label, its type (one of FIELD_TYPES, the CRM's own
     type translated), the values a picklist accepts (as they are written), whether it can be
-    written at all, and whether it is a custom field."""
+    written at all, and whether it is a custom field. Where a CRM writes a picklist by a code
+    (Pipedrive's option ids, Dataverse's integers), `labels` names each option, in order."""
 
     name: str
     label: str
@@ -691,6 +692,7 @@ class CrmField:
     options: tuple[str, ...] = ()
     read_only: bool = False
     custom: bool = False
+    labels: tuple[str, ...] = ()
 
 
 class Adapter(Protocol):

@@ -25,6 +25,18 @@ instead of being created again. 401 is a token expired or revoked (Entra ID acce
 short-lived: refreshing it is the caller's business). 429, the service protection limits,
 waits exactly the Retry-After the answer gives (seconds): waiting less is refused again, and
 Microsoft asks clients to let that value set the pace.
+
+Fields (the mapping editor's): the table's attribute definitions (GET EntityDefinitions(
+LogicalName='<table>')/Attributes, one answer: metadata is not paged), each AttributeType
+translated by `FIELD_TYPES`, read-only unless IsValidForUpdate. Choice columns' options come
+from two more queries, the attributes cast to PicklistAttributeMetadata and to
+MultiSelectPicklistAttributeMetadata with their OptionSet (or GlobalOptionSet) expanded: a
+choice is written as its integer Value, so `options` are those integers as text and `labels`
+their user-localized labels (a mapping writes the number, the editor shows the label). Creating
+a column takes a publisher's prefix and customizer rights (crm-install.md §3): the admin adds it
+in the maker portal. A row is found by e-mail with $filter=emailaddress1 eq '<address>' (quotes
+doubled, as OData string literals escape them); Dataverse compares text without regard to
+case. Contacts, leads and accounts all have emailaddress1.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ from connector.platforms.base import (
     TOKEN_REFUSED,
     Adapter,
     CrmClient,
+    CrmField,
     Event,
     Listed,
     Permanent,
@@ -53,6 +66,7 @@ from connector.platforms.base import (
     UrlSecret,
     WriteResult,
     classify,
+    dicts,
     error_message,
     garbled,
     id_chunks,
@@ -98,6 +112,18 @@ TABLES = {
     "companies": Table("accounts", "accountid", "account"),
 }
 KINDS = {table.name: kind for kind, table in TABLES.items()}  # PrimaryEntityName -> our kind
+ATTRIBUTES = ("LogicalName", "AttributeType", "DisplayName", "IsValidForUpdate",
+              "IsCustomAttribute")  # fmt: skip
+CHOICES = {"PicklistAttributeMetadata": "picklist",
+           "MultiSelectPicklistAttributeMetadata": "multipicklist"}  # fmt: skip
+# Dataverse's AttributeType -> ours (base.FIELD_TYPES); others (Virtual, State, Status,
+# Uniqueidentifier, EntityName, ...) are "other", but for the choices CHOICES finds.
+FIELD_TYPES = {
+    "String": "text", "Memo": "text", "Integer": "number", "BigInt": "number",
+    "Decimal": "number", "Double": "number", "Money": "number", "Boolean": "boolean",
+    "DateTime": "datetime", "Picklist": "picklist", "Lookup": "reference",
+    "Customer": "reference", "Owner": "reference",
+}  # fmt: skip
 
 
 class Dynamics(CrmClient):
@@ -177,6 +203,57 @@ class Dynamics(CrmClient):
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
         """Update rows one PATCH each; each row's outcome."""
         return write_each(self.write, changes)
+
+    def fields(self) -> list[CrmField]:
+        """The table's columns (see the module docstring)."""
+        choices = {name: kind_options for cast, kind in CHOICES.items()
+                   for name, kind_options in self._choices(cast, kind).items()}  # fmt: skip
+        rows, response = self._attributes("", f"$select={','.join(ATTRIBUTES)}")
+        if not all(isinstance(row.get("LogicalName"), str) for row in rows):
+            raise garbled(response, f"the attributes of {self.table.name}")
+        return [_field(row, choices.get(row["LogicalName"])) for row in rows]
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """Permanent: see the module docstring."""
+        raise Permanent(
+            f"Dataverse columns are created in the maker portal (Tables > {self.table.name} > "
+            "Columns), in a solution with its publisher's prefix"
+        )
+
+    def find(self, email: str) -> str | None:
+        """The id of a row whose emailaddress1 is `email`; None when there is none."""
+        key, literal = self.table.key, email.replace("'", "''")
+        query = _query([key], f"emailaddress1 eq '{literal}'")
+        rows, response = self._rows(
+            self._send("GET", f"{API}/{self.table.entity_set}?{query}&$top=1")
+        )
+        if rows and not isinstance(rows[0].get(key), str):
+            raise garbled(response, f"{self.table.entity_set} with their {key}")
+        return rows[0][key] if rows else None
+
+    def _attributes(self, cast: str, query: str) -> tuple[list[dict[str, Any]], httpx.Response]:
+        """The table's attribute definitions (cast to a type of metadata when given)."""
+        path = f"{API}/EntityDefinitions(LogicalName='{self.table.name}')/Attributes"
+        response = self._send("GET", f"{path}{cast and '/Microsoft.Dynamics.CRM.' + cast}?{query}")
+        rows, _ = self._rows(response)
+        return rows, response
+
+    def _choices(
+        self, cast: str, kind: str
+    ) -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """Choice columns of one metadata type: name -> (our type, values, labels)."""
+        expand = "$expand=OptionSet($select=Options),GlobalOptionSet($select=Options)"
+        rows, _ = self._attributes(cast, f"$select=LogicalName&{expand}")
+        found = {}
+        for row in rows:
+            options = [o for o in _option_set(row) if isinstance(o.get("Value"), int)]
+            values = tuple(str(option["Value"]) for option in options)
+            found[str(row.get("LogicalName"))] = (
+                kind,
+                values,
+                tuple(_label(option.get("Label")) for option in options),
+            )
+        return found
 
     def _record(self, guid: str, columns: list[str]) -> dict[str, Any]:
         table = self.table
@@ -273,6 +350,43 @@ class Dynamics(CrmClient):
 
     def _not_a_guid(self, record_id: str) -> str:
         return f"{str(record_id)[:60]!r} is not a Dataverse {self.table.name} id (a GUID)"
+
+
+def _field(
+    row: dict[str, Any], choice: tuple[str, tuple[str, ...], tuple[str, ...]] | None
+) -> CrmField:
+    """An attribute definition as ours, a choice with its options."""
+    name = row["LogicalName"]
+    kind, options, labels = choice or (
+        FIELD_TYPES.get(str(row.get("AttributeType")), "other"),
+        (),
+        (),
+    )
+    return CrmField(
+        name=name,
+        label=_label(row.get("DisplayName")) or name,
+        type=kind,
+        options=options,
+        read_only=row.get("IsValidForUpdate") is not True,
+        custom=row.get("IsCustomAttribute") is True,
+        labels=labels,
+    )
+
+
+def _option_set(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A choice column's options: its own OptionSet's, else its GlobalOptionSet's."""
+    for name in ("OptionSet", "GlobalOptionSet"):
+        found = row.get(name)
+        if isinstance(found, dict) and isinstance(found.get("Options"), list):
+            return dicts(found["Options"])
+    return []
+
+
+def _label(label: Any) -> str:
+    """A Label's user-localized text (a DisplayName, an option's Label); "" when it has none."""
+    localized = label.get("UserLocalizedLabel") if isinstance(label, dict) else None
+    text = localized.get("Label") if isinstance(localized, dict) else None
+    return text if isinstance(text, str) else ""
 
 
 def _query(select: list[str], where: str = "") -> str:

@@ -65,6 +65,21 @@ change_source "api" whose `data` holds for every field in `previous` the value w
 is our own write echoed back (the worker's `_echo`; the user is not compared: another
 integration writing exactly our values needs nothing done either). Other integrations write
 through the API too: "api" alone does not make an event ours.
+
+Fields (the mapping editor's), from API v2's field lists (v1's are to be retired), 500 a page
+by cursor: GET /api/v2/personFields and /organizationFields, each named as the adapter reads
+and writes it (`email`, `phone`, a custom field's 40-character key) and its type translated by
+`FIELD_TYPES`. v2 says nothing of whether a field can be written: a field is read-only here
+when the update body has no place for it (see above), which is what the adapter can write.
+A picklist's options are its option ids (custom fields are written by id), `labels` their
+labels. A lead's fields are its own (`LEAD_OWN`), the custom fields it shares with deals
+(/api/v2/dealFields), and its person's and organization's, prefixed `person/` and
+`organization/` as above. A custom field is created by POST to the same list (a lead's, to
+deals'); Pipedrive names it with a key of its own, in the answer. A picklist needs its options
+at creation, and booleans, times and links have no type we create: the admin adds those in
+Pipedrive. A person is found by e-mail with GET /api/v2/persons/search (fields=email,
+exact_match, not case sensitive), a lead as the first lead of that person (GET /api/v1/leads
+with person_id); an organization has no e-mail.
 """
 
 from __future__ import annotations
@@ -73,7 +88,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -89,6 +104,7 @@ from connector.platforms.base import (
     Adapter,
     BasicPassword,
     CrmClient,
+    CrmField,
     Event,
     Listed,
     Permanent,
@@ -145,6 +161,29 @@ HASH_KEY = re.compile(r"[0-9a-f]{40}")  # a custom field's key
 PERSON_ID = re.compile(r"[0-9]+")
 LEAD_ID = re.compile(r"[0-9a-fA-F-]{36}")  # a lead's UUID
 NOT_CLEARED = "not sent: an empty value would replace the person's whole list"
+# The field lists (API v2) of each kind's records: a lead's custom fields are the deals'.
+FIELD_LISTS = {"contacts": "/api/v2/personFields", "companies": "/api/v2/organizationFields",
+               "leads": "/api/v2/dealFields"}  # fmt: skip
+FIELDS_PAGE = 500  # a field list's `limit` at most
+# Pipedrive's field types (v2's field_type) -> ours (base.FIELD_TYPES); others are "other".
+FIELD_TYPES = {
+    "varchar": "text", "varchar_auto": "text", "text": "text", "varchar_options": "text",
+    "int": "number", "double": "number", "monetary": "number", "boolean": "boolean",
+    "date": "date", "enum": "picklist", "set": "multipicklist", "phone": "phone",
+    "user": "reference", "org": "reference", "people": "reference", "deal": "reference",
+    "lead": "reference", "stage": "reference",
+}  # fmt: skip
+# Our types -> the field_type a new custom field gets (AddPersonFieldRequest's types).
+CREATED_TYPES = {"text": "varchar", "email": "varchar", "url": "varchar", "number": "double",
+                 "date": "date", "phone": "phone"}  # fmt: skip
+# A lead's own fields (its PATCH body's, LEAD_FIELDS, as LeadResponse names them).
+LEAD_OWN = (
+    CrmField("title", "Title", "text"), CrmField("owner_id", "Owner", "reference"),
+    CrmField("person_id", "Person", "reference"),
+    CrmField("organization_id", "Organization", "reference"),
+    CrmField("expected_close_date", "Expected close date", "date"),
+    CrmField("was_seen", "Seen", "boolean"), CrmField("is_archived", "Archived", "boolean"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -235,6 +274,70 @@ class Pipedrive(CrmClient):
         records = {str(r["id"]): _flat(r, properties) for r in listed if _alive(r) and "id" in r}
         following = _additional(body, "next_cursor")
         return Listed(records, following if isinstance(following, str) and following else None)
+
+    def fields(self) -> list[CrmField]:
+        """The kind's fields (see the module docstring)."""
+        if self.kind != "leads":
+            return [_field(item, self._entity) for item in self._field_list(self.kind)]
+        shared = [_field(item, None) for item in self._field_list("leads")
+                  if item.get("is_custom_field") is True]  # fmt: skip
+        linked = [
+            _linked_field(prefix, _field(item, entity))
+            for prefix, kind, entity in (("person/", "contacts", PERSON),
+                                         ("organization/", "companies", ORGANIZATION))
+            for item in self._field_list(kind)
+        ]  # fmt: skip
+        return [*LEAD_OWN, *shared, *linked]
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """A new custom field labelled `label` (Pipedrive makes its key: `name` is not
+        used), of the kind's field list (a lead's: deals')."""
+        if type not in CREATED_TYPES:
+            raise Permanent(
+                f"a Pipedrive field of type {type!r} is created in Pipedrive's own settings "
+                "(Company settings > Data fields), with its options where it has some"
+            )
+        body = {"field_name": label, "field_type": CREATED_TYPES[type]}
+        response = self._send("POST", FIELD_LISTS[self.kind], json=body)
+        self._check(response, "field list")
+        created = json_body(response)
+        item = created.get("data") if isinstance(created, dict) else None
+        if not _described(item):
+            raise garbled(response, "the field created, under data")
+        return _field(item, None if self.kind == "leads" else self._entity)
+
+    def find(self, email: str) -> str | None:
+        """The id of the person whose e-mail is `email`, or of that person's first lead;
+        None when there is none (see the module docstring)."""
+        if self.kind == "companies":
+            raise Permanent("a Pipedrive organization has no e-mail to find it by")
+        params = {"term": email, "fields": "email", "exact_match": "true", "limit": "1"}
+        response = self._send("GET", f"{PERSONS}/search", params=params)
+        self._check(response, "person search")
+        body = json_body(response)
+        data = body.get("data") if isinstance(body, dict) else None
+        items = data.get("items") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise garbled(response, "a search's items under data")
+        found = [item["item"]["id"] for item in dicts(items)
+                 if isinstance(item.get("item"), dict) and "id" in item["item"]]  # fmt: skip
+        if not found or self.kind == "contacts":
+            return str(found[0]) if found else None
+        params = {"person_id": str(found[0]), "limit": "1"}
+        _, leads = self._list(LEADS, params, "lead")
+        return str(leads[0]["id"]) if leads and "id" in leads[0] else None
+
+    def _field_list(self, kind: str) -> list[dict[str, Any]]:
+        """Every field of a kind's field list, page by page."""
+        listed: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            params = {"limit": str(FIELDS_PAGE), **({"cursor": cursor} if cursor else {})}
+            body, page = self._list(FIELD_LISTS[kind], params, "field")
+            listed.extend(item for item in page if _described(item))
+            cursor = _additional(body, "next_cursor")
+            if not (isinstance(cursor, str) and cursor):
+                return listed
 
     @property
     def _entity(self) -> Entity:
@@ -479,6 +582,32 @@ def _data(body: Any) -> dict[str, Any]:
     """The `data` object of a Pipedrive answer ({} when there is none)."""
     data = body.get("data") if isinstance(body, dict) else None
     return data if isinstance(data, dict) else {}
+
+
+def _described(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("field_code"), str)
+
+
+def _field(item: dict[str, Any], entity: Entity | None) -> CrmField:
+    """A v2 field as ours, named as the adapter reads it; read-only where `entity`'s update
+    body has no place for it (a lead's shared custom field, `entity` None, has one)."""
+    name = FLAT.get(item["field_code"], item["field_code"])
+    options = dicts(item.get("options"))
+    return CrmField(
+        name=name,
+        label=str(item.get("field_name") or name),
+        type="email" if name == "email" else FIELD_TYPES.get(str(item.get("field_type")), "other"),
+        options=tuple(str(option.get("id")) for option in options),
+        read_only=not (entity.sends(name) if entity else HASH_KEY.fullmatch(name)),
+        custom=item.get("is_custom_field") is True,
+        labels=tuple(str(option.get("label")) for option in options),
+    )
+
+
+def _linked_field(prefix: str, field: CrmField) -> CrmField:
+    """A field of a lead's person or organization, as the lead's property `<prefix><name>`."""
+    noun = prefix.rstrip("/").title()
+    return replace(field, name=prefix + field.name, label=f"{noun}: {field.label}")
 
 
 def _additional(body: dict[str, Any], name: str) -> Any:

@@ -37,6 +37,15 @@ required field missing, a validation rule) is Permanent. UNABLE_TO_LOCK_ROW is R
 over a rolling 24 hours, so room comes back as the oldest calls age out, not at a fixed
 reset; an hour retries about 24 times a day at most, and the worker's growing backoff
 stretches that further.
+
+Fields (the mapping editor's): the sObject's describe (GET /sobjects/{type}/describe), each
+field's type translated by `FIELD_TYPES` (Salesforce's own names: string, picklist, reference,
+...), a picklist's active values as its options, read-only where not `updateable` (formula,
+system and create-only fields). Creating a field takes the Tooling or Metadata API and a grant
+of field-level security besides (crm-install.md §3): not done here, an admin creates it in
+Setup. Finding a record by e-mail is a SOQL query on Email (contacts and leads; an Account has
+no e-mail), the address a string literal with backslash, quotes and control characters
+escaped as SOQL documents.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ from connector.platforms.base import (
     Adapter,
     Answer,
     CrmClient,
+    CrmField,
     Event,
     Listed,
     Outcome,
@@ -94,6 +104,19 @@ NEXT_RECORDS = re.compile(r"/services/data/v\d+\.\d+/query/[A-Za-z0-9]+(?:-(\d+)
 # Our kinds of record -> Salesforce's sObject types (Outbound Messages name the type).
 SOBJECTS = {"contacts": "Contact", "leads": "Lead", "companies": "Account"}
 KINDS = {sobject: kind for kind, sobject in SOBJECTS.items()}
+EMAIL_FIELDS = {"Contact": "Email", "Lead": "Email"}  # an Account has no e-mail field
+# Salesforce's field types (DescribeFieldResult.type, "FieldType" in the SOAP API reference)
+# -> ours (base.FIELD_TYPES); any other type is "other".
+FIELD_TYPES = {
+    "string": "text", "textarea": "text", "encryptedstring": "text", "combobox": "picklist",
+    "picklist": "picklist", "multipicklist": "multipicklist", "boolean": "boolean",
+    "int": "number", "long": "number", "double": "number", "currency": "number",
+    "percent": "number", "date": "date", "datetime": "datetime", "email": "email",
+    "phone": "phone", "url": "url", "reference": "reference", "id": "reference",
+}  # fmt: skip
+# SOQL string literal escapes (SOQL and SOSL Reference, "Quoted String Escape Sequences").
+SOQL_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", '"': '\\"', "\n": "\\n",
+                              "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"})  # fmt: skip
 
 _SALESFORCE_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 
@@ -179,6 +202,38 @@ class Salesforce(CrmClient):
             raise garbled(response, "a query's records with its nextRecordsUrl")
         return Listed(found, f"{following} {list(found)[-1] if found else after}", remaining)
 
+    def fields(self) -> list[CrmField]:
+        """The sObject's fields, from its describe (see the module docstring)."""
+        response = self._send("GET", f"/sobjects/{self.sobject}/describe")
+        self._check(response)
+        body = json_body(response)
+        described = body.get("fields") if isinstance(body, dict) else None
+        if not isinstance(described, list) or not all(_described(item) for item in described):
+            raise garbled(response, f"a describe of {self.sobject} with its fields")
+        return [_field(item) for item in described]
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """Permanent: see the module docstring."""
+        raise Permanent(
+            "Salesforce fields are created in Setup (Object Manager > "
+            f"{self.sobject} > Fields & Relationships), then made visible to the "
+            "connector's user by field-level security"
+        )
+
+    def find(self, email: str) -> str | None:
+        """The Id of the sObject's record whose Email is `email` (SOQL compares it without
+        regard to case), the oldest when several are; None when there is none."""
+        if self.sobject not in EMAIL_FIELDS:
+            raise Permanent(f"a Salesforce {self.sobject} has no e-mail to find it by")
+        soql = (
+            f"SELECT Id FROM {self.sobject} WHERE {EMAIL_FIELDS[self.sobject]} = "
+            f"'{soql_string(email)}' ORDER BY CreatedDate LIMIT 1"
+        )
+        response = self._send("GET", "/query", params={"q": soql})
+        self._check(response)
+        records = _query_records(response, json_body(response))
+        return str(records[0]["Id"]) if records else None
+
     def _query(self, fields: list[str], since: str | None, after: str) -> httpx.Response:
         soql = _soql(self.sobject, fields, since, after)
         response = self._send("GET", "/query", params={"q": soql})
@@ -251,6 +306,28 @@ class Salesforce(CrmClient):
         if "UNABLE_TO_LOCK_ROW" in codes:
             raise Retriable(reason, retry_after(response))
         classify(response)
+
+
+def soql_string(text: str) -> str:
+    """`text` escaped for a SOQL string literal (between single quotes)."""
+    return text.translate(SOQL_ESCAPES)
+
+
+def _described(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("name"), str)
+
+
+def _field(item: dict[str, Any]) -> CrmField:
+    """A describe's field as ours: its options the active values of its picklist."""
+    values = dicts(item.get("picklistValues"))
+    return CrmField(
+        name=item["name"],
+        label=str(item.get("label") or item["name"]),
+        type=FIELD_TYPES.get(str(item.get("type")), "other"),
+        options=tuple(str(v["value"]) for v in values if v.get("active") and "value" in v),
+        read_only=item.get("updateable") is not True,
+        custom=item.get("custom") is True,
+    )
 
 
 def _selected(properties: Sequence[str]) -> list[str]:

@@ -36,6 +36,14 @@ Failures beyond `base.classify`:
   decides. Other 4xx are Permanent with Zoho's code and message (MANDATORY_NOT_FOUND,
   DUPLICATE_DATA, RECORD_LOCKED, NO_PERMISSION, ...).
 
+Fields (the mapping editor's): GET /crm/v7/settings/fields?module=<module> (the field meta
+API: one answer, no pages), each field's data_type translated by `FIELD_TYPES`, a picklist's
+options its values' actual_value (what a write sends), read-only where Zoho says so
+(read_only, field_read_only) or its operation_type refuses api_update. Creating a field takes
+the ZohoCRM.settings.fields.CREATE scope, which the connector's grant does not ask (it reads
+fields only): the admin adds it in Zoho's setup. A record is found by e-mail with GET
+/crm/v7/<module>/search?email= (contacts and leads; an Account has no e-mail), 204 when none.
+
 Sources: Zoho CRM API v7 docs (get-records: fields, per_page, page_token,
 If-Modified-Since; status codes: 304 Not Modified; update-records, notifications/enable and
 update-info, multi-dc; the enable page's callback sample, a Leads one, is
@@ -61,6 +69,7 @@ from connector.platforms.base import (
     TOKEN_REFUSED,
     Adapter,
     CrmClient,
+    CrmField,
     Delivery,
     Event,
     Listed,
@@ -121,6 +130,15 @@ WATCH = f"{API}/actions/watch"
 MODULES = {"contacts": "Contacts", "leads": "Leads", "companies": "Accounts"}
 KINDS = {module: kind for kind, module in MODULES.items()}
 RECORD_NAMES = {"contacts": "contact", "leads": "lead", "companies": "account"}
+FIELDS = f"{API}/settings/fields"
+# Zoho's data types (the field meta API's data_type) -> ours (base.FIELD_TYPES); others "other".
+FIELD_TYPES = {
+    "text": "text", "textarea": "text", "email": "email", "phone": "phone", "website": "url",
+    "integer": "number", "bigint": "number", "double": "number", "currency": "number",
+    "decimal": "number", "percent": "number", "boolean": "boolean", "date": "date",
+    "datetime": "datetime", "picklist": "picklist", "multiselectpicklist": "multipicklist",
+    "lookup": "reference", "ownerlookup": "reference", "userlookup": "reference",
+}  # fmt: skip
 WATCHED_OPERATIONS = ("create", "edit")  # a deleted record has nothing to enrich
 BATCH_SIZE = 100  # records an update takes (documented)
 FIELDS_PER_READ = 50  # field names a read takes (documented; LIMIT_EXCEEDED beyond)
@@ -250,6 +268,35 @@ class Zoho(CrmClient):
     def write_many(self, changes: dict[str, dict[str, Any]]) -> dict[str, WriteResult | Permanent]:
         """Update records 100 a call; each record's outcome."""
         return write_many_dropping(self._update_batch, changes, BATCH_SIZE)
+
+    def fields(self) -> list[CrmField]:
+        """The module's fields, from the field meta API (see the module docstring)."""
+        response = self._send("GET", FIELDS, params={"module": MODULES[self.kind]})
+        self._check(response)
+        listed = _body(response).get("fields")
+        if not isinstance(listed, list) or not all(_described(item) for item in listed):
+            raise garbled(response, f"the fields of {MODULES[self.kind]}")
+        return [_field(item) for item in listed]
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """Permanent: see the module docstring."""
+        raise Permanent(
+            f"Zoho fields are created in Zoho CRM's Setup (Modules and Fields > "
+            f"{MODULES[self.kind]}): the connector's grant reads fields, it does not create them"
+        )
+
+    def find(self, email: str) -> str | None:
+        """The id of the module's record whose e-mail is `email`; None when Zoho has none."""
+        if self.kind == "companies":
+            raise Permanent("a Zoho Account has no e-mail to find it by")
+        response = self._send("GET", f"{self.records}/search", params={"email": email})
+        if response.status_code == 204:
+            return None
+        self._check(response)
+        found = _body(response).get("data")
+        if not isinstance(found, list) or not all(isinstance(r, dict) and "id" in r for r in found):
+            raise garbled(response, "records under data")
+        return str(found[0]["id"]) if found else None
 
     def watch(
         self,
@@ -405,6 +452,25 @@ class Zoho(CrmClient):
             reason = f"{status} {response.reason_phrase}: {'; '.join(map(_describe, errors))}"
             raise _Refused(reason, codes) if status == 400 else Permanent(reason)
         classify(response)
+
+
+def _described(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("api_name"), str)
+
+
+def _field(item: Record) -> CrmField:
+    """A field of the field meta API as ours."""
+    operations = item.get("operation_type")
+    refused = isinstance(operations, dict) and operations.get("api_update") is False
+    values = dicts(item.get("pick_list_values"))
+    return CrmField(
+        name=item["api_name"],
+        label=str(item.get("field_label") or item.get("display_label") or item["api_name"]),
+        type=FIELD_TYPES.get(str(item.get("data_type")), "other"),
+        options=tuple(str(v["actual_value"]) for v in values if "actual_value" in v),
+        read_only=refused or item.get("read_only") is True or item.get("field_read_only") is True,
+        custom=item.get("custom_field") is True,
+    )
 
 
 def _slices(items: list[str], size: int) -> list[list[str]]:

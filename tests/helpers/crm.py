@@ -612,8 +612,9 @@ class FakeSalesforce:
     them: one record (GET, PATCH /sobjects/{type}/{id}), sObject Collections (GET
     /composite/sobjects/{type}?ids=..., PATCH /composite/sobjects, each record naming its
     type), and the Query resource (GET /query?q=SOQL, then its nextRecordsUrl, `batch`
-    records an answer). A field the type lacks is refused as INVALID_FIELD; records every
-    request."""
+    records an answer; or a record found by e-mail, `FIND`). A field the type lacks is
+    refused as INVALID_FIELD; records every request. `described` holds each type's fields as
+    its describe (GET /sobjects/{type}/describe) answers them."""
 
     def __init__(self, fields: dict[str, set[str]]) -> None:
         self.fields = fields
@@ -622,10 +623,15 @@ class FakeSalesforce:
         self.batch = 2_000  # records a query answer holds (Salesforce's default batch size)
         self.cursors: dict[str, tuple[str, list[str], list[str]]] = {}  # open query locators
         self.failures: list[httpx.Response] = []  # answers to the next queries, first
+        self.described: dict[str, list[dict[str, Any]]] = {}  # DescribeFieldResults a type
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         path = request.url.path.split("/services/data/v62.0/", 1)[1].split("/")
+        if path[0] == "sobjects" and path[2:] == ["describe"]:
+            return self._describe(path[1])
+        if path[0] == "query" and FIND.fullmatch(request.url.params.get("q", "")):
+            return self._find(request.url.params["q"])
         if path[0] == "query":
             return self._query_more(path[1]) if path[1:] else self._query(request)
         if path[:2] == ["composite", "sobjects"] and request.method == "GET":
@@ -763,6 +769,30 @@ class FakeSalesforce:
             body["nextRecordsUrl"] = f"/services/data/v62.0/query/{locator}-{offset + self.batch}"
         return httpx.Response(200, json=body)
 
+    def _describe(self, sobject: str) -> httpx.Response:
+        """The describe of a type (DescribeSObjectResult: its name, label and `fields`)."""
+        if sobject not in self.described:
+            error = {"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}
+            return httpx.Response(404, json=[error])
+        body = {"name": sobject, "label": sobject, "custom": False,
+                "fields": self.described[sobject]}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+    def _find(self, soql: str) -> httpx.Response:
+        """SELECT Id FROM <type> WHERE <field> = '<literal>' ORDER BY CreatedDate LIMIT 1:
+        the literal read as SOQL unescapes it, compared without regard to case."""
+        shape = FIND.fullmatch(soql)
+        assert shape is not None
+        wanted = re.sub(r"\\(.)", lambda m: SOQL_UNESCAPES.get(m[1], m[1]), shape["value"])
+        held = self.records[shape["sobject"]]
+        keys = [
+            k for k, r in held.items() if str(r.get(shape["field"], "")).lower() == wanted.lower()
+        ]
+        records = [{"attributes": {"type": shape["sobject"]}, "Id": key} for key in keys[:1]]
+        return httpx.Response(
+            200, json={"totalSize": len(records), "done": True, "records": records}
+        )
+
     def queries(self) -> list[str]:
         """The SOQL of each query sent (not the locators followed), in order."""
         return [r.url.params["q"] for r in self.requests if r.url.path.endswith("/query")]
@@ -770,6 +800,10 @@ class FakeSalesforce:
 
 SOQL = re.compile(r"SELECT (?P<fields>Id(?:, \w+)*) FROM (?P<sobject>\w+)"
                   r"(?: WHERE (?P<where>.+?))? ORDER BY Id")  # fmt: skip
+# The query finding a record by e-mail; its literal's quotes and backslashes escaped.
+FIND = re.compile(r"SELECT Id FROM (?P<sobject>\w+) WHERE (?P<field>\w+) = "
+                  r"'(?P<value>(?:[^'\\]|\\.)*)' ORDER BY CreatedDate LIMIT 1")  # fmt: skip
+SOQL_UNESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 SOQL_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:Z|[+-]\d\d:\d\d)")
 
 

@@ -27,6 +27,11 @@ TABLES = {
 }
 ROW = re.compile(rf"{re.escape(API)}/(\w+)(?:\(([0-9a-fA-F-]{{36}})\))?")
 IN = re.compile(r"Microsoft\.Dynamics\.CRM\.In\(PropertyName='(\w+)',PropertyValues=\[([^\]]*)\]\)")
+EQ = re.compile(r"(\w+) eq '((?:[^']|'')*)'")  # an OData string literal: quotes doubled
+ATTRIBUTES = re.compile(
+    rf"{re.escape(API)}/EntityDefinitions\(LogicalName='(\w+)'\)/Attributes"
+    r"(?:/Microsoft\.Dynamics\.CRM\.(\w+))?"
+)
 Row = dict[str, Any]
 
 
@@ -38,11 +43,16 @@ class FakeDataverseTables:
         self.tables = {entity_set: dict(tables.get(entity_set, {})) for entity_set in TABLES}
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []
+        # Each table's attribute definitions, by logical name (AttributeMetadata, with its
+        # "@odata.type"; a choice's OptionSet too), as EntityDefinitions answers them.
+        self.attributes: dict[str, list[Row]] = {}
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
+        if described := ATTRIBUTES.fullmatch(request.url.path):
+            return self._attributes(described[1], described[2], request.url.params)
         found = ROW.fullmatch(request.url.path)
         if not found or found[1] not in TABLES:
             return _error(404, "0x80060888", f"Resource not found for the segment '{found}'.")
@@ -90,7 +100,25 @@ class FakeDataverseTables:
             200, json={"@odata.context": context, **self._row(entity_set, guid, columns)}
         )
 
+    def _attributes(
+        self, table: str, cast: str | None, params: httpx.QueryParams
+    ) -> httpx.Response:
+        """GET EntityDefinitions(LogicalName='t')/Attributes[/Microsoft.Dynamics.CRM.<cast>]
+        ("Query table definitions using the Web API"): the $select'ed properties of each, or
+        of those of the cast's type with OptionSet / GlobalOptionSet $expand'ed."""
+        context = f"{API}/$metadata#EntityDefinitions('{table}')/Attributes"
+        held = self.attributes.get(table, [])
+        if cast:
+            held = [a for a in held if a["@odata.type"] == f"#Microsoft.Dynamics.CRM.{cast}"]
+            context += f"/Microsoft.Dynamics.CRM.{cast}"
+        shown = params["$select"].split(",") + (["OptionSet", "GlobalOptionSet"] if cast else [])
+        rows = [{"@odata.type": a["@odata.type"], **{k: a.get(k) for k in shown}}
+                for a in held]  # fmt: skip
+        return httpx.Response(200, json={"@odata.context": context, "value": rows})
+
     def _query(self, entity_set: str, request: httpx.Request) -> httpx.Response:
+        if equal := EQ.fullmatch(request.url.params["$filter"]):
+            return self._equal(entity_set, equal[1], equal[2].replace("''", "'"), request)
         where = IN.fullmatch(request.url.params["$filter"])
         assert where and where[1] == TABLES[entity_set][1], request.url.params["$filter"]
         asked = [value.strip("'") for value in where[2].split(",")]
@@ -98,6 +126,18 @@ class FakeDataverseTables:
         rows = [self._row(entity_set, g, columns) for g in asked if g in self.tables[entity_set]]
         context = f"{API}/$metadata#{entity_set}"
         return httpx.Response(200, json={"@odata.context": context, "value": rows})
+
+    def _equal(
+        self, entity_set: str, column: str, value: str, request: httpx.Request
+    ) -> httpx.Response:
+        """$filter=<column> eq '<text>' (text compared without regard to case), $top rows."""
+        held = self.tables[entity_set]
+        top = int(request.url.params.get("$top", "5000"))
+        guids = [g for g, row in held.items() if str(row.get(column, "")).lower() == value.lower()]
+        columns = request.url.params["$select"].split(",")
+        rows = [self._row(entity_set, g, columns) for g in guids[:top]]
+        return httpx.Response(200, json={"@odata.context": f"{API}/$metadata#{entity_set}",
+                                         "value": rows})  # fmt: skip
 
     def _update(self, entity_set: str, guid: str, request: httpx.Request) -> httpx.Response:
         assert request.headers.get("if-match") == "*"  # an update, never an upsert

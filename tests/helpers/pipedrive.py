@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from datetime import datetime
 from typing import Any
@@ -30,7 +31,9 @@ def found(record: dict[str, Any]) -> httpx.Response:
 class HeldPipedrive:
     """A Pipedrive holding persons and organizations (API v2) and leads (API v1) by id: GET
     one, GET a list by `ids`, PATCH one (custom fields merged, anything else replaced), list
-    them page by page (`listing`), in Pipedrive's answer shapes; it keeps the requests it was
+    them page by page (`listing`), search persons by e-mail (`search`); and the field lists
+    (`fields`: personFields, organizationFields, dealFields, API v2), listed page by page and
+    added to (`field_lists`), in Pipedrive's answer shapes; it keeps the requests it was
     sent, and answers the `failures` queued first."""
 
     def __init__(self, **held: dict[str, dict[str, Any]]) -> None:
@@ -38,12 +41,17 @@ class HeldPipedrive:
         self.held["leads"] = dict(held.get("leads", {}))
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []  # answered first, one a request
+        self.fields: dict[str, list[dict[str, Any]]] = {name: [] for name in FIELD_LISTS}
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
         _, _, _, kind, *rest = request.url.path.split("/")  # /api/v2/persons/12
+        if kind in self.fields:
+            return field_lists(self.fields[kind], request)
+        if rest == ["search"]:
+            return search(self.held[kind], request.url.params)
         held = self.held[kind]
         if not rest and "ids" not in request.url.params:
             return listing(kind, held, request.url.params)
@@ -83,7 +91,9 @@ def listing(kind: str, held: dict[str, dict[str, Any]], query: httpx.QueryParams
                             "code": "ERR_SCHEMA_VALIDATION_FAILED"})  # fmt: skip
     if kind == "leads":
         start = int(query.get("start", "0"))
-        page = list(held.values())[start : start + limit]
+        person = int(query["person_id"]) if "person_id" in query else None
+        leads = [lead for lead in held.values() if person in (None, lead.get("person_id"))]
+        page = leads[start : start + limit]
         more = start + limit < len(held)
         pagination = {"start": start, "limit": limit, "more_items_in_collection": more}
         if more:
@@ -102,6 +112,52 @@ def listing(kind: str, held: dict[str, dict[str, Any]], query: httpx.QueryParams
         base64.b64encode(json.dumps({"id": page[-1]["id"]}).encode()).decode() if rest else None
     )
     return answer(200, {"success": True, "data": page, "additional_data": {"next_cursor": cursor}})
+
+
+FIELD_LISTS = ("personFields", "organizationFields", "dealFields")
+
+
+def field_lists(fields: list[dict[str, Any]], request: httpx.Request) -> httpx.Response:
+    """GET /api/v2/<entity>Fields: `limit` (at most 500) fields from an opaque `cursor`,
+    `additional_data.next_cursor` null after the last (GetPersonFields200Response, pipedrive/
+    client-nodejs src/versions/v2); POST adds a custom field keyed by a new 40-character hash,
+    answered as the field (AddPersonField200Response: success, data)."""
+    if request.method == "POST":
+        sent = json.loads(request.content)
+        code = hashlib.sha1(f"{sent['field_name']}{len(fields)}".encode()).hexdigest()
+        field = {"field_code": code, "field_name": sent["field_name"],
+                 "field_type": sent["field_type"], "is_custom_field": True,
+                 "is_optional_response_field": False, "options": None,
+                 "subfields": None}  # fmt: skip
+        fields.append(field)
+        return answer(200, {"success": True, "data": field})
+    limit = int(request.url.params.get("limit", "100"))
+    if limit > 500:
+        return answer(400, {"success": False, "error": "Validation failed: limit: must be <= 500",
+                            "code": "ERR_SCHEMA_VALIDATION_FAILED"})  # fmt: skip
+    start = (
+        int(base64.b64decode(request.url.params["cursor"])) if "cursor" in request.url.params else 0
+    )
+    more = start + limit < len(fields)
+    cursor = base64.b64encode(str(start + limit).encode()).decode() if more else None
+    return answer(200, {"success": True, "data": fields[start : start + limit],
+                        "additional_data": {"next_cursor": cursor}})  # fmt: skip
+
+
+def search(held: dict[str, dict[str, Any]], query: httpx.QueryParams) -> httpx.Response:
+    """GET /api/v2/persons/search?term=&fields=email&exact_match=true: the persons one of whose
+    e-mails is the term (not case sensitive), as v2's search answers them (data.items[], each
+    a result_score and the item: id, type, name, emails as strings)."""
+    assert query["fields"] == "email" and query["exact_match"] == "true", query
+    term = query["term"].lower()
+    items = [
+        {"result_score": 1.0, "item": {"id": int(key), "type": "person", "name": person.get("name"),
+                                        "emails": [e["value"] for e in person.get("emails", [])]}}
+        for key, person in held.items()
+        if term in (e["value"].lower() for e in person.get("emails", []))
+    ]  # fmt: skip
+    return answer(200, {"success": True, "data": {"items": items[: int(query.get("limit", 100))]},
+                        "additional_data": {"next_cursor": None}})  # fmt: skip
 
 
 def _when(text: str) -> datetime:

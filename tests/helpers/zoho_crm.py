@@ -36,15 +36,20 @@ class FakeZohoRecords:
     def __init__(self, records: dict[str, dict[str, Record]]) -> None:
         self.records = records
         self.requests: list[httpx.Request] = []
+        self.fields: dict[str, list[Record]] = {}  # the field meta API's fields, by module
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         _, _, _, module, *rest = request.url.path.split("/")  # /crm/v7/{module}[/{id}]
         if module == "actions":
             return self._watch(request)
+        if module == "settings" and rest == ["fields"]:
+            return self._fields(request.url.params["module"])
         held = self.records.get(module)
         if held is None:
             return httpx.Response(400, json=INVALID_MODULE)
+        if rest == ["search"]:
+            return self._search(held, request.url.params["email"])
         if request.method == "PUT":
             return self._update(held, json.loads(request.content)["data"], rest)
         ids = rest or request.url.params["ids"].split(",")
@@ -62,6 +67,21 @@ class FakeZohoRecords:
             for request in self.requests
             if request.method == "PUT" and request.url.path.split("/")[3] == module
         ]
+
+    def _fields(self, module: str) -> httpx.Response:
+        """GET /crm/v7/settings/fields?module=: {"fields": [...]} (zoho/crm-oas fields.json)."""
+        if module not in self.fields:
+            return httpx.Response(400, json=INVALID_MODULE)
+        return httpx.Response(200, json={"fields": self.fields[module]})
+
+    def _search(self, held: dict[str, Record], email: str) -> httpx.Response:
+        """GET /crm/v7/{module}/search?email=: records whose Email is it (not case sensitive),
+        204 No Content when none is (Zoho's search-records page)."""
+        found = [dict(r) for r in held.values() if str(r.get("Email", "")).lower() == email.lower()]
+        if not found:
+            return httpx.Response(204)
+        info = {"per_page": 200, "count": len(found), "page": 1, "more_records": False}
+        return httpx.Response(200, json={"data": found, "info": info})
 
     def _view(self, record: Record, fields: list[str]) -> Record:
         shown = {name: record.get(name) for name in fields} if fields else dict(record)

@@ -1,0 +1,150 @@
+"""Dataverse's columns and rows found by e-mail, for the mapping editor and the preview: each
+kind's adapter over a Dataverse holding rows and table definitions (tests/helpers/dataverse.py,
+in the shapes of "Query table definitions using the Web API")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent
+from connector.platforms.dynamics import PLATFORM
+from tests.helpers.crm import DYNAMICS
+from tests.helpers.dataverse import FakeDataverseTables
+
+AVA_ID, BO_ID = "0b0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01", "0b0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c02"
+LEAD_ID = "1c0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01"
+ACCOUNT_ID = "2d0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01"
+
+
+def label(text: str) -> dict[str, Any]:
+    """A Label (LocalizedLabels and the user's UserLocalizedLabel)."""
+    localized = {"Label": text, "LanguageCode": 1033, "IsManaged": True}
+    return {"LocalizedLabels": [localized], "UserLocalizedLabel": localized}
+
+
+def attribute(
+    name: str, type: str, display: str, metadata: str = "", **more: Any
+) -> dict[str, Any]:
+    """An AttributeMetadata as EntityDefinitions(...)/Attributes answers it."""
+    return {"@odata.type": f"#Microsoft.Dynamics.CRM.{metadata or type + 'AttributeMetadata'}",
+            "LogicalName": name, "SchemaName": name.title(), "AttributeType": type,
+            "DisplayName": label(display), "IsValidForCreate": True, "IsValidForUpdate": True,
+            "IsCustomAttribute": False, **more}  # fmt: skip
+
+
+def options(*choices: tuple[int, str]) -> dict[str, Any]:
+    return {"Options": [{"Value": value, "Label": label(text)} for value, text in choices]}
+
+
+CONTACT_ATTRIBUTES = [
+    attribute("contactid", "Uniqueidentifier", "Contact", "UniqueIdentifierAttributeMetadata",
+              IsValidForUpdate=False),
+    attribute("emailaddress1", "String", "Email"), attribute("jobtitle", "String", "Job Title"),
+    attribute("fullname", "String", "Full Name", IsValidForUpdate=False),
+    attribute("parentcustomerid", "Customer", "Company Name", "LookupAttributeMetadata"),
+    attribute("preferredcontactmethodcode", "Picklist", "Preferred Method of Contact",
+              OptionSet=options((1, "Any"), (2, "Email"), (3, "Phone"))),
+    attribute("new_jobfunctions", "Virtual", "Job Functions",
+              "MultiSelectPicklistAttributeMetadata", IsCustomAttribute=True,
+              GlobalOptionSet=options((100000000, "Engineering"))),
+    attribute("new_employees", "Integer", "Employees", IsCustomAttribute=True),
+    attribute("donotemail", "Boolean", "Do not allow Emails"),
+    attribute("birthdate", "DateTime", "Birthday"),
+    attribute("creditlimit", "Money", "Credit Limit"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def crm() -> FakeDataverseTables:
+    fake = FakeDataverseTables({
+        "contacts": {AVA_ID: {"emailaddress1": "ava@acme.example"},
+                     BO_ID: {"emailaddress1": "o'brien@acme.example"}},
+        "leads": {LEAD_ID: {"emailaddress1": "ava@acme.example"}},
+        "accounts": {ACCOUNT_ID: {"emailaddress1": "info@acme.example"}},
+    })  # fmt: skip
+    fake.attributes = {
+        "contact": CONTACT_ATTRIBUTES,
+        "lead": [attribute("leadqualitycode", "Picklist", "Rating",
+                           OptionSet=options((1, "Hot"), (2, "Warm")))],
+        "account": [attribute("industrycode", "Picklist", "Industry",
+                              OptionSet=options((1, "Accounting")))],
+    }  # fmt: skip
+    return fake
+
+
+def adapter(crm: Any, kind: str = "contacts") -> Any:
+    client = httpx.Client(transport=httpx.MockTransport(crm))
+    return PLATFORM.adapter(DYNAMICS, "token", client, kind=kind)
+
+
+def test_a_contacts_columns_come_from_its_attribute_definitions(crm: FakeDataverseTables) -> None:
+    fields = {f.name: f for f in adapter(crm).fields()}
+    assert fields["preferredcontactmethodcode"] == CrmField(
+        "preferredcontactmethodcode", "Preferred Method of Contact", "picklist",
+        ("1", "2", "3"), labels=("Any", "Email", "Phone"),
+    )  # fmt: skip
+    assert fields["new_jobfunctions"] == CrmField(
+        "new_jobfunctions", "Job Functions", "multipicklist", ("100000000",), custom=True,
+        labels=("Engineering",),
+    )  # fmt: skip
+    assert [name for name, f in fields.items() if f.read_only] == ["contactid", "fullname"]
+    assert {name: f.type for name, f in fields.items()} == {
+        "contactid": "other", "emailaddress1": "text", "jobtitle": "text", "fullname": "text",
+        "parentcustomerid": "reference", "preferredcontactmethodcode": "picklist",
+        "new_jobfunctions": "multipicklist", "new_employees": "number", "donotemail": "boolean",
+        "birthdate": "datetime", "creditlimit": "number",
+    }  # fmt: skip
+    assert all(f.type in FIELD_TYPES for f in fields.values())
+    paths = [r.url.path.rsplit("/", 1)[-1] for r in crm.requests]
+    assert paths == ["Microsoft.Dynamics.CRM.PicklistAttributeMetadata",
+                     "Microsoft.Dynamics.CRM.MultiSelectPicklistAttributeMetadata",
+                     "Attributes"]  # fmt: skip
+    assert "EntityDefinitions(LogicalName='contact')" in crm.requests[0].url.path
+
+
+@pytest.mark.parametrize(
+    ("kind", "table", "name", "options"),
+    [("leads", "lead", "leadqualitycode", ("1", "2")),
+     ("companies", "account", "industrycode", ("1",))],
+)  # fmt: skip
+def test_each_kind_lists_its_own_tables_columns(
+    crm: FakeDataverseTables, kind: str, table: str, name: str, options: tuple[str, ...]
+) -> None:
+    (field,) = adapter(crm, kind).fields()
+    assert f"LogicalName='{table}'" in crm.requests[0].url.path
+    assert (field.name, field.type, field.options) == (name, "picklist", options)
+
+
+def test_a_refused_token_is_permanent() -> None:
+    refused = {
+        "error": {"code": "0x80072560", "message": "The user is not a member of the organization."}
+    }
+    with pytest.raises(Permanent, match=TOKEN_REFUSED):
+        adapter(lambda request: httpx.Response(401, json=refused)).fields()
+
+
+def test_columns_are_created_in_the_maker_portal(crm: FakeDataverseTables) -> None:
+    with pytest.raises(Permanent, match="maker portal"):
+        adapter(crm).create_field("new_score", "Score", "number")
+    assert crm.requests == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "email", "found"),
+    [("contacts", "AVA@acme.example", AVA_ID), ("leads", "ava@acme.example", LEAD_ID),
+     ("companies", "info@acme.example", ACCOUNT_ID), ("contacts", "nobody@acme.example", None)],
+)  # fmt: skip
+def test_a_row_is_found_by_its_emailaddress1(
+    crm: FakeDataverseTables, kind: str, email: str, found: str | None
+) -> None:
+    assert adapter(crm, kind).find(email) == found
+    assert crm.requests[0].url.params["$filter"] == f"emailaddress1 eq '{email}'"
+
+
+def test_a_quote_in_the_address_is_doubled_in_the_filter(crm: FakeDataverseTables) -> None:
+    assert adapter(crm).find("o'brien@acme.example") == BO_ID
+    assert crm.requests[0].url.params["$filter"] == "emailaddress1 eq 'o''brien@acme.example'"
+    assert adapter(crm).find("x' or emailaddress1 ne '") is None  # one literal: no injection
