@@ -135,6 +135,19 @@ def apply(work: worker.Worker, connection_id: str, preview_id: str) -> Preview:
     return stored(work.db, connection_id, preview_id)
 
 
+def lines(shown: Preview) -> list[str]:
+    """A preview as text, a line a mapped property (`contactdata preview`)."""
+    head = f"{shown.kind} record {shown.record_id}: {shown.credits} credit(s) charged"
+    decided = [
+        f"{row['property']}: skip ({row['reason']}); CRM {row['current']!r}, enriched "
+        f"{row['value']!r}"
+        if row["reason"]
+        else f"{row['property']}: write {row['value']!r} over {row['current']!r}"
+        for row in shown.rows
+    ]
+    return [head, *decided]
+
+
 def _claim(work: worker.Worker, shown: Preview) -> None:
     """Mark the preview applied and save its intent in the transaction cache, as the worker
     saves one before writing (what we hold so far kept); or say why it cannot be applied."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlite_utils import Database
@@ -20,6 +21,7 @@ from werkzeug.test import TestResponse
 
 import connector.app
 from connector import connections, mappings, preview, store, worker
+from connector.cli import main
 from server import NotFound, ServiceError, importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, DATA, NOW, SECRET
@@ -301,3 +303,23 @@ def test_apply_without_the_csrf_token_is_refused(site: Row, fake_crm: FakeCrm) -
     refused = client.post(f"{made.location}/apply", data={})
     assert refused.status_code == 400 and "security token" in text(refused)
     assert fake_crm.writes["501"] == 0
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_the_cli_previews_and_with_apply_writes_once(
+    site: Row, fake_crm: FakeCrm, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    acme = site["Acme"]["id"]
+    args = ["preview", "--db", str(db_path), acme, "--email", AVA]
+    shown = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    assert "lastname: write 'Adams'" in shown.output and "nothing written" in shown.output
+    assert fake_crm.writes["501"] == 0
+    applied = CliRunner().invoke(main, [*args, "--apply"], catch_exceptions=False)
+    assert applied.exit_code == 0 and "wrote " in applied.output
+    assert fake_crm.writes["501"] == 1
+    missing = CliRunner().invoke(main, ["preview", "--db", str(db_path), acme, "--record", "9"])
+    assert missing.exit_code == 1 and "record 9: 404" in missing.output
