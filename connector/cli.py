@@ -24,6 +24,7 @@ from connector import (
     mappings,
     oauth_apps,
     outbound,
+    preview,
     scheduler,
     store,
     worker,
@@ -467,6 +468,36 @@ def backfill_run(
         except (Permanent, Retriable) as failure:
             raise click.ClickException(f"{failure.reason} (run it again to resume)") from None
     click.echo(f"backfill {row['id']} {row['state']}: the worker enriches the queued records")
+
+
+@main.command("preview")
+@DB_OPTION
+@click.argument("connection_id")
+@click.option("--record", "record_id", default="", help="The CRM record's id.")
+@click.option("--email", default="", help="Or the record's e-mail (found through the CRM).")
+@click.option("--object", "kind", type=click.Choice(["contacts", "leads", "companies"]),
+              default="contacts", show_default=True)  # fmt: skip
+@click.option("--apply", "then_apply", is_flag=True, help="Write what is shown, once.")
+def preview_command(
+    db_path: Path, connection_id: str, record_id: str, email: str, kind: str, then_apply: bool
+) -> None:
+    """Read a CRM record and enrich it (charged like any enrichment): each mapped property
+    with the CRM's value, the enriched one and whether it would be written; with --apply,
+    write exactly that."""
+    settings = load({"DB": str(db_path)})
+    with outbound.client(timeout=30.0) as client:
+        work = worker.Worker(
+            store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
+        )
+        try:
+            shown = preview.show(work, connection_id, kind, record_id, email, "cli")
+            click.echo("\n".join(preview.lines(shown)))
+            if not then_apply:
+                click.echo(f"nothing written (preview {shown.id}); --apply writes it")
+                return
+            click.echo(preview.apply(work, connection_id, shown.id).outcome)
+        except ServiceError as error:
+            raise click.ClickException(error.message) from None
 
 
 @backfill_group.command("status")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -259,6 +260,49 @@ def may_write(policy: str, current: Any, ours: Any = None) -> bool:
     return policy == "overwrite_if_ours" and not is_empty(ours) and same(current, ours)
 
 
+NO_VALUE = "no enriched value"
+SAME_VALUE = "the CRM already holds this value"
+KEPT = {  # why a policy leaves the CRM's value as it is
+    "fill_if_empty": "the CRM has a value, and fill_if_empty keeps it",
+    "overwrite_if_ours": "the CRM's value is not ours (a user's), and overwrite_if_ours keeps it",
+    "never": "the policy is never",
+}
+
+
+def skip_reason(policy: str, value: Any, current: Any, ours: Any = None) -> str:
+    """Why a rule's enriched `value` (transformed, not empty) is not written over the CRM's
+    `current` one (None: the CRM leaves the field empty), `ours` being what we last wrote
+    there; "" when it is written. The one decision the worker and the preview share."""
+    if current is None:  # a field the CRM leaves empty (most, in a backfill): as may_write
+        if policy == "never":
+            return KEPT[policy]
+        return "" if _items(value) else NO_VALUE  # has it, is_empty(value) or not
+    if value == current:
+        return SAME_VALUE
+    if is_empty(value):
+        return NO_VALUE
+    if same(value, current):
+        return SAME_VALUE
+    return "" if may_write(policy, current, ours) else KEPT[policy]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One output rule applied to a record: the CRM property, the enrich field, the CRM's
+    current value, the enriched value (transformed; "" when there is none) and why it is not
+    written ("" when it is)."""
+
+    property: str
+    field: str
+    current: Any
+    value: Any
+    reason: str
+
+    @property
+    def write(self) -> bool:
+        return not self.reason
+
+
 # --- the model -------------------------------------------------------------------------------
 
 
@@ -385,16 +429,27 @@ class Mapping(BaseModel):
                 continue
             for function in functions:
                 value = function(value)
-            now = current.get(name)
-            if now is None:  # a field the CRM leaves empty (most, in a backfill): as may_write
-                if policy != "never" and _items(value):  # has it, is_empty(value) or not
-                    written[name] = value
-                continue
-            if value == now or is_empty(value) or same(value, now):
-                continue
-            if may_write(policy, now, ours.get(name)):
+            if not skip_reason(policy, value, current.get(name), ours.get(name)):
                 written[name] = value
         return written
+
+    def decisions(
+        self, result: dict[str, Any], current: dict[str, Any], ours: dict[str, Any] | None = None
+    ) -> list[Decision]:
+        """Each rule's decision, in order, as `changes` makes it (a preview shows them): the
+        properties `changes` returns are exactly those decided to be written."""
+        ours = ours or {}
+        decided = []
+        for field, name, functions, policy in self._rules:
+            value = result.get(field)
+            reason = NO_VALUE
+            if value is not None and not is_empty(value):
+                for function in functions:
+                    value = function(value)
+                reason = skip_reason(policy, value, current.get(name), ours.get(name))
+            shown = "" if value is None or is_empty(value) else value
+            decided.append(Decision(name, field, current.get(name), shown, reason))
+        return decided
 
     @cached_property
     def _rules(self) -> tuple[tuple[str, str, tuple[Callable[[Any], Any], ...], str], ...]:

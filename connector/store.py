@@ -344,6 +344,31 @@ def m016_crm_webhooks(db: Database) -> None:
     db.execute("ALTER TABLE connections ADD COLUMN crm_webhook_ids TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m018_previews(db: Database) -> None:
+    """Previews (connector/preview.py): a CRM record read and enriched, the rows shown and the
+    exact write planned, kept so Apply sends that write once (applied_at set when claimed)."""
+    db.execute(
+        """
+        CREATE TABLE previews (
+            id TEXT PRIMARY KEY,
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            record_id TEXT NOT NULL,
+            rows TEXT NOT NULL,
+            planned TEXT NOT NULL,
+            saving TEXT NOT NULL,
+            credits INTEGER NOT NULL,
+            created_by TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            applied_at TEXT,
+            outcome TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    db.execute("CREATE INDEX previews_connection ON previews (connection_id, created_at)")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     db.table("oauth_apps").upsert(row, pk="platform")
@@ -787,3 +812,37 @@ def backfill_progress(db: Database, connection_id: str, prefix: str) -> Row:
         "WHERE e.connection_id = :c AND e.event_key >= :p AND e.event_key < :p || char(1114111)"
     )
     return dict(next(iter(db.query(sql, {"c": connection_id, "p": prefix}))))
+
+
+# --- previews ----------------------------------------------------------------------------------
+
+
+def save_preview(db: Database, row: Row) -> None:
+    """A new preview."""
+    db.table("previews").insert(row)
+
+
+def preview(db: Database, preview_id: str) -> Row | None:
+    """The preview with this id, or None."""
+    rows = list(db.query("SELECT * FROM previews WHERE id = ?", [preview_id]))
+    return rows[0] if rows else None
+
+
+def claim_preview(db: Database, preview_id: str, now: str, not_before: str) -> bool:
+    """Mark a preview applied at `now` unless it was already or was made before `not_before`;
+    whether this call claimed it (exactly one of racing calls does)."""
+    sql = (
+        "UPDATE previews SET applied_at = ? WHERE id = ? AND applied_at IS NULL AND created_at >= ?"
+    )
+    return db.execute(sql, [now, preview_id, not_before]).rowcount == 1
+
+
+def release_preview(db: Database, preview_id: str, outcome: str) -> None:
+    """A claimed preview whose write failed: it may be applied again; `outcome` says why."""
+    sql = "UPDATE previews SET applied_at = NULL, outcome = ? WHERE id = ?"
+    db.execute(sql, [outcome, preview_id])
+
+
+def preview_applied(db: Database, preview_id: str, outcome: str) -> None:
+    """What a claimed preview's write did."""
+    db.execute("UPDATE previews SET outcome = ? WHERE id = ?", [outcome, preview_id])

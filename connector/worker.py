@@ -224,7 +224,7 @@ class Worker:
         if not reads:
             return []
         try:
-            properties = list(dict.fromkeys([*_readable(mapping), *also]))
+            properties = list(dict.fromkeys([*readable(mapping), *also]))
             found = _fetch(adapter, [t.record_id for t in reads], properties)
         except Exception as error:  # the whole call: every event waits or fails alike
             outcomes.update(self._fail(t.event, error) for t in reads)
@@ -260,9 +260,9 @@ class Worker:
                 return f"unchanged since {cached['enriched_at']}: not enriched again"
             outcome = self._enrich(link, event, given)
         changes = mapping.changes(outcome.result, current, ours)
-        fingerprint = _fingerprint(given, {**ours, **changes})
+        input_print = fingerprint(given, {**ours, **changes})
         at = server.iso(now)
-        row = _cache_row(triaged.event, outcome, fingerprint, ours, at)
+        row = cache_row(triaged.event, outcome, input_print, ours, at)
         saving = {**row, "pending": json.dumps(changes)}
         company = _company_event(PLATFORMS[link["platform"]], event, current, outcome, at)
         return Planned(event, triaged.record_id, changes, current, saving, company)
@@ -285,14 +285,20 @@ class Worker:
     def _enrich(self, link: Row, event: Row, given: Row) -> server.Outcome:
         """Enrich as the connection's organization; the transaction id comes from the event,
         so doing it again is not charged again."""
+        transaction_id = str(uuid.uuid5(_EVENTS, f"{link['id']}:{event['event_key']}"))
+        return self.enrich(link, given, transaction_id, f"/hooks/{link['id']}/events")
+
+    def enrich(self, link: Row, given: Row, transaction_id: str, endpoint: str) -> server.Outcome:
+        """Enrich `given` as the connection's organization with its key, charged and recorded
+        as an API call (once per `transaction_id`) under `endpoint`."""
         return server.enrich_with_key(
             self.db,
             self.secret,
             store.unseal(self.secret, link["api_key_sealed"]),
             given,
             self.clock(),
-            str(uuid.uuid5(_EVENTS, f"{link['id']}:{event['event_key']}")),
-            f"/hooks/{link['id']}/events",
+            transaction_id,
+            endpoint,
         )
 
     def _write(self, link: Row, adapter: Adapter, planned: list[Planned]) -> Counter[str]:
@@ -359,7 +365,7 @@ class Worker:
         return self.rng.uniform(ceiling / 2, ceiling)
 
 
-def _readable(mapping: mappings.Mapping) -> list[str]:
+def readable(mapping: mappings.Mapping) -> list[str]:
     """The CRM properties to read: those written back, and the plain input paths (for
     events that carry only the record's id)."""
     plain = [path for paths in mapping.input.values() for path in paths if "." not in path]
@@ -395,19 +401,17 @@ def _fresh(cached: Row, given: Row, ours: Row, now: datetime) -> bool:
     """Whether the record was enriched within FRESH_FOR of `now` from the same input: then an
     event (our own write echoed back, a user editing another field) needs no enrich."""
     recent = cached["enriched_at"] >= server.iso(now - FRESH_FOR)
-    return recent and cached["input_fingerprint"] == _fingerprint(given, ours)
+    return recent and cached["input_fingerprint"] == fingerprint(given, ours)
 
 
-def _fingerprint(given: Row, ours: Row) -> str:
+def fingerprint(given: Row, ours: Row) -> str:
     """The enrich input as the user gave it: inputs holding a value we wrote (a company name
     we filled in) are left out, so our own write does not count as a change."""
     written = {str(value) for value in ours.values()}
     return json.dumps({k: v for k, v in given.items() if v not in written}, sort_keys=True)
 
 
-def _cache_row(
-    event: Row, outcome: server.Outcome, fingerprint: str, written: Row, now: str
-) -> Row:
+def cache_row(event: Row, outcome: server.Outcome, fingerprint: str, written: Row, now: str) -> Row:
     """The transaction cache entry after enriching the record of `event`."""
     return {
         "connection_id": event["connection_id"],

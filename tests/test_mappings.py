@@ -11,6 +11,9 @@ from xml.etree import ElementTree
 import pytest
 
 from connector.mappings import (
+    KEPT,
+    NO_VALUE,
+    SAME_VALUE,
     TRANSFORMS,
     Mapping,
     MappingError,
@@ -734,3 +737,38 @@ def test_load_all_lists_the_problems_of_every_file_and_a_platform_mapped_twice(
     ]
     with pytest.raises(MappingError, match="not a directory"):
         load_all(tmp_path / "a.yaml")
+
+
+def test_each_rules_decision_says_why_and_the_written_ones_are_the_changes() -> None:
+    mapping = Mapping.model_validate(
+        {
+            "platform": "hubspot",
+            "record_id": ["id"],
+            "input": {"conEmail": ["email"]},
+            "output": [
+                {"field": "conFirstName", "property": "firstname"},
+                {"field": "conLastName", "property": "lastname"},
+                {"field": "conJobTitleEn", "property": "jobtitle", "policy": "overwrite_if_ours"},
+                {"field": "compName", "property": "company", "policy": "overwrite_if_ours"},
+                {"field": "compIndustry", "property": "industry"},
+                {"field": "recordStatus", "property": "status", "policy": "never"},
+                {"field": "compEmpCount", "property": "employees", "transforms": ["integer"]},
+            ],
+        }
+    )
+    result = {"conFirstName": "Ava", "conLastName": "Adams", "conJobTitleEn": "VP Sales",
+              "compName": "Lonestar", "recordStatus": "Active",
+              "compEmpCount": "1,200"}  # fmt: skip
+    current = {"firstname": "Ava", "lastname": "A.", "jobtitle": "Wizard", "company": "Old"}
+    decided = mapping.decisions(result, current, {"company": "Old"})
+    assert [(d.property, d.value, d.reason) for d in decided] == [
+        ("firstname", "Ava", SAME_VALUE),
+        ("lastname", "Adams", KEPT["fill_if_empty"]),
+        ("jobtitle", "VP Sales", KEPT["overwrite_if_ours"]),
+        ("company", "Lonestar", ""),
+        ("industry", "", NO_VALUE),
+        ("status", "Active", KEPT["never"]),
+        ("employees", 1200, ""),
+    ]
+    changes = mapping.changes(result, current, {"company": "Old"})
+    assert changes == {d.property: d.value for d in decided if d.write}

@@ -20,8 +20,9 @@
   created or updated through the developer API (`HubSpotDeveloper`, `register_action`).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
   one record, and batch reads and updates of up to 100 a call; listing records for a
-  backfill through the CRM search API; and the completion of BLOCKed custom workflow
-  actions. Values always go as strings ("" clears a property).
+  backfill through the CRM search API, and finding a contact by e-mail with it; and the
+  completion of BLOCKed custom workflow actions. Values always go as strings ("" clears a
+  property).
 
 Signatures: v2 and v3 cover the URL, taken as HubSpot called it (`Delivery.uri`: the public
 URL followed by the request target as sent). A request carrying v3 headers is verified by v3
@@ -218,6 +219,23 @@ class HubSpot(CrmClient):
         if int(following) + SEARCH_PAGE > SEARCH_REACH:  # past the query's reach: ask again
             return Listed(records, f"{list(records)[-1]}:", remaining)
         return Listed(records, f"{bound}:{following}", remaining)
+
+    def find(self, email: str) -> str | None:
+        """The id of the contact whose e-mail is `email` (the CRM search API, `email` EQ, in
+        lower case as HubSpot keeps it), or None. HubSpot's companies have no e-mail."""
+        if self.kind != "contacts":
+            raise Permanent(f"a HubSpot {self.noun} has no e-mail: give its record id")
+        match = {"propertyName": "email", "operator": "EQ", "value": email.strip().lower()}
+        body = {
+            "filterGroups": [{"filters": [match]}],
+            "sorts": [{"propertyName": "hs_object_id", "direction": "ASCENDING"}],
+            "properties": ["email"],
+            "limit": 1,
+        }
+        response = self._send("POST", f"{self.path}/search", json=body)
+        self._check(response)
+        results = _results(response, json_body(response), "search results")
+        return str(results[0].get("id")) if results else None
 
     def complete_action(self, callback_id: str, answer: dict[str, Any]) -> None:
         """Complete a BLOCKed custom workflow action with `answer`'s `outputFields`, in the

@@ -96,7 +96,11 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
-PAGES = ("connections", "webhooks")  # modules of connector/views/ adding routes to the blueprint
+PAGES = (
+    "connections",
+    "webhooks",
+    "preview",
+)  # modules of connector/views/ adding routes to the blueprint
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 

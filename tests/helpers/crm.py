@@ -834,8 +834,8 @@ def hubspot_search(
     records: dict[str, dict[str, Any]], body: dict[str, Any], reach: int = SEARCH_REACH
 ) -> tuple[int, dict[str, Any]]:
     """HubSpot's POST /crm/objects/{version}/{object}/search over `records` (id -> values):
-    the filters of one group ANDed (GT, GTE on numbers), sorted by hs_object_id, `limit` a
-    page from `after`; a 400 for paging past `reach` results, as HubSpot refuses."""
+    the filters of one group ANDed (GT, GTE on numbers, EQ on text), sorted by hs_object_id,
+    `limit` a page from `after`; a 400 for paging past `reach` results, as HubSpot refuses."""
     filters = [f for group in body.get("filterGroups") or [] for f in group["filters"]]
     after, limit = int(body.get("after") or 0), int(body.get("limit") or 10)
     if after + limit > reach:
@@ -845,6 +845,10 @@ def hubspot_search(
     def kept(key: str) -> bool:
         values = {**records[key], "hs_object_id": key}
         for f in filters:
+            if f["operator"] == "EQ":
+                if str(values.get(f["propertyName"])) != f["value"]:
+                    return False
+                continue
             have, want = int(values.get(f["propertyName"]) or 0), int(f["value"])
             if not (have > want if f["operator"] == "GT" else have >= want):
                 return False
