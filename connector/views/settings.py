@@ -47,7 +47,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
-from connector import connections, mappings, scheduler, store
+from connector import connections, install, mappings, scheduler, store
 from connector.platforms import PLATFORMS
 from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
@@ -97,7 +97,7 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
-PAGES: tuple[str, ...] = ()  # modules of connector/views/ adding routes to the blueprint
+PAGES: tuple[str, ...] = ("install",)  # modules of connector/views/ adding routes to the blueprint
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
@@ -162,7 +162,14 @@ def _add_security_headers(response: Response) -> Response:
 
 # --- who is signed in ------------------------------------------------------------------------
 
-_OPEN_ENDPOINTS = {"settings.sign_in", "settings.static", "settings.unknown_page"}
+# The OAuth callback checks its session itself: a browser coming back from a CRM's consent
+# page (another site) sends no SameSite=Strict cookie until the page asks again (install.py).
+_OPEN_ENDPOINTS = {
+    "settings.sign_in",
+    "settings.static",
+    "settings.unknown_page",
+    "settings.oauth_callback",
+}
 
 
 @blueprint.before_request
@@ -193,6 +200,24 @@ def _session_caller() -> Caller | None:
         _end_session()
         return None
     return caller
+
+
+def signed_in() -> Caller | None:
+    """For a page that admits without a session (`_OPEN_ENDPOINTS`): the admin of this
+    session, checked as every page checks it (then `g.caller`), or None."""
+    caller = _session_caller()
+    if caller is not None:
+        g.caller = caller
+    return caller
+
+
+def session_key() -> str:
+    """The server's id of this browser's session (the digest of the cookie's random id): what
+    a pending OAuth authorization is bound to. Call it on a page that admitted someone."""
+    session_id = session.get("session_id")
+    if not isinstance(session_id, str):
+        raise RuntimeError("no settings session")  # _admit has let nobody in without one
+    return _digest(session_id)
 
 
 def _live_session() -> Row | None:
@@ -455,6 +480,7 @@ def connections_page() -> Response:
             "urls": connections.urls(link, public_url),
             "mapping": _mapping_summary(link["mapping"]),
             "takes_events": PLATFORMS[link["platform"]].crm,
+            "connect": install.offer(db(), link, server.now()),
         }
         for link in own_connections()
     ]
