@@ -151,6 +151,7 @@ def set_crm(
         "crm_token_expires_at": expires_at.isoformat() if expires_at else "",
         "crm_oauth_sealed": store.seal(server_secret, credentials.dumps()) if credentials else "",
         "crm_account_id": account_id,
+        "crm_auth_error": "",  # connected again: the grant works
     }
     with server.write(db):
         store.save_crm_grant(db, connection_id, values)
@@ -341,6 +342,21 @@ def urls(row: Row, public_url: str, secret: str | None = None) -> dict[str, str 
     kind = PLATFORMS[row["platform"]]
     events = kind.events_url(base, secret) if kind.crm else None
     return {"enrichUrl": f"{base}/enrich", "eventsUrl": events}
+
+
+def token_state(row: Row, now: datetime) -> str:
+    """A CRM connection's token at a glance: "needs reconnect" when its token endpoint refused
+    to renew the grant for good (`crm_auth_error`, cleared by `set_crm`), "renewing" when its
+    renewable token has expired or not been asked for yet (the next call renews it), else
+    "valid" (a fixed token is valid until the CRM refuses it)."""
+    if row.get("crm_auth_error"):
+        return "needs reconnect"
+    if not row.get("crm_oauth_sealed"):
+        return "valid"
+    expires = row.get("crm_token_expires_at") or ""
+    if not row.get("crm_token_sealed") or (expires and datetime.fromisoformat(expires) <= now):
+        return "renewing"
+    return "valid"
 
 
 def shown(row: Row) -> Row:

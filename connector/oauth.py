@@ -20,15 +20,25 @@ Token endpoints limit how often they are asked: Zoho gives a refresh token 10 ac
 OAuth token-limits page). That is Retriable after THROTTLED_WAIT, and a `Renewing` asks at most
 once for a token it cannot get: the worker builds one per connection and round, so a refused
 renewal fails the round's events together instead of being asked again for each record.
+
+Installing (connector/install.py): the pure parts of the authorization-code flow (RFC 6749
+§4.1) an admin starts on the settings page: the consent URL with `state` and, where the
+platform takes it, a PKCE S256 challenge (RFC 7636), the code exchange's request, and the
+token endpoint's answer read, its refusal in the endpoint's words, never a token's.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import secrets
 from collections.abc import Callable, Generator
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
@@ -52,22 +62,40 @@ class Credentials:
     client_secret: str = field(repr=False)
     refresh_token: str = field(default="", repr=False)
     scope: str = ""
+    basic: bool = False  # the client authenticates with HTTP Basic (Pipedrive), not the body
 
     @property
     def grant(self) -> str:
         return "refresh_token" if self.refresh_token else "client_credentials"
 
     def form(self) -> dict[str, str]:
-        form = {"grant_type": self.grant, "client_id": self.client_id}
-        form["client_secret"] = self.client_secret
+        form = {"grant_type": self.grant, **self.client_form()}
         if self.refresh_token:
             form["refresh_token"] = self.refresh_token
         if self.scope:
             form["scope"] = self.scope
         return form
 
+    def client_form(self) -> dict[str, str]:
+        """The client's id and secret in the form body (RFC 6749 §2.3.1), unless Basic."""
+        if self.basic:
+            return {}
+        return {"client_id": self.client_id, "client_secret": self.client_secret}
+
+    def headers(self) -> dict[str, str]:
+        """A token request's headers: JSON asked for, and Basic client auth when used."""
+        headers = {"Accept": "application/json"}
+        if self.basic:
+            pair = f"{self.client_id}:{self.client_secret}".encode()
+            headers["Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
+        return headers
+
     def dumps(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """As sealed at rest; `basic` only when set, so grants saved before it read alike."""
+        fields = asdict(self)
+        if not self.basic:
+            del fields["basic"]
+        return json.dumps(fields, sort_keys=True)
 
     @classmethod
     def loads(cls, text: str) -> Credentials:
@@ -134,7 +162,8 @@ class Renewing(httpx.Auth):
     Made for one round of requests (a worker round, a job run): a renewal that failed
     (refused, throttled, unanswered, unsaved) fails every later request with the same
     reason, without asking the token endpoint again, and a 401 for a token it was just given
-    is final (renewing again would be refused alike)."""
+    is final (renewing again would be refused alike). `refused`, when given, is told of a
+    renewal refused for good (the connection then needs connecting again)."""
 
     requires_response_body = True  # the token endpoint's answer is read in the flow
 
@@ -145,9 +174,11 @@ class Renewing(httpx.Auth):
         expires_at: datetime | None,
         save: Callable[[Granted], None],
         clock: Callable[[], datetime],
+        refused: Callable[[Permanent], None] | None = None,
     ) -> None:
         self.credentials, self.token, self.expires_at = credentials, token, expires_at
         self.save, self.clock = save, clock
+        self.refused = refused  # told when the token endpoint refuses the grant for good
         self.failed: Permanent | Retriable | None = None  # the renewal that failed, if one did
         self.given = ""  # the token the endpoint last gave this authentication
 
@@ -168,7 +199,7 @@ class Renewing(httpx.Auth):
             "POST",
             self.credentials.token_url,
             data=self.credentials.form(),
-            headers={"Accept": "application/json"},
+            headers=self.credentials.headers(),
             extensions={"timeout": TOKEN_TIMEOUT.as_dict()},
         )
         # Until an answer is read: a request that times out never comes back to this flow.
@@ -177,6 +208,9 @@ class Renewing(httpx.Auth):
             got = granted((yield asking), self.credentials, self.clock())
         except (Permanent, Retriable) as refused:
             self.failed = refused
+            if isinstance(refused, Permanent) and self.refused is not None:
+                with suppress(Exception):  # unnoted, it is refused again next round
+                    self.refused(refused)
             raise
         try:
             self.save(got)
@@ -193,3 +227,81 @@ class Renewing(httpx.Auth):
     def _sign(self, request: httpx.Request) -> None:
         scheme = request.headers.get("Authorization", "").split(" ", 1)[0] or "Bearer"
         request.headers["Authorization"] = f"{scheme} {self.token}"
+
+
+# Installing: the authorization-code flow ---------------------------------------------------
+
+
+def pkce_pair() -> tuple[str, str]:
+    """A PKCE code verifier (64 unreserved characters) and its S256 challenge (RFC 7636)."""
+    verifier = secrets.token_urlsafe(48)
+    return verifier, challenge(verifier)
+
+
+def challenge(verifier: str) -> str:
+    """The S256 code challenge: base64url of the verifier's SHA-256, without padding."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def consent_url(authorize_url: str, params: dict[str, str]) -> str:
+    """`authorize_url` with `params` added to the query it may already have (empty ones left
+    out), for the browser to be sent to."""
+    parts = urlsplit(authorize_url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query += [(name, value) for name, value in params.items() if value]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def code_request(
+    credentials: Credentials, code: str, redirect_uri: str, verifier: str
+) -> httpx.Request:
+    """The token request exchanging an authorization code (with the PKCE verifier, if one
+    was sent), the client authenticating as the platform takes it."""
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
+    form.update(credentials.client_form())
+    if verifier:
+        form["code_verifier"] = verifier
+    return httpx.Request(
+        "POST",
+        credentials.token_url,
+        data=form,
+        headers=credentials.headers(),
+        extensions={"timeout": TOKEN_TIMEOUT.as_dict()},
+    )
+
+
+@dataclass(frozen=True)
+class Consented:
+    """A token endpoint's answer to an authorization code: the access and refresh tokens,
+    when the access token expires (None: not said), and the whole answer (for the platform
+    to read its API base and account from)."""
+
+    access_token: str = field(repr=False)
+    refresh_token: str = field(repr=False)
+    expires_at: datetime | None
+    fields: dict[str, Any] = field(repr=False)
+
+
+def answered(response: httpx.Response, now: datetime) -> Consented:
+    """Read the answer to a code exchange: 429 and 5xx Retriable; a refusal, or an answer
+    without both tokens, Permanent with the endpoint's `error` and `error_description`."""
+    status = response.status_code
+    if status == 429 or status >= 500:
+        raise Retriable(f"the token endpoint answered {status} {response.reason_phrase}")
+    try:
+        body: Any = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    access, refresh = body.get("access_token"), body.get("refresh_token")
+    if 200 <= status < 300 and "error" not in body and _texts(access, refresh):
+        return Consented(access, refresh, _expiry(body.get("expires_in"), now), body)
+    said = " ".join(str(body[k]) for k in ("error", "error_description") if body.get(k))
+    if not said:
+        said = "no refresh token" if access else "no access token"
+    raise Permanent(f"the token endpoint refused the authorization ({status}: {said[:300]})")
+
+
+def _texts(*values: Any) -> bool:
+    return all(isinstance(value, str) and value for value in values)

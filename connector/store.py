@@ -323,6 +323,28 @@ def m013_crm_accounts(db: Database) -> None:
 
 
 @MIGRATIONS()
+def m014_oauth_installs(db: Database) -> None:
+    """Admins connecting a CRM with OAuth (connector/install.py): each pending authorization
+    by the SHA-256 of its `state`, bound to the settings session (its row id) and connection
+    that asked, its PKCE verifier sealed, what the admin entered (Dynamics' environment and
+    tenant) and when it began; and why a connection's refresh token stopped working."""
+    db.execute(
+        """
+        CREATE TABLE oauth_states (
+            state_hash TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            connection_id TEXT NOT NULL,
+            verifier_sealed TEXT NOT NULL,
+            base_url TEXT NOT NULL DEFAULT '',
+            token_url TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("ALTER TABLE connections ADD COLUMN crm_auth_error TEXT NOT NULL DEFAULT ''")
+
+
+@MIGRATIONS()
 def m015_connection_states(db: Database) -> None:
     """Connections managed from the settings page: when one was paused ('' while it runs);
     the inbound secret a rotation replaced and until when it still verifies; and the e-mail
@@ -367,6 +389,28 @@ def m018_previews(db: Database) -> None:
         """
     )
     db.execute("CREATE INDEX previews_connection ON previews (connection_id, created_at)")
+
+
+def add_oauth_state(db: Database, row: Row, before: str) -> None:
+    """A pending authorization; those begun before `before` (expired) are deleted first."""
+    db.execute("DELETE FROM oauth_states WHERE created_at < ?", [before])
+    db.table("oauth_states").insert(row)
+
+
+def take_oauth_state(db: Database, state_hash: str) -> Row | None:
+    """The pending authorization with this state's hash, deleted as it is read (single use:
+    a second callback with the same state finds nothing); None when there is none."""
+    sql = "DELETE FROM oauth_states WHERE state_hash = ? RETURNING *"
+    cursor = db.execute(sql, [state_hash])
+    found = cursor.fetchone()
+    columns = [column[0] for column in cursor.description or ()]
+    return dict(zip(columns, found, strict=True)) if found else None
+
+
+def set_crm_auth_error(db: Database, connection_id: str, error: str) -> None:
+    """Why renewing the connection's token was refused for good ("" once it works again)."""
+    sql = "UPDATE connections SET crm_auth_error = ? WHERE id = ?"
+    db.execute(sql, [error, connection_id])
 
 
 def save_oauth_app(db: Database, row: Row) -> None:
@@ -478,8 +522,9 @@ def crm_token(server_secret: bytes, row: Row) -> str:
 def crm_auth(
     db: Database, server_secret: bytes, row: Row, clock: Callable[[], datetime]
 ) -> oauth.Renewing | None:
-    """The authentication that renews a connection's CRM token and saves each new one; None
-    for a connection with a fixed token."""
+    """The authentication that renews a connection's CRM token and saves each new one (and
+    notes a grant the token endpoint refuses for good: `crm_auth_error`); None for a
+    connection with a fixed token."""
     if not row["crm_oauth_sealed"]:
         return None
     credentials = oauth.Credentials.loads(unseal(server_secret, row["crm_oauth_sealed"]))
@@ -492,14 +537,19 @@ def crm_auth(
             "crm_token_sealed": seal(server_secret, got.access_token),
             "crm_token_hint": hint(got.access_token),
             "crm_token_expires_at": got.expires_at.isoformat() if got.expires_at else "",
+            "crm_auth_error": "",
         }
         if got.credentials != credentials:  # a rotated refresh token; else another process's
             values["crm_oauth_sealed"] = seal(server_secret, got.credentials.dumps())
         with server.write(db):
             save_crm_grant(db, row["id"], values)
 
+    def refused(error: Exception) -> None:
+        with server.write(db):
+            set_crm_auth_error(db, row["id"], str(error))
+
     when = datetime.fromisoformat(expires) if expires else None
-    return oauth.Renewing(credentials, token, when, save, clock)
+    return oauth.Renewing(credentials, token, when, save, clock, refused)
 
 
 def save_channel_expiry(db: Database, connection_id: str, expires_at: str) -> None:

@@ -444,3 +444,56 @@ def test_a_throttled_zoho_token_postpones_the_round_asking_once(
     for event in store.events_of(db, link.row["id"]):
         assert event["status"] == "pending" and "Access Denied" in event["last_error"]
         assert event["due_at"] >= server.iso(NOW + timedelta(minutes=10))
+
+
+# --- installing: the authorization-code flow's pure parts -------------------------------------
+
+
+def test_the_pkce_challenge_is_rfc_7636s_s256() -> None:
+    verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"  # RFC 7636, appendix B
+    assert oauth.challenge(verifier) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    fresh, challenge = oauth.pkce_pair()
+    assert 43 <= len(fresh) <= 128 and oauth.challenge(fresh) == challenge
+
+
+def test_the_consent_url_keeps_the_apps_own_query_and_leaves_out_empty_parameters() -> None:
+    url = oauth.consent_url(
+        "https://login.example.com/authorize?prompt=login",
+        {"client_id": "c", "state": "s t", "code_challenge": ""},
+    )
+    assert url == "https://login.example.com/authorize?prompt=login&client_id=c&state=s+t"
+
+
+def test_a_basic_client_exchanges_its_code_without_its_secret_in_the_body() -> None:
+    pipedrive = oauth.Credentials("https://oauth.example.com/token", "id", "secret", basic=True)
+    request = oauth.code_request(pipedrive, "the-code", "https://us.example/cb", "")
+    assert request.headers["Authorization"] == "Basic aWQ6c2VjcmV0"  # base64("id:secret")
+    assert parse_qs(request.content.decode()) == {
+        "grant_type": ["authorization_code"], "code": ["the-code"],
+        "redirect_uri": ["https://us.example/cb"],
+    }  # fmt: skip
+    body = oauth.Credentials("https://oauth.example.com/token", "id", "secret")
+    form = parse_qs(oauth.code_request(body, "c", "https://us.example/cb", "v").content.decode())
+    assert form["client_secret"] == ["secret"] and form["code_verifier"] == ["v"]
+    assert "Authorization" not in oauth.code_request(body, "c", "u", "").headers
+
+
+def test_a_code_answer_without_a_refresh_token_is_refused_in_the_endpoints_words() -> None:
+    no_refresh = httpx.Response(200, json={"access_token": "at-1", "expires_in": 60})
+    with pytest.raises(Permanent, match="no refresh token") as refused:
+        oauth.answered(no_refresh, NOW)
+    assert "at-1" not in str(refused.value)
+    complaint = httpx.Response(400, json={"error": "invalid_grant", "error_description": "bad"})
+    with pytest.raises(Permanent, match=r"\(400: invalid_grant bad\)"):
+        oauth.answered(complaint, NOW)
+    with pytest.raises(Retriable):
+        oauth.answered(httpx.Response(503), NOW)
+    got = oauth.answered(httpx.Response(200, json={"access_token": "a", "refresh_token": "r"}), NOW)
+    assert (got.access_token, got.refresh_token, got.expires_at) == ("a", "r", None)
+
+
+def test_a_basic_clients_grant_renews_with_basic_auth_and_stays_readable() -> None:
+    credentials = oauth.Credentials("https://t.example/token", "id", "s", "rt", basic=True)
+    assert oauth.Credentials.loads(credentials.dumps()) == credentials
+    assert credentials.form() == {"grant_type": "refresh_token", "refresh_token": "rt"}
+    assert credentials.headers()["Authorization"] == "Basic aWQ6cw=="

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple, Protocol, TypeAlias
+from urllib.parse import urlsplit
 
 import httpx
 from sqlite_utils import Database
@@ -109,6 +110,7 @@ class Platform:
 
     name: str
     signing: str
+    title: str = ""  # its name as people write it ("Zoho CRM"), where it differs from `name`
     issues_secret: bool = False
     url_param: str = "key"
     omit_empty: bool = False
@@ -126,6 +128,14 @@ class Platform:
     oauth_authorize_url: str = ""
     oauth_token_url: str = ""
     oauth_scope: str = ""
+    # Installing with the app (connector/install.py): whether its authorize URL takes a PKCE
+    # S256 challenge, whether the client authenticates at the token endpoint with HTTP Basic
+    # (else in the form body), and whether the admin names the CRM's environment and tenant
+    # before consent (Dynamics 365: nothing in the token answer names them).
+    oauth_pkce: bool = False
+    oauth_basic: bool = False
+    oauth_environment: bool = False
+    oauth_consent_params: tuple[tuple[str, str], ...] = ()  # more the authorize URL needs
 
     @property
     def crm(self) -> bool:
@@ -230,6 +240,25 @@ class Platform:
     def consent_scope(self, scope: str, base_url: str) -> str:
         """The scope an admin consents to for the API at `base_url`: the app's `scope`."""
         return scope
+
+    def consent_endpoints(self, authorize_url: str, token_url: str, tenant: str) -> tuple[str, str]:
+        """The app's authorize and token URLs for the admin's `tenant` (where it has one)."""
+        return authorize_url, token_url
+
+    def callback_token_url(self, token_url: str, args: Mapping[str, str]) -> str:
+        """Where the code the callback's `args` carry is exchanged (and the grant renewed):
+        the app's token URL, unless the platform's callback names another (ValueError when
+        it names one that is not the platform's)."""
+        return token_url
+
+    def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
+        """The CRM's API base URL for a grant: from the token `answer`, the token URL or the
+        `environment` the admin gave; ValueError when none names it."""
+        raise ValueError(f"{self.name} is not installed with OAuth")
+
+    def installed_account(self, answer: Row) -> str:
+        """The CRM account the token `answer` is for, where the platform names one."""
+        return ""
 
     # Connections -------------------------------------------------------------------------
 
@@ -1019,3 +1048,18 @@ def _write_batch_dropping(
 
 def _listed(refused: Refusal) -> str:
     return "; ".join(f"{name}: {why}" for name, why in refused.items())
+
+
+def answer_url(answer: Row, name: str, platform: str) -> str:
+    """The URL a token answer gives under `name` (Salesforce's instance_url, Zoho's and
+    Pipedrive's api_domain); ValueError when it gives none."""
+    url = answer.get(name)
+    if not (isinstance(url, str) and url.strip()):
+        raise ValueError(f"{platform}'s token answer names no {name}: connect again")
+    return url.strip().rstrip("/")
+
+
+def origin(url: str) -> str:
+    """`scheme://host[:port]` of a URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

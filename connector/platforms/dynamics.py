@@ -62,6 +62,7 @@ from connector.platforms.base import (
     Permanent,
     Refusal,
     Retriable,
+    Row,
     Unparseable,
     UrlSecret,
     WriteResult,
@@ -508,6 +509,7 @@ class DynamicsPlatform(UrlSecret):
     contacts, leads and accounts (our companies)."""
 
     name: str = "dynamics"
+    title: str = "Dynamics 365"
     adapter_class: Callable[..., Adapter] | None = Dynamics
     url_param: str = "code"
     refreshable: bool = True
@@ -521,6 +523,8 @@ class DynamicsPlatform(UrlSecret):
     )
     oauth_token_url: str = "https://login.microsoftonline.com/organizations/oauth2/v2.0/token"
     oauth_scope: str = "offline_access"
+    oauth_pkce: bool = True  # Entra ID recommends it for every client
+    oauth_environment: bool = True  # the admin names the environment URL and tenant
     install: tuple[str, ...] = (
         "In the Plug-in Registration Tool, choose Register > Register New Web Hook: Endpoint "
         "URL {events_base}, Authentication WebhookKey, Value the connection's secret (ending "
@@ -545,6 +549,18 @@ class DynamicsPlatform(UrlSecret):
     def scope(self, base_url: str, refresh_token: str) -> str:
         """Client credentials ask for Dataverse's `<environment>/.default`."""
         return "" if refresh_token else f"{base_url.strip().rstrip('/')}/.default"
+
+    def consent_endpoints(self, authorize_url: str, token_url: str, tenant: str) -> tuple[str, str]:
+        """The tenant's endpoints in place of the multi-tenant `organizations`."""
+        segment = f"/{tenant}/"
+        return (
+            authorize_url.replace("/organizations/", segment, 1),
+            token_url.replace("/organizations/", segment, 1),
+        )
+
+    def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
+        """The environment URL the admin gave: Entra ID's answer does not name it."""
+        return environment
 
     def consent_scope(self, scope: str, base_url: str) -> str:
         """The app's scope and the environment's `user_impersonation` (delegated access)."""

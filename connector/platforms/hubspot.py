@@ -112,6 +112,7 @@ from connector.platforms.base import (
     json_answer,
     json_body,
     json_document,
+    origin,
     parse_timestamp,
     require,
     retry_after,
@@ -666,6 +667,7 @@ class HubSpotPlatform(Platform):
     """HubSpot: a CRM whose app signs its requests with the app's secret."""
 
     name: str = "hubspot"
+    title: str = "HubSpot"
     signing: str = "hubspot"
     adapter_class: Callable[..., Adapter] | None = HubSpot
     issues_secret: bool = True  # the app's client secret
@@ -766,6 +768,15 @@ class HubSpotPlatform(Platform):
     def token_url(self, base_url: str) -> str:
         """The date-versioned API's: v1 ends on 2027-02-16."""
         return f"{base_url.strip().rstrip('/')}/oauth/2026-03/token"
+
+    def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
+        """One API host for every account, the token endpoint's (https://api.hubapi.com)."""
+        return origin(token_url)
+
+    def installed_account(self, answer: Row) -> str:
+        """The portal (`hub_id`) the token answer is for: app-level webhooks name it."""
+        hub_id = answer.get("hub_id")
+        return str(hub_id) if isinstance(hub_id, int | str) and str(hub_id).isdigit() else ""
 
     def signing_schemes(self) -> dict[str, Schema]:
         v3 = {"type": "apiKey", "in": "header", "name": SIGNATURE_V3}

@@ -113,6 +113,7 @@ from connector.platforms.base import (
     Row,
     Unparseable,
     WriteResult,
+    answer_url,
     classify,
     dicts,
     digest,
@@ -225,7 +226,8 @@ class Pipedrive(CrmClient):
     platform = "pipedrive"
 
     def token_headers(self, token: str) -> dict[str, str]:
-        return {"x-api-token": token}
+        """An API token in x-api-token; an OAuth access token (renewed by `auth`) as Bearer."""
+        return {"Authorization": f"Bearer {token}"} if self.auth else {"x-api-token": token}
 
     def read(self, record_id: str, properties: Sequence[str]) -> dict[str, Any]:
         """The record's current values of `properties`, None where empty or unknown."""
@@ -870,6 +872,7 @@ class PipedrivePlatform(BasicPassword):
     """Pipedrive: webhooks with the secret as the Basic auth password; API tokens last."""
 
     name: str = "pipedrive"
+    title: str = "Pipedrive"
     adapter_class: Callable[..., Adapter] | None = Pipedrive
     objects: tuple[str, ...] = ("contacts", "leads", "companies")
     # A person's organization: v2's org_id is the organization's id (an integer, or null).
@@ -877,6 +880,11 @@ class PipedrivePlatform(BasicPassword):
     # No scope parameter: scopes are ticked on the app in Pipedrive's Developer Hub.
     oauth_authorize_url: str = "https://oauth.pipedrive.com/oauth/authorize"
     oauth_token_url: str = "https://oauth.pipedrive.com/oauth/token"
+    oauth_basic: bool = True  # Basic base64(client_id:client_secret); PKCE not documented
+
+    def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
+        """The company's `api_domain` (https://<company>.pipedrive.com)."""
+        return answer_url(answer, "api_domain", self.name)
 
     registers_webhooks: bool = True  # POST /v1/webhooks, with the webhooks:full scope
     install: tuple[str, ...] = (

@@ -78,6 +78,7 @@ from connector.platforms.base import (
     Unparseable,
     UrlSecret,
     WriteResult,
+    answer_url,
     classify,
     dicts,
     error_message,
@@ -535,6 +536,7 @@ class SalesforcePlatform(UrlSecret):
     organization must be one the connection allows."""
 
     name: str = "salesforce"
+    title: str = "Salesforce"
     adapter_class: Callable[..., Adapter] | None = Salesforce
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)
@@ -543,6 +545,7 @@ class SalesforcePlatform(UrlSecret):
     oauth_authorize_url: str = "https://login.salesforce.com/services/oauth2/authorize"
     oauth_token_url: str = "https://login.salesforce.com/services/oauth2/token"
     oauth_scope: str = "api refresh_token"  # `full` alone gives no refresh token
+    oauth_pkce: bool = True  # code_challenge S256; required of partner apps
     install: tuple[str, ...] = (
         "In Salesforce Setup, open Outbound Messages and choose New Outbound Message, object "
         "Contact: Endpoint URL {events}; fields Email, FirstName, LastName, Title.",
@@ -573,6 +576,10 @@ class SalesforcePlatform(UrlSecret):
     def token_url(self, base_url: str) -> str:
         """The My Domain URL serves its own token endpoint."""
         return f"{base_url.strip().rstrip('/')}/services/oauth2/token"
+
+    def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
+        """The org's `instance_url`, which every API call goes to."""
+        return answer_url(answer, "instance_url", self.name)
 
     def allowed_senders(self, ids: tuple[str, ...]) -> list[str]:
         cleaned = [i.strip() for i in ids if i.strip()]

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -83,6 +83,7 @@ from connector.platforms.base import (
     Unparseable,
     Verified,
     WriteResult,
+    answer_url,
     classify,
     dicts,
     garbled,
@@ -90,6 +91,7 @@ from connector.platforms.base import (
     json_body,
     json_object,
     matching,
+    origin,
     read_each,
     same,
     write_dropping,
@@ -652,6 +654,7 @@ class ZohoPlatform(Platform):
     """Zoho CRM: notifications carry their channel's token and id in the body."""
 
     name: str = "zoho"
+    title: str = "Zoho CRM"
     signing: str = "body-token"
     adapter_class: Callable[..., Adapter] | None = Zoho
     refreshable: bool = True
@@ -667,6 +670,11 @@ class ZohoPlatform(Platform):
     oauth_scope: str = (
         "ZohoCRM.modules.contacts.ALL,ZohoCRM.modules.leads.ALL,ZohoCRM.modules.accounts.ALL,"
         "ZohoCRM.settings.fields.READ,ZohoCRM.notifications.ALL"
+    )
+    # A refresh token only with access_type=offline; prompt=consent gives one each time.
+    oauth_consent_params: tuple[tuple[str, str], ...] = (
+        ("access_type", "offline"),
+        ("prompt", "consent"),
     )
 
     # The channel is enabled when the CRM is connected and renewed hourly (subscriptions.py).
@@ -698,6 +706,21 @@ class ZohoPlatform(Platform):
 
     def events(self, body: bytes) -> list[Event]:
         return zoho_events(json_object(body))
+
+    def callback_token_url(self, token_url: str, args: Mapping[str, str]) -> str:
+        """The account's data centre names its accounts server (`accounts-server`) on the
+        callback; the code is exchanged there, and the grant renewed. Only a Zoho accounts
+        server (or the app's own token host, a test's) is taken: the client secret goes there."""
+        server = args.get("accounts-server", "").strip().rstrip("/")
+        if not server:
+            return token_url
+        if server not in ZOHO_ACCOUNTS.values() and server != origin(token_url):
+            raise ValueError(f"{server!r} is not a Zoho accounts server")
+        return f"{server}/oauth/v2/token"
+
+    def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
+        """The data centre's `api_domain` (https://www.zohoapis.eu, …)."""
+        return answer_url(answer, "api_domain", self.name)
 
     def token_url(self, base_url: str) -> str:
         base = base_url.strip().rstrip("/")

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Response, abort, current_app, flash, redirect, url_for
+from flask import Response, abort, current_app, flash, g, redirect, url_for
 
 import server
-from connector import connections, mappings, webhook_setup
+from connector import connections, install, mappings, webhook_setup
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
@@ -229,6 +229,9 @@ def _own(connection_id: str) -> Row:
 
 def _detail(link: Row, new_secret: str | None = None) -> Response:
     kind = PLATFORMS[link["platform"]]
+    connect = install.offer(page.db(), link, server.now())
+    if connect["consent_origin"]:  # the Connect form's answer sends the browser there
+        g.form_targets = [connect["consent_origin"]]
     return page.render(
         "connection.html",
         link=connections.shown(link),
@@ -237,6 +240,7 @@ def _detail(link: Row, new_secret: str | None = None) -> Response:
         urls=connections.urls(link, current_app.config["PUBLIC_URL"], new_secret),
         install=webhook_setup.install(link, current_app.config["PUBLIC_URL"], new_secret),
         new_secret=new_secret,
+        connect=connect,
         grace_choices=page.GRACE_CHOICES,
         default_grace=page.DEFAULT_GRACE,
         refresh_days=connections.REFRESH_DAYS,

@@ -96,11 +96,8 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
-PAGES = (
-    "connections",
-    "webhooks",
-    "preview",
-)  # modules of connector/views/ adding routes to the blueprint
+# modules of connector/views/ adding routes to the blueprint
+PAGES = ("connections", "webhooks", "preview", "install")
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
@@ -158,6 +155,12 @@ def _add_security_headers(response: Response) -> Response:
     headers; pages, which show keys or their hints, are never stored by the browser or a
     proxy."""
     response.headers.update(SECURITY_HEADERS)
+    if targets := g.get("form_targets"):  # a form whose answer redirects to another site
+        policy = SECURITY_HEADERS["Content-Security-Policy"]
+        allowed = " ".join(["'self'", *targets])
+        response.headers["Content-Security-Policy"] = policy.replace(
+            "form-action 'self'", f"form-action {allowed}"
+        )
     if request.endpoint != "settings.static":
         response.headers["Cache-Control"] = "no-store"
     return response
@@ -165,7 +168,14 @@ def _add_security_headers(response: Response) -> Response:
 
 # --- who is signed in ------------------------------------------------------------------------
 
-_OPEN_ENDPOINTS = {"settings.sign_in", "settings.static", "settings.unknown_page"}
+# The OAuth callback checks its session itself: a browser coming back from a CRM's consent
+# page (another site) sends no SameSite=Strict cookie until the page asks again (install.py).
+_OPEN_ENDPOINTS = {
+    "settings.sign_in",
+    "settings.static",
+    "settings.unknown_page",
+    "settings.oauth_callback",
+}
 
 
 @blueprint.before_request
@@ -196,6 +206,24 @@ def _session_caller() -> Caller | None:
         _end_session()
         return None
     return caller
+
+
+def signed_in() -> Caller | None:
+    """For a page that admits without a session (`_OPEN_ENDPOINTS`): the admin of this
+    session, checked as every page checks it (then `g.caller`), or None."""
+    caller = _session_caller()
+    if caller is not None:
+        g.caller = caller
+    return caller
+
+
+def session_key() -> str:
+    """The server's id of this browser's session (the digest of the cookie's random id): what
+    a pending OAuth authorization is bound to. Call it on a page that admitted someone."""
+    session_id = session.get("session_id")
+    if not isinstance(session_id, str):
+        raise RuntimeError("no settings session")  # _admit has let nobody in without one
+    return _digest(session_id)
 
 
 def _live_session() -> Row | None:

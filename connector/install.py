@@ -1,0 +1,262 @@
+"""Connecting a CRM connection with the operator's OAuth app (issue 22): the two halves of the
+authorization-code flow an admin goes through from the settings page.
+
+`begin` records a pending authorization and gives the platform's consent URL: a random
+`state` (kept only as its SHA-256), bound to the admin's settings session and the connection,
+and a PKCE verifier (kept sealed) where the platform takes one (`Platform.oauth_pkce`). `finish`
+takes the callback: the state is deleted as it is read (single use: a replayed callback, or
+the same code again, is refused before any token request), and must be this session's and
+younger than STATE_LIFETIME; the code is exchanged at the token endpoint with our one
+redirect URI, and the answer read into what `connections.set_crm` saves (`save`). Refusals
+are `AuthorizationRefused`, whose messages never hold a token, code or secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from sqlite_utils import Database
+
+import server
+from connector import connections, oauth, outbound, store
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Permanent, Platform, Retriable
+from server import InvalidParameter, ServiceError
+
+Row = dict[str, Any]
+STATE_LIFETIME = timedelta(minutes=10)
+CALLBACK_PATH = "/settings/oauth/callback"
+TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,253}")  # an Entra tenant id or domain name
+CANCELLED = ("access_denied", "consent_required", "interaction_required")
+
+
+class AuthorizationRefused(ServiceError):
+    """A callback that connects nothing; the message says why, and what to do."""
+
+    status, code = 400, "authorization_refused"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a finished authorization connects: the connection, its CRM's API base, the
+    access token and when it expires, the OAuth client that renews it, and the CRM account."""
+
+    link: Row = field(repr=False)
+    base_url: str
+    access_token: str = field(repr=False)
+    expires_at: datetime | None
+    credentials: oauth.Credentials
+    account_id: str
+
+
+def redirect_uri(public_url: str) -> str:
+    """The deployment's one redirect URI, registered with every platform's app."""
+    return public_url.rstrip("/") + CALLBACK_PATH
+
+
+def app_for(db: Database, platform: str) -> Row | None:
+    """The operator's OAuth app for a platform, or None: connecting is then by token."""
+    return store.oauth_app(db, platform)
+
+
+def offer(db: Database, link: Row, now: datetime) -> Row:
+    """What the connections page offers a CRM connection: Connect (or Reconnect) with the
+    platform's OAuth app when one is registered (`app`), whether the platform asks for its
+    environment first, and the state of its token."""
+    kind = PLATFORMS[link["platform"]]
+    state = connections.token_state(link, now) if link["crm_base_url"] else "not connected"
+    app = app_for(db, kind.name) if kind.crm else None
+    return {
+        "app": app is not None,
+        "consent_origin": _origin(app["authorize_url"]) if app else "",
+        "environment": kind.oauth_environment,
+        "token_state": state,
+        "label": kind.title or kind.name,
+    }
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def begin(
+    db: Database,
+    secret: bytes,
+    now: datetime,
+    *,
+    link: Row,
+    session_key: str,
+    public_url: str,
+    environment: str = "",
+    tenant: str = "",
+) -> str:
+    """Record a pending authorization for connection `link` in this session; the URL of the
+    platform's consent page to send the admin to."""
+    kind = PLATFORMS[link["platform"]]
+    app = app_for(db, kind.name)
+    if app is None:
+        raise InvalidParameter(f"No OAuth app is registered for {kind.name}: give a token.")
+    environment, tenant = _environment(kind, environment, tenant)
+    authorize, token_url = kind.consent_endpoints(app["authorize_url"], app["token_url"], tenant)
+    state = secrets.token_urlsafe(32)
+    verifier, challenge = oauth.pkce_pair() if kind.oauth_pkce else ("", "")
+    row = {
+        "state_hash": _hashed(state),
+        "session_id": session_key,
+        "connection_id": link["id"],
+        "verifier_sealed": store.seal(secret, verifier) if verifier else "",
+        "base_url": environment,
+        "token_url": token_url,
+        "created_at": server.iso(now),
+    }
+    with server.write(db):
+        store.add_oauth_state(db, row, server.iso(now - STATE_LIFETIME))
+    params = {
+        "response_type": "code",
+        "client_id": app["client_id"],
+        "redirect_uri": redirect_uri(public_url),
+        "scope": kind.consent_scope(app["scope"], environment),
+        "state": state,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256" if challenge else "",
+        **dict(kind.oauth_consent_params),
+    }
+    return oauth.consent_url(authorize, params)
+
+
+def _environment(kind: Platform, environment: str, tenant: str) -> tuple[str, str]:
+    """The environment URL (checked as a CRM URL is) and tenant a platform asks for before
+    consent (Dynamics 365); nothing for the others."""
+    if not kind.oauth_environment:
+        return "", ""
+    if not TENANT.fullmatch(tenant.strip()):
+        raise InvalidParameter(
+            "Give your Microsoft Entra tenant: its id (a GUID) or domain (contoso.onmicrosoft.com)."
+        )
+    try:
+        url = outbound.check_crm_url(environment)
+        kind.check_base_url(url, outbound.private_allowed())
+    except ValueError as error:
+        raise InvalidParameter(f"Environment URL: {error}") from None
+    return url, tenant.strip()
+
+
+def finish(
+    db: Database,
+    secret: bytes,
+    client: httpx.Client,
+    now: datetime,
+    *,
+    args: Mapping[str, str],
+    session_key: str,
+    org_id: str,
+    public_url: str,
+) -> Grant:
+    """Take a callback's `args` (code and state, or error) in this session: what it grants,
+    once; AuthorizationRefused otherwise."""
+    pending = _pending(db, args.get("state", ""), session_key, now)
+    link = store.connection(db, pending["connection_id"])
+    if link is None or link["org_id"] != org_id:
+        raise AuthorizationRefused("The connection was removed: nothing was connected.")
+    kind = PLATFORMS[link["platform"]]
+    if args.get("error"):
+        raise AuthorizationRefused(_consent_refused(kind, args))
+    app = app_for(db, kind.name)
+    if app is None:
+        raise AuthorizationRefused(f"The {kind.name} OAuth app was removed: nothing connected.")
+    try:
+        token_url = outbound.check_crm_url(kind.callback_token_url(pending["token_url"], args))
+    except ValueError as error:
+        raise AuthorizationRefused(f"The callback was refused: {error}.") from None
+    credentials = oauth.Credentials(
+        token_url, app["client_id"], store.unseal(secret, app["client_secret_sealed"]),
+        basic=kind.oauth_basic,
+    )  # fmt: skip
+    verifier = (
+        store.unseal(secret, pending["verifier_sealed"]) if pending["verifier_sealed"] else ""
+    )
+    answer = _exchange(client, credentials, args.get("code", ""), public_url, verifier, now)
+    try:
+        base_url = kind.installed_base_url(answer.fields, token_url, pending["base_url"])
+    except ValueError as error:
+        raise AuthorizationRefused(f"{kind.name} did not connect: {error}.") from None
+    return Grant(
+        link, base_url, answer.access_token, answer.expires_at,
+        replace(credentials, refresh_token=answer.refresh_token),
+        kind.installed_account(answer.fields),
+    )  # fmt: skip
+
+
+def _pending(db: Database, state: str, session_key: str, now: datetime) -> Row:
+    """The pending authorization `state` names, taken (deleted) whatever follows: refused
+    unless it is this session's and younger than STATE_LIFETIME."""
+    with server.write(db):
+        pending = store.take_oauth_state(db, _hashed(state)) if state else None
+    if pending is None:
+        raise AuthorizationRefused(
+            "That authorization is unknown or was already used: press Connect again."
+        )
+    if pending["created_at"] <= server.iso(now - STATE_LIFETIME):
+        raise AuthorizationRefused("That authorization took over 10 minutes: press Connect again.")
+    if pending["session_id"] != session_key:
+        raise AuthorizationRefused(
+            "That authorization was started in another session: press Connect again."
+        )
+    return pending
+
+
+def _consent_refused(kind: Platform, args: Mapping[str, str]) -> str:
+    """What to tell an admin whose consent did not come back (refused, cancelled, or failed)."""
+    error = args.get("error", "")[:100]
+    said = " ".join(args.get("error_description", "").split())[:200]
+    if error in CANCELLED:
+        start = f"Consent on {kind.name} was refused or cancelled: nothing was connected."
+    else:
+        start = f"{kind.name} did not authorize the connection ({error}): nothing was connected."
+    return f"{start} {said}".strip() if said else start
+
+
+def _exchange(
+    client: httpx.Client,
+    credentials: oauth.Credentials,
+    code: str,
+    public_url: str,
+    verifier: str,
+    now: datetime,
+) -> oauth.Consented:
+    """The token endpoint's answer to the callback's code."""
+    if not code:
+        raise AuthorizationRefused("The callback brought no authorization code: connect again.")
+    request = oauth.code_request(credentials, code, redirect_uri(public_url), verifier)
+    try:
+        return oauth.answered(client.send(request, follow_redirects=False), now)
+    except httpx.HTTPError as error:
+        reason = f"the token endpoint could not be reached ({type(error).__name__})"
+    except (Permanent, Retriable) as error:
+        reason = str(error)
+    raise AuthorizationRefused(f"Nothing was connected: {reason}. Press Connect again.")
+
+
+def save(db: Database, secret: bytes, grant: Grant) -> Row:
+    """Connect the grant's connection (`connections.set_crm`): the connection as saved."""
+    try:
+        return connections.set_crm(
+            db, secret, grant.link["id"], base_url=grant.base_url, token=grant.access_token,
+            credentials=grant.credentials, expires_at=grant.expires_at,
+            account_id=grant.account_id,
+        )  # fmt: skip
+    except connections.InvalidConnection as error:
+        raise AuthorizationRefused(f"Nothing was connected: {error}") from None
+
+
+def _hashed(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()

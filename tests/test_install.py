@@ -1,0 +1,405 @@
+"""Connect with OAuth from the settings page (connector/install.py, connector/views/install.py),
+through the Flask test client against a loopback fake authorization server for each of the
+five CRMs: consent and callback, and every callback that must connect nothing (refused
+consent, tampered, replayed, expired or another session's state, a token endpoint that
+complains), a refresh token refused for good showing Reconnect, and no secret in a page or log."""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+from werkzeug.test import TestResponse
+
+from connector import connections, oauth, oauth_apps, outbound, store
+from connector.app import create_app
+from server import accounts
+from tests.helpers.clock import Clock
+from tests.helpers.constants import SECRET
+from tests.helpers.oauth_server import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    HUB_ID,
+    FakeAuthServer,
+    running,
+)
+
+START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+PUBLIC_URL = "https://connector.example.com"
+CALLBACK = f"{PUBLIC_URL}/settings/oauth/callback"
+PLATFORMS = ("hubspot", "salesforce", "pipedrive", "zoho", "dynamics")
+TENANT = "contoso.onmicrosoft.com"
+PKCE = {"salesforce", "dynamics"}
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(START)
+
+
+@pytest.fixture
+def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the fakes are on loopback
+    config = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock, "PUBLIC_URL": PUBLIC_URL}
+    return create_app(config)
+
+
+@pytest.fixture
+def database(app: Flask, db_path: Path) -> Database:
+    return store.connect(db_path)
+
+
+def admin_key(database: Database, name: str) -> str:
+    _, value = accounts.create_organization(
+        database, SECRET.encode(), START, name=name, website=f"{name.lower()}.example.org",
+        tier="pro",
+    )  # fmt: skip
+    return value
+
+
+def csrf(page: TestResponse) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+    assert found, page.get_data(as_text=True)
+    return found.group(1)
+
+
+def signed_in(app: Flask, key: str) -> FlaskClient:
+    client = app.test_client()
+    form = client.get("/settings/sign-in")
+    response = client.post("/settings/sign-in", data={"api_key": key, "csrf_token": csrf(form)})
+    assert response.status_code == 303
+    return client
+
+
+def text(response: TestResponse) -> str:
+    return html.unescape(response.get_data(as_text=True))
+
+
+@pytest.fixture(params=PLATFORMS)
+def fake(request: pytest.FixtureRequest) -> Iterator[FakeAuthServer]:
+    with running(request.param) as server:
+        yield server
+
+
+def register(database: Database, fake: FakeAuthServer) -> None:
+    """The operator's app for the fake's platform, pointed at the fake."""
+    oauth_apps.save(
+        database, SECRET.encode(), START, platform=fake.platform, client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET, authorize_url=fake.authorize_url, token_url=fake.token_url,
+    )  # fmt: skip
+
+
+def connection(database: Database, key: str, platform: str, name: str = "crm") -> str:
+    """A connection of the key's organization, with a token pasted earlier (the CLI's way)."""
+    extra = {"salesforce": {"salesforce_org_ids": ("00D5e000000abcD",)},
+             "hubspot": {"secret": "hubspot-app-secret"}}.get(platform, {})  # fmt: skip
+    added = connections.add(
+        database, SECRET.encode(), START, name=name, platform=platform, api_key=key,
+        crm_base_url="http://127.0.0.1:9",
+        crm_token="pasted-token", **extra,
+    )  # fmt: skip
+    return str(added.row["id"])
+
+
+def start(client: FlaskClient, link_id: str, **form: str) -> TestResponse:
+    """Press Connect on the connections page."""
+    page = client.get("/settings/connections")
+    data = {"csrf_token": csrf(page), **form}
+    return client.post(f"/settings/connections/{link_id}/connect", data=data)
+
+
+def consent(authorize_url: str) -> str:
+    """The browser at the consent page, the admin agreeing: where it is sent back to."""
+    answer = httpx.get(authorize_url, follow_redirects=False)
+    assert answer.status_code == 302
+    return answer.headers["location"]
+
+
+def back(client: FlaskClient, callback: str) -> TestResponse:
+    """The browser arriving at our callback (its path and query, on the test client)."""
+    assert callback.startswith(CALLBACK + "?"), callback
+    return client.get(callback.removeprefix(PUBLIC_URL))
+
+
+def environment(fake: FakeAuthServer) -> dict[str, str]:
+    return {"environment": fake.url, "tenant": TENANT} if fake.platform == "dynamics" else {}
+
+
+@pytest.fixture
+def acme(database: Database) -> str:
+    return admin_key(database, "Acme")
+
+
+def test_each_crm_connects_through_consent_and_the_callback(
+    app: Flask, database: Database, acme: str, fake: FakeAuthServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    caplog.set_level(logging.DEBUG)
+    register(database, fake)
+    link_id = connection(database, acme, fake.platform)
+    client = signed_in(app, acme)
+
+    started = start(client, link_id, **environment(fake))
+    assert started.status_code == 303
+    asked = parse_qs(urlsplit(started.location).query)
+    assert started.location.startswith(fake.authorize_url.replace("organizations", TENANT))
+    assert asked["client_id"] == [CLIENT_ID] and asked["redirect_uri"] == [CALLBACK]
+    assert asked["response_type"] == ["code"] and len(asked["state"][0]) >= 40
+    assert ("code_challenge" in asked) == (fake.platform in PKCE)
+    if fake.platform in PKCE:
+        assert asked["code_challenge_method"] == ["S256"]
+    callback = consent(started.location)
+    done = back(client, callback)
+
+    assert done.status_code == 303 and done.location == f"/settings/connections/{link_id}"
+    page = text(client.get(done.location))
+    assert f"crm is connected to {fake.platform}." in page
+    form, _ = fake.seen.token_requests[-1]
+    assert form["redirect_uri"] == CALLBACK and form["grant_type"] == "authorization_code"
+    assert ("code_verifier" in form) == (fake.platform in PKCE)
+    row = store.connection(database, link_id)
+    assert row is not None and row["crm_base_url"] == fake.url
+    assert row["crm_account_id"] == (str(HUB_ID) if fake.platform == "hubspot" else "")
+    credentials = oauth.Credentials.loads(store.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
+    token_url = fake.token_url.replace("organizations", TENANT)
+    assert credentials.token_url == (
+        f"{fake.url}/oauth/v2/token" if fake.platform == "zoho" else token_url
+    )
+    assert credentials.refresh_token in fake.refresh_tokens
+    assert credentials.basic == (fake.platform == "pipedrive")
+    assert connections.token_state(row, START) == "valid"
+    for value in (CLIENT_SECRET, credentials.refresh_token, store.crm_token(SECRET.encode(), row)):
+        assert value not in page and value not in caplog.text
+
+
+def test_a_refused_consent_comes_back_with_a_clear_message_and_connects_nothing(
+    app: Flask, database: Database, acme: str, fake: FakeAuthServer
+) -> None:
+    register(database, fake)
+    link_id = connection(database, acme, fake.platform)
+    client = signed_in(app, acme)
+    fake.deny = True
+
+    done = back(client, consent(start(client, link_id, **environment(fake)).location))
+
+    page = text(client.get(done.location))
+    assert f"Consent on {fake.platform} was refused or cancelled: nothing was connected." in page
+    assert "The user denied access" in page
+    assert fake.seen.token_requests == []
+    row = store.connection(database, link_id)
+    assert row is not None and store.crm_token(SECRET.encode(), row) == "pasted-token"
+
+
+@pytest.fixture
+def hubspot() -> Iterator[FakeAuthServer]:
+    with running("hubspot") as server:
+        yield server
+
+
+@pytest.fixture
+def pending(
+    app: Flask, database: Database, acme: str, hubspot: FakeAuthServer
+) -> tuple[FlaskClient, str, str]:
+    """Acme's admin sent to HubSpot's consent page: (client, connection id, callback URL)."""
+    register(database, hubspot)
+    link_id = connection(database, acme, "hubspot")
+    client = signed_in(app, acme)
+    return client, link_id, consent(start(client, link_id).location)
+
+
+def refusal(client: FlaskClient, response: TestResponse) -> str:
+    assert response.status_code == 303 and response.location.startswith("/settings/connections")
+    return text(client.get(response.location))
+
+
+def not_connected(database: Database, link_id: str) -> bool:
+    row = store.connection(database, link_id)
+    return row is not None and row["crm_oauth_sealed"] == ""
+
+
+def test_a_tampered_state_is_refused_before_any_token_request(
+    database: Database, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer
+) -> None:
+    client, link_id, callback = pending
+    state = parse_qs(urlsplit(callback).query)["state"][0]
+    tampered = callback.replace(state, state[:-2] + ("AA" if state[-2:] != "AA" else "BB"))
+
+    page = refusal(client, back(client, tampered))
+
+    assert "That authorization is unknown or was already used" in page
+    assert hubspot.seen.token_requests == [] and not_connected(database, link_id)
+
+
+def test_a_replayed_callback_is_refused_before_its_code_is_used_again(
+    database: Database, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer
+) -> None:
+    client, link_id, callback = pending
+    assert back(client, callback).status_code == 303
+    assert len(hubspot.seen.token_requests) == 1
+    store.set_crm_auth_error(database, link_id, "marked")  # to see whether it connects again
+
+    page = refusal(client, back(client, callback))
+
+    assert "That authorization is unknown or was already used" in page
+    assert len(hubspot.seen.token_requests) == 1
+    row = store.connection(database, link_id)
+    assert row is not None and row["crm_auth_error"] == "marked"
+
+
+def test_a_callback_in_another_admins_session_is_refused_and_spends_the_state(
+    app: Flask, database: Database, pending: tuple[FlaskClient, str, str],
+    hubspot: FakeAuthServer,
+) -> None:  # fmt: skip
+    client, link_id, callback = pending
+    other = signed_in(app, admin_key(database, "Globex"))
+
+    page = refusal(other, back(other, callback))
+
+    assert "That authorization was started in another session" in page
+    assert "unknown or was already used" in refusal(client, back(client, callback))
+    assert hubspot.seen.token_requests == [] and not_connected(database, link_id)
+
+
+def test_another_organizations_connection_cannot_be_connected(
+    app: Flask, database: Database, acme: str, hubspot: FakeAuthServer
+) -> None:
+    register(database, hubspot)
+    link_id = connection(database, acme, "hubspot")
+    other = signed_in(app, admin_key(database, "Globex"))
+
+    answer = start(other, link_id)
+
+    assert answer.status_code == 404
+    assert hubspot.seen.authorized == []
+
+
+def test_an_authorization_older_than_ten_minutes_is_refused(
+    database: Database, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer,
+    clock: Clock,
+) -> None:  # fmt: skip
+    client, link_id, callback = pending
+    clock.advance(10 * 60 + 1)
+
+    page = refusal(client, back(client, callback))
+
+    assert "That authorization took over 10 minutes" in page
+    assert hubspot.seen.token_requests == [] and not_connected(database, link_id)
+
+
+def test_a_token_endpoint_complaining_about_the_redirect_uri_connects_nothing(
+    database: Database, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer
+) -> None:
+    client, link_id, callback = pending
+    hubspot.complaint = {"error": "invalid_grant", "error_description": "redirect_uri mismatch"}
+
+    page = refusal(client, back(client, callback))
+
+    assert "the token endpoint refused the authorization (400: invalid_grant" in page
+    assert "redirect_uri mismatch" in page and CLIENT_SECRET not in page
+    assert hubspot.seen.token_requests[0][0]["redirect_uri"] == CALLBACK
+    assert not_connected(database, link_id)
+
+
+def test_a_callback_without_the_session_cookie_asks_again_from_this_site(
+    app: Flask, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer
+) -> None:
+    client, _, callback = pending
+    cookieless = app.test_client()  # as a browser sends no SameSite=Strict cookie cross-site
+
+    again = back(cookieless, callback)
+
+    assert again.status_code == 200 and "set-cookie" not in again.headers
+    found = re.search(r'http-equiv="refresh" content="0;url=([^"]+)"', again.get_data(as_text=True))
+    assert found and hubspot.seen.token_requests == []
+    resumed = html.unescape(found.group(1))
+    assert resumed.startswith("/settings/oauth/callback?") and resumed.endswith("&resumed=1")
+    gone = cookieless.get(resumed)
+    assert gone.status_code == 303 and gone.location == "/settings/sign-in"
+    done = client.get(resumed)  # the page asking again, from the admin's browser with its cookie
+    assert done.status_code == 303 and "is connected to hubspot" in text(client.get(done.location))
+
+
+def test_without_an_app_the_page_says_so_and_connect_is_refused(
+    app: Flask, database: Database, acme: str
+) -> None:
+    link_id = connection(database, acme, "pipedrive")
+    client = signed_in(app, acme)
+
+    page = text(client.get(f"/settings/connections/{link_id}"))
+    answer = start(client, link_id)
+
+    assert "No Pipedrive OAuth app is registered on this server" in page
+    assert "Connect with Pipedrive" not in page
+    assert "No OAuth app is registered for pipedrive" in refusal(client, answer)
+
+
+def test_dynamics_asks_for_a_tenant_before_consent(
+    app: Flask, database: Database, acme: str
+) -> None:
+    with running("dynamics") as fake:
+        register(database, fake)
+        link_id = connection(database, acme, "dynamics")
+        client = signed_in(app, acme)
+        page = text(client.get(f"/settings/connections/{link_id}"))
+
+        answer = start(client, link_id, environment=fake.url, tenant="../evil")
+
+        assert 'name="tenant"' in page and "Connect with Dynamics 365" in page
+        assert "Give your Microsoft Entra tenant" in refusal(client, answer)
+        assert fake.seen.authorized == []
+
+
+def test_zoho_exchanges_the_code_only_at_a_zoho_accounts_server(
+    app: Flask, database: Database, acme: str
+) -> None:
+    with running("zoho") as fake:
+        register(database, fake)
+        link_id = connection(database, acme, "zoho")
+        client = signed_in(app, acme)
+        callback = consent(start(client, link_id).location)
+        elsewhere = callback.replace(
+            f"accounts-server={fake.url.replace(':', '%3A').replace('/', '%2F')}",
+            "accounts-server=https%3A%2F%2Faccounts.evil.example",
+        )
+        assert elsewhere != callback
+
+        page = refusal(client, back(client, elsewhere))
+
+        assert "'https://accounts.evil.example' is not a Zoho accounts server" in page
+        assert fake.seen.token_requests == [] and not_connected(database, link_id)
+
+
+def test_a_refresh_token_refused_for_good_shows_reconnect_until_connected_again(
+    app: Flask, database: Database, pending: tuple[FlaskClient, str, str],
+    hubspot: FakeAuthServer, clock: Clock,
+) -> None:  # fmt: skip
+    client, link_id, callback = pending
+    back(client, callback)
+    hubspot.revoked = True
+    clock.advance(3600)  # past the access token's 30 minutes
+    row = store.connection(database, link_id)
+    assert row is not None and connections.token_state(row, clock()) == "renewing"
+    renewing = store.crm_auth(database, SECRET.encode(), row, clock)
+
+    with outbound.client() as http, pytest.raises(Exception, match="token revoked"):
+        http.get(f"{hubspot.url}/crm/anything", auth=renewing)
+
+    row = store.connection(database, link_id)
+    assert row is not None and connections.token_state(row, clock()) == "needs reconnect"
+    page = text(client.get(f"/settings/connections/{link_id}"))
+    assert "needs reconnect" in page and "Reconnect with HubSpot" in page
+    hubspot.revoked = False
+    back(client, consent(start(client, link_id).location))
+    row = store.connection(database, link_id)
+    assert row is not None and connections.token_state(row, clock()) == "valid"
+    assert "Connect with HubSpot" in text(client.get(f"/settings/connections/{link_id}"))
