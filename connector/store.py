@@ -322,6 +322,26 @@ def m013_crm_accounts(db: Database) -> None:
     db.execute("CREATE INDEX connections_account ON connections (platform, crm_account_id)")
 
 
+@MIGRATIONS()
+def m017_mapping_versions(db: Database) -> None:
+    """Mappings edited on the settings page or imported: each save a new version of a
+    connection's mapping of one kind of record, its YAML as saved and who saved it; the
+    highest version is the one in use (connector/mapping_versions.py)."""
+    db.execute(
+        """
+        CREATE TABLE mapping_versions (
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            yaml TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            created_by TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (connection_id, kind, version)
+        )
+        """
+    )
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     db.table("oauth_apps").upsert(row, pk="platform")
@@ -732,3 +752,40 @@ def backfill_progress(db: Database, connection_id: str, prefix: str) -> Row:
         "WHERE e.connection_id = :c AND e.event_key >= :p AND e.event_key < :p || char(1114111)"
     )
     return dict(next(iter(db.query(sql, {"c": connection_id, "p": prefix}))))
+
+
+# --- mapping versions ------------------------------------------------------------------------
+
+
+def add_mapping_version(
+    db: Database, connection_id: str, kind: str, text: str, at: str, by: str
+) -> int:
+    """Save `text` as the next version of a connection's mapping of `kind`; its number."""
+    sql = (
+        "INSERT INTO mapping_versions (connection_id, kind, version, yaml, created_at, "
+        "created_by) SELECT ?, ?, coalesce(max(version), 0) + 1, ?, ?, ? "
+        "FROM mapping_versions WHERE connection_id = ? AND kind = ? RETURNING version"
+    )
+    rows = db.execute(sql, [connection_id, kind, text, at, by, connection_id, kind]).fetchall()
+    return int(rows[0][0])
+
+
+def mapping_version_number(db: Database, connection_id: str, kind: str) -> int:
+    """The current (highest) version of a connection's mapping of `kind`; 0 when none."""
+    sql = "SELECT max(version) FROM mapping_versions WHERE connection_id = ? AND kind = ?"
+    return int(db.execute(sql, [connection_id, kind]).fetchone()[0] or 0)
+
+
+def mapping_version(db: Database, connection_id: str, kind: str, version: int) -> Row | None:
+    sql = "SELECT * FROM mapping_versions WHERE connection_id = ? AND kind = ? AND version = ?"
+    rows = list(db.query(sql, [connection_id, kind, version]))
+    return rows[0] if rows else None
+
+
+def mapping_versions(db: Database, connection_id: str, kind: str) -> list[Row]:
+    """A connection's versions of its mapping of `kind`, newest first, without their YAML."""
+    sql = (
+        "SELECT version, created_at, created_by FROM mapping_versions "
+        "WHERE connection_id = ? AND kind = ? ORDER BY version DESC"
+    )
+    return list(db.query(sql, [connection_id, kind]))
