@@ -84,9 +84,14 @@ def version_text(db: Database, link: Row, kind: str, version: int) -> str:
     return str(row["yaml"])
 
 
+def versions(db: Database, link: Row, kind: str) -> list[Row]:
+    """The saved versions of a connection's mapping of `kind`, newest first (no YAML)."""
+    return store.mapping_versions(db, link["id"], kind)
+
+
 def with_outputs(text: str, outputs: list[Row]) -> str:
     """The YAML of mapping `text` with its `output` list replaced by `outputs` (the editor's
-    rows: field, property, transforms, policy), its other keys kept."""
+    rows: field, property, transforms as names joined by spaces, policy), its other keys kept."""
     data = yaml.safe_load(text) or {}
     data["output"] = [_output(row) for row in outputs]
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
@@ -94,8 +99,8 @@ def with_outputs(text: str, outputs: list[Row]) -> str:
 
 def _output(row: Row) -> Row:
     rule: Row = {"field": row["field"], "property": row["property"]}
-    if row.get("transforms"):
-        rule["transforms"] = list(row["transforms"])
+    if str(row.get("transforms") or "").split():
+        rule["transforms"] = str(row["transforms"]).split()
     return {**rule, "policy": row.get("policy") or "fill_if_empty"}
 
 
