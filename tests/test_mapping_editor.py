@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlite_utils import Database
@@ -21,6 +22,7 @@ from werkzeug.test import TestResponse
 
 from connector import connections, field_check, mapping_versions, mappings, store
 from connector.app import create_app
+from connector.cli import main
 from connector.platforms.base import CrmField
 from connector.platforms.hubspot import HubSpot
 from tests.helpers.clock import Clock
@@ -287,3 +289,24 @@ def test_hubspot_reads_enumerations_by_their_widget(fake: FakeCrm) -> None:
     assert [(f.name, f.type, f.options[:2]) for f in got] == [
         ("hs_buying_role", "multipicklist", ("A", "B")), ("state", "picklist", ("AL", "AK"))
     ]  # fmt: skip
+
+
+def test_the_cli_imports_exports_and_lists_versions(
+    acme: tuple[dict[str, Any], str], fake: FakeCrm, db_path: Path, database: Database,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    link, runner, db = acme[0]["id"], CliRunner(), ["--db", str(db_path)]
+    exported = runner.invoke(main, ["mapping", "export", link, *db])
+    assert exported.exit_code == 0 and exported.output == HUBSPOT_FILE
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(HUBSPOT_FILE.replace("property: state,", "property: hs_object_id,"))
+    refused = runner.invoke(main, ["mapping", "import", link, str(mine), *db])
+    assert refused.exit_code == 1 and "hs_object_id: Hs Object Id is read-only" in refused.output
+    mine.write_text(HUBSPOT_FILE.replace("policy: overwrite_if_ours}", "policy: always}"))
+    saved = runner.invoke(main, ["mapping", "import", link, str(mine), *db])
+    assert saved.exit_code == 0 and "version 1" in saved.output
+    again = runner.invoke(main, ["mapping", "export", link, *db])
+    assert again.output == mine.read_text()
+    listed = runner.invoke(main, ["mapping", "versions", link, *db])
+    assert listed.output.startswith("1  ") and "contactdata mapping import" in listed.output
