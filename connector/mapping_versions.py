@@ -3,7 +3,8 @@ a restore) a new version of its mapping of one kind of record; the highest is th
 worker and receiver use. A connection with no saved version uses its file, as before.
 
 Parsed versions are kept by (connection, kind, version): a version never changes, so the
-worker asks the database for the current number and parses a version's YAML once."""
+worker asks the database for the current number and parses a version's YAML once
+(`store.mapping_in_use`, which the worker and receiver call themselves)."""
 
 from __future__ import annotations
 
@@ -22,23 +23,12 @@ from connector.platforms import PLATFORMS
 from connector.platforms.base import CrmField
 
 Row = dict[str, Any]
-_PARSED: dict[tuple[str, str, int], mappings.Mapping] = {}
-_PARSED_LIMIT = 256
 
 
 def current(db: Database, link: Row, kind: str) -> mappings.Mapping:
     """The mapping in use for a connection's `kind` of records: its current saved version,
     else its file (the connection's own for contacts, the platform's default otherwise)."""
-    version = store.mapping_version_number(db, link["id"], kind)
-    if not version:
-        return mappings.load_for(link["mapping"], _default_file(link, kind), kind)
-    key = (link["id"], kind, version)
-    if key not in _PARSED:
-        if len(_PARSED) >= _PARSED_LIMIT:
-            _PARSED.clear()
-        row = store.mapping_version(db, link["id"], kind, version)
-        _PARSED[key] = mappings.parse(row["yaml"] if row else "", _source(link, kind, version))
-    return _PARSED[key]
+    return store.mapping_in_use(db, link, _default_file(link, kind), kind)
 
 
 def current_text(db: Database, link: Row, kind: str) -> tuple[int, str]:
@@ -155,7 +145,3 @@ def _adapter(
 
 def _default_file(link: Row, kind: str) -> str:
     return PLATFORMS[link["platform"]].mapping_file_for(kind)
-
-
-def _source(link: Row, kind: str, version: int) -> str:
-    return f"{link['name']} {kind} mapping version {version}"

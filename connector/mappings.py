@@ -439,6 +439,20 @@ def load_for(own: str | Path, default_file: str, kind: str) -> Mapping:
     return load_current(own if kind == "contacts" else DIRECTORY / default_file)
 
 
+_SAVED: dict[tuple[str, str, int], Mapping] = {}  # parsed saved versions (see load_saved)
+_SAVED_LIMIT = 256
+
+
+def load_saved(key: tuple[str, str, int], read: Callable[[], str], source: str) -> Mapping:
+    """A saved mapping version (`key`: connection id, kind, version), parsed from the text
+    `read()` gives the first time only: a version never changes once saved."""
+    if key not in _SAVED:
+        if len(_SAVED) >= _SAVED_LIMIT:
+            _SAVED.clear()
+        _SAVED[key] = parse(read(), source)
+    return _SAVED[key]
+
+
 @lru_cache(maxsize=64)
 def _load_cached(path: str, modified: int) -> Mapping:
     return load(path)

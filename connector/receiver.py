@@ -49,7 +49,7 @@ from flask import Blueprint, Response, current_app, g, request
 from sqlite_utils import Database
 
 import server
-from connector import mapping_versions, mappings, store
+from connector import mappings, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import (
     STANDARD_WEBHOOKS_REPLAY_WINDOW,
@@ -153,7 +153,7 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
         if not custom_action:
             raise InvalidPayload(f"{message}.")
         return _named(_json(platform.action_failed(message)))
-    mapping = mapping_versions.current(server.get_db(), link, kind)
+    mapping = store.mapping_in_use(server.get_db(), link, platform.mapping_file_for(kind), kind)
     try:
         outcome = server.enrich_with_key(
             server.get_db(),

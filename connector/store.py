@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 import server
-from connector import oauth, outbound
+from connector import mappings, oauth, outbound
 
 Row = dict[str, Any]
 MIGRATIONS = Migrations("connector")
@@ -774,6 +774,21 @@ def mapping_version_number(db: Database, connection_id: str, kind: str) -> int:
     """The current (highest) version of a connection's mapping of `kind`; 0 when none."""
     sql = "SELECT max(version) FROM mapping_versions WHERE connection_id = ? AND kind = ?"
     return int(db.execute(sql, [connection_id, kind]).fetchone()[0] or 0)
+
+
+def mapping_in_use(db: Database, link: Row, default_file: str, kind: str) -> mappings.Mapping:
+    """The mapping a connection uses for `kind`: its current saved version (parsed once per
+    version), else its file (`mappings.load_for`, `default_file` its platform's for `kind`)."""
+    version = mapping_version_number(db, link["id"], kind)
+    if not version:
+        return mappings.load_for(link["mapping"], default_file, kind)
+
+    def read() -> str:
+        row = mapping_version(db, link["id"], kind, version)
+        return str(row["yaml"]) if row else ""
+
+    source = f"{link['name']} {kind} mapping version {version}"
+    return mappings.load_saved((link["id"], kind, version), read, source)
 
 
 def mapping_version(db: Database, connection_id: str, kind: str, version: int) -> Row | None:

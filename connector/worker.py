@@ -40,7 +40,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import mapping_versions, mappings, outbound, store
+from connector import mappings, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import (
     TOKEN_REFUSED,
@@ -172,7 +172,7 @@ class Worker:
             raise Permanent(f"{platform.name} is not a CRM: nothing is written back")
         if kind not in platform.objects:
             raise Permanent(f"{platform.name} has no {kind} the connector enriches")
-        mapping = mapping_versions.current(self.db, link, kind)
+        mapping = store.mapping_in_use(self.db, link, platform.mapping_file_for(kind), kind)
         token = store.crm_token(self.secret, link)
         if connection_id not in auths:
             auths[connection_id] = store.crm_auth(self.db, self.secret, link, self.clock)
