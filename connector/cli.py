@@ -21,6 +21,7 @@ from connector import (
     backfill,
     connections,
     jobs,
+    mapping_versions,
     mappings,
     oauth_apps,
     outbound,
@@ -362,7 +363,8 @@ def _action_mapping(path: Path) -> mappings.Mapping:
 
 @main.group()
 def mapping() -> None:
-    """Check mapping files (mappings/*.yaml)."""
+    """Check mapping files (mappings/*.yaml); export, import and list a connection's saved
+    versions."""
 
 
 @mapping.command("check")
@@ -375,6 +377,78 @@ def mapping_check(path: Path) -> None:
     if problems:
         raise SystemExit(1)
     click.echo(f"{path}: ok")
+
+
+KIND_OPTION = click.option(
+    "--kind", type=click.Choice(["contacts", "leads", "companies"]), default="contacts",
+    show_default=True, help="The kind of record the mapping is of.",
+)  # fmt: skip
+
+
+def _crm_link(db: Any, connection_id: str, kind: str) -> dict[str, Any]:
+    link = store.connection(db, connection_id)
+    if link is None:
+        raise click.ClickException(f"no connection {connection_id}")
+    if kind not in PLATFORMS[link["platform"]].objects:
+        raise click.ClickException(f"{link['platform']} has no {kind} the connector enriches")
+    return link
+
+
+@mapping.command("export")
+@DB_OPTION
+@click.argument("connection_id")
+@KIND_OPTION
+def mapping_export(db_path: Path, connection_id: str, kind: str) -> None:
+    """Print the YAML of a connection's mapping in use (its current version, or its file)."""
+    db = store.connect(db_path)
+    click.echo(
+        mapping_versions.current_text(db, _crm_link(db, connection_id, kind), kind)[1], nl=False
+    )
+
+
+@mapping.command("import")
+@DB_OPTION
+@click.argument("connection_id")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@KIND_OPTION
+def mapping_import(db_path: Path, connection_id: str, path: Path, kind: str) -> None:
+    """Save a YAML file as a connection's new mapping version, validated (against the CRM's
+    fields too, when they can be read); exit 1 listing every refusal, nothing saved."""
+    settings = load({"DB": str(db_path)})
+    db = store.connect(db_path)
+    link = _crm_link(db, connection_id, kind)
+    secret = server.key_secret(settings)
+    try:
+        with outbound.client(timeout=10.0) as client:
+            fields = mapping_versions.crm_fields(db, secret, link, kind, client, utcnow)
+    except (Permanent, Retriable, ValueError) as error:
+        fields = None
+        click.echo(
+            f"the CRM's fields could not be read ({error}): checked as a file only", err=True
+        )
+    text = path.read_text(encoding="utf-8")
+    try:
+        mapping_versions.validated(link, kind, text, fields)
+    except mappings.MappingError as error:
+        click.echo("\n".join(error.problems))
+        raise SystemExit(1) from None
+    with server.write(db):
+        version = mapping_versions.save(
+            db, link, kind, text, utcnow(), "contactdata mapping import"
+        )
+    click.echo(f"saved as version {version} of {link['name']}'s {kind} mapping")
+
+
+@mapping.command("versions")
+@DB_OPTION
+@click.argument("connection_id")
+@KIND_OPTION
+def mapping_versions_command(db_path: Path, connection_id: str, kind: str) -> None:
+    """List a connection's saved mapping versions, newest (the one in use) first."""
+    db = store.connect(db_path)
+    link = _crm_link(db, connection_id, kind)
+    for row in mapping_versions.versions(db, link, kind):
+        click.echo(f"{row['version']}  {row['created_at']}  {row['created_by']}")
 
 
 @main.command("worker")

@@ -462,18 +462,23 @@ class Mapping(BaseModel):
 
 def load(path: str | Path) -> Mapping:
     """The mapping in a YAML file; MappingError names the file, line and field of each problem."""
-    path = Path(path)
-    data, root = _parse(path)
+    return parse(_read(Path(path)), str(path))
+
+
+def parse(text: str, source: str) -> Mapping:
+    """The mapping a YAML text holds (a saved version, an upload); MappingError names
+    `source`, the line and the field of each problem, as `load` does a file's."""
+    data, root = _parse(text, source)
     if root is None:
         needs = _top_keys(required=True)
-        raise MappingError([f"{path}, line 1: the file is empty; a mapping needs {needs}"])
+        raise MappingError([f"{source}, line 1: the file is empty; a mapping needs {needs}"])
     problems = [*_duplicate_keys(root), *_duplicate_properties(data)]
     try:
         mapping = Mapping.model_validate(data)
     except ValidationError as error:
         problems += _schema_problems(error)
     if problems:
-        raise MappingError(_described(path, root, problems))
+        raise MappingError(_described(source, root, problems))
     return mapping
 
 
@@ -487,6 +492,20 @@ def load_for(own: str | Path, default_file: str, kind: str) -> Mapping:
     chosen file) for contacts, else its platform's default for the kind (`default_file`,
     `Platform.mapping_file_for(kind)`, in DIRECTORY)."""
     return load_current(own if kind == "contacts" else DIRECTORY / default_file)
+
+
+_SAVED: dict[tuple[str, str, int], Mapping] = {}  # parsed saved versions (see load_saved)
+_SAVED_LIMIT = 256
+
+
+def load_saved(key: tuple[str, str, int], read: Callable[[], str], source: str) -> Mapping:
+    """A saved mapping version (`key`: connection id, kind, version), parsed from the text
+    `read()` gives the first time only: a version never changes once saved."""
+    if key not in _SAVED:
+        if len(_SAVED) >= _SAVED_LIMIT:
+            _SAVED.clear()
+        _SAVED[key] = parse(read(), source)
+    return _SAVED[key]
 
 
 @lru_cache(maxsize=64)
@@ -514,7 +533,8 @@ def load_all(directory: str | Path) -> dict[str, Mapping]:
                 "" if mapping.kind == "contacts" else f"'s {mapping.kind}"
             )
             clash = f"{what} is already mapped by {files[mapping.name]}"
-            problems += _described(path, _parse(path)[1], [(("platform",), clash, None)])
+            root = _parse(_read(path), str(path))[1]
+            problems += _described(str(path), root, [(("platform",), clash, None)])
             continue
         mappings[mapping.name], files[mapping.name] = mapping, path
     if problems:
@@ -531,14 +551,18 @@ def check(path: str | Path) -> list[str]:
     return []
 
 
-def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
-    """A file's YAML as data and as nodes (which know their lines); None, None when empty."""
+def _read(path: Path) -> str:
+    """A mapping file's text; MappingError when it cannot be read as UTF-8."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise MappingError([f"{path}: cannot be read ({error.strerror})"]) from None
     except UnicodeDecodeError:
         raise MappingError([f"{path}, line 1: not UTF-8 text"]) from None
+
+
+def _parse(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+    """A YAML text as data and as nodes (which know their lines); None, None when empty."""
     try:
         return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
@@ -547,7 +571,7 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
         near = _key_before(text, line)
         where = f", near {near}" if near else ""
         reason = getattr(error, "problem", None) or str(error)
-        raise MappingError([f"{path}, line {line}{where}: not valid YAML: {reason}"]) from None
+        raise MappingError([f"{source}, line {line}{where}: not valid YAML: {reason}"]) from None
 
 
 def _key_before(text: str, line: int) -> str:
@@ -628,10 +652,10 @@ def _message(detail: ErrorDetails) -> str:
     return detail["msg"].removeprefix("Value error, ")
 
 
-def _described(path: Path, root: yaml.Node | None, problems: Iterable[Problem]) -> list[str]:
+def _described(source: str, root: yaml.Node | None, problems: Iterable[Problem]) -> list[str]:
     """Problems as "file, line N, field: what", in the order of their lines."""
     found = sorted((line or _line(root, loc), _where(loc), what) for loc, what, line in problems)
-    return [f"{path}, line {line}, {where}: {what}" for line, where, what in found]
+    return [f"{source}, line {line}, {where}: {what}" for line, where, what in found]
 
 
 def _top_keys(required: bool = False) -> str:

@@ -237,7 +237,7 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
         if not custom_action:
             raise InvalidPayload(f"{message}.")
         return _named(_json(platform.action_failed(message)))
-    mapping = mappings.load_for(link["mapping"], platform.mapping_file_for(kind), kind)
+    mapping = store.mapping_in_use(server.get_db(), link, platform.mapping_file_for(kind), kind)
     try:
         outcome = server.enrich_with_key(
             server.get_db(),

@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 import server
-from connector import oauth, outbound
+from connector import mappings, oauth, outbound
 
 Row = dict[str, Any]
 MIGRATIONS = Migrations("connector")
@@ -364,6 +364,26 @@ def m016_crm_webhooks(db: Database) -> None:
     webhook ids, Zoho's notification channel id), comma-separated: removing the connection
     deletes exactly these, never one the admin made by hand."""
     db.execute("ALTER TABLE connections ADD COLUMN crm_webhook_ids TEXT NOT NULL DEFAULT ''")
+
+
+@MIGRATIONS()
+def m017_mapping_versions(db: Database) -> None:
+    """Mappings edited on the settings page or imported: each save a new version of a
+    connection's mapping of one kind of record, its YAML as saved and who saved it; the
+    highest version is the one in use (connector/mapping_versions.py)."""
+    db.execute(
+        """
+        CREATE TABLE mapping_versions (
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            yaml TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            created_by TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (connection_id, kind, version)
+        )
+        """
+    )
 
 
 @MIGRATIONS()
@@ -896,3 +916,55 @@ def release_preview(db: Database, preview_id: str, outcome: str) -> None:
 def preview_applied(db: Database, preview_id: str, outcome: str) -> None:
     """What a claimed preview's write did."""
     db.execute("UPDATE previews SET outcome = ? WHERE id = ?", [outcome, preview_id])
+
+
+# --- mapping versions ------------------------------------------------------------------------
+
+
+def add_mapping_version(
+    db: Database, connection_id: str, kind: str, text: str, at: str, by: str
+) -> int:
+    """Save `text` as the next version of a connection's mapping of `kind`; its number."""
+    sql = (
+        "INSERT INTO mapping_versions (connection_id, kind, version, yaml, created_at, "
+        "created_by) SELECT ?, ?, coalesce(max(version), 0) + 1, ?, ?, ? "
+        "FROM mapping_versions WHERE connection_id = ? AND kind = ? RETURNING version"
+    )
+    rows = db.execute(sql, [connection_id, kind, text, at, by, connection_id, kind]).fetchall()
+    return int(rows[0][0])
+
+
+def mapping_version_number(db: Database, connection_id: str, kind: str) -> int:
+    """The current (highest) version of a connection's mapping of `kind`; 0 when none."""
+    sql = "SELECT max(version) FROM mapping_versions WHERE connection_id = ? AND kind = ?"
+    return int(db.execute(sql, [connection_id, kind]).fetchone()[0] or 0)
+
+
+def mapping_in_use(db: Database, link: Row, default_file: str, kind: str) -> mappings.Mapping:
+    """The mapping a connection uses for `kind`: its current saved version (parsed once per
+    version), else its file (`mappings.load_for`, `default_file` its platform's for `kind`)."""
+    version = mapping_version_number(db, link["id"], kind)
+    if not version:
+        return mappings.load_for(link["mapping"], default_file, kind)
+
+    def read() -> str:
+        row = mapping_version(db, link["id"], kind, version)
+        return str(row["yaml"]) if row else ""
+
+    source = f"{link['name']} {kind} mapping version {version}"
+    return mappings.load_saved((link["id"], kind, version), read, source)
+
+
+def mapping_version(db: Database, connection_id: str, kind: str, version: int) -> Row | None:
+    sql = "SELECT * FROM mapping_versions WHERE connection_id = ? AND kind = ? AND version = ?"
+    rows = list(db.query(sql, [connection_id, kind, version]))
+    return rows[0] if rows else None
+
+
+def mapping_versions(db: Database, connection_id: str, kind: str) -> list[Row]:
+    """A connection's versions of its mapping of `kind`, newest first, without their YAML."""
+    sql = (
+        "SELECT version, created_at, created_by FROM mapping_versions "
+        "WHERE connection_id = ? AND kind = ? ORDER BY version DESC"
+    )
+    return list(db.query(sql, [connection_id, kind]))

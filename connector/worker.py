@@ -172,7 +172,7 @@ class Worker:
             raise Permanent(f"{platform.name} is not a CRM: nothing is written back")
         if kind not in platform.objects:
             raise Permanent(f"{platform.name} has no {kind} the connector enriches")
-        mapping = mappings.load_for(link["mapping"], platform.mapping_file_for(kind), kind)
+        mapping = store.mapping_in_use(self.db, link, platform.mapping_file_for(kind), kind)
         token = store.crm_token(self.secret, link)
         if connection_id not in auths:
             auths[connection_id] = store.crm_auth(self.db, self.secret, link, self.clock)

@@ -21,6 +21,7 @@ _HOMES = {
     "NEWER_NAMES": "server.enrich:NEWER_NAMES",
     "OLDER_NAMES": "server.enrich:OLDER_NAMES",
     "OUTPUT_FIELDS": "server.enrich:OUTPUT_FIELDS",
+    "OUTPUT_VALUES": "server.enrich:OUTPUT_VALUES",
     "SETTING_DEFAULTS": "server.config:DEFAULTS",
     "Caller": "server.auth:Caller",
     "InvalidParameter": "server.errors:InvalidParameter",

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import auth, credits, matching, records, store
+from server import auth, credits, matching, records, store, titles
 from server.clock import iso
 from server.db import write
 from server.errors import (
@@ -72,6 +72,17 @@ CONTACT_FIELDS = (
 DIAL_FIELDS = ("directDial1", "directDial2")
 # Every field of a result, in the order a response shows them.
 OUTPUT_FIELDS: tuple[str, ...] = (*RECORD_FIELDS, *COMPANY_FIELDS, *CONTACT_FIELDS, *DIAL_FIELDS)
+# The fields whose every value is one of a closed set (each item, for a multi-valued field
+# joined with records.JOIN): what a CRM's picklist must offer to take them.
+OUTPUT_VALUES: dict[str, tuple[str, ...]] = {
+    "recordStatus": (*DELIVERED, NO_MATCH),
+    "accuracy": records.GRADES,
+    "compEmpRange": (*(label for _, label in records.EMPLOYEE_RANGES), "10,001+"),
+    "compRevRange": records.REVENUE_RANGES,
+    "conLevels": titles.LEVELS,
+    "conFunctions": tuple(titles.FUNCTIONS),
+    "conSubFunctions": tuple(sub for subs in titles.FUNCTIONS.values() for sub in subs),
+}
 
 _CONTACT_COLUMNS = {
     name: column

@@ -40,6 +40,7 @@ MEANINGS = {
     "NEWER_NAMES": enrich.NEWER_NAMES,
     "OLDER_NAMES": enrich.OLDER_NAMES,
     "OUTPUT_FIELDS": enrich.OUTPUT_FIELDS,
+    "OUTPUT_VALUES": enrich.OUTPUT_VALUES,
     "SETTING_DEFAULTS": config.DEFAULTS,
     "Caller": auth.Caller,
     "InvalidParameter": errors.InvalidParameter,

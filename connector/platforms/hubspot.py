@@ -22,7 +22,8 @@
   one record, and batch reads and updates of up to 100 a call; listing records for a
   backfill through the CRM search API, and finding a contact by e-mail with it; and the
   completion of BLOCKed custom workflow actions. Values always go as strings ("" clears a
-  property).
+  property). Its properties (`fields`, by the properties API) and custom properties created
+  in the kind's default group.
 
 Signatures: v2 and v3 cover the URL, taken as HubSpot called it (`Delivery.uri`: the public
 URL followed by the request target as sent). A request carrying v3 headers is verified by v3
@@ -82,6 +83,7 @@ from connector.platforms.base import (
     Adapter,
     Answer,
     CrmClient,
+    CrmField,
     Delivery,
     Event,
     Listed,
@@ -137,6 +139,29 @@ OBJECTS = {"contacts": (CONTACTS, "contact"), "companies": (COMPANIES, "company"
 KINDS = {"contact": "contacts", "company": "companies", "0-1": "contacts", "0-2": "companies"}
 CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 ACTIONS = f"/automation/actions/{API_VERSION}"  # an app's custom workflow action definitions
+PROPERTIES = f"/crm/properties/{API_VERSION}"  # + /contacts or /companies: the properties API
+# HubSpot's property types -> FIELD_TYPES (enumerations by their fieldType, in `_field_type`).
+FIELD_TYPES = {
+    "string": "text",
+    "number": "number",
+    "bool": "boolean",
+    "date": "date",
+    "datetime": "datetime",
+    "phone_number": "phone",
+}
+# FIELD_TYPES -> the type and fieldType of a property we create (none for picklists: their
+# options would have to be given).
+CREATED_TYPES = {
+    "text": ("string", "text"),
+    "email": ("string", "text"),
+    "url": ("string", "text"),
+    "number": ("number", "number"),
+    "boolean": ("bool", "booleancheckbox"),
+    "date": ("date", "date"),
+    "datetime": ("datetime", "date"),
+    "phone": ("phone_number", "phonenumber"),
+}
+GROUPS = {"contacts": "contactinformation", "companies": "companyinformation"}
 UNKNOWN = "PROPERTY_DOESNT_EXIST"
 LISTED = "Property values were not valid:"  # a 400's message, then its refusals as JSON
 
@@ -248,6 +273,31 @@ class HubSpot(CrmClient):
         path = f"{CALLBACKS}/{quote(callback_id, safe='')}/complete"
         self._check(self._send("POST", path, json=body))
 
+    def fields(self) -> list[CrmField]:
+        """The properties of its kind of record (archived ones left out), by the properties API."""
+        response = self._send("GET", f"{PROPERTIES}/{self.kind}")
+        self._check(response)
+        return [_field(item) for item in _results(response, json_body(response), "properties")]
+
+    def create_field(self, name: str, label: str, type: str) -> CrmField:
+        """Create a custom property of its kind in HubSpot's default information group."""
+        if type not in CREATED_TYPES:
+            raise Permanent(f"a {type} property is not created here: give its options in HubSpot")
+        kind, widget = CREATED_TYPES[type]
+        body = {
+            "name": name,
+            "label": label,
+            "type": kind,
+            "fieldType": widget,
+            "groupName": GROUPS[self.kind],
+        }
+        response = self._send("POST", f"{PROPERTIES}/{self.kind}", json=body)
+        self._check(response)
+        created = json_body(response)
+        if not isinstance(created, dict) or "name" not in created:
+            raise garbled(response, "the property created")
+        return _field(created)
+
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
         body = {"properties": _strings(properties)}
         response = self._send("PATCH", self._record(record_id), json=body)
@@ -286,6 +336,30 @@ class HubSpot(CrmClient):
         if response.status_code == 429:
             raise _rate_limited(response)
         classify(response)
+
+
+def _field(item: dict[str, Any]) -> CrmField:
+    """A property as the properties API describes it: read-only when its value is (or it is
+    calculated), custom unless HubSpot defines it, the values of its visible options."""
+    meta = item.get("modificationMetadata") or {}
+    options = [o for o in dicts(item.get("options")) if not o.get("hidden")]
+    return CrmField(
+        name=str(item.get("name") or ""),
+        label=str(item.get("label") or item.get("name") or ""),
+        type=_field_type(item),
+        options=tuple(str(option.get("value")) for option in options),
+        read_only=bool(meta.get("readOnlyValue") or item.get("calculated")),
+        custom=not item.get("hubspotDefined"),
+    )
+
+
+def _field_type(item: dict[str, Any]) -> str:
+    """FIELD_TYPES' name of a property's type: an enumeration by its widget (checkboxes hold
+    several options, a single checkbox a boolean)."""
+    if item.get("type") != "enumeration":
+        return FIELD_TYPES.get(str(item.get("type")), "other")
+    widget = item.get("fieldType")
+    return {"checkbox": "multipicklist", "booleancheckbox": "boolean"}.get(widget, "picklist")
 
 
 def _search(

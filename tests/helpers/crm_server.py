@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from connector.platforms.hubspot import CALLBACKS, CONTACTS
+from connector import mappings
+from connector.platforms.hubspot import CALLBACKS, CONTACTS, PROPERTIES
 from tests.helpers.constants import OUTBOUND
 from tests.helpers.crm import SEARCH_REACH, invalid_option
 from tests.helpers.crm import hubspot_search as search
@@ -74,6 +75,9 @@ class FakeCrm(ThreadingHTTPServer):
             self.refusing: set[str] = set()  # records whose REFUSED property is never taken
             self.calls: list[Call] = []
             self.writes: Counter[str] = Counter()
+            # HubSpot's properties by kind: every one its mapping files write, as text
+            self.properties = {kind: hubspot_properties(kind) for kind in ("contacts", "companies")}
+            self.properties_refused = False
 
     def serve(self, handler: CrmHandler, call: Call) -> None:
         """Answer `call` through `handler`."""
@@ -159,6 +163,18 @@ class FakeCrm(ThreadingHTTPServer):
             return Reply(200, body, "hubspot", writes)
         error = {**HUBSPOT_NOT_FOUND_IN_BATCH, "context": {"ids": missing}}
         return Reply(207, {**body, "numErrors": 1, "errors": [error]}, "hubspot", writes)
+
+    def hubspot_properties(self, call: Call, kind: str) -> Reply:
+        if self.properties_refused:  # the token lacks the schema scope, or was revoked
+            return Reply(401, HUBSPOT_UNAUTHENTICATED)
+        return Reply(200, {"results": self.properties[kind]})
+
+    def hubspot_create_property(self, call: Call, kind: str) -> Reply:
+        """A property created as HubSpot answers it (the body it was given, and defaults)."""
+        created = hubspot_property(call.body["name"], call.body["type"], custom=True)
+        created.update({k: call.body[k] for k in ("label", "fieldType", "groupName")})
+        self.properties[kind].append(created)
+        return Reply(201, created)
 
     def hubspot_callback(self, call: Call, callback_id: str) -> Reply:
         return Reply(204)
@@ -313,6 +329,43 @@ class FakeCrm(ThreadingHTTPServer):
         return Reply(204, None, "dynamics", {guid: call.body})
 
 
+def hubspot_property(
+    name: str, type: str = "string", options: tuple[str, ...] = (), *, read_only: bool = False,
+    custom: bool | None = None,
+) -> Row:  # fmt: skip
+    """A property as HubSpot's properties API describes it (its documented fields)."""
+    widget = {"string": "text", "number": "number", "enumeration": "select"}.get(type, "text")
+    return {
+        "name": name,
+        "label": name.replace("_", " ").title(),
+        "type": type,
+        "fieldType": widget,
+        "groupName": "contactinformation",
+        "options": [
+            {"label": value, "value": value, "hidden": False, "displayOrder": order}
+            for order, value in enumerate(options)
+        ],
+        "modificationMetadata": {
+            "archivable": True,
+            "readOnlyDefinition": not custom,
+            "readOnlyValue": read_only,
+        },
+        "hubspotDefined": not (name.startswith("contactdata_") if custom is None else custom),
+    }
+
+
+def hubspot_properties(kind: str) -> list[Row]:
+    """The properties HubSpot's mapping of `kind` writes, as text (numbers where the mapping
+    makes one), and hs_object_id (read-only)."""
+    file = "hubspot.yaml" if kind == "contacts" else f"hubspot.{kind}.yaml"
+    rules = mappings.load(mappings.DIRECTORY / file).output
+    found = {
+        rule.property: "number" if "integer" in rule.transforms else "string" for rule in rules
+    }
+    shown = [hubspot_property(name, type) for name, type in found.items()]
+    return [*shown, hubspot_property("hs_object_id", "number", read_only=True)]
+
+
 def hubspot_invalid_option(value: str) -> Row:
     """HubSpot's refusal of a dropdown value it has no option for (its one option "Checked")."""
     return invalid_option(REFUSED["hubspot"], value, {"Checked"})
@@ -333,6 +386,11 @@ def dynamics_not_found(guid: str) -> Row:
     return {"error": {"code": "", "message": f"contact With Id = {guid} Does Not Exist"}}
 
 
+HUBSPOT_UNAUTHENTICATED = {
+    "status": "error",
+    "message": "Authentication credentials not found.",
+    "category": "INVALID_AUTHENTICATION",
+}
 HUBSPOT_NOT_FOUND = {
     "status": "error",
     "message": "Object not found.",
@@ -373,6 +431,8 @@ ROUTES: list[tuple[str, str, Route]] = [
     (rf"{CONTACTS}/([^/]+)", "GET", FakeCrm.hubspot_read),
     (rf"{CONTACTS}/([^/]+)", "PATCH", FakeCrm.hubspot_update),
     (rf"{CALLBACKS}/([^/]+)/complete", "POST", FakeCrm.hubspot_callback),
+    (rf"{PROPERTIES}/(contacts|companies)", "GET", FakeCrm.hubspot_properties),
+    (rf"{PROPERTIES}/(contacts|companies)", "POST", FakeCrm.hubspot_create_property),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
     (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),

@@ -1,0 +1,312 @@
+"""The mapping editor: a HubSpot connection's mapping edited over its CRM's own properties
+(the loopback fake HubSpot's properties API), saved as versions the worker uses, checked
+against the properties, restored, exported and imported; tenancy and CSRF."""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from click.testing import CliRunner
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+from werkzeug.test import TestResponse
+
+from connector import connections, field_check, mapping_versions, mappings, store
+from connector.app import create_app
+from connector.cli import main
+from connector.platforms.base import CrmField
+from connector.platforms.hubspot import HubSpot
+from tests.helpers.clock import Clock
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.crm import FakeHubSpot
+from tests.helpers.crm_server import FakeCrm, hubspot_property, running
+from tests.helpers.events import hubspot_event
+from tests.helpers.orgs import organization
+
+US_STATES = ("AL", "AK", "AZ", "AR", "CA", "TX")
+HUBSPOT_FILE = (mappings.DIRECTORY / "hubspot.yaml").read_text()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeCrm]:
+    with running(FakeCrm()) as server:
+        yield server
+
+
+@pytest.fixture
+def app(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the fake CRM on loopback
+    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": Clock(NOW)})
+
+
+@pytest.fixture
+def database(app: Flask, db_path: Path) -> Database:
+    return store.connect(db_path)
+
+
+def _connect(database: Database, name: str, url: str) -> tuple[dict[str, Any], str]:
+    """Organization `name` with a HubSpot connection to `url`: the connection and admin key."""
+    _, key = organization(database, name=name)
+    added = connections.add(
+        database, SECRET.encode(), NOW, name=f"{name} HubSpot", platform="hubspot",
+        api_key=key, crm_base_url=url, crm_token="pat-na1-token", secret="hubspot-app-secret",
+    )  # fmt: skip
+    return added.row, key
+
+
+@pytest.fixture
+def acme(database: Database, fake: FakeCrm) -> tuple[dict[str, Any], str]:
+    return _connect(database, "Acme", fake.url)
+
+
+def _token(page: TestResponse) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+    assert found, page.get_data(as_text=True)
+    return found.group(1)
+
+
+@pytest.fixture
+def signed_in(client: FlaskClient, acme: tuple[dict[str, Any], str]) -> FlaskClient:
+    form = client.get("/settings/sign-in")
+    answer = client.post("/settings/sign-in", data={"api_key": acme[1], "csrf_token": _token(form)})
+    assert answer.status_code == 303
+    return client
+
+
+def _text(response: TestResponse) -> str:
+    return html.unescape(response.get_data(as_text=True))
+
+
+def _editor(link: dict[str, Any]) -> str:
+    return f"/settings/connections/{link['id']}/mapping?kind=contacts"
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    """The editor's rows as a form posts them, from a mapping's YAML."""
+    return [
+        {"property": rule.property, "field": rule.field, "transforms": " ".join(rule.transforms),
+         "policy": rule.policy}
+        for rule in mappings.parse(text, "test").output
+    ]  # fmt: skip
+
+
+def _post_rows(
+    client: FlaskClient, link: dict[str, Any], rows: list[dict[str, str]]
+) -> TestResponse:
+    form: dict[str, list[str]] = {"property": [], "field": [], "transforms": [], "policy": []}
+    for row in rows:
+        for column in form:
+            form[column].append(row[column])
+    token = _token(client.get(_editor(link)))
+    return client.post(_editor(link), data={**form, "csrf_token": token})
+
+
+def _versions(database: Database, link: dict[str, Any]) -> list[int]:
+    return [row["version"] for row in store.mapping_versions(database, link["id"], "contacts")]
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def test_the_editor_shows_the_crms_properties_read_only_marked(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], fake: FakeCrm
+) -> None:
+    page = signed_in.get(_editor(acme[0]))
+    assert page.status_code == 200
+    shown = _text(page)
+    assert "Jobtitle (jobtitle, text)" in shown
+    assert "Hs Object Id (hs_object_id, number, read-only)" in shown
+    (call,) = [c for c in fake.calls if c.path == "/crm/properties/2026-03/contacts"]
+    assert call.headers["authorization"] == "Bearer pat-na1-token"
+    assert "pat-na1-token" not in shown
+
+
+def test_a_picklist_without_the_value_is_refused_naming_the_property(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], fake: FakeCrm, database: Database
+) -> None:
+    fake.properties["contacts"] = [
+        p if p["name"] != "state" else hubspot_property("state", "enumeration", US_STATES)
+        for p in fake.properties["contacts"]
+    ]
+    answer = _post_rows(signed_in, acme[0], _rows(HUBSPOT_FILE))
+    assert answer.status_code == 400
+    assert 'state: picklist options AL, AK, AZ, AR, … do not include every value of ' \
+        'conWorkLocState ("California")' in _text(answer)  # fmt: skip
+    assert _versions(database, acme[0]) == []
+
+
+def test_a_read_only_property_is_refused(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    rows = [*_rows(HUBSPOT_FILE), {"property": "hs_object_id", "field": "compEmpCount",
+                                   "transforms": "integer", "policy": "always"}]  # fmt: skip
+    answer = _post_rows(signed_in, acme[0], rows)
+    assert answer.status_code == 400
+    assert "hs_object_id: Hs Object Id is read-only in the CRM" in _text(answer)
+    assert _versions(database, acme[0]) == []
+
+
+def test_save_makes_versions_and_restore_saves_the_old_one_again(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    first = _post_rows(signed_in, link, _rows(HUBSPOT_FILE))
+    assert first.status_code == 303 and _versions(database, link) == [1]
+    changed = [r for r in _rows(HUBSPOT_FILE) if r["property"] != "jobtitle"]
+    assert _post_rows(signed_in, link, changed).status_code == 303
+    assert _versions(database, link) == [2, 1]
+    assert (
+        "property: jobtitle\n" not in mapping_versions.current_text(database, link, "contacts")[1]
+    )
+    token = _token(signed_in.get(_editor(link)))
+    restore = f"/settings/connections/{link['id']}/mapping/restore?kind=contacts"
+    assert signed_in.post(restore, data={"version": "1", "csrf_token": token}).status_code == 303
+    assert _versions(database, link) == [3, 2, 1]
+    one = store.mapping_version(database, link["id"], "contacts", 1)
+    three = store.mapping_version(database, link["id"], "contacts", 3)
+    assert one and three and three["yaml"] == one["yaml"]
+    assert "Version 3 is in use" in _text(signed_in.get(_editor(link)))
+
+
+def test_export_then_import_round_trips_as_a_new_version(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    exported = signed_in.get(f"/settings/connections/{link['id']}/mapping/export?kind=contacts")
+    assert exported.status_code == 200 and "attachment" in exported.headers["Content-Disposition"]
+    assert exported.get_data(as_text=True) == HUBSPOT_FILE  # no version yet: the file
+    data = yaml.safe_load(exported.get_data(as_text=True))
+    data["output"] = data["output"][:3]
+    upload = (io.BytesIO(yaml.safe_dump(data).encode()), "mine.yaml")
+    token = _token(signed_in.get(_editor(link)))
+    path = f"/settings/connections/{link['id']}/mapping/import?kind=contacts"
+    answer = signed_in.post(path, data={"file": upload, "csrf_token": token})
+    assert answer.status_code == 303 and _versions(database, link) == [1]
+    again = signed_in.get(f"/settings/connections/{link['id']}/mapping/export?kind=contacts")
+    assert yaml.safe_load(again.get_data(as_text=True)) == data
+
+
+def test_an_import_for_another_platform_is_refused(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    upload = (io.BytesIO((mappings.DIRECTORY / "zoho.yaml").read_bytes()), "zoho.yaml")
+    token = _token(signed_in.get(_editor(link)))
+    path = f"/settings/connections/{link['id']}/mapping/import?kind=contacts"
+    answer = signed_in.post(path, data={"file": upload, "csrf_token": token})
+    assert answer.status_code == 400 and "the mapping is zoho's" in _text(answer)
+    assert _versions(database, link) == []
+
+
+def test_a_refused_token_leaves_the_editor_usable_on_the_yaml_alone(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], fake: FakeCrm, database: Database
+) -> None:
+    fake.properties_refused = True
+    page = signed_in.get(_editor(acme[0]))
+    assert page.status_code == 200
+    assert "The CRM's field list could not be read (token expired or revoked)" in _text(page)
+    assert _post_rows(signed_in, acme[0], _rows(HUBSPOT_FILE)).status_code == 303
+    assert _versions(database, acme[0]) == [1]
+
+
+def test_missing_custom_properties_are_created(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], fake: FakeCrm
+) -> None:
+    fake.properties["contacts"] = [
+        p for p in fake.properties["contacts"] if p["name"] != "contactdata_employee_count"
+    ]
+    token = _token(signed_in.get(_editor(acme[0])))
+    path = f"/settings/connections/{acme[0]['id']}/mapping/create-fields?kind=contacts"
+    assert signed_in.post(path, data={"csrf_token": token}).status_code == 303
+    (created,) = [c.body for c in fake.calls if c.method == "POST"]
+    assert created["name"] == "contactdata_employee_count" and created["type"] == "number"
+    assert created["groupName"] == "contactinformation"
+
+
+def test_another_organizations_mapping_is_a_404(
+    signed_in: FlaskClient, database: Database, fake: FakeCrm
+) -> None:
+    other, _ = _connect(database, "Globex", fake.url)
+    assert signed_in.get(_editor(other)).status_code == 404
+    token = _token(signed_in.get("/settings/connections"))
+    assert signed_in.post(_editor(other), data={"csrf_token": token}).status_code == 404
+    export = f"/settings/connections/{other['id']}/mapping/export?kind=contacts"
+    assert signed_in.get(export).status_code == 404
+    assert _versions(database, other) == []
+
+
+def test_a_save_without_the_csrf_token_is_refused(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    answer = signed_in.post(_editor(acme[0]), data={"property": "jobtitle"})
+    assert answer.status_code == 400 and _versions(database, acme[0]) == []
+
+
+# --- the worker and the pure check -----------------------------------------------------------
+
+
+def test_the_worker_writes_with_the_current_version(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, _ = worker_setup
+    text = HUBSPOT_FILE.replace("property: jobtitle,", "property: contactdata_title,")
+    mapping_versions.validated(link.row, "contacts", text)
+    with store.server.write(db):
+        mapping_versions.save(db, link.row, "contacts", text, NOW, "test")
+    hubspot_event(db, link, "e1")
+    assert work.run_due() == {"done": 1}
+    (written,) = crm.patches()
+    assert written["contactdata_title"] == "Vice President of Sales" and "jobtitle" not in written
+
+
+def test_picklists_take_enumerable_fields_whose_values_they_offer() -> None:
+    levels = CrmField("levels", "Levels", "multipicklist", ("VP", "Director"))
+    text = HUBSPOT_FILE.replace(
+        "{field: conLevels, property: contactdata_job_levels, policy: always}",
+        "{field: conLevels, property: levels, transforms: [split], policy: always}",
+    )
+    mapping = mappings.parse(text, "test")
+    fields = [CrmField(r.property, r.property, "text") for r in mapping.output]
+    refused = field_check.refusals(mapping, [*fields, levels])
+    assert refused == ['levels: picklist options VP, Director do not include "Founder/CXO", '
+                       '"Board Members/Trustee", "MD", "Head", …']  # fmt: skip
+
+
+def test_hubspot_reads_enumerations_by_their_widget(fake: FakeCrm) -> None:
+    fake.properties["contacts"] = [
+        {**hubspot_property("hs_buying_role", "enumeration", ("A", "B")), "fieldType": "checkbox"},
+        hubspot_property("state", "enumeration", US_STATES),
+    ]
+    with httpx.Client() as client:
+        got = HubSpot(fake.url, "pat-na1-token", client).fields()
+    assert [(f.name, f.type, f.options[:2]) for f in got] == [
+        ("hs_buying_role", "multipicklist", ("A", "B")), ("state", "picklist", ("AL", "AK"))
+    ]  # fmt: skip
+
+
+def test_the_cli_imports_exports_and_lists_versions(
+    acme: tuple[dict[str, Any], str], fake: FakeCrm, db_path: Path, database: Database,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    link, runner, db = acme[0]["id"], CliRunner(), ["--db", str(db_path)]
+    exported = runner.invoke(main, ["mapping", "export", link, *db])
+    assert exported.exit_code == 0 and exported.output == HUBSPOT_FILE
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(HUBSPOT_FILE.replace("property: state,", "property: hs_object_id,"))
+    refused = runner.invoke(main, ["mapping", "import", link, str(mine), *db])
+    assert refused.exit_code == 1 and "hs_object_id: Hs Object Id is read-only" in refused.output
+    mine.write_text(HUBSPOT_FILE.replace("policy: overwrite_if_ours}", "policy: always}"))
+    saved = runner.invoke(main, ["mapping", "import", link, str(mine), *db])
+    assert saved.exit_code == 0 and "version 1" in saved.output
+    again = runner.invoke(main, ["mapping", "export", link, *db])
+    assert again.output == mine.read_text()
+    listed = runner.invoke(main, ["mapping", "versions", link, *db])
+    assert listed.output.startswith("1  ") and "contactdata mapping import" in listed.output
