@@ -322,6 +322,16 @@ def m013_crm_accounts(db: Database) -> None:
     db.execute("CREATE INDEX connections_account ON connections (platform, crm_account_id)")
 
 
+@MIGRATIONS()
+def m019_backfill_pages_and_health(db: Database) -> None:
+    """What the page a backfill stopped in (at its cap or the balance) added to its listed and
+    skipped counts, taken back when it resumes and lists that page again; and an index for
+    each connection's health (its events done, retrying or dead by when they were last due)."""
+    db.execute("ALTER TABLE backfills ADD COLUMN page_listed INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE backfills ADD COLUMN page_skipped INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX events_health ON events (connection_id, status, due_at)")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     db.table("oauth_apps").upsert(row, pk="platform")
@@ -690,6 +700,23 @@ def running_backfill(db: Database, connection_id: str, kind: str) -> Row | None:
     )
     rows = list(db.query(sql, [connection_id, kind]))
     return rows[0] if rows else None
+
+
+def running_backfills(db: Database) -> list[Row]:
+    """Every running backfill, oldest first."""
+    return list(db.query("SELECT * FROM backfills WHERE state = 'running' ORDER BY id"))
+
+
+def queued_records(
+    db: Database, connection_id: str, prefix: str, record_ids: list[str]
+) -> set[str]:
+    """Which of these records have an event whose key is `prefix` and the record id."""
+    sql = (
+        "SELECT record_id FROM events WHERE connection_id = ? "
+        "AND event_key IN (SELECT ? || value FROM json_each(?))"
+    )
+    rows = db.execute(sql, [connection_id, prefix, json.dumps(record_ids)])
+    return {record_id for (record_id,) in rows}
 
 
 def backfills_of(db: Database, connection_id: str) -> list[Row]:

@@ -97,7 +97,7 @@ TEST_VALUES = {
     "compName": "Example Inc",
     "compWebsite": "example.com",
 }
-PAGES: tuple[str, ...] = ()  # modules of connector/views/ adding routes to the blueprint
+PAGES: tuple[str, ...] = ("backfill",)  # modules of connector/views/ adding routes to the blueprint
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
