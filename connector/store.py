@@ -759,3 +759,44 @@ def backfill_progress(db: Database, connection_id: str, prefix: str) -> Row:
         "WHERE e.connection_id = :c AND e.event_key >= :p AND e.event_key < :p || char(1114111)"
     )
     return dict(next(iter(db.query(sql, {"c": connection_id, "p": prefix}))))
+
+
+# --- health ------------------------------------------------------------------------------------
+
+# Events that no platform sent: the worker's own, and backfills' and refreshes' queued ones.
+_NOT_RECEIVED = ("backfill:", "refresh:", "company-of:")
+
+
+def event_health(db: Database, connection_id: str, since: str) -> Row:
+    """A connection's events: `done` and `dead` last due at `since` or later, `retrying` now
+    (pending after a failed attempt), `dead_total` (every dead letter kept) and
+    `last_received` (when the latest event a platform or the page sent came in; None)."""
+    counts = (
+        "SELECT (SELECT count(*) FROM events WHERE connection_id = :c AND status = 'done' "
+        "AND due_at >= :s) AS done, (SELECT count(*) FROM events WHERE connection_id = :c "
+        "AND status = 'pending' AND attempts > 0) AS retrying, (SELECT count(*) FROM events "
+        "WHERE connection_id = :c AND status = 'dead' AND due_at >= :s) AS dead, "
+        "(SELECT count(*) FROM events WHERE connection_id = :c AND status = 'dead') AS dead_total"
+    )
+    row = dict(next(iter(db.query(counts, {"c": connection_id, "s": since}))))
+    received = (
+        "SELECT received_at FROM events WHERE connection_id = ? AND substr(event_key, 1, "
+        "instr(event_key, ':')) NOT IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
+    )
+    found = db.execute(received, [connection_id, json.dumps(_NOT_RECEIVED)]).fetchone()
+    return {**row, "last_received": found[0] if found else None}
+
+
+def last_write(db: Database, connection_id: str) -> str | None:
+    """When the latest record of a connection holding values we wrote was enriched; None."""
+    sql = "SELECT max(enriched_at) FROM records WHERE connection_id = ? AND written != '{}'"
+    return db.execute(sql, [connection_id]).fetchone()[0]
+
+
+def retry_dead_events(db: Database, connection_id: str, now: str) -> int:
+    """Make every dead event of a connection pending again, due now; how many."""
+    sql = (
+        "UPDATE events SET status = 'pending', due_at = ?, last_error = '' "
+        "WHERE connection_id = ? AND status = 'dead'"
+    )
+    return db.execute(sql, [now, connection_id]).rowcount

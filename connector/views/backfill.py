@@ -1,6 +1,7 @@
 """The backfill page of a connection, /settings/connections/<id>/backfill, and the health
 actions of the Connections tab: per kind of record the platform has, the dry run's count and
-credit estimate, start with a credit cap, progress, stop and resume (connector/backfill.py).
+credit estimate, start with a credit cap, progress, stop and resume (connector/backfill.py);
+and the retry of a connection's dead letters (connector/health.py).
 
 Starting queues nothing in the request: it saves a running backfill, which the worker's
 advance_backfills job lists page by page (connector/jobs.py). The dry run does list the CRM's
@@ -16,7 +17,7 @@ from typing import Any
 from flask import Response, abort, flash, redirect, url_for
 
 import server
-from connector import backfill, outbound, worker
+from connector import backfill, health, outbound, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
 from connector.views import settings as page
@@ -92,6 +93,23 @@ def resume_backfill(connection_id: str) -> Response:
         return _back(link, error)
     flash(f"Backfill {row['id']} of {kind} resumes where it left off.", "success")
     return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/retry-dead")
+def retry_dead_letters(connection_id: str) -> Response:
+    """Make every dead letter of a connection due again now."""
+    link = _own(connection_id)
+    try:
+        retry = lambda db: health.retry_dead(db, link["id"], server.now())  # noqa: E731
+        count = page.change(retry, "connection.retry_dead", link["name"])
+    except ServiceError as error:
+        return page.failed(error, ".connections_page")
+    if count:
+        flash(f"{count} dead letter{'s' if count != 1 else ''} of {link['name']} due again; "
+              "the worker takes them up next.", "success")  # fmt: skip
+    else:
+        flash(f"{link['name']} has no dead letters to retry.", "error")
+    return redirect(url_for(".connections_page"), 303)
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
-from connector import connections, mappings, scheduler, store
+from connector import connections, health, mappings, scheduler, store
 from connector.platforms import PLATFORMS
 from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
@@ -455,6 +455,9 @@ def connections_page() -> Response:
             "urls": connections.urls(link, public_url),
             "mapping": _mapping_summary(link["mapping"]),
             "takes_events": PLATFORMS[link["platform"]].crm,
+            "health": health.of(db(), link["id"], server.now())
+            if PLATFORMS[link["platform"]].crm
+            else None,
         }
         for link in own_connections()
     ]
