@@ -10,6 +10,14 @@ connection's refresh interval (as the reenrich job), and no more records than th
 or the organization's balance allows, counting one credit a record and every event of the
 connection still pending (conservative: a No Match, or a refresh on a free-refresh tier, costs
 nothing). The dry run lists the same records and says what a run would queue and cost.
+
+A backfill is started (`start`, the settings page) and then advanced page by page by whoever
+drives it: `contactdata backfill run` in the foreground, or the worker's advance_backfills job
+for every running one (`advance_all`). Two drivers never queue a page twice: each page is saved
+only if the backfill is as its driver read it (still running, same cursor and counts). Stopped
+(`stop`, or at the cap or balance), it resumes (`resume`) from its saved cursor: the page it
+stopped in is listed again, its records already queued are not queued again, and what that page
+added to the counts is taken back first (page_listed, page_skipped).
 """
 
 from __future__ import annotations
@@ -25,13 +33,14 @@ from sqlite_utils import Database
 
 import server
 from connector import mappings, store, worker
-from connector.platforms.base import Adapter, Listed, Retriable
+from connector.platforms.base import Adapter, Listed, Permanent, Retriable
 
 PRIORITY = 1  # events.priority of a backfill's events: the worker takes live ones (0) first
 PAGE_TRIES = 8  # attempts at one page the CRM asks us to wait for (429, 5xx), then give up
 WAIT_FIRST_SECONDS = 1.0
 WAIT_CAP_SECONDS = 120.0
 UNLIMITED = 2**62
+PAGES_A_RUN = 20  # pages the advance_backfills job lists of each running backfill a run
 Row = dict[str, Any]
 Report = Callable[[str], None]
 Sleep = Callable[[float], None]
@@ -178,6 +187,58 @@ def dry_run(
 # --- the run -----------------------------------------------------------------------------------
 
 
+class BackfillRefused(server.ServiceError):
+    """A backfill that cannot be started, stopped or resumed as asked; the message says why."""
+
+    status, code = 409, "backfill_refused"
+
+
+def start(db: Database, connection_id: str, kind: str, since: str, max_credits: int | None,
+          now: datetime) -> Row:  # fmt: skip
+    """A new running backfill of `kind`, nothing listed yet (a driver lists it); refused
+    while one of that kind is running."""
+    if store.running_backfill(db, connection_id, kind) is not None:
+        raise BackfillRefused(f"A backfill of {kind} is running already: stop it first.")
+    stamp = server.iso(now)
+    with server.write(db):
+        return store.start_backfill(db, {"connection_id": connection_id, "kind": kind,
+                                         "since": since, "credit_cap": max_credits,
+                                         "started_at": stamp, "updated_at": stamp})  # fmt: skip
+
+
+def stop(db: Database, connection_id: str, kind: str, now: datetime) -> Row:
+    """Stop the running backfill of `kind`: no page is queued for it any more (one being
+    listed now is dropped), and it can be resumed from its cursor."""
+    with server.write(db):
+        row = store.running_backfill(db, connection_id, kind)
+        if row is None:
+            raise BackfillRefused(f"No backfill of {kind} is running.")
+        values = {"state": "stopped", "note": "on request", "updated_at": server.iso(now)}
+        store.update_backfill(db, row["id"], values)
+    return {**row, **values}
+
+
+def resume(db: Database, connection_id: str, kind: str, max_credits: int | None,
+           now: datetime) -> Row:  # fmt: skip
+    """Run the latest backfill of `kind` again from its cursor, if it stopped (on request,
+    or at its cap or the balance), with `max_credits` as its cap over all it queued."""
+    with server.write(db):
+        latest = next((r for r in store.backfills_of(db, connection_id) if r["kind"] == kind), None)
+        if latest is None or latest["state"] != "stopped":
+            state = "none" if latest is None else latest["state"]
+            raise BackfillRefused(f"No stopped backfill of {kind} to resume (latest: {state}).")
+        if max_credits is not None and max_credits <= latest["queued"]:
+            raise BackfillRefused(
+                f"The credit cap must be more than the {latest['queued']:,} records it queued."
+            )
+        values = {"state": "running", "note": "", "credit_cap": max_credits,
+                  "listed": latest["listed"] - latest["page_listed"],
+                  "skipped": latest["skipped"] - latest["page_skipped"],
+                  "page_listed": 0, "page_skipped": 0, "updated_at": server.iso(now)}  # fmt: skip
+        store.update_backfill(db, latest["id"], values)
+    return {**latest, **values}
+
+
 def run(
     work: worker.Worker,
     connection_id: str,
@@ -189,55 +250,100 @@ def run(
 ) -> Row:
     """Queue the records of a backfill page by page; resume the connection's backfill of
     `kind` left running (its own since and cap) when there is one. The backfill at the end:
-    done, stopped at the cap or balance, or (a Retriable raised) still running."""
-    link, mapping, adapter = work.setup(connection_id, kind)
+    done, stopped (at the cap or balance, or on request), or (a Retriable raised) running."""
+    work.setup(connection_id, kind)  # a connection that cannot be listed starts nothing
     row = store.running_backfill(work.db, connection_id, kind)
     if row is None:
-        now = server.iso(work.clock())
-        start = {"connection_id": connection_id, "kind": kind, "since": since,
-                 "credit_cap": max_credits, "started_at": now, "updated_at": now}  # fmt: skip
-        with server.write(work.db):
-            row = store.start_backfill(work.db, start)
+        row = start(work.db, connection_id, kind, since, max_credits, work.clock())
         report(f"backfill {row['id']} of {kind} started")
     else:
         report(f"backfill {row['id']} of {kind} resumed after {row['listed']:,} records listed")
+    return advance(work, row, None, sleep, report)
+
+
+def advance(
+    work: worker.Worker,
+    row: Row,
+    pages: int | None,
+    sleep: Sleep = time.sleep,
+    report: Report = lambda line: None,
+) -> Row:
+    """List and queue up to `pages` pages (None: all) of a running backfill; the backfill
+    after them."""
+    link, mapping, adapter = work.setup(row["connection_id"], row["kind"])
     properties = listed_properties(mapping)
-    while row["state"] == "running":
+    while row["state"] == "running" and pages != 0:
         listed = page(adapter, properties, row["since"], row["cursor"], sleep)
         row = _queue(work, link, mapping, row, listed)
         report(progress_line(row))
+        pages = None if pages is None else pages - 1
     return row
+
+
+def advance_all(work: worker.Worker, pages: int = PAGES_A_RUN, sleep: Sleep = time.sleep) -> str:
+    """The advance_backfills job: up to `pages` pages of every running backfill. One the CRM
+    refuses for good (Permanent) is stopped with the reason; one it asks to wait for stays
+    running for the next run."""
+    lines = []
+    for row in store.running_backfills(work.db):
+        try:
+            row = advance(work, row, pages, sleep)
+        except Permanent as failure:
+            values = {"state": "stopped", "note": f"refused: {failure.reason}",
+                      "updated_at": server.iso(work.clock())}  # fmt: skip
+            with server.write(work.db):
+                store.update_backfill(work.db, row["id"], values)
+            row = {**row, **values}
+        except Retriable as failure:
+            lines.append(f"backfill {row['id']} waits: {failure.reason}")
+            continue
+        lines.append(f"backfill {row['id']}: {progress_line(row)}")
+    return "; ".join(lines) or "no backfill running"
 
 
 def _queue(
     work: worker.Worker, link: Row, mapping: mappings.Mapping, row: Row, listed: Listed
 ) -> Row:
     """Queue a page's eligible records within the budget, and save the backfill's cursor and
-    counts with them, in one transaction."""
+    counts with them, in one transaction; nothing when the backfill changed since `row` was
+    read (stopped, or advanced by another driver): the backfill as it is then."""
     now = work.clock()
     sorted_page = sort_page(work.db, link, mapping, listed.records, now)
     with server.write(work.db):
+        current = store.backfill(work.db, row["id"])
+        if current is None or _moved(current, row):
+            return current or {**row, "state": "stopped"}
+        queued_before = store.queued_records(
+            work.db, link["id"], f"{key_prefix(row['id'])}{row['kind']}:", list(listed.records)
+        )
+        eligible = [key for key in sorted_page.eligible if key not in queued_before]
         budget, limit = _budget(work.db, link, row)
-        chosen = sorted_page.eligible[:budget]
-        events = [_event(row, link, key, now) for key in chosen]
-        queued = store.add_events(work.db, events)
-        stopped = len(chosen) < len(sorted_page.eligible)
+        chosen = eligible[:budget]
+        queued = store.add_events(work.db, [_event(row, link, key, now) for key in chosen])
+        skipped = len(listed.records) - len(queued_before) - len(chosen)
         values = {
             "listed": row["listed"] + len(listed.records),
             "queued": row["queued"] + queued,
-            "skipped": row["skipped"] + len(listed.records) - len(chosen),
+            "skipped": row["skipped"] + skipped,
             "updated_at": server.iso(now),
         }
         if listed.remaining is not None:
             values["total"] = row["listed"] + listed.remaining
-        if stopped:
-            values.update(state="stopped", note=f"at the {limit}")
+        if len(chosen) < len(eligible):  # the cursor stays: resumed, this page is listed again
+            values.update(state="stopped", note=f"at the {limit}",
+                          page_listed=len(listed.records), page_skipped=skipped)  # fmt: skip
         elif listed.cursor is None:
             values.update(state="done", total=values["listed"])
         else:
             values["cursor"] = listed.cursor
         store.update_backfill(work.db, row["id"], values)
     return {**row, **values}
+
+
+def _moved(current: Row, read: Row) -> bool:
+    """Whether a backfill is no longer as it was read: stopped, or a page further."""
+    fields = ("state", "cursor", "listed", "queued")
+    return any(current[name] != read[name] for name in fields)
 
 
 def _budget(db: Database, link: Row, row: Row) -> tuple[int, str]:

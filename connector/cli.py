@@ -574,6 +574,43 @@ def preview_command(
             raise click.ClickException(error.message) from None
 
 
+KIND_OPTION = click.option(
+    "--object", "kind", type=click.Choice(["contacts", "leads", "companies"]),
+    default="contacts", show_default=True,
+)  # fmt: skip
+
+
+@backfill_group.command("stop")
+@DB_OPTION
+@click.argument("connection_id")
+@KIND_OPTION
+def backfill_stop(db_path: Path, connection_id: str, kind: str) -> None:
+    """Stop the running backfill of a kind (what it queued is still worked off); `backfill
+    resume` goes on from where it stopped."""
+    try:
+        row = backfill.stop(store.connect(db_path), connection_id, kind, utcnow())
+    except ServiceError as error:
+        raise click.ClickException(error.message) from None
+    click.echo(f"backfill {row['id']} stopped: {backfill.progress_line(row)}")
+
+
+@backfill_group.command("resume")
+@DB_OPTION
+@click.argument("connection_id")
+@KIND_OPTION
+@click.option("--max-credits", type=click.IntRange(1), default=None,
+              help="Its cap over all it queued; none: the balance.")  # fmt: skip
+def backfill_resume(db_path: Path, connection_id: str, kind: str, max_credits: int | None) -> None:
+    """Mark the stopped backfill of a kind running again from its cursor (stopped on
+    request, or at its cap or the balance): `contactdata worker` lists and queues the rest
+    (its advance_backfills job), or `backfill run` does in the foreground."""
+    try:
+        row = backfill.resume(store.connect(db_path), connection_id, kind, max_credits, utcnow())
+    except ServiceError as error:
+        raise click.ClickException(error.message) from None
+    click.echo(f"backfill {row['id']} running again from {row['listed']:,} records listed")
+
+
 @backfill_group.command("status")
 @DB_OPTION
 @click.argument("connection_id")

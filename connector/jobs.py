@@ -17,7 +17,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import outbound, store, subscriptions, worker
+from connector import backfill, outbound, store, subscriptions, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import STANDARD_WEBHOOKS_REPLAY_WINDOW
 from server import SETTING_DEFAULTS, load_settings, utcnow
@@ -217,6 +217,9 @@ JOBS: dict[str, Callable[[Context], str]] = {
         c.db, c.secret, c.client, c.settings["PUBLIC_URL"], c.clock()
     ),
     "purge_deliveries": lambda c: purge_deliveries(c.db, c.clock()),
+    "advance_backfills": lambda c: backfill.advance_all(
+        worker.Worker(c.db, c.secret, c.clock, c.client, random.Random())
+    ),
 }
 
 

@@ -17,7 +17,7 @@ from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
 
 import server
-from connector import jobs, store, subscriptions
+from connector import backfill, jobs, store, subscriptions
 
 # A run missed while the worker was down by less than this runs once when it is back.
 MISFIRE_GRACE = timedelta(hours=6)
@@ -68,6 +68,15 @@ DEFAULTS = (
         {"hour": 3, "minute": 0, "timezone": "UTC"},
         f"delete done events last due over {jobs.PURGE_AFTER.days} days ago and job runs "
         f"over {jobs.JOB_RUNS_KEPT.days} days old",
+    ),
+    Default(
+        "advance_backfills",
+        "Advance backfills",
+        "interval",
+        {"minutes": 1},
+        f"list and queue up to {backfill.PAGES_A_RUN} pages of each running backfill (started "
+        "on the settings page, or resumed), so the worker enriches its records after the live "
+        "events; one the CRM refuses for good is stopped with the reason",
     ),
 )
 

@@ -433,6 +433,16 @@ def set_crm_auth_error(db: Database, connection_id: str, error: str) -> None:
     db.execute(sql, [error, connection_id])
 
 
+@MIGRATIONS()
+def m019_backfill_pages_and_health(db: Database) -> None:
+    """What the page a backfill stopped in (at its cap or the balance) added to its listed and
+    skipped counts, taken back when it resumes and lists that page again; and an index for
+    each connection's health (its events done, retrying or dead by when they were last due)."""
+    db.execute("ALTER TABLE backfills ADD COLUMN page_listed INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE backfills ADD COLUMN page_skipped INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX events_health ON events (connection_id, status, due_at)")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     db.table("oauth_apps").upsert(row, pk="platform")
@@ -842,6 +852,23 @@ def running_backfill(db: Database, connection_id: str, kind: str) -> Row | None:
     return rows[0] if rows else None
 
 
+def running_backfills(db: Database) -> list[Row]:
+    """Every running backfill, oldest first."""
+    return list(db.query("SELECT * FROM backfills WHERE state = 'running' ORDER BY id"))
+
+
+def queued_records(
+    db: Database, connection_id: str, prefix: str, record_ids: list[str]
+) -> set[str]:
+    """Which of these records have an event whose key is `prefix` and the record id."""
+    sql = (
+        "SELECT record_id FROM events WHERE connection_id = ? "
+        "AND event_key IN (SELECT ? || value FROM json_each(?))"
+    )
+    rows = db.execute(sql, [connection_id, prefix, json.dumps(record_ids)])
+    return {record_id for (record_id,) in rows}
+
+
 def backfills_of(db: Database, connection_id: str) -> list[Row]:
     """A connection's backfills, newest first."""
     sql = "SELECT * FROM backfills WHERE connection_id = ? ORDER BY id DESC"
@@ -968,3 +995,44 @@ def mapping_versions(db: Database, connection_id: str, kind: str) -> list[Row]:
         "WHERE connection_id = ? AND kind = ? ORDER BY version DESC"
     )
     return list(db.query(sql, [connection_id, kind]))
+
+
+# --- health ------------------------------------------------------------------------------------
+
+# Events that no platform sent: the worker's own, and backfills' and refreshes' queued ones.
+_NOT_RECEIVED = ("backfill:", "refresh:", "company-of:")
+
+
+def event_health(db: Database, connection_id: str, since: str) -> Row:
+    """A connection's events: `done` and `dead` last due at `since` or later, `retrying` now
+    (pending after a failed attempt), `dead_total` (every dead letter kept) and
+    `last_received` (when the latest event a platform or the page sent came in; None)."""
+    counts = (
+        "SELECT (SELECT count(*) FROM events WHERE connection_id = :c AND status = 'done' "
+        "AND due_at >= :s) AS done, (SELECT count(*) FROM events WHERE connection_id = :c "
+        "AND status = 'pending' AND attempts > 0) AS retrying, (SELECT count(*) FROM events "
+        "WHERE connection_id = :c AND status = 'dead' AND due_at >= :s) AS dead, "
+        "(SELECT count(*) FROM events WHERE connection_id = :c AND status = 'dead') AS dead_total"
+    )
+    row = dict(next(iter(db.query(counts, {"c": connection_id, "s": since}))))
+    received = (
+        "SELECT received_at FROM events WHERE connection_id = ? AND substr(event_key, 1, "
+        "instr(event_key, ':')) NOT IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
+    )
+    found = db.execute(received, [connection_id, json.dumps(_NOT_RECEIVED)]).fetchone()
+    return {**row, "last_received": found[0] if found else None}
+
+
+def last_write(db: Database, connection_id: str) -> str | None:
+    """When the latest record of a connection holding values we wrote was enriched; None."""
+    sql = "SELECT max(enriched_at) FROM records WHERE connection_id = ? AND written != '{}'"
+    return db.execute(sql, [connection_id]).fetchone()[0]
+
+
+def retry_dead_events(db: Database, connection_id: str, now: str) -> int:
+    """Make every dead event of a connection pending again, due now; how many."""
+    sql = (
+        "UPDATE events SET status = 'pending', due_at = ?, last_error = '' "
+        "WHERE connection_id = ? AND status = 'dead'"
+    )
+    return db.execute(sql, [now, connection_id]).rowcount

@@ -288,7 +288,13 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
     listed = _cli("jobs", "list", "--db", str(db_path), "--json")
     assert listed.exit_code == 0, listed.output
     rows = {row["id"]: row for row in json.loads(listed.output)}
-    assert list(rows) == ["reenrich", "retry_deliveries", "renew_subscriptions", "purge_deliveries"]
+    assert list(rows) == [
+        "reenrich",
+        "retry_deliveries",
+        "renew_subscriptions",
+        "purge_deliveries",
+        "advance_backfills",
+    ]
     assert rows["reenrich"]["last_run"]["result"] == "1 records queued for refresh"
     assert rows["reenrich"]["last_run"]["ok"] == 1 and rows["retry_deliveries"]["last_run"] is None
     assert rows["reenrich"]["trigger"] == "cron[hour='2', minute='0']"
@@ -302,7 +308,8 @@ def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     result = _cli("jobs", "run", "reenrich_everything", "--db", str(db_path))
     assert result.exit_code == 1
     assert "no job 'reenrich_everything'" in result.output
-    assert "reenrich, retry_deliveries, renew_subscriptions, purge_deliveries" in result.output
+    named = "reenrich, retry_deliveries, renew_subscriptions, purge_deliveries, advance_backfills"
+    assert named in result.output
 
 
 def test_the_operator_reschedules_a_job_from_the_command_line(db_path: Path) -> None:

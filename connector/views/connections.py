@@ -16,7 +16,7 @@ from typing import Any
 from flask import Response, abort, current_app, flash, g, redirect, url_for
 
 import server
-from connector import connections, install, mappings, webhook_setup
+from connector import connections, health, install, mappings, webhook_setup
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
@@ -76,7 +76,7 @@ def _add(db: Any, days: int) -> connections.Added:
 
 
 def _listed() -> list[Row]:
-    public_url = current_app.config["PUBLIC_URL"]
+    public_url, now = current_app.config["PUBLIC_URL"], server.now()
     return [
         {
             "row": connections.shown(link),
@@ -84,6 +84,10 @@ def _listed() -> list[Row]:
             "urls": connections.urls(link, public_url),
             "mapping": _mapping_summary(link["mapping"]),
             "takes_events": PLATFORMS[link["platform"]].crm,
+            "health": health.of(page.db(), link["id"], now)
+            if PLATFORMS[link["platform"]].crm
+            else None,
+            "token": connections.token_state(link, now) if link["crm_base_url"] else "",
         }
         for link in page.own_connections()
     ]

@@ -97,7 +97,7 @@ TEST_VALUES = {
     "compWebsite": "example.com",
 }
 # modules of connector/views/ adding routes to the blueprint
-PAGES = ("connections", "webhooks", "preview", "install", "mappings")
+PAGES = ("connections", "webhooks", "preview", "install", "mappings", "backfill")
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 

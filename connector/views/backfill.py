@@ -1,0 +1,170 @@
+"""The backfill page of a connection, /settings/connections/<id>/backfill, and the health
+actions of the Connections tab: per kind of record the platform has, the dry run's count and
+credit estimate, start with a credit cap, progress, stop and resume (connector/backfill.py);
+and the retry of a connection's dead letters (connector/health.py).
+
+Starting queues nothing in the request: it saves a running backfill, which the worker's
+advance_backfills job lists page by page (connector/jobs.py). The dry run does list the CRM's
+records in the request, so it runs only when the admin asks for it, and does not wait when
+the CRM asks to.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from flask import Response, abort, flash, redirect, url_for
+
+import server
+from connector import backfill, health, outbound, worker
+from connector.platforms import PLATFORMS
+from connector.platforms.base import Permanent, Retriable
+from connector.views import settings as page
+from server import InvalidParameter, NotFound, ServiceError
+
+Row = dict[str, Any]
+REFRESH_SECONDS = 10  # how often the page reloads itself while a backfill runs
+DRY_RUN_TIMEOUT = 10.0
+
+
+@page.blueprint.get("/connections/<connection_id>/backfill")
+def backfill_page(connection_id: str) -> Response:
+    """Each kind's latest backfill and what can be done with it."""
+    return _page(_own_crm(connection_id))
+
+
+@page.blueprint.post("/connections/<connection_id>/backfill/estimate")
+def estimate_backfill(connection_id: str) -> Response:
+    """The dry run of one kind: records listed, to enrich, and credits at most."""
+    link = _own_crm(connection_id)
+    kind = _kind(link)
+    try:
+        with outbound.client(timeout=DRY_RUN_TIMEOUT) as client:
+            work = worker.Worker(page.db(), page.server_secret(), server.now, client,
+                                 random.Random())  # fmt: skip
+            found = backfill.dry_run(work, link["id"], kind, "", _no_wait)
+    except (Permanent, Retriable) as failure:
+        return _back(link, InvalidParameter(f"The CRM did not list the {kind}: {failure.reason}"))
+    return _page(link, {kind: found})
+
+
+@page.blueprint.post("/connections/<connection_id>/backfill/start")
+def start_backfill(connection_id: str) -> Response:
+    """Start a backfill of one kind with a credit cap; the worker lists and queues it."""
+    link = _own_crm(connection_id)
+    try:
+        kind, cap = _kind(link), _cap()
+        now = server.now()
+        start = lambda db: backfill.start(db, link["id"], kind, "", cap, now)  # noqa: E731
+        row = page.change(start, "backfill.start", link["name"], {"kind": kind, "creditCap": cap})
+    except ServiceError as error:
+        return _back(link, error)
+    flash(f"Backfill {row['id']} of {kind} started: the worker lists and queues the records "
+          "within a minute.", "success")  # fmt: skip
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/backfill/stop")
+def stop_backfill(connection_id: str) -> Response:
+    """Stop the running backfill of one kind; what it queued is still worked off."""
+    link = _own_crm(connection_id)
+    try:
+        kind = _kind(link)
+        stop = lambda db: backfill.stop(db, link["id"], kind, server.now())  # noqa: E731
+        row = page.change(stop, "backfill.stop", link["name"], {"kind": kind})
+    except ServiceError as error:
+        return _back(link, error)
+    flash(f"Backfill {row['id']} of {kind} stopped; resume it to go on where it left off.",
+          "success")  # fmt: skip
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/backfill/resume")
+def resume_backfill(connection_id: str) -> Response:
+    """Resume the stopped backfill of one kind from its cursor, with a credit cap."""
+    link = _own_crm(connection_id)
+    try:
+        kind, cap = _kind(link), _cap()
+        now = server.now()
+        resume = lambda db: backfill.resume(db, link["id"], kind, cap, now)  # noqa: E731
+        row = page.change(resume, "backfill.resume", link["name"], {"kind": kind, "creditCap": cap})
+    except ServiceError as error:
+        return _back(link, error)
+    flash(f"Backfill {row['id']} of {kind} resumes where it left off.", "success")
+    return _back(link)
+
+
+@page.blueprint.post("/connections/<connection_id>/retry-dead")
+def retry_dead_letters(connection_id: str) -> Response:
+    """Make every dead letter of a connection due again now."""
+    link = _own(connection_id)
+    try:
+        retry = lambda db: health.retry_dead(db, link["id"], server.now())  # noqa: E731
+        count = page.change(retry, "connection.retry_dead", link["name"])
+    except ServiceError as error:
+        return page.failed(error, ".connections_page")
+    if count:
+        flash(f"{count} dead letter{'s' if count != 1 else ''} of {link['name']} due again; "
+              "the worker takes them up next.", "success")  # fmt: skip
+    else:
+        flash(f"{link['name']} has no dead letters to retry.", "error")
+    return redirect(url_for(".connections_page"), 303)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None) -> Response:
+    latest: dict[str, Row] = {}
+    for row in backfill.status(page.db(), link["id"], server.now()):
+        latest.setdefault(row["kind"], row)
+    kinds = PLATFORMS[link["platform"]].objects
+    running = any(row["state"] == "running" for row in latest.values())
+    return page.render(
+        "backfill.html", link=link, kinds=kinds, latest=latest, estimates=estimates or {},
+        refresh=REFRESH_SECONDS if running else None, progress=backfill.progress_line,
+    )  # fmt: skip
+
+
+def _own(connection_id: str) -> Row:
+    """The organization's connection; another's (or none) is this page's 404."""
+    try:
+        return page.own_connection(connection_id)
+    except NotFound:
+        abort(404)
+
+
+def _own_crm(connection_id: str) -> Row:
+    """The organization's connection to a CRM (others have no records to backfill)."""
+    link = _own(connection_id)
+    if not PLATFORMS[link["platform"]].crm:
+        abort(404)
+    return link
+
+
+def _kind(link: Row) -> str:
+    kind = page.field("kind")
+    objects = PLATFORMS[link["platform"]].objects
+    if kind not in objects:
+        raise InvalidParameter(f"Choose one of {', '.join(objects)}.")
+    return kind
+
+
+def _cap() -> int:
+    cap = page.integer("credit_cap", "credit cap")
+    if cap < 1:
+        raise InvalidParameter("The credit cap must be 1 or more.")
+    return cap
+
+
+def _no_wait(seconds: float) -> None:
+    """A page waits for no CRM: a 429 or 5xx ends the dry run with the reason."""
+    raise Retriable(f"it asks to wait {seconds:.0f} seconds; estimate again later")
+
+
+def _back(link: Row, error: ServiceError | None = None) -> Response:
+    """Back to the connection's backfill page, with what went wrong."""
+    if error is not None:
+        flash(error.message, "error")
+    return redirect(url_for(".backfill_page", connection_id=link["id"]), 303)

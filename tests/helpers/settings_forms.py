@@ -1,0 +1,34 @@
+"""The settings page through the Flask test client, as a browser fills it: sign in with an
+admin key, post a form with the CSRF token of the page it sits on, read a page's text."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+
+def token(page: TestResponse) -> str:
+    """The CSRF token of the first form on a page."""
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+    assert found, page.get_data(as_text=True)
+    return found.group(1)
+
+
+def sign_in(client: FlaskClient, key: str) -> TestResponse:
+    form = client.get("/settings/sign-in")
+    return client.post("/settings/sign-in", data={"api_key": key, "csrf_token": token(form)})
+
+
+def submit(client: FlaskClient, page: str, path: str, **data: Any) -> TestResponse:
+    """Post a form the way the browser does: with the token of the page it sits on."""
+    return client.post(path, data={**data, "csrf_token": token(client.get(page))})
+
+
+def text(response: TestResponse) -> str:
+    """A page's text as read: tags dropped, HTML's escapes undone, white space folded."""
+    words = re.sub(r"<[^>]*>", " ", response.get_data(as_text=True))
+    return " ".join(html.unescape(words).split())

@@ -1,0 +1,223 @@
+"""The backfill page (connector/views/backfill.py) through the Flask test client against the
+loopback HubSpot: the dry run's estimate, start with a credit cap (nothing listed in the
+request), progress as the worker's advance_backfills job runs, stop and resume from the saved
+cursor with each record queued and written once; CLI stop and resume; tenancy and CSRF."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+
+from connector import backfill, cli, connections, store, worker
+from connector.app import create_app
+from server import importer
+from tests.helpers.clock import Clock
+from tests.helpers.constants import DATA, SECRET
+from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.orgs import organization
+from tests.helpers.settings_forms import sign_in, submit, text
+
+RECORDS = 150  # two pages of HubSpot's search (100 a page)
+EMAILS = [
+    row.split(",")[4] for row in (DATA / "discover_contacts.csv").read_text().splitlines()[1:]
+]
+
+
+@pytest.fixture
+def hub() -> Iterator[FakeCrm]:
+    """The loopback HubSpot: 150 contacts, the first and last ten people the dataset knows,
+    the others nobody it knows (a No Match, free)."""
+    with running(FakeCrm()) as fake:
+        for n in range(RECORDS):
+            known = n < 10 or n >= RECORDS - 10
+            email = EMAILS[n % 10 + (10 if n >= 10 else 0)] if known else f"p{n}@nowhere.example"
+            fake.contacts["hubspot"][str(1001 + n)] = {"email": email, "jobtitle": ""}
+        yield fake
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def app(db_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the loopback HubSpot
+    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
+
+
+@pytest.fixture
+def setup(app: Flask, db_path: Path, hub: FakeCrm, clock: Clock) -> dict[str, Any]:
+    """Acme (pro, 1,000 credits) and Globex, each with a HubSpot connection to the fake."""
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    found: dict[str, Any] = {"db": db}
+    for name in ("Acme", "Globex"):
+        _, key = organization(db, name, credits=1_000, now=clock.now)
+        found[name] = {"key": key, "link": connections.add(
+            db, SECRET.encode(), clock.now, name=f"{name} HubSpot", platform="hubspot",
+            api_key=key, secret="hubspot-app-secret", crm_base_url=hub.url,
+            crm_token="pat-na1-token",
+        ).row}  # fmt: skip
+    return found
+
+
+@pytest.fixture
+def signed_in(client: FlaskClient, setup: dict[str, Any]) -> FlaskClient:
+    assert sign_in(client, setup["Acme"]["key"]).status_code == 303
+    return client
+
+
+@pytest.fixture
+def work(setup: dict[str, Any], clock: Clock) -> Iterator[worker.Worker]:
+    """The worker, as `contactdata worker` runs it, on the test clock."""
+    with httpx.Client() as client:
+        yield worker.Worker(setup["db"], SECRET.encode(), clock, client, random.Random(7))
+
+
+def page_of(setup: dict[str, Any], org: str = "Acme") -> str:
+    return f"/settings/connections/{setup[org]['link']['id']}/backfill"
+
+
+def events(db: Database, link: dict[str, Any]) -> list[dict[str, Any]]:
+    return store.events_of(db, link["id"])
+
+
+def work_off(work: worker.Worker) -> None:
+    while work.run_due():
+        pass
+
+
+def test_the_estimate_is_the_dry_runs_and_starting_lists_nothing_in_the_request(
+    signed_in: FlaskClient, setup: dict[str, Any], hub: FakeCrm
+) -> None:
+    page = page_of(setup)
+    shown = text(signed_in.get(page))
+    assert "Backfill Acme HubSpot" in shown and "Contacts" in shown and "Companies" in shown
+
+    estimate = submit(signed_in, page, f"{page}/estimate", kind="contacts")
+
+    shown = text(estimate)
+    assert estimate.status_code == 200
+    assert "150 records listed; 150 carry an identifier" in shown
+    assert "at most 150 credits at the pro tier" in shown
+    cap = re.search(r'id="start-cap-contacts"[^>]*value="(\d+)"', estimate.get_data(as_text=True))
+    assert cap and cap.group(1) == "150"  # the start form's cap: the estimate's credits
+    assert events(setup["db"], setup["Acme"]["link"]) == []  # a dry run queues nothing
+    calls = len(hub.calls)
+
+    started = submit(signed_in, page, f"{page}/start", kind="contacts", credit_cap="120")
+
+    assert started.status_code == 303 and started.location == page
+    shown = text(signed_in.get(page))
+    assert "Backfill 1 of contacts started" in shown and "running" in shown
+    assert '<meta http-equiv="refresh" content="10">' in signed_in.get(page).get_data(as_text=True)
+    assert len(hub.calls) == calls  # the request listed nothing: the worker's job will
+    (row,) = store.backfills_of(setup["db"], setup["Acme"]["link"]["id"])
+    assert (row["state"], row["credit_cap"], row["listed"]) == ("running", 120, 0)
+    again = submit(signed_in, page, f"{page}/start", kind="contacts", credit_cap="5")
+    assert "A backfill of contacts is running already" in text(signed_in.get(again.location))
+
+
+def test_progress_advances_as_the_job_runs_and_resume_goes_on_from_the_cursor(
+    signed_in: FlaskClient, setup: dict[str, Any], hub: FakeCrm, work: worker.Worker
+) -> None:
+    page, db, link = page_of(setup), setup["db"], setup["Acme"]["link"]
+    submit(signed_in, page, f"{page}/start", kind="contacts", credit_cap="120")
+
+    result = backfill.advance_all(work)  # the advance_backfills job
+
+    assert "listed 150 of 150, queued 120 (cap 120)" in result
+    shown = text(signed_in.get(page))
+    assert "stopped" in shown and "queued 120 (cap 120)" in shown and "at the credit cap" in shown
+    assert "http-equiv" not in signed_in.get(page).get_data(as_text=True)  # nothing runs
+    work_off(work)
+    assert "worked off 120 of 120 (0 dead)" in text(signed_in.get(page))
+    assert len(hub.writes) == 120  # each queued record written (a No Match gets its status)
+    calls = len(hub.calls)
+
+    resumed = submit(signed_in, page, f"{page}/resume", kind="contacts", credit_cap="500")
+    assert "resumes where it left off" in text(signed_in.get(resumed.location))
+    assert "listed 150 of 150, queued 150 (cap 500)" in backfill.advance_all(work)
+    (row,) = store.backfills_of(db, link["id"])
+
+    assert (row["state"], row["listed"], row["queued"], row["skipped"]) == ("done", 150, 150, 0)
+    first = next(call for call in hub.calls[calls:] if call.path.endswith("/search"))
+    assert first.body.get("after") or first.body["filterGroups"]  # the saved cursor, page 2
+    queued = [event["record_id"] for event in events(db, link)]
+    assert len(queued) == RECORDS == len(set(queued))  # each record queued once
+    work_off(work)
+    assert len(hub.writes) == RECORDS and set(hub.writes.values()) == {1}  # each once
+    assert "worked off 150 of 150" in text(signed_in.get(page))
+
+
+def test_a_stop_drops_the_page_being_listed_and_resume_queues_the_rest_once(
+    setup: dict[str, Any], work: worker.Worker, clock: Clock
+) -> None:
+    db, link = setup["db"], setup["Acme"]["link"]
+
+    def stop_after_first_page(line: str) -> None:
+        if line.startswith("listed 100 of 150") and "stopped" not in line:  # Stop, during page 2
+            backfill.stop(db, link["id"], "contacts", clock.now)
+
+    row = backfill.run(work, link["id"], "contacts", "", None, report=stop_after_first_page)
+
+    assert (row["state"], row["note"], row["queued"], row["listed"]) == (
+        "stopped",
+        "on request",
+        100,
+        100,
+    )
+    assert len(events(db, link)) == 100
+    with pytest.raises(backfill.BackfillRefused, match="No backfill of contacts is running"):
+        backfill.stop(db, link["id"], "contacts", clock.now)
+    backfill.resume(db, link["id"], "contacts", None, clock.now)
+    backfill.advance_all(work)
+    (row,) = store.backfills_of(db, link["id"])
+    assert (row["state"], row["queued"], row["listed"]) == ("done", 150, 150)
+    assert len({e["event_key"] for e in events(db, link)}) == 150 == len(events(db, link))
+    with pytest.raises(backfill.BackfillRefused, match="latest: done"):
+        backfill.resume(db, link["id"], "contacts", None, clock.now)
+
+
+def test_the_cli_stops_and_resumes(setup: dict[str, Any], db_path: Path, clock: Clock) -> None:
+    db, link = setup["db"], setup["Acme"]["link"]
+    backfill.start(db, link["id"], "contacts", "", 10, clock.now)
+    runner = CliRunner()
+
+    stopped = runner.invoke(cli.main, ["backfill", "stop", link["id"], "--db", str(db_path)])
+    assert stopped.exit_code == 0, stopped.output
+    assert "backfill 1 stopped" in stopped.output
+    low = ["backfill", "resume", link["id"], "--max-credits", "5", "--db", str(db_path)]
+    assert runner.invoke(cli.main, low).exit_code == 0  # nothing queued yet: 5 is more
+    assert store.backfill(db, 1)["state"] == "running"  # type: ignore[index]
+    again = runner.invoke(cli.main, ["backfill", "resume", link["id"], "--db", str(db_path)])
+    assert again.exit_code == 1 and "No stopped backfill of contacts" in again.output
+
+
+def test_another_organizations_backfill_page_is_not_found_and_forms_need_their_token(
+    signed_in: FlaskClient, setup: dict[str, Any]
+) -> None:
+    theirs = page_of(setup, "Globex")
+    assert signed_in.get(theirs).status_code == 404
+    for action in ("estimate", "start", "stop", "resume"):
+        response = submit(signed_in, page_of(setup), f"{theirs}/{action}", kind="contacts",
+                          credit_cap="10")  # fmt: skip
+        assert response.status_code == 404
+    ours = page_of(setup)
+    refused = signed_in.post(f"{ours}/start", data={"kind": "contacts", "credit_cap": "10"})
+    assert refused.status_code == 400
+    assert store.backfills_of(setup["db"], setup["Globex"]["link"]["id"]) == []
+    assert store.backfills_of(setup["db"], setup["Acme"]["link"]["id"]) == []
