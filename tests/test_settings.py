@@ -738,7 +738,7 @@ def test_send_test_event_stores_an_event_the_mapping_reads(
     assert "which takes no events" in text(signed_in.get(zap.location))
     other = submit(signed_in, "/settings/connections",
                    f"/settings/connections/{linked['globex']['id']}/test-event")  # fmt: skip
-    assert "in this organization" in text(signed_in.get(other.location))
+    assert other.status_code == 404  # another organization's connection: the page's 404
     assert store.events_of(database, linked["globex"]["id"]) == []
 
 

@@ -21,7 +21,7 @@ from connector import backfill, health, outbound, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
 from connector.views import settings as page
-from server import InvalidParameter, NotFound, ServiceError
+from server import InvalidParameter, ServiceError
 
 Row = dict[str, Any]
 REFRESH_SECONDS = 10  # how often the page reloads itself while a backfill runs
@@ -98,7 +98,7 @@ def resume_backfill(connection_id: str) -> Response:
 @page.blueprint.post("/connections/<connection_id>/retry-dead")
 def retry_dead_letters(connection_id: str) -> Response:
     """Make every dead letter of a connection due again now."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     try:
         retry = lambda db: health.retry_dead(db, link["id"], server.now())  # noqa: E731
         count = page.change(retry, "connection.retry_dead", link["name"])
@@ -127,17 +127,9 @@ def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None) -> R
     )  # fmt: skip
 
 
-def _own(connection_id: str) -> Row:
-    """The organization's connection; another's (or none) is this page's 404."""
-    try:
-        return page.own_connection(connection_id)
-    except NotFound:
-        abort(404)
-
-
 def _own_crm(connection_id: str) -> Row:
     """The organization's connection to a CRM (others have no records to backfill)."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     if not PLATFORMS[link["platform"]].crm:
         abort(404)
     return link

@@ -13,14 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Response, abort, current_app, flash, g, redirect, url_for
+from flask import Response, current_app, flash, g, redirect, url_for
 
 import server
 from connector import connections, health, install, mappings, webhook_setup
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
-from server import NotFound, ServiceError, admin
+from server import ServiceError, admin
 
 Row = dict[str, Any]
 DEFAULT_REFRESH_DAYS = 30
@@ -120,13 +120,13 @@ def _mapping_summary(path: str) -> Row:
 @page.blueprint.get("/connections/<connection_id>")
 def connection(connection_id: str) -> Response:
     """One connection: state, key hint, webhook URLs, installation and what can be done."""
-    return _detail(_own(connection_id))
+    return _detail(page.own_connection(connection_id))
 
 
 @page.blueprint.post("/connections/<connection_id>/crm")
 def set_crm_credentials(connection_id: str) -> Response:
     """Save a token the CRM issues to its admins, with the CRM's API base URL."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     apply = lambda db: connections.set_crm(  # noqa: E731
         db, page.server_secret(), link["id"],
         base_url=page.field("base_url"), token=page.field("token"),
@@ -134,18 +134,18 @@ def set_crm_credentials(connection_id: str) -> Response:
     if (refused := _changed(apply, "connection.crm", link)) is not None:
         return refused
     flash(f"{link['name']} is connected to its CRM; held events are worked off now.", "success")
-    webhooks.registered(_own(link["id"]))
+    webhooks.registered(page.own_connection(link["id"]))
     return _back(link)
 
 
 @page.blueprint.post("/connections/<connection_id>/edit")
 def edit_connection(connection_id: str) -> Response:
     """Rename a connection or change its refresh interval."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     try:
         days = page.integer("refresh_days", "refresh interval")
     except ServiceError as error:
-        return _failed(error, link)
+        return page.failed(error, ".connection", connection_id=link["id"])
     name = page.field("name")
     apply = lambda db: connections.edit(db, link["id"], name, days)  # noqa: E731
     detail = {"name": name, "refreshDays": days}
@@ -158,7 +158,7 @@ def edit_connection(connection_id: str) -> Response:
 @page.blueprint.post("/connections/<connection_id>/pause")
 def pause_connection(connection_id: str) -> Response:
     """Pause: requests still verified and events stored, but nothing processed."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     now = server.now()
     page.change(lambda db: connections.pause(db, link["id"], now), "connection.pause", link["name"])
     flash(
@@ -172,7 +172,7 @@ def pause_connection(connection_id: str) -> Response:
 @page.blueprint.post("/connections/<connection_id>/resume")
 def resume_connection(connection_id: str) -> Response:
     """Resume: the worker works off the events held while paused."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     page.change(lambda db: connections.resume(db, link["id"]), "connection.resume", link["name"])
     flash(f"{link['name']} is running again; held events are worked off now.", "success")
     return _back(link)
@@ -182,11 +182,11 @@ def resume_connection(connection_id: str) -> Response:
 def rotate_secret(connection_id: str) -> Response:
     """A new inbound secret (pasted, for a platform that issues its own), shown this once;
     the previous one verifies for the grace period chosen."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     try:
         grace = page.integer("grace_seconds", "grace period")
     except ServiceError as error:
-        return _failed(error, link)
+        return page.failed(error, ".connection", connection_id=link["id"])
     now, secret = server.now(), page.field("secret")
     apply = lambda db: connections.rotate_secret(  # noqa: E731
         db, page.server_secret(), link["id"], now, grace, secret
@@ -196,39 +196,31 @@ def rotate_secret(connection_id: str) -> Response:
             apply, "connection.rotate_secret", link["name"], {"graceSeconds": grace}
         )
     except connections.InvalidConnection as error:
-        return _failed(ConnectionRefused(str(error)), link)
+        return page.failed(ConnectionRefused(str(error)), ".connection", connection_id=link["id"])
     except ServiceError as error:
-        return _failed(error, link)
+        return page.failed(error, ".connection", connection_id=link["id"])
     flash(
         f"{link['name']} has a new inbound secret. Copy it now: it is not shown again.", "success"
     )
-    return _detail(_own(link["id"]), new_secret=value)
+    return _detail(page.own_connection(link["id"]), new_secret=value)
 
 
 @page.blueprint.get("/connections/<connection_id>/remove")
 def confirm_remove_connection(connection_id: str) -> Response:
     """The confirmation step before a removal, which cannot be undone."""
-    return page.render("confirm_remove.html", link=_own(connection_id))
+    return page.render("confirm_remove.html", link=page.own_connection(connection_id))
 
 
 @page.blueprint.post("/connections/<connection_id>/remove")
 def remove_connection(connection_id: str) -> Response:
     """Remove a connection: its URLs answer 404 at once and its own key is suspended."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     webhooks.torn_down(link)
     revoke = connections.revoker(page.server_secret(), server.now(), page.context())
     apply = lambda db: connections.remove(db, link["id"], revoke)  # noqa: E731
     page.change(apply, "connection.remove", link["name"])
     flash(f"Connection {link['name']} removed; its URLs and its key no longer work.", "success")
     return redirect(url_for(".connections_page"), 303)
-
-
-def _own(connection_id: str) -> Row:
-    """The signed-in organization's connection; the page's 404 for any other."""
-    try:
-        return page.own_connection(connection_id)
-    except NotFound:
-        abort(404)
 
 
 def _detail(link: Row, new_secret: str | None = None) -> Response:
@@ -256,15 +248,10 @@ def _changed(apply: Any, action: str, link: Row, detail: Row | None = None) -> R
     try:
         page.change(apply, action, link["name"], detail)
     except connections.InvalidConnection as error:
-        return _failed(ConnectionRefused(str(error)), link)
+        return page.failed(ConnectionRefused(str(error)), ".connection", connection_id=link["id"])
     except ServiceError as error:
-        return _failed(error, link)
+        return page.failed(error, ".connection", connection_id=link["id"])
     return None
-
-
-def _failed(error: ServiceError, link: Row) -> Response:
-    flash(error.message, "error")
-    return _back(link)
 
 
 def _back(link: Row) -> Response:

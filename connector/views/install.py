@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from flask import Response, abort, current_app, flash, redirect, request, url_for
+from flask import Response, current_app, flash, redirect, request, url_for
 
 import server
 from connector import install, outbound
 from connector.views import settings as page
 from connector.views import webhooks
-from server import NotFound, ServiceError
+from server import ServiceError
 
 RESUMED = "resumed"  # the callback's mark that it already asked again for the cookie
 
@@ -24,10 +24,7 @@ RESUMED = "resumed"  # the callback's mark that it already asked again for the c
 @page.blueprint.post("/connections/<connection_id>/connect")
 def connect_oauth(connection_id: str) -> Response:
     """Start connecting: a pending authorization, then off to the platform's consent page."""
-    try:
-        link = page.own_connection(connection_id)
-    except NotFound:
-        abort(404)
+    link = page.own_connection(connection_id)
     try:
         url = install.begin(
             page.db(), page.server_secret(), server.now(), link=link,
@@ -35,8 +32,7 @@ def connect_oauth(connection_id: str) -> Response:
             environment=page.field("environment"), tenant=page.field("tenant"),
         )  # fmt: skip
     except ServiceError as error:
-        flash(error.message, "error")
-        return redirect(url_for(".connection", connection_id=connection_id), 303)
+        return page.failed(error, ".connection", connection_id=connection_id)
     return redirect(url, 303)
 
 

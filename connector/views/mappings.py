@@ -15,7 +15,7 @@ from connector import mapping_versions, mappings, outbound
 from connector.platforms import PLATFORMS
 from connector.platforms.base import CrmClient, CrmField, Permanent, Retriable
 from connector.views import settings as page
-from server import OUTPUT_FIELDS, NotFound, ServiceError
+from server import OUTPUT_FIELDS, ServiceError
 
 Row = dict[str, Any]
 POLICIES = ("fill_if_empty", "overwrite_if_ours", "always", "never")
@@ -99,10 +99,7 @@ def create_missing_fields(connection_id: str) -> Response:
 
 def _link_and_kind(connection_id: str) -> tuple[Row, str]:
     """The signed-in organization's CRM connection and the kind asked for; 404 otherwise."""
-    try:
-        link = page.own_connection(connection_id)
-    except NotFound:
-        abort(404)
+    link = page.own_connection(connection_id)
     platform = PLATFORMS[link["platform"]]
     kind = request.args.get("kind") or "contacts"
     if not platform.crm or kind not in platform.objects:

@@ -21,7 +21,7 @@ from server import NotFound, ServiceError, auth
 @page.blueprint.get("/connections/<connection_id>/preview")
 def preview_form(connection_id: str) -> Response:
     """The form: which kind of record, by record id or e-mail."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     kinds = PLATFORMS[link["platform"]].objects
     return page.render("preview.html", link=link, kinds=kinds, shown=None, expired=False)
 
@@ -29,7 +29,7 @@ def preview_form(connection_id: str) -> Response:
 @page.blueprint.post("/connections/<connection_id>/preview")
 def make_preview(connection_id: str) -> Response:
     """Read and enrich the record (charged like any enrichment); then show the preview."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     try:
         with _worker() as work:
             shown = preview.show(
@@ -38,14 +38,14 @@ def make_preview(connection_id: str) -> Response:
                 created_by=g.caller.email,
             )  # fmt: skip
     except ServiceError as error:
-        return _back(error, connection_id)
+        return page.failed(error, ".preview_form", connection_id=connection_id)
     return redirect(url_for(".show_preview", connection_id=link["id"], preview_id=shown.id), 303)
 
 
 @page.blueprint.get("/connections/<connection_id>/previews/<preview_id>")
 def show_preview(connection_id: str, preview_id: str) -> Response:
     """A stored preview's rows and, until it is applied or expires, its Apply button."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     shown = _stored(link["id"], preview_id)
     cutoff = server.iso(server.now() - preview.LIFETIME)
     expired = not shown.applied_at and shown.created_at < cutoff
@@ -56,7 +56,7 @@ def show_preview(connection_id: str, preview_id: str) -> Response:
 @page.blueprint.post("/connections/<connection_id>/previews/<preview_id>/apply")
 def apply_preview(connection_id: str, preview_id: str) -> Response:
     """Write what the preview showed, once; a second Apply says it was applied already."""
-    link = _own(connection_id)
+    link = page.own_connection(connection_id)
     _stored(link["id"], preview_id)
     try:
         auth.require_active_organization(g.caller)
@@ -78,23 +78,9 @@ def _worker() -> Iterator[worker.Worker]:
         yield worker.Worker(page.db(), page.server_secret(), server.now, client, random.Random())
 
 
-def _own(connection_id: str) -> page.Row:
-    """The signed-in organization's connection; a 404 page for any other id."""
-    try:
-        return page.own_connection(connection_id)
-    except NotFound:
-        abort(404)
-
-
 def _stored(connection_id: str, preview_id: str) -> preview.Preview:
     """The connection's preview; a 404 page for any other id."""
     try:
         return preview.stored(page.db(), connection_id, preview_id)
     except NotFound:
         abort(404)
-
-
-def _back(error: ServiceError, connection_id: str) -> Response:
-    """Back to the form, telling what went wrong."""
-    flash(error.message, "error")
-    return redirect(url_for(".preview_form", connection_id=connection_id), 303)

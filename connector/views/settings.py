@@ -715,10 +715,10 @@ def own_connections() -> list[Row]:
 
 
 def own_connection(connection_id: str) -> Row:
-    """A connection of the signed-in organization; another's answers as a missing one."""
+    """A connection of the signed-in organization; another's (or none) is the page's 404."""
     link = store.connection(db(), connection_id)
     if link is None or link["org_id"] != g.caller.org_id:
-        raise NotFound(f"No connection {connection_id} in this organization.")
+        abort(404)
     return link
 
 
@@ -733,11 +733,11 @@ def integer(name: str, label: str) -> int:
         raise InvalidParameter(f"The {label} must be a whole number.") from None
 
 
-def failed(error: ServiceError | Exception, endpoint: str) -> Response:
-    """Back to the page, telling what went wrong."""
+def failed(error: ServiceError | Exception, endpoint: str, **values: Any) -> Response:
+    """Back to the page (`endpoint` with its URL `values`), telling what went wrong."""
     message = error.message if isinstance(error, ServiceError) else str(error)
     flash(message, "error")
-    return redirect(url_for(endpoint), 303)
+    return redirect(url_for(endpoint, **values), 303)
 
 
 def render(template: str, code: int = 200, /, **context: Any) -> Response:
