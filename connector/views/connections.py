@@ -16,7 +16,7 @@ from typing import Any
 from flask import Response, current_app, flash, g, redirect, url_for
 
 import server
-from connector import connections, health, install, mappings, webhook_setup
+from connector import connections, health, install, mapping_versions, mappings, store, webhook_setup
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
@@ -82,7 +82,7 @@ def _listed() -> list[Row]:
             "row": connections.shown(link),
             "state": connections.state(link),
             "urls": connections.urls(link, public_url),
-            "mapping": _mapping_summary(link["mapping"]),
+            "mapping": _mapping_summary(link),
             "takes_events": PLATFORMS[link["platform"]].crm,
             "health": health.of(page.db(), link["id"], now)
             if PLATFORMS[link["platform"]].crm
@@ -102,11 +102,14 @@ def _add_form() -> Row:
     }
 
 
-def _mapping_summary(path: str) -> Row:
-    """A mapping file's platform and counts, or the problems that make it unusable."""
-    summary: Row = {"file": Path(path).name, "problems": []}
+def _mapping_summary(link: Row) -> Row:
+    """The contacts mapping in use (its saved version, else its file): its platform and
+    counts, or the problems that make it unusable."""
+    version = store.mapping_version_number(page.db(), link["id"], "contacts")
+    name = f"version {version}" if version else Path(link["mapping"]).name
+    summary: Row = {"file": name, "problems": []}
     try:
-        mapping = mappings.load_current(path)
+        mapping = mapping_versions.current(page.db(), link, "contacts")
     except (mappings.MappingError, OSError) as error:
         problems = error.problems if isinstance(error, mappings.MappingError) else [str(error)]
         return {**summary, "problems": problems}

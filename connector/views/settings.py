@@ -46,7 +46,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
-from connector import mappings, scheduler, store
+from connector import mapping_versions, mappings, scheduler, store
 from connector.platforms import PLATFORMS
 from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
@@ -486,7 +486,7 @@ def send_test_event(connection_id: str) -> Response:
             raise InvalidParameter(
                 f"{link['name']} is a {link['platform']} connection, which takes no events."
             )
-        mapping = mappings.load_current(link["mapping"])
+        mapping = mapping_versions.current(db(), link, "contacts")
         row = synthetic_event(link, mapping, server.iso(server.now()))
         change(lambda db: store.add_events(db, [row]), "connection.test_event", link["name"])
     except (ServiceError, mappings.MappingError) as error:
