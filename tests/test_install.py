@@ -403,3 +403,28 @@ def test_a_refresh_token_refused_for_good_shows_reconnect_until_connected_again(
     row = store.connection(database, link_id)
     assert row is not None and connections.token_state(row, clock()) == "valid"
     assert "Connect with HubSpot" in text(client.get(f"/settings/connections/{link_id}"))
+
+
+def test_only_the_page_with_connect_lets_its_form_go_to_the_consent_origin(
+    app: Flask, database: Database, acme: str, hubspot: FakeAuthServer
+) -> None:
+    """The CSP's form-action is 'self' everywhere, except that the connection page offering
+    Connect also names the registered app's consent origin: a browser follows the form's
+    redirect there only from that page."""
+    link_id = connection(database, acme, "hubspot")
+    client = signed_in(app, acme)
+
+    def form_action(path: str) -> str:
+        policy = client.get(path).headers["Content-Security-Policy"]
+        return next(part for part in policy.split("; ") if part.startswith("form-action"))
+
+    assert form_action(f"/settings/connections/{link_id}") == "form-action 'self'"  # no app yet
+    register(database, hubspot)
+    origin = f"http://127.0.0.1:{hubspot.server_address[1]}"
+    assert form_action(f"/settings/connections/{link_id}") == f"form-action 'self' {origin}"
+    for path in (
+        "/settings/connections",
+        "/settings/keys",
+        f"/settings/connections/{link_id}/mapping",
+    ):
+        assert form_action(path) == "form-action 'self'"
