@@ -92,6 +92,13 @@ def shown(row: Row) -> Row:
     return {name: value for name, value in row.items() if name != "client_secret_sealed"}
 
 
+def client_secret(db: Database, server_secret: bytes, platform: str) -> str:
+    """The client secret of the platform's registered app ("" when none is registered): what
+    a platform that signs with its app's secret (HubSpot) signs a connection's requests with."""
+    row = store.oauth_app(db, platform)
+    return store.unseal(server_secret, row["client_secret_sealed"]) if row else ""
+
+
 def listed(db: Database) -> list[Row]:
     return [shown(row) for row in store.oauth_apps(db)]
 

@@ -18,7 +18,7 @@ from sqlite_utils import Database
 from standardwebhooks import Webhook
 from werkzeug.test import TestResponse
 
-from connector import connections, store
+from connector import connections, oauth_apps, store
 from connector.app import create_app
 from server import accounts, audit, auth
 from server import store as service_store
@@ -144,6 +144,23 @@ def test_a_crm_added_from_the_page_is_not_connected_until_its_credentials_are_pa
     assert row["crm_base_url"] == CRM and connections.state(row) == "active"
     page = text(signed_in.get(f"/settings/connections/{row['id']}"))
     assert "pat-na1-0123456789" not in page and "…6789" in page
+
+
+def test_a_hubspot_connection_signs_with_the_registered_apps_secret_when_none_is_given(
+    signed_in: FlaskClient, database: Database
+) -> None:
+    oauth_apps.save(database, SECRET.encode(), START, platform="hubspot",
+                    client_id="app-id", client_secret="the-apps-client-secret")  # fmt: skip
+    assert add(signed_in, "Hub", "hubspot").status_code == 200
+    row = named(database, "Hub")
+    assert store.unseal(SECRET.encode(), row["secret_sealed"]) == "the-apps-client-secret"
+    assert add(signed_in, "Hub 2", "hubspot", secret="its-own-secret").status_code == 200
+    assert store.unseal(SECRET.encode(), named(database, "Hub 2")["secret_sealed"]) == (
+        "its-own-secret"
+    )
+    assert add(signed_in, "Zap", "zapier").status_code == 200  # others make their own
+    zap = store.unseal(SECRET.encode(), named(database, "Zap")["secret_sealed"])
+    assert zap.startswith("whsec_")
 
 
 def test_edit_renames_and_sets_the_refresh_interval(

@@ -16,7 +16,16 @@ from typing import Any
 from flask import Response, current_app, flash, g, redirect, url_for
 
 import server
-from connector import connections, health, install, mapping_versions, mappings, store, webhook_setup
+from connector import (
+    connections,
+    health,
+    install,
+    mapping_versions,
+    mappings,
+    oauth_apps,
+    store,
+    webhook_setup,
+)
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
@@ -69,10 +78,19 @@ def _add(db: Any, days: int) -> connections.Added:
             own_key=lambda email: admin.create_key(db, ctx, email)[1],
             connected=False,
             refresh_days=days,
-            secret=page.field("secret"),
+            secret=page.field("secret") or _app_secret(db),
         )
     except connections.InvalidConnection as error:
         raise ConnectionRefused(str(error)) from None
+
+
+def _app_secret(db: Any) -> str:
+    """For a platform that signs with its app's client secret (HubSpot), the registered app's,
+    when the admin gives none (a public app's connections are all signed with it)."""
+    platform = PLATFORMS.get(page.field("platform"))
+    if platform is None or not platform.issues_secret:
+        return ""
+    return oauth_apps.client_secret(db, page.server_secret(), platform.name)
 
 
 def _listed() -> list[Row]:
