@@ -28,6 +28,7 @@ from connector import (
     preview,
     scheduler,
     store,
+    webhook_setup,
     worker,
 )
 from connector.platforms import PLATFORMS, hubspot
@@ -219,13 +220,38 @@ def connection_rotate_secret(
 @DB_OPTION
 @click.argument("connection_id")
 def connection_remove(db_path: Path, connection_id: str) -> None:
-    """Remove a connection: its webhook URLs stop working at once, and a key made for it is
-    suspended."""
-    secret_key = server.key_secret(load({"DB": str(db_path)}))
+    """Remove a connection: the webhooks the connector registered in its CRM are deleted, its
+    webhook URLs stop working at once, and a key made for it is suspended."""
+    settings = load({"DB": str(db_path)})
+    db, row = _connection(db_path, connection_id)
+    secret_key = server.key_secret(settings)
     revoke = connections.revoker(secret_key, utcnow())
-    if not connections.remove(store.connect(db_path), connection_id, revoke):
-        raise click.ClickException(f"no connection {connection_id}")
+    with outbound.client(timeout=10.0) as client:
+        outcome = webhook_setup.remove(
+            db, secret_key, row, client, settings["PUBLIC_URL"], utcnow(), revoke
+        )
+    if outcome.message:
+        click.echo(outcome.message, err=not outcome.ok)
     click.echo(f"removed connection {connection_id}")
+
+
+@connection.command("register-webhooks")
+@DB_OPTION
+@click.argument("connection_id")
+def connection_register_webhooks(db_path: Path, connection_id: str) -> None:
+    """Register the connection's events URL in its CRM where its API allows it (Pipedrive
+    webhooks, Zoho notification channels), replacing those registered before; elsewhere,
+    print the steps to do it by hand."""
+    settings = load({"DB": str(db_path)})
+    db, row = _connection(db_path, connection_id)
+    with outbound.client(timeout=10.0) as client:
+        outcome = webhook_setup.set_up(
+            db, server.key_secret(settings), row, client, settings["PUBLIC_URL"], utcnow()
+        )
+    if not outcome.ok:
+        raise click.ClickException(outcome.message)
+    steps = webhook_setup.install(row, settings["PUBLIC_URL"])["steps"]
+    click.echo(outcome.message or "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1)))
 
 
 def _connection(db_path: Path, connection_id: str) -> tuple[Any, dict[str, Any]]:

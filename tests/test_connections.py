@@ -168,6 +168,30 @@ def test_remove(db_path: Path, key: str) -> None:
     assert json.loads(_run(db_path, "connection", "list", "--json").output) == []
 
 
+def test_register_webhooks_registers_where_the_crm_allows_and_else_prints_the_steps(
+    db_path: Path, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    salesforce = json.loads(_add(
+        db_path, key, "--name", "sf", "--platform", "salesforce", "--json",
+        "--crm-base-url", "http://127.0.0.1:9", "--crm-token", "sf-token-value",
+        "--salesforce-org-id", "00D5e000000abcD",
+    ).output)  # fmt: skip
+    steps = _run(db_path, "connection", "register-webhooks", salesforce["id"])
+    assert steps.exit_code == 0 and "Outbound Message" in steps.output
+    assert "https://hooks.acme.example/hooks/" in steps.output
+    pipedrive = json.loads(_add(
+        db_path, key, "--name", "pd", "--platform", "pipedrive", "--json",
+        "--crm-base-url", "http://127.0.0.1:9", "--crm-token", "pd-token-value",
+    ).output)  # fmt: skip
+    refused = _run(db_path, "connection", "register-webhooks", pipedrive["id"])
+    assert refused.exit_code == 1 and "Could not register the webhook" in refused.output
+    assert pipedrive["secret"] not in refused.output
+    # Removing it tries to delete what it registered (nothing here) and removes it all the same.
+    assert _run(db_path, "connection", "remove", pipedrive["id"]).exit_code == 0
+    assert store.connection(store.connect(db_path), pipedrive["id"]) is None
+
+
 def test_mapping_check_names_file_line_and_field(tmp_path: Path) -> None:
     assert CliRunner().invoke(main, ["mapping", "check", "mappings/zapier.yaml"]).exit_code == 0
     bad = tmp_path / "bad.yaml"
