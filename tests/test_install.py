@@ -33,6 +33,7 @@ from tests.helpers.oauth_server import (
     FakeAuthServer,
     running,
 )
+from tests.helpers.settings_forms import signed_in, source, token
 
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 PUBLIC_URL = "https://connector.example.com"
@@ -67,24 +68,6 @@ def admin_key(database: Database, name: str) -> str:
     return value
 
 
-def csrf(page: TestResponse) -> str:
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert found, page.get_data(as_text=True)
-    return found.group(1)
-
-
-def signed_in(app: Flask, key: str) -> FlaskClient:
-    client = app.test_client()
-    form = client.get("/settings/sign-in")
-    response = client.post("/settings/sign-in", data={"api_key": key, "csrf_token": csrf(form)})
-    assert response.status_code == 303
-    return client
-
-
-def text(response: TestResponse) -> str:
-    return html.unescape(response.get_data(as_text=True))
-
-
 @pytest.fixture(params=PLATFORMS)
 def fake(request: pytest.FixtureRequest) -> Iterator[FakeAuthServer]:
     with running(request.param) as server:
@@ -114,7 +97,7 @@ def connection(database: Database, key: str, platform: str, name: str = "crm") -
 def start(client: FlaskClient, link_id: str, **form: str) -> TestResponse:
     """Press Connect on the connections page."""
     page = client.get("/settings/connections")
-    data = {"csrf_token": csrf(page), **form}
+    data = {"csrf_token": token(page), **form}
     return client.post(f"/settings/connections/{link_id}/connect", data=data)
 
 
@@ -162,7 +145,7 @@ def test_each_crm_connects_through_consent_and_the_callback(
     done = back(client, callback)
 
     assert done.status_code == 303 and done.location == f"/settings/connections/{link_id}"
-    page = text(client.get(done.location))
+    page = source(client.get(done.location))
     assert f"crm is connected to {fake.platform}." in page
     form, _ = fake.seen.token_requests[-1]
     assert form["redirect_uri"] == CALLBACK and form["grant_type"] == "authorization_code"
@@ -192,7 +175,7 @@ def test_a_refused_consent_comes_back_with_a_clear_message_and_connects_nothing(
 
     done = back(client, consent(start(client, link_id, **environment(fake)).location))
 
-    page = text(client.get(done.location))
+    page = source(client.get(done.location))
     assert f"Consent on {fake.platform} was refused or cancelled: nothing was connected." in page
     assert "The user denied access" in page
     assert fake.seen.token_requests == []
@@ -219,7 +202,7 @@ def pending(
 
 def refusal(client: FlaskClient, response: TestResponse) -> str:
     assert response.status_code == 303 and response.location.startswith("/settings/connections")
-    return text(client.get(response.location))
+    return source(client.get(response.location))
 
 
 def not_connected(database: Database, link_id: str) -> bool:
@@ -326,7 +309,9 @@ def test_a_callback_without_the_session_cookie_asks_again_from_this_site(
     gone = cookieless.get(resumed)
     assert gone.status_code == 303 and gone.location == "/settings/sign-in"
     done = client.get(resumed)  # the page asking again, from the admin's browser with its cookie
-    assert done.status_code == 303 and "is connected to hubspot" in text(client.get(done.location))
+    assert done.status_code == 303 and "is connected to hubspot" in source(
+        client.get(done.location)
+    )
 
 
 def test_without_an_app_the_page_says_so_and_connect_is_refused(
@@ -335,7 +320,7 @@ def test_without_an_app_the_page_says_so_and_connect_is_refused(
     link_id = connection(database, acme, "pipedrive")
     client = signed_in(app, acme)
 
-    page = text(client.get(f"/settings/connections/{link_id}"))
+    page = source(client.get(f"/settings/connections/{link_id}"))
     answer = start(client, link_id)
 
     assert "No Pipedrive OAuth app is registered on this server" in page
@@ -350,7 +335,7 @@ def test_dynamics_asks_for_a_tenant_before_consent(
         register(database, fake)
         link_id = connection(database, acme, "dynamics")
         client = signed_in(app, acme)
-        page = text(client.get(f"/settings/connections/{link_id}"))
+        page = source(client.get(f"/settings/connections/{link_id}"))
 
         answer = start(client, link_id, environment=fake.url, tenant="../evil")
 
@@ -396,13 +381,13 @@ def test_a_refresh_token_refused_for_good_shows_reconnect_until_connected_again(
 
     row = store.connection(database, link_id)
     assert row is not None and connections.token_state(row, clock()) == "needs reconnect"
-    page = text(client.get(f"/settings/connections/{link_id}"))
+    page = source(client.get(f"/settings/connections/{link_id}"))
     assert "needs reconnect" in page and "Reconnect with HubSpot" in page
     hubspot.revoked = False
     back(client, consent(start(client, link_id).location))
     row = store.connection(database, link_id)
     assert row is not None and connections.token_state(row, clock()) == "valid"
-    assert "Connect with HubSpot" in text(client.get(f"/settings/connections/{link_id}"))
+    assert "Connect with HubSpot" in source(client.get(f"/settings/connections/{link_id}"))
 
 
 def test_only_the_page_with_connect_lets_its_form_go_to_the_consent_origin(

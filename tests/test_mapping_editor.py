@@ -4,9 +4,7 @@ against the properties, restored, exported and imported; tenancy and CSRF."""
 
 from __future__ import annotations
 
-import html
 import io
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from tests.helpers.crm import FakeHubSpot
 from tests.helpers.crm_server import FakeCrm, hubspot_property, running
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import organization
+from tests.helpers.settings_forms import sign_in, source, token
 
 US_STATES = ("AL", "AK", "AZ", "AR", "CA", "TX")
 HUBSPOT_FILE = (mappings.DIRECTORY / "hubspot.yaml").read_text()
@@ -68,22 +67,10 @@ def acme(database: Database, fake: FakeCrm) -> tuple[dict[str, Any], str]:
     return _connect(database, "Acme", fake.url)
 
 
-def _token(page: TestResponse) -> str:
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert found, page.get_data(as_text=True)
-    return found.group(1)
-
-
 @pytest.fixture
 def signed_in(client: FlaskClient, acme: tuple[dict[str, Any], str]) -> FlaskClient:
-    form = client.get("/settings/sign-in")
-    answer = client.post("/settings/sign-in", data={"api_key": acme[1], "csrf_token": _token(form)})
-    assert answer.status_code == 303
+    assert sign_in(client, acme[1]).status_code == 303
     return client
-
-
-def _text(response: TestResponse) -> str:
-    return html.unescape(response.get_data(as_text=True))
 
 
 def _editor(link: dict[str, Any]) -> str:
@@ -106,8 +93,8 @@ def _post_rows(
     for row in rows:
         for column in form:
             form[column].append(row[column])
-    token = _token(client.get(_editor(link)))
-    return client.post(_editor(link), data={**form, "csrf_token": token})
+    csrf = token(client.get(_editor(link)))
+    return client.post(_editor(link), data={**form, "csrf_token": csrf})
 
 
 def _versions(database: Database, link: dict[str, Any]) -> list[int]:
@@ -122,7 +109,7 @@ def test_the_editor_shows_the_crms_properties_read_only_marked(
 ) -> None:
     page = signed_in.get(_editor(acme[0]))
     assert page.status_code == 200
-    shown = _text(page)
+    shown = source(page)
     assert "Jobtitle (jobtitle, text)" in shown
     assert "Hs Object Id (hs_object_id, number, read-only)" in shown
     (call,) = [c for c in fake.calls if c.path == "/crm/properties/2026-03/contacts"]
@@ -140,7 +127,7 @@ def test_a_picklist_without_the_value_is_refused_naming_the_property(
     answer = _post_rows(signed_in, acme[0], _rows(HUBSPOT_FILE))
     assert answer.status_code == 400
     assert 'state: picklist options AL, AK, AZ, AR, … do not include every value of ' \
-        'conWorkLocState ("California")' in _text(answer)  # fmt: skip
+        'conWorkLocState ("California")' in source(answer)  # fmt: skip
     assert _versions(database, acme[0]) == []
 
 
@@ -151,7 +138,7 @@ def test_a_read_only_property_is_refused(
                                    "transforms": "integer", "policy": "always"}]  # fmt: skip
     answer = _post_rows(signed_in, acme[0], rows)
     assert answer.status_code == 400
-    assert "hs_object_id: Hs Object Id is read-only in the CRM" in _text(answer)
+    assert "hs_object_id: Hs Object Id is read-only in the CRM" in source(answer)
     assert _versions(database, acme[0]) == []
 
 
@@ -167,15 +154,15 @@ def test_save_makes_versions_and_restore_saves_the_old_one_again(
     assert (
         "property: jobtitle\n" not in mapping_versions.current_text(database, link, "contacts")[1]
     )
-    token = _token(signed_in.get(_editor(link)))
+    csrf = token(signed_in.get(_editor(link)))
     restore = f"/settings/connections/{link['id']}/mapping/restore?kind=contacts"
-    assert signed_in.post(restore, data={"version": "1", "csrf_token": token}).status_code == 303
+    assert signed_in.post(restore, data={"version": "1", "csrf_token": csrf}).status_code == 303
     assert _versions(database, link) == [3, 2, 1]
     one = store.mapping_version(database, link["id"], "contacts", 1)
     three = store.mapping_version(database, link["id"], "contacts", 3)
     assert one and three and three["yaml"] == one["yaml"]
-    assert "Version 3 is in use" in _text(signed_in.get(_editor(link)))
-    tab = _text(signed_in.get("/settings/connections"))
+    assert "Version 3 is in use" in source(signed_in.get(_editor(link)))
+    tab = source(signed_in.get("/settings/connections"))
     assert "version 3: platform hubspot" in tab  # the summary is of the version in use
 
 
@@ -189,9 +176,9 @@ def test_export_then_import_round_trips_as_a_new_version(
     data = yaml.safe_load(exported.get_data(as_text=True))
     data["output"] = data["output"][:3]
     upload = (io.BytesIO(yaml.safe_dump(data).encode()), "mine.yaml")
-    token = _token(signed_in.get(_editor(link)))
+    csrf = token(signed_in.get(_editor(link)))
     path = f"/settings/connections/{link['id']}/mapping/import?kind=contacts"
-    answer = signed_in.post(path, data={"file": upload, "csrf_token": token})
+    answer = signed_in.post(path, data={"file": upload, "csrf_token": csrf})
     assert answer.status_code == 303 and _versions(database, link) == [1]
     again = signed_in.get(f"/settings/connections/{link['id']}/mapping/export?kind=contacts")
     assert yaml.safe_load(again.get_data(as_text=True)) == data
@@ -202,10 +189,10 @@ def test_an_import_for_another_platform_is_refused(
 ) -> None:
     link = acme[0]
     upload = (io.BytesIO((mappings.DIRECTORY / "zoho.yaml").read_bytes()), "zoho.yaml")
-    token = _token(signed_in.get(_editor(link)))
+    csrf = token(signed_in.get(_editor(link)))
     path = f"/settings/connections/{link['id']}/mapping/import?kind=contacts"
-    answer = signed_in.post(path, data={"file": upload, "csrf_token": token})
-    assert answer.status_code == 400 and "the mapping is zoho's" in _text(answer)
+    answer = signed_in.post(path, data={"file": upload, "csrf_token": csrf})
+    assert answer.status_code == 400 and "the mapping is zoho's" in source(answer)
     assert _versions(database, link) == []
 
 
@@ -215,7 +202,7 @@ def test_a_refused_token_leaves_the_editor_usable_on_the_yaml_alone(
     fake.properties_refused = True
     page = signed_in.get(_editor(acme[0]))
     assert page.status_code == 200
-    assert "The CRM's field list could not be read (token expired or revoked)" in _text(page)
+    assert "The CRM's field list could not be read (token expired or revoked)" in source(page)
     assert _post_rows(signed_in, acme[0], _rows(HUBSPOT_FILE)).status_code == 303
     assert _versions(database, acme[0]) == [1]
 
@@ -226,9 +213,9 @@ def test_missing_custom_properties_are_created(
     fake.properties["contacts"] = [
         p for p in fake.properties["contacts"] if p["name"] != "contactdata_employee_count"
     ]
-    token = _token(signed_in.get(_editor(acme[0])))
+    csrf = token(signed_in.get(_editor(acme[0])))
     path = f"/settings/connections/{acme[0]['id']}/mapping/create-fields?kind=contacts"
-    assert signed_in.post(path, data={"csrf_token": token}).status_code == 303
+    assert signed_in.post(path, data={"csrf_token": csrf}).status_code == 303
     (created,) = [c.body for c in fake.calls if c.method == "POST"]
     assert created["name"] == "contactdata_employee_count" and created["type"] == "number"
     assert created["groupName"] == "contactinformation"
@@ -239,8 +226,8 @@ def test_another_organizations_mapping_is_a_404(
 ) -> None:
     other, _ = _connect(database, "Globex", fake.url)
     assert signed_in.get(_editor(other)).status_code == 404
-    token = _token(signed_in.get("/settings/connections"))
-    assert signed_in.post(_editor(other), data={"csrf_token": token}).status_code == 404
+    csrf = token(signed_in.get("/settings/connections"))
+    assert signed_in.post(_editor(other), data={"csrf_token": csrf}).status_code == 404
     export = f"/settings/connections/{other['id']}/mapping/export?kind=contacts"
     assert signed_in.get(export).status_code == 404
     assert _versions(database, other) == []

@@ -3,7 +3,6 @@ CSRF, the security headers, and each action's effect in the database and the aud
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import sys
@@ -32,6 +31,7 @@ from server.clock import iso
 from server.errors import ServiceError
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
+from tests.helpers.settings_forms import sign_in, source, submit, token
 
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 CSP = (
@@ -85,18 +85,6 @@ def globex(database: Database) -> Org:
     return make_org(database, "Globex")
 
 
-def token(page: TestResponse) -> str:
-    """The CSRF token of the first form on a page."""
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert found, page.get_data(as_text=True)
-    return found.group(1)
-
-
-def sign_in(client: FlaskClient, key: str) -> TestResponse:
-    form = client.get("/settings/sign-in")
-    return client.post("/settings/sign-in", data={"api_key": key, "csrf_token": token(form)})
-
-
 @pytest.fixture
 def signed_in(client: FlaskClient, acme: Org) -> FlaskClient:
     """A client signed in as Acme's admin."""
@@ -105,23 +93,13 @@ def signed_in(client: FlaskClient, acme: Org) -> FlaskClient:
     return client
 
 
-def submit(client: FlaskClient, page: str, path: str, **data: Any) -> TestResponse:
-    """Post a form the way the browser does: with the token of the page it sits on."""
-    return client.post(path, data={**data, "csrf_token": token(client.get(page))})
-
-
-def text(response: TestResponse) -> str:
-    """A page's text with HTML's escapes undone (messages quote names with ' and ")."""
-    return html.unescape(response.get_data(as_text=True))
-
-
 def actions(database: Database, org: Org) -> list[tuple[str, str]]:
     return [(e["action"], e["target"]) for e in audit.entries(database, org.id)]
 
 
 def new_value(response: TestResponse) -> str:
-    found = re.search(r'id="new-key-value" type="text" readonly value="([^"]+)"', text(response))
-    assert found, text(response)
+    found = re.search(r'id="new-key-value" type="text" readonly value="([^"]+)"', source(response))
+    assert found, source(response)
     return found.group(1)
 
 
@@ -143,9 +121,9 @@ def test_a_wrong_key_gets_the_form_again_and_nothing_else(
     for value in ("", "not a key", keys.new_key(), standard):  # empty, malformed, unknown, role
         response = sign_in(client, value)
         assert response.status_code == 401
-        assert settings.SIGN_IN_FAILED in text(response)
-        assert 'name="api_key"' in text(response)
-        refusals.append(text(response).replace(token(response), ""))
+        assert settings.SIGN_IN_FAILED in source(response)
+        assert 'name="api_key"' in source(response)
+        refusals.append(source(response).replace(token(response), ""))
     assert len(set(refusals)) == 1  # the same page, whatever was wrong
     assert client.get("/settings/keys").status_code == 303
 
@@ -221,7 +199,7 @@ def test_a_forwarded_proto_header_is_not_believed(app: Flask, acme: Org) -> None
 def test_sign_out_ends_the_session(signed_in: FlaskClient) -> None:
     response = submit(signed_in, "/settings/keys", "/settings/sign-out")
     assert response.location == "/settings/sign-in"
-    assert "You are signed out." in text(signed_in.get("/settings/sign-in"))
+    assert "You are signed out." in source(signed_in.get("/settings/sign-in"))
     assert signed_in.get("/settings/keys").status_code == 303
 
 
@@ -254,7 +232,7 @@ def test_a_session_ends_8_hours_after_sign_in_however_recently_used(
     clock.advance(60)
     response = signed_in.get("/settings/keys")
     assert response.location == "/settings/sign-in"
-    assert "Your session ended 8 hours after you signed in" in text(
+    assert "Your session ended 8 hours after you signed in" in source(
         signed_in.get(response.location)
     )
 
@@ -295,7 +273,7 @@ def test_sign_in_attempts_are_throttled_per_address(app: Flask, acme: Org, clock
         assert sign_in(client, "cdk_wrong").status_code == 401
     refused = sign_in(client, acme.admin_key)  # even the right key, until the minute is over
     assert refused.status_code == 429
-    assert "Too many sign-in attempts" in text(refused)
+    assert "Too many sign-in attempts" in source(refused)
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
     assert refused.headers["Content-Security-Policy"] == CSP
 
@@ -364,7 +342,7 @@ def test_a_suspended_key_ends_the_session(
     service_store.set_key_status(database, acme.admin_key_id, "suspended", iso(START))
     response = signed_in.get("/settings/users")
     assert response.location == "/settings/sign-in"
-    assert "You were signed out: This API key is suspended." in text(
+    assert "You were signed out: This API key is suspended." in source(
         signed_in.get(response.location)
     )
     assert signed_in.get("/settings/users").status_code == 303  # stays signed out
@@ -397,7 +375,7 @@ def test_a_form_without_its_csrf_token_is_refused(
                  {"email": "x@acme.example.org", "csrf_token": "forged"}):  # fmt: skip
         response = signed_in.post("/settings/keys", data=data)
         assert response.status_code == 400
-        assert "security token is missing or out of date" in text(response)
+        assert "security token is missing or out of date" in source(response)
         assert response.headers["Content-Security-Policy"] == CSP
     assert store_keys(database, acme) == [acme.admin_email]
     assert actions(database, acme) == before
@@ -436,9 +414,9 @@ def test_an_unknown_settings_url_answers_the_settings_404_signed_in_or_not(
         missing = [browser.get("/settings/no-such-page"), browser.post("/settings/a/b?c=d")]
         for response in missing:
             assert response.status_code == 404 and response.mimetype == "text/html"
-            assert "There is no such settings page." in text(response)
-            assert acme.admin_email not in text(response) and "Acme" not in text(response)
-            assert "Sign out" not in text(response)
+            assert "There is no such settings page." in source(response)
+            assert acme.admin_email not in source(response) and "Acme" not in source(response)
+            assert "Sign out" not in source(response)
             assert response.headers["Content-Security-Policy"] == CSP
             assert response.headers["Cache-Control"] == "no-store"
         wrong = [browser.get("/settings/keys/update"), browser.put("/settings/keys")]
@@ -509,7 +487,7 @@ def test_pages_have_no_inline_script_style_or_handler(
     pages.append(app.test_client().get("/settings/sign-in"))
     for page, response in zip((*PAGES, "sign-in"), pages, strict=True):
         assert response.status_code == 200, page
-        markup = text(response)
+        markup = source(response)
         assert not re.search(r"<script(?![^>]*\ssrc=)", markup), page
         assert not re.search(r"<style|\sstyle=", markup), page
         assert not re.search(r"\son[a-z]+=", markup), page
@@ -517,7 +495,7 @@ def test_pages_have_no_inline_script_style_or_handler(
 
 def test_every_control_has_a_label(signed_in: FlaskClient, linked: dict[str, Any]) -> None:
     for page in PAGES:
-        markup = text(signed_in.get(f"/settings/{page}"))
+        markup = source(signed_in.get(f"/settings/{page}"))
         labelled = set(re.findall(r'<label for="([^"]+)"', markup))
         controls = re.findall(r"<(?:input|select)\b([^>]*)>", markup)
         for attributes in controls:
@@ -536,11 +514,11 @@ def test_create_a_key_shows_its_value_once(
     response = submit(signed_in, "/settings/keys", "/settings/keys", email="Dev@Acme.example.org")
     assert response.status_code == 200
     value = new_value(response)
-    assert "Copy it now" in text(response) and 'data-copy="new-key-value"' in text(response)
+    assert "Copy it now" in source(response) and 'data-copy="new-key-value"' in source(response)
     assert auth.authenticate(database, SECRET.encode(), value, START).email == (
         "dev@acme.example.org"
     )
-    listed = text(signed_in.get("/settings/keys"))
+    listed = source(signed_in.get("/settings/keys"))
     assert value not in listed and keys.mask(value) in listed
     entry = audit.entries(database, acme.id)[-1]
     assert (entry["action"], entry["target"]) == ("key.create", "dev@acme.example.org")
@@ -552,10 +530,10 @@ def test_a_refused_action_says_why(signed_in: FlaskClient, acme: Org) -> None:
     submit(signed_in, "/settings/keys", "/settings/keys", email="dev@acme.example.org")
     again = submit(signed_in, "/settings/keys", "/settings/keys", email="dev@acme.example.org")
     assert again.location == "/settings/keys"
-    page = text(signed_in.get("/settings/keys"))
+    page = source(signed_in.get("/settings/keys"))
     assert "A key for dev@acme.example.org already exists in this organization." in page
     bad = submit(signed_in, "/settings/keys", "/settings/keys", email="not an address")
-    assert "email must be an e-mail address" in text(signed_in.get(bad.location))
+    assert "email must be an e-mail address" in source(signed_in.get(bad.location))
     last = submit(
         signed_in,
         "/settings/keys",
@@ -563,7 +541,7 @@ def test_a_refused_action_says_why(signed_in: FlaskClient, acme: Org) -> None:
         email=acme.admin_email,
         action="suspend",
     )
-    assert "last active admin key cannot be suspended" in text(signed_in.get(last.location))
+    assert "last active admin key cannot be suspended" in source(signed_in.get(last.location))
 
 
 def test_suspend_and_reactivate_a_key(
@@ -575,7 +553,9 @@ def test_suspend_and_reactivate_a_key(
         email="dev@acme.example.org", action="suspend",
     )  # fmt: skip
     assert response.location == "/settings/keys"
-    assert "The key of dev@acme.example.org is suspended." in text(signed_in.get("/settings/keys"))
+    assert "The key of dev@acme.example.org is suspended." in source(
+        signed_in.get("/settings/keys")
+    )
     with pytest.raises(ServiceError, match="suspended"):
         auth.authenticate(database, SECRET.encode(), value, START)
     submit(signed_in, "/settings/keys", "/settings/keys/update",
@@ -597,7 +577,7 @@ def test_rotate_a_key_with_a_chosen_grace_period(
     )  # fmt: skip
     fresh = new_value(response)
     assert fresh != old and "the previous value works until 2026-03-02T10:30:00.000+00:00" in (
-        text(response)
+        source(response)
     )
     later = START + timedelta(seconds=3601)
     assert auth.authenticate(database, SECRET.encode(), fresh, later)
@@ -605,7 +585,7 @@ def test_rotate_a_key_with_a_chosen_grace_period(
         auth.authenticate(database, SECRET.encode(), old, later)
     entry = audit.entries(database, acme.id)[-1]
     assert (entry["action"], json.loads(entry["detail"])) == ("key.rotate", {"graceSeconds": 3600})
-    assert fresh not in text(signed_in.get("/settings/keys"))
+    assert fresh not in source(signed_in.get("/settings/keys"))
 
 
 # --- users -----------------------------------------------------------------------------------
@@ -630,14 +610,14 @@ def test_users_created_suspended_reactivated_and_deleted_after_confirmation(
     assert status() == "active"
 
     confirm = signed_in.get("/settings/users/delete", query_string={"email": email})
-    assert confirm.status_code == 200 and "This cannot be undone" in text(confirm)
+    assert confirm.status_code == 200 and "This cannot be undone" in source(confirm)
     assert status() == "active"  # asking changes nothing
     done = signed_in.post(
         "/settings/users/delete", data={"email": email, "csrf_token": token(confirm)}
     )
     assert done.location == "/settings/users"
     assert status() == "deleted"
-    assert f"The user {email} is deleted" in text(signed_in.get("/settings/users"))
+    assert f"The user {email} is deleted" in source(signed_in.get("/settings/users"))
     with pytest.raises(ServiceError, match="deleted"):
         auth.authenticate(database, SECRET.encode(), value, START)
     assert [a for a, target in actions(database, acme) if target == email] == [
@@ -650,7 +630,7 @@ def test_another_organizations_user_is_not_found(
 ) -> None:
     confirm = signed_in.get("/settings/users/delete", query_string={"email": globex.admin_email})
     assert confirm.location == "/settings/users"
-    assert f"No user {globex.admin_email} in this organization." in text(
+    assert f"No user {globex.admin_email} in this organization." in source(
         signed_in.get("/settings/users")
     )
 
@@ -662,7 +642,7 @@ def test_an_inactive_organization_may_look_but_not_change(
     for page in PAGES:
         assert signed_in.get(f"/settings/{page}").status_code == 200
     response = submit(signed_in, "/settings/keys", "/settings/keys", email="dev@acme.example.org")
-    assert "The organization Acme is inactive." in text(signed_in.get(response.location))
+    assert "The organization Acme is inactive." in source(signed_in.get(response.location))
     assert store_keys(database, acme) == [acme.admin_email]
 
 
@@ -688,7 +668,7 @@ def linked(database: Database, acme: Org, globex: Org) -> dict[str, Any]:
 
 
 def test_connections_show_urls_and_mapping(signed_in: FlaskClient, linked: dict[str, Any]) -> None:
-    page = text(signed_in.get("/settings/connections"))
+    page = source(signed_in.get("/settings/connections"))
     hubspot = linked["hubspot"]
     assert f"http://127.0.0.1:8080/hooks/{hubspot['id']}/enrich" in page
     assert f"http://127.0.0.1:8080/hooks/{hubspot['id']}/events" in page
@@ -710,7 +690,7 @@ def test_a_broken_mapping_is_reported(
     database.execute(
         "UPDATE connections SET mapping = ? WHERE id = ?", [str(broken), linked["hubspot"]["id"]]
     )
-    page = text(signed_in.get("/settings/connections"))
+    page = source(signed_in.get("/settings/connections"))
     assert "The mapping file hubspot.yaml is not valid" in page
     assert f"{broken}, line" in page
 
@@ -729,13 +709,13 @@ def test_send_test_event_stores_an_event_the_mapping_reads(
     mapping = mappings.load(hubspot["mapping"])
     assert mapping.record_id(payload) == event["record_id"]
     assert mapping.enrich_input(payload)["conEmail"] == "test.contact@example.com"
-    deliveries = text(signed_in.get(response.location))
+    deliveries = source(signed_in.get(response.location))
     assert "Test event stored for Acme HubSpot" in deliveries and event["record_id"] in deliveries
     assert actions(database, acme)[-1] == ("connection.test_event", "Acme HubSpot")
 
     zap = submit(signed_in, "/settings/connections",
                  f"/settings/connections/{linked['zapier']['id']}/test-event")  # fmt: skip
-    assert "which takes no events" in text(signed_in.get(zap.location))
+    assert "which takes no events" in source(signed_in.get(zap.location))
     other = submit(signed_in, "/settings/connections",
                    f"/settings/connections/{linked['globex']['id']}/test-event")  # fmt: skip
     assert other.status_code == 404  # another organization's connection: the page's 404
@@ -771,14 +751,18 @@ def test_deliveries_list_and_retry_a_dead_letter(
     dead = add_event(database, linked["hubspot"], "e1", "dead", "HubSpot answered 404")
     done = add_event(database, linked["hubspot"], "e2", "done", "")
     theirs = add_event(database, linked["globex"], "e3", "dead", "Globex's secret trouble")
-    page = text(signed_in.get("/settings/deliveries"))
+    page = source(signed_in.get("/settings/deliveries"))
     assert "HubSpot answered 404" in page and "dead letter" in page and "r-e2" in page
     assert "Globex" not in page and "r-e3" not in page
     filtered = signed_in.get("/settings/deliveries?status=dead")
-    assert filtered.status_code == 200 and "r-e1" in text(filtered) and "r-e2" not in text(filtered)
+    assert (
+        filtered.status_code == 200
+        and "r-e1" in source(filtered)
+        and "r-e2" not in source(filtered)
+    )
 
     response = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{dead}/retry")
-    assert f"Event {dead} is due again" in text(signed_in.get(response.location))
+    assert f"Event {dead} is due again" in source(signed_in.get(response.location))
     event = store.event(database, dead)
     assert event is not None
     assert (event["status"], event["last_error"], event["due_at"]) == (
@@ -787,9 +771,9 @@ def test_deliveries_list_and_retry_a_dead_letter(
     assert actions(database, acme)[-1] == ("delivery.retry", f"event {dead}")
 
     again = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{done}/retry")
-    assert "only a dead letter can be retried" in text(signed_in.get(again.location))
+    assert "only a dead letter can be retried" in source(signed_in.get(again.location))
     other = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{theirs}/retry")
-    assert f"No event {theirs} in this organization." in text(signed_in.get(other.location))
+    assert f"No event {theirs} in this organization." in source(signed_in.get(other.location))
     assert store.event(database, theirs)["status"] == "dead"  # type: ignore[index]
 
 
@@ -798,10 +782,10 @@ def test_an_event_id_past_sqlites_range_is_not_found(signed_in: FlaskClient) -> 
         path = f"/settings/deliveries/{event_id}/retry"
         response = submit(signed_in, "/settings/deliveries", path)
         assert response.status_code == 404
-        assert "There is no such settings page." in text(response)
+        assert "There is no such settings page." in source(response)
         assert response.headers["Content-Security-Policy"] == CSP
     largest = submit(signed_in, "/settings/deliveries", f"/settings/deliveries/{2**63 - 1}/retry")
-    assert f"No event {2**63 - 1} in this organization." in text(signed_in.get(largest.location))
+    assert f"No event {2**63 - 1} in this organization." in source(signed_in.get(largest.location))
 
 
 # --- usage -----------------------------------------------------------------------------------
@@ -830,7 +814,7 @@ def test_usage_shows_credits_todays_requests_and_thirty_days(
     assert found.days[-4] == usage.Day("2026-02-27", 2, 1)
     assert sum(day.calls for day in found.days) == 2
 
-    page = text(signed_in.get("/settings/usage"))
+    page = source(signed_in.get("/settings/usage"))
     assert "1,000" in page and '3 <span class="muted">of 500</span>' in page
     assert 'max="500" value="3"' in page
     assert page.count('<rect class="bar"') == 30
@@ -857,7 +841,7 @@ def test_schedules_show_the_deployments_jobs_without_letting_an_organization_cha
 ) -> None:
     """The jobs run for every organization: one organization's admin sees them, and only the
     operator (`contactdata jobs reschedule`) changes them."""
-    page = text(signed_in.get("/settings/schedules"))
+    page = source(signed_in.get("/settings/schedules"))
     for job in scheduler.status(db_path):
         assert job["name"] in page and job["trigger"] in page
     assert "Run every" not in page and "contactdata jobs reschedule" in page
@@ -867,7 +851,7 @@ def test_schedules_show_the_deployments_jobs_without_letting_an_organization_cha
            "result": "failed: zoho channel of another-organizations-connection: 401"}  # fmt: skip
     with server.write(store.connect(db_path)) as db:
         store.record_job_run(db, run)
-    page = text(signed_in.get("/settings/schedules"))
+    page = source(signed_in.get("/settings/schedules"))
     assert "another-organizations-connection" not in page and "failed" in page
     before = scheduler.status(db_path)
     refused = submit(
@@ -882,11 +866,11 @@ def test_change_a_connections_refresh_interval(
     signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database
 ) -> None:
     hubspot = linked["hubspot"]
-    page = text(signed_in.get("/settings/schedules"))
+    page = source(signed_in.get("/settings/schedules"))
     assert "Acme HubSpot" in page and "Acme Zap" not in page and "Globex" not in page
     path = f"/settings/schedules/connections/{hubspot['id']}"
     response = submit(signed_in, "/settings/schedules", path, refresh_days="7")
-    assert "Acme HubSpot now refreshes records enriched over 7 days ago." in text(
+    assert "Acme HubSpot now refreshes records enriched over 7 days ago." in source(
         signed_in.get(response.location)
     )
     assert store.connection(database, hubspot["id"])["refresh_days"] == 7  # type: ignore[index]
@@ -911,7 +895,7 @@ def test_huge_or_non_integer_form_numbers_get_the_usual_message(
         ("7 days", "The refresh interval must be a whole number."),
     ):
         response = submit(signed_in, "/settings/schedules", path, refresh_days=days)
-        assert message in text(signed_in.get(response.location))
+        assert message in source(signed_in.get(response.location))
     assert store.connection(database, linked["hubspot"]["id"])["refresh_days"] == 30  # type: ignore[index]
     for grace, message in ((str(2**63), "graceSeconds must be between"),
                            ("1e9", "The grace period must be a whole number.")):  # fmt: skip
@@ -919,5 +903,5 @@ def test_huge_or_non_integer_form_numbers_get_the_usual_message(
             signed_in, "/settings/keys", "/settings/keys/update",
             email=acme.admin_email, action="rotate", grace_seconds=grace,
         )  # fmt: skip
-        assert message in text(signed_in.get(response.location))
+        assert message in source(signed_in.get(response.location))
     assert not [action for action, _ in actions(database, acme) if action == "key.rotate"]

@@ -4,7 +4,6 @@ its grace period (through the real receiver, signed for real), removal; tenancy 
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from server import accounts, audit, auth
 from server import store as service_store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
+from tests.helpers.settings_forms import sign_in, source, submit
 
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 CRM = "http://127.0.0.1:9"
@@ -54,12 +54,6 @@ def organization(database: Database, name: str) -> tuple[str, str]:
     return org["id"], value
 
 
-def token(page: TestResponse) -> str:
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert found, page.get_data(as_text=True)
-    return found.group(1)
-
-
 @pytest.fixture
 def acme(database: Database) -> tuple[str, str]:
     return organization(database, "Acme")
@@ -67,20 +61,13 @@ def acme(database: Database) -> tuple[str, str]:
 
 @pytest.fixture
 def signed_in(client: FlaskClient, acme: tuple[str, str]) -> FlaskClient:
-    form = client.get("/settings/sign-in")
-    client.post("/settings/sign-in", data={"api_key": acme[1], "csrf_token": token(form)})
+    assert sign_in(client, acme[1]).status_code == 303
     return client
 
 
 def post(client: FlaskClient, path: str, **data: Any) -> TestResponse:
-    """Post a form with the page's CSRF token, as the browser does."""
-    return client.post(
-        path, data={**data, "csrf_token": token(client.get("/settings/connections"))}
-    )
-
-
-def text(response: TestResponse) -> str:
-    return html.unescape(response.get_data(as_text=True))
+    """Post a form with the Connections tab's CSRF token, as the browser does."""
+    return submit(client, "/settings/connections", path, **data)
 
 
 def add(client: FlaskClient, name: str, platform: str = "make", **extra: Any) -> TestResponse:
@@ -95,8 +82,10 @@ def named(database: Database, name: str) -> dict[str, Any]:
 
 
 def shown_secret(response: TestResponse) -> str:
-    found = re.search(r'id="new-secret-value" type="text" readonly value="([^"]+)"', text(response))
-    assert found, text(response)
+    found = re.search(
+        r'id="new-secret-value" type="text" readonly value="([^"]+)"', source(response)
+    )
+    assert found, source(response)
     return found.group(1)
 
 
@@ -121,10 +110,10 @@ def test_adding_makes_a_key_of_its_own_and_shows_the_secret_once(
         and caller.role == "standard"
         and caller.email == (row["own_key_email"])
     )
-    page = text(signed_in.get(f"/settings/connections/{row['id']}"))
+    page = source(signed_in.get(f"/settings/connections/{row['id']}"))
     assert secret not in page and key_value not in page and row["api_key_hint"] in page
     assert f"/hooks/{row['id']}/enrich" in page and "{# install steps #}" not in page
-    assert secret not in text(signed_in.get("/settings/connections"))
+    assert secret not in source(signed_in.get("/settings/connections"))
     assert actions(database, acme[0])[-2:] == ["key.create", "connection.add"]
 
 
@@ -133,16 +122,16 @@ def test_a_crm_added_from_the_page_is_not_connected_until_its_credentials_are_pa
 ) -> None:
     refused = add(signed_in, "HubSpot", "hubspot")  # HubSpot issues its own secret
     assert refused.status_code == 303 and store.connection_named(database, "HubSpot") is None
-    assert "issues the secret" in text(signed_in.get("/settings/connections"))
+    assert "issues the secret" in source(signed_in.get("/settings/connections"))
     assert add(signed_in, "HubSpot", "hubspot", secret="hubspot-app-secret").status_code == 200
     row = named(database, "HubSpot")
-    assert "not connected" in text(signed_in.get(f"/settings/connections/{row['id']}"))
+    assert "not connected" in source(signed_in.get(f"/settings/connections/{row['id']}"))
     saved = post(signed_in, f"/settings/connections/{row['id']}/crm", base_url=CRM,
                  token="pat-na1-0123456789")  # fmt: skip
     assert saved.status_code == 303
     row = named(database, "HubSpot")
     assert row["crm_base_url"] == CRM and connections.state(row) == "active"
-    page = text(signed_in.get(f"/settings/connections/{row['id']}"))
+    page = source(signed_in.get(f"/settings/connections/{row['id']}"))
     assert "pat-na1-0123456789" not in page and "…6789" in page
 
 
@@ -227,12 +216,12 @@ def test_after_a_rotation_old_and_new_secrets_verify_during_the_grace_period_onl
 
     assert sent(new, "msg_new_1") != 401 and sent(old, "msg_old_1") != 401
     assert sent(connections.PLATFORMS["zapier"].new_secret(), "msg_wrong") == 401
-    assert "previous secret works until" in text(
+    assert "previous secret works until" in source(
         signed_in.get(f"/settings/connections/{row['id']}")
     )
     clock.advance(3601)
     assert sent(old, "msg_old_2") == 401 and sent(new, "msg_new_2") != 401
-    assert new not in text(signed_in.get(f"/settings/connections/{row['id']}"))
+    assert new not in source(signed_in.get(f"/settings/connections/{row['id']}"))
 
 
 def test_rotating_with_no_grace_stops_the_old_secret_at_once(
@@ -252,7 +241,7 @@ def test_removal_is_confirmed_then_its_urls_answer_404_and_its_key_is_suspended(
     secret = shown_secret(add(signed_in, "Zap"))
     row = named(database, "Zap")
     confirm = signed_in.get(f"/settings/connections/{row['id']}/remove")
-    assert confirm.status_code == 200 and "cannot be undone" in text(confirm)
+    assert confirm.status_code == 200 and "cannot be undone" in source(confirm)
     assert store.connection(database, row["id"]) is not None  # asking removes nothing
     removed = post(signed_in, f"/settings/connections/{row['id']}/remove")
     assert removed.status_code == 303 and store.connection(database, row["id"]) is None
@@ -279,7 +268,7 @@ def test_another_organizations_connection_is_404_on_every_route(
                         grace_seconds=0, base_url=CRM, token="t-123456789")  # fmt: skip
         assert response.status_code == 404, action
     assert store.connection(database, theirs["id"]) == before  # untouched
-    assert "Theirs" not in text(signed_in.get("/settings/connections"))
+    assert "Theirs" not in source(signed_in.get("/settings/connections"))
 
 
 def test_every_connection_form_needs_its_csrf_token(

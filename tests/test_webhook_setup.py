@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 import pytest
 from flask import Flask, render_template
-from flask.testing import FlaskClient
 from sqlite_utils import Database
 
 from connector import connections, store, webhook_setup
@@ -29,6 +28,7 @@ from tests.helpers.constants import CRM, NOW, SECRET
 from tests.helpers.crm import FakeZohoWatch
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import PipedriveWebhooks, refusal
+from tests.helpers.settings_forms import signed_in, source, token
 
 PUBLIC_URL = "https://hooks.acme.example"
 SCOPE_REFUSAL = "You do not have the scope webhooks:full"  # our words, Pipedrive's shape
@@ -260,22 +260,9 @@ def test_the_partial_renders_the_steps_escaped_with_no_secret(
 # --- the settings page ------------------------------------------------------------------------
 
 
-def token(page: Any) -> str:
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert found, "no CSRF token on the page"
-    return found.group(1)
-
-
 @pytest.fixture
 def page_app(db_path: Path, db: Database) -> Flask:
     return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "PUBLIC_URL": PUBLIC_URL})
-
-
-def signed_in(app: Flask, key: str) -> FlaskClient:
-    client = app.test_client()
-    form = client.get("/settings/sign-in")
-    client.post("/settings/sign-in", data={"api_key": key, "csrf_token": token(form)})
-    return client
 
 
 def test_the_connection_page_offers_registering_again_to_its_own_admin_only(
@@ -288,7 +275,7 @@ def test_the_connection_page_offers_registering_again_to_its_own_admin_only(
     )  # fmt: skip
     admin = signed_in(page_app, key)
     tab = admin.get(f"/settings/connections/{link.row['id']}")
-    text = unescape(tab.get_data(as_text=True))
+    text = source(tab)
     assert "not registered" in text and "Register the webhook" in text
     assert f"endpoint URL: {events_url(link)}" in text and link.secret not in text
 
@@ -302,7 +289,7 @@ def test_the_connection_page_offers_registering_again_to_its_own_admin_only(
 
     # Nothing listens at CRM: the refusal comes back to the page, and the connection stays.
     tried = admin.post(path, data={"csrf_token": token(tab)}, follow_redirects=True)
-    shown = unescape(tried.get_data(as_text=True))
+    shown = source(tried)
     assert "Could not register the webhook: POST http://127.0.0.1:9/api/v1/webhooks failed" in shown
     assert link.secret not in shown
     assert store.connection(db, link.row["id"]) is not None

@@ -1,5 +1,5 @@
 """The settings page through the Flask test client, as a browser fills it: sign in with an
-admin key, post a form with the CSRF token of the page it sits on, read a page's text."""
+admin key, post a form with the CSRF token of the page it sits on, read a page's text or markup."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import html
 import re
 from typing import Any
 
+from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
@@ -19,8 +20,17 @@ def token(page: TestResponse) -> str:
 
 
 def sign_in(client: FlaskClient, key: str) -> TestResponse:
+    """Post the sign-in form with a key; the answer says whether it was taken."""
     form = client.get("/settings/sign-in")
     return client.post("/settings/sign-in", data={"api_key": key, "csrf_token": token(form)})
+
+
+def signed_in(app: Flask, key: str) -> FlaskClient:
+    """A new client of the app, signed in with an admin key."""
+    client = app.test_client()
+    response = sign_in(client, key)
+    assert response.status_code == 303, text(response)
+    return client
 
 
 def submit(client: FlaskClient, page: str, path: str, **data: Any) -> TestResponse:
@@ -32,3 +42,8 @@ def text(response: TestResponse) -> str:
     """A page's text as read: tags dropped, HTML's escapes undone, white space folded."""
     words = re.sub(r"<[^>]*>", " ", response.get_data(as_text=True))
     return " ".join(html.unescape(words).split())
+
+
+def source(response: TestResponse) -> str:
+    """A page's HTML as sent, tags and attributes kept, with HTML's escapes undone."""
+    return html.unescape(response.get_data(as_text=True))
