@@ -146,6 +146,18 @@ def test_a_crm_added_from_the_page_is_not_connected_until_its_credentials_are_pa
     assert "pat-na1-0123456789" not in page and "…6789" in page
 
 
+def test_a_salesforce_connection_is_added_with_the_organizations_it_takes_events_from(
+    signed_in: FlaskClient, database: Database
+) -> None:
+    refused = add(signed_in, "Salesforce", "salesforce")
+    assert refused.status_code == 303 and store.connection_named(database, "Salesforce") is None
+    assert "Salesforce organization" in text(signed_in.get("/settings/connections"))
+    org_ids = "00D5e000000abcD, 00D5e000000abcEAAA"
+    assert add(signed_in, "Salesforce", "salesforce", salesforce_org_ids=org_ids).status_code == 200
+    row = named(database, "Salesforce")
+    assert row["allowed_organizations"] == "00D5e000000abcD,00D5e000000abcEAAA"
+
+
 def test_edit_renames_and_sets_the_refresh_interval(
     signed_in: FlaskClient, database: Database, acme: tuple[str, str]
 ) -> None:

@@ -70,6 +70,7 @@ def _add(db: Any, days: int) -> connections.Added:
             connected=False,
             refresh_days=days,
             secret=page.field("secret"),
+            salesforce_org_ids=tuple(page.field("salesforce_org_ids").replace(",", " ").split()),
         )
     except connections.InvalidConnection as error:
         raise ConnectionRefused(str(error)) from None
