@@ -1,10 +1,10 @@
 """The fake CRM on loopback, for where a real client (the worker, `contactdata worker` in its own
 process) calls a CRM over a socket: HubSpot's, Salesforce's, Pipedrive's, Zoho's and Dataverse's
 contact endpoints on one server, contacts by platform and id, every call recorded and every
-write applied; HubSpot's properties and the other four's contact field lists (answered by
-their MockTransport fakes, in their shapes), and HubSpot's token endpoint when a test gives it
-a fake authorization server. Subclasses change how a call is met (`serve`): test_faults.py's
-misbehaves."""
+write applied; HubSpot's properties, the other four's contact field lists, Pipedrive's webhooks
+and Zoho's notification channel (answered by their MockTransport fakes, in their shapes), and
+HubSpot's token endpoint when a test gives it a fake authorization server. Subclasses change
+how a call is met (`serve`): test_faults.py's misbehaves."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from tests.helpers.crm_fields import (
 )
 from tests.helpers.dataverse import FakeDataverseTables
 from tests.helpers.oauth_server import FakeAuthServer
-from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.pipedrive import HeldPipedrive, PipedriveWebhooks
 from tests.helpers.zoho_crm import FakeZohoRecords
 
 Row = dict[str, Any]
@@ -93,8 +93,10 @@ class FakeCrm(ThreadingHTTPServer):
             # HubSpot's properties by kind: every one its mapping files write, as text
             self.properties = {kind: hubspot_properties(kind) for kind in ("contacts", "companies")}
             self.properties_refused = False
-            # The other four's contact fields: every one their mapping files write
-            self.field_lists = contact_field_lists()
+            # The MockTransport fakes answering what this one passes on (PASSED_ON): the other
+            # four's contact fields (every one their mapping files write), Pipedrive's webhooks
+            self.mocked = contact_field_lists()
+            self.mocked["pipedrive-webhooks"] = PipedriveWebhooks()
             self.hubspot_oauth: FakeAuthServer | None = None  # answers HubSpot's token endpoint
 
     def serve(self, handler: CrmHandler, call: Call) -> None:
@@ -204,15 +206,15 @@ class FakeCrm(ThreadingHTTPServer):
             return Reply(404, HUBSPOT_NOT_FOUND)
         return Reply(*self.hubspot_oauth.token(call.body or {}, call.headers))
 
-    # Field lists of the other four: their MockTransport fakes answer ---------------------------
+    # Passed on to MockTransport fakes ----------------------------------------------------------
 
-    def field_list(self, platform: str, call: Call) -> Reply:
-        """A field-list call answered by the platform's MockTransport fake, in its shapes."""
+    def passed_on(self, name: str, call: Call) -> Reply:
+        """A call answered by the MockTransport fake `mocked[name]`, in its shapes."""
         content = b"" if call.body is None else json.dumps(call.body).encode()
         request = httpx.Request(
             call.method, f"{self.url}{call.path}", params=call.query, content=content
         )
-        answer = self.field_lists[platform](request)
+        answer = self.mocked[name](request)
         return Reply(answer.status_code, answer.json() if answer.content else None)
 
     # Salesforce REST ----------------------------------------------------------------------------
@@ -512,27 +514,6 @@ ROUTES: list[tuple[str, str, Route]] = [
     (rf"{PROPERTIES}/(contacts|companies)", "GET", FakeCrm.hubspot_properties),
     (rf"{PROPERTIES}/(contacts|companies)", "POST", FakeCrm.hubspot_create_property),
     (r"/oauth/v1/token", "POST", FakeCrm.hubspot_token),
-    (
-        r"/services/data/v\d+\.\d+/sobjects/\w+/describe",
-        "GET",
-        lambda crm, call: crm.field_list("salesforce", call),
-    ),
-    (
-        r"/api/v2/(?:person|organization|deal)Fields",
-        "GET",
-        lambda crm, call: crm.field_list("pipedrive", call),
-    ),
-    (
-        r"/api/v2/(?:person|organization|deal)Fields",
-        "POST",
-        lambda crm, call: crm.field_list("pipedrive", call),
-    ),
-    (r"/crm/v7/settings/fields", "GET", lambda crm, call: crm.field_list("zoho", call)),
-    (
-        r"/api/data/v9\.2/EntityDefinitions\(.+",
-        "GET",
-        lambda crm, call: crm.field_list("dynamics", call),
-    ),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
     (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),
@@ -547,6 +528,27 @@ ROUTES: list[tuple[str, str, Route]] = [
     (r"/api/data/v9\.2/contacts\(([^)]+)\)", "GET", FakeCrm.dynamics_read),
     (r"/api/data/v9\.2/contacts\(([^)]+)\)", "PATCH", FakeCrm.dynamics_update),
     (r"/api/data/v9\.2/contacts", "GET", FakeCrm.dynamics_query),
+]
+
+# Calls answered by a MockTransport fake (FakeCrm.mocked): pattern, methods, the fake's name.
+PASSED_ON = [
+    (r"/services/data/v\d+\.\d+/sobjects/\w+/describe", ("GET",), "salesforce"),
+    (r"/api/v2/(?:person|organization|deal)Fields", ("GET", "POST"), "pipedrive"),
+    (r"/api/v1/webhooks(?:/\d+)?", ("POST", "DELETE"), "pipedrive-webhooks"),
+    (r"/crm/v7/settings/fields", ("GET",), "zoho"),
+    (r"/crm/v7/actions/watch", ("POST", "PUT", "PATCH", "DELETE"), "zoho"),
+    (r"/api/data/v9\.2/EntityDefinitions\(.+", ("GET",), "dynamics"),
+]
+
+
+def _passing_on(name: str) -> Route:
+    return lambda crm, call: crm.passed_on(name, call)
+
+
+ROUTES[:0] = [  # first: /sobjects/Contact/describe is no record's id
+    (pattern, method, _passing_on(name))
+    for pattern, methods, name in PASSED_ON
+    for method in methods
 ]
 
 
@@ -580,6 +582,9 @@ class CrmHandler(BaseHTTPRequestHandler):
         self._handle()
 
     def do_PUT(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
         self._handle()
 
     def _handle(self) -> None:
