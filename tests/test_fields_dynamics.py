@@ -12,31 +12,17 @@ import pytest
 from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent
 from connector.platforms.dynamics import PLATFORM
 from tests.helpers.crm import DYNAMICS
+from tests.helpers.crm_fields import (
+    dataverse_attribute as attribute,
+)
+from tests.helpers.crm_fields import (
+    dataverse_options as options,
+)
 from tests.helpers.dataverse import FakeDataverseTables
 
 AVA_ID, BO_ID = "0b0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01", "0b0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c02"
 LEAD_ID = "1c0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01"
 ACCOUNT_ID = "2d0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01"
-
-
-def label(text: str) -> dict[str, Any]:
-    """A Label (LocalizedLabels and the user's UserLocalizedLabel)."""
-    localized = {"Label": text, "LanguageCode": 1033, "IsManaged": True}
-    return {"LocalizedLabels": [localized], "UserLocalizedLabel": localized}
-
-
-def attribute(
-    name: str, type: str, display: str, metadata: str = "", **more: Any
-) -> dict[str, Any]:
-    """An AttributeMetadata as EntityDefinitions(...)/Attributes answers it."""
-    return {"@odata.type": f"#Microsoft.Dynamics.CRM.{metadata or type + 'AttributeMetadata'}",
-            "LogicalName": name, "SchemaName": name.title(), "AttributeType": type,
-            "DisplayName": label(display), "IsValidForCreate": True, "IsValidForUpdate": True,
-            "IsCustomAttribute": False, **more}  # fmt: skip
-
-
-def options(*choices: tuple[int, str]) -> dict[str, Any]:
-    return {"Options": [{"Value": value, "Label": label(text)} for value, text in choices]}
 
 
 CONTACT_ATTRIBUTES = [

@@ -11,17 +11,11 @@ import pytest
 
 from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent
 from connector.platforms.pipedrive import PLATFORM
+from tests.helpers.crm_fields import pipedrive_field as field
 from tests.helpers.pipedrive import HeldPipedrive
 
 HASH = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key (40 hex characters)
 LEAD_ID = "adf21080-0e10-11eb-879b-05d71fb426ec"
-
-
-def field(code: str, name: str, type: str, custom: bool = False, **more: Any) -> dict[str, Any]:
-    """A field as GET /api/v2/personFields lists it (GetPersonFields200ResponseDataInner)."""
-    return {"field_code": code, "field_name": name, "field_type": type, "is_custom_field": custom,
-            "is_optional_response_field": False, "options": None, "subfields": None,
-            **more}  # fmt: skip
 
 
 SENIORITY = field(HASH, "Seniority", "enum", True, options=[

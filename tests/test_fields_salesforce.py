@@ -13,21 +13,10 @@ import pytest
 from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent, Retriable
 from connector.platforms.salesforce import PLATFORM
 from tests.helpers.crm import SALESFORCE, FakeCRM, FakeSalesforce, answer, salesforce
+from tests.helpers.crm_fields import salesforce_field as described
+from tests.helpers.crm_fields import salesforce_picklist as picklist
 
 CONTACT, OTHER_CONTACT, LEAD = "0035e00000AbCdEFGH", "0035e00000AbCdEFGI", "00Q5e00000AbCdEFGH"
-
-
-def described(name: str, type: str, label: str = "", **more: Any) -> dict[str, Any]:
-    """A DescribeFieldResult (the REST API's describe of an sObject's field), trimmed to the
-    properties the adapter reads and a few it does not."""
-    return {"name": name, "label": label or name, "type": type, "length": 80,
-            "updateable": True, "createable": True, "custom": name.endswith("__c"),
-            "nillable": True, "calculated": False, "picklistValues": [], **more}  # fmt: skip
-
-
-def picklist(*values: str, inactive: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    return [{"active": value not in inactive, "defaultValue": False, "label": value.title(),
-             "validFor": None, "value": value} for value in values]  # fmt: skip
 
 
 CONTACT_FIELDS = [

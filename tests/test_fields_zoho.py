@@ -11,23 +11,11 @@ import pytest
 
 from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent
 from connector.platforms.zoho import PLATFORM
+from tests.helpers.crm_fields import zoho_field as meta
+from tests.helpers.crm_fields import zoho_value as value
 from tests.helpers.zoho_crm import FakeZohoRecords
 
 API_DOMAIN = "https://www.zohoapis.com"
-
-
-def meta(api_name: str, label: str, data_type: str, **more: Any) -> dict[str, Any]:
-    """A field as GET /crm/v7/settings/fields lists it (trimmed)."""
-    return {"api_name": api_name, "field_label": label, "display_label": label,
-            "data_type": data_type, "json_type": "string", "custom_field": False,
-            "read_only": False, "field_read_only": False, "length": 120,
-            "operation_type": {"api_create": True, "api_update": True, "api_read": True},
-            "pick_list_values": [], **more}  # fmt: skip
-
-
-def value(actual: str, display: str) -> dict[str, Any]:
-    return {"display_value": display, "actual_value": actual, "reference_value": display,
-            "id": "3652397000000069001", "type": "used"}  # fmt: skip
 
 
 CONTACT_FIELDS = [

@@ -152,6 +152,18 @@ def test_a_hubspot_connection_signs_with_the_registered_apps_secret_when_none_is
     assert zap.startswith("whsec_")
 
 
+def test_a_salesforce_connection_is_added_with_the_organizations_it_takes_events_from(
+    signed_in: FlaskClient, database: Database
+) -> None:
+    refused = add(signed_in, "Salesforce", "salesforce")
+    assert refused.status_code == 303 and store.connection_named(database, "Salesforce") is None
+    assert "Salesforce organization" in source(signed_in.get("/settings/connections"))
+    org_ids = "00D5e000000abcD, 00D5e000000abcEAAA"
+    assert add(signed_in, "Salesforce", "salesforce", salesforce_org_ids=org_ids).status_code == 200
+    row = named(database, "Salesforce")
+    assert row["allowed_organizations"] == "00D5e000000abcD,00D5e000000abcEAAA"
+
+
 def test_edit_renames_and_sets_the_refresh_interval(
     signed_in: FlaskClient, database: Database, acme: tuple[str, str]
 ) -> None:

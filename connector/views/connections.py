@@ -79,6 +79,7 @@ def _add(db: Any, days: int) -> connections.Added:
             connected=False,
             refresh_days=days,
             secret=page.field("secret") or _app_secret(db),
+            salesforce_org_ids=tuple(page.field("salesforce_org_ids").replace(",", " ").split()),
         )
     except connections.InvalidConnection as error:
         raise ConnectionRefused(str(error)) from None

@@ -1,7 +1,10 @@
 """The fake CRM on loopback, for where a real client (the worker, `contactdata worker` in its own
 process) calls a CRM over a socket: HubSpot's, Salesforce's, Pipedrive's, Zoho's and Dataverse's
 contact endpoints on one server, contacts by platform and id, every call recorded and every
-write applied. Subclasses change how a call is met (`serve`): test_faults.py's misbehaves."""
+write applied; HubSpot's properties, the other four's contact field lists, Pipedrive's webhooks
+and Zoho's notification channel (answered by their MockTransport fakes, in their shapes), and
+HubSpot's token endpoint when a test gives it a fake authorization server. Subclasses change
+how a call is met (`serve`): test_faults.py's misbehaves."""
 
 from __future__ import annotations
 
@@ -17,11 +20,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+import httpx
+
 from connector import mappings
 from connector.platforms.hubspot import CALLBACKS, CONTACTS, PROPERTIES
 from tests.helpers.constants import OUTBOUND
-from tests.helpers.crm import SEARCH_REACH, invalid_option
+from tests.helpers.crm import SEARCH_REACH, FakeSalesforce, invalid_option
 from tests.helpers.crm import hubspot_search as search
+from tests.helpers.crm_fields import (
+    dataverse_attribute,
+    pipedrive_field,
+    salesforce_field,
+    zoho_field,
+)
+from tests.helpers.dataverse import FakeDataverseTables
+from tests.helpers.oauth_server import FakeAuthServer
+from tests.helpers.pipedrive import HeldPipedrive, PipedriveWebhooks
+from tests.helpers.zoho_crm import FakeZohoRecords
 
 Row = dict[str, Any]
 SF = "/services/data/v62.0"
@@ -78,6 +93,11 @@ class FakeCrm(ThreadingHTTPServer):
             # HubSpot's properties by kind: every one its mapping files write, as text
             self.properties = {kind: hubspot_properties(kind) for kind in ("contacts", "companies")}
             self.properties_refused = False
+            # The MockTransport fakes answering what this one passes on (PASSED_ON): the other
+            # four's contact fields (every one their mapping files write), Pipedrive's webhooks
+            self.mocked = contact_field_lists()
+            self.mocked["pipedrive-webhooks"] = PipedriveWebhooks()
+            self.hubspot_oauth: FakeAuthServer | None = None  # answers HubSpot's token endpoint
 
     def serve(self, handler: CrmHandler, call: Call) -> None:
         """Answer `call` through `handler`."""
@@ -178,6 +198,24 @@ class FakeCrm(ThreadingHTTPServer):
 
     def hubspot_callback(self, call: Call, callback_id: str) -> Reply:
         return Reply(204)
+
+    def hubspot_token(self, call: Call) -> Reply:
+        """HubSpot's token endpoint, on its API host as HubSpot has it, answered by the
+        test's fake authorization server for HubSpot."""
+        if self.hubspot_oauth is None:
+            return Reply(404, HUBSPOT_NOT_FOUND)
+        return Reply(*self.hubspot_oauth.token(call.body or {}, call.headers))
+
+    # Passed on to MockTransport fakes ----------------------------------------------------------
+
+    def passed_on(self, name: str, call: Call) -> Reply:
+        """A call answered by the MockTransport fake `mocked[name]`, in its shapes."""
+        content = b"" if call.body is None else json.dumps(call.body).encode()
+        request = httpx.Request(
+            call.method, f"{self.url}{call.path}", params=call.query, content=content
+        )
+        answer = self.mocked[name](request)
+        return Reply(answer.status_code, answer.json() if answer.content else None)
 
     # Salesforce REST ----------------------------------------------------------------------------
 
@@ -366,6 +404,48 @@ def hubspot_properties(kind: str) -> list[Row]:
     return [*shown, hubspot_property("hs_object_id", "number", read_only=True)]
 
 
+def mapped_properties(platform: str) -> dict[str, bool]:
+    """Each property the platform's contacts mapping writes, and whether it is a number."""
+    rules = mappings.load(mappings.DIRECTORY / f"{platform}.yaml").output
+    return {rule.property: "integer" in rule.transforms for rule in rules}
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").title()
+
+
+# Pipedrive lists a person's e-mails and phones under these codes (the adapter's email, phone)
+PIPEDRIVE_CODES = {"email": "emails", "phone": "phones"}
+
+
+def contact_field_lists() -> dict[str, Callable[[httpx.Request], httpx.Response]]:
+    """Salesforce's, Pipedrive's, Zoho's and Dataverse's MockTransport fakes, each holding the
+    contact fields its mapping file writes (text, or a number where the mapping makes one):
+    the loopback fake's answers to their field-list calls."""
+    salesforce = FakeSalesforce({"Contact": set()})
+    salesforce.described["Contact"] = [
+        salesforce_field(name, "double" if number else "string", _label(name))
+        for name, number in mapped_properties("salesforce").items()
+    ]
+    pipedrive = HeldPipedrive()
+    pipedrive.fields["personFields"] = [
+        pipedrive_field(PIPEDRIVE_CODES.get(name, name), _label(name),
+                        "double" if number else "varchar")
+        for name, number in mapped_properties("pipedrive").items()
+    ]  # fmt: skip
+    zoho = FakeZohoRecords({})
+    zoho.fields["Contacts"] = [
+        zoho_field(name, _label(name), "integer" if number else "text")
+        for name, number in mapped_properties("zoho").items()
+    ]
+    dynamics = FakeDataverseTables({})
+    dynamics.attributes["contact"] = [
+        dataverse_attribute(name, "Integer" if number else "String", _label(name))
+        for name, number in mapped_properties("dynamics").items()
+    ]
+    return {"salesforce": salesforce, "pipedrive": pipedrive, "zoho": zoho, "dynamics": dynamics}
+
+
 def hubspot_invalid_option(value: str) -> Row:
     """HubSpot's refusal of a dropdown value it has no option for (its one option "Checked")."""
     return invalid_option(REFUSED["hubspot"], value, {"Checked"})
@@ -433,6 +513,7 @@ ROUTES: list[tuple[str, str, Route]] = [
     (rf"{CALLBACKS}/([^/]+)/complete", "POST", FakeCrm.hubspot_callback),
     (rf"{PROPERTIES}/(contacts|companies)", "GET", FakeCrm.hubspot_properties),
     (rf"{PROPERTIES}/(contacts|companies)", "POST", FakeCrm.hubspot_create_property),
+    (r"/oauth/v1/token", "POST", FakeCrm.hubspot_token),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
     (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),
@@ -448,6 +529,34 @@ ROUTES: list[tuple[str, str, Route]] = [
     (r"/api/data/v9\.2/contacts\(([^)]+)\)", "PATCH", FakeCrm.dynamics_update),
     (r"/api/data/v9\.2/contacts", "GET", FakeCrm.dynamics_query),
 ]
+
+# Calls answered by a MockTransport fake (FakeCrm.mocked): pattern, methods, the fake's name.
+PASSED_ON = [
+    (r"/services/data/v\d+\.\d+/sobjects/\w+/describe", ("GET",), "salesforce"),
+    (r"/api/v2/(?:person|organization|deal)Fields", ("GET", "POST"), "pipedrive"),
+    (r"/api/v1/webhooks(?:/\d+)?", ("POST", "DELETE"), "pipedrive-webhooks"),
+    (r"/crm/v7/settings/fields", ("GET",), "zoho"),
+    (r"/crm/v7/actions/watch", ("POST", "PUT", "PATCH", "DELETE"), "zoho"),
+    (r"/api/data/v9\.2/EntityDefinitions\(.+", ("GET",), "dynamics"),
+]
+
+
+def _passing_on(name: str) -> Route:
+    return lambda crm, call: crm.passed_on(name, call)
+
+
+ROUTES[:0] = [  # first: /sobjects/Contact/describe is no record's id
+    (pattern, method, _passing_on(name))
+    for pattern, methods, name in PASSED_ON
+    for method in methods
+]
+
+
+def _body(raw: bytes, kind: str) -> Any:
+    """A call's body: a form as a dict (a token request), JSON decoded, None when empty."""
+    if kind.startswith("application/x-www-form-urlencoded"):
+        return dict(parse_qsl(raw.decode()))
+    return json.loads(raw) if raw else None
 
 
 def _content(reply: Reply) -> bytes:
@@ -475,6 +584,9 @@ class CrmHandler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self._handle()
 
+    def do_DELETE(self) -> None:
+        self._handle()
+
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
@@ -487,7 +599,7 @@ class CrmHandler(BaseHTTPRequestHandler):
             path=url.path,
             query=dict(parse_qsl(url.query)),
             headers={name.lower(): value for name, value in self.headers.items()},
-            body=json.loads(raw) if raw else None,
+            body=_body(raw, self.headers.get("Content-Type", "")),
         )
         self.server.serve(self, call)
 

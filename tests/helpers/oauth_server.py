@@ -49,7 +49,8 @@ class Seen:
 class FakeAuthServer(ThreadingHTTPServer):
     """One platform's authorization server at `url`: /authorize and /token (Dynamics:
     /<tenant>/oauth2/v2.0/authorize and /token, as Entra ID names them). Its API base (the
-    instance_url or api_domain it answers) is `url` too."""
+    instance_url or api_domain it answers) is `url` too, unless a test names a fake CRM's
+    (`api_base`)."""
 
     daemon_threads = True
 
@@ -57,6 +58,7 @@ class FakeAuthServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), AuthHandler)
         self.platform = platform
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        self.api_base = self.url
         self.lock = threading.Lock()
         self.codes: dict[str, Issued] = {}
         self.refresh_tokens: set[str] = set()
@@ -137,13 +139,13 @@ class FakeAuthServer(ThreadingHTTPServer):
             "hubspot": {"token_type": "bearer", "expires_in": 1800, "hub_id": HUB_ID,
                         "user_id": 123, "scopes": ["crm.objects.contacts.read"],
                         "token_use": "access_token"},
-            "salesforce": {"instance_url": self.url, "token_type": "Bearer",
+            "salesforce": {"instance_url": self.api_base, "token_type": "Bearer",
                            "id": f"https://login.salesforce.com/id/{SALESFORCE_ORG}/0055e000001",
                            "issued_at": "1764000000000", "signature": "c2lnbmF0dXJl",
                            "scope": "api refresh_token"},
-            "pipedrive": {"token_type": "Bearer", "expires_in": 3599, "api_domain": self.url,
+            "pipedrive": {"token_type": "Bearer", "expires_in": 3599, "api_domain": self.api_base,
                           "scope": "base,contacts:full"},
-            "zoho": {"api_domain": self.url, "token_type": "Bearer", "expires_in": 3600},
+            "zoho": {"api_domain": self.api_base, "token_type": "Bearer", "expires_in": 3600},
             "dynamics": {"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599,
                          "scope": "https://contoso.crm.dynamics.com/user_impersonation"},
         }  # fmt: skip
