@@ -84,7 +84,7 @@ def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: 
           "--crm-token", "t"), "must start with https://"),
         (("--platform", "zapier", "--crm-base-url", "https://x.example"), "not a CRM"),
         (("--platform", "salesforce", "--crm-base-url", "https://x.example", "--crm-token", "t"),
-         "give --salesforce-org-id"),
+         "give the 15- or 18-character id"),
         (("--platform", "zapier", "--salesforce-org-id", "00D000000000062"),
          "for salesforce connections only"),
         (("--platform", "pipedream",), "Invalid value for '--platform'"),

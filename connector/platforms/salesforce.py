@@ -585,8 +585,9 @@ class SalesforcePlatform(UrlSecret):
         cleaned = [i.strip() for i in ids if i.strip()]
         if not cleaned or not all(len(i) in (15, 18) and i.isalnum() for i in cleaned):
             raise ValueError(
-                "salesforce: give --salesforce-org-id, the 15- or 18-character id of each "
-                "Salesforce organization allowed to send (Setup > Company Information)"
+                "salesforce: give the 15- or 18-character id of each Salesforce organization "
+                "allowed to send (Setup > Company Information; --salesforce-org-id on the "
+                "command line)"
             )
         return cleaned
 
