@@ -8,6 +8,7 @@ import ipaddress
 import os
 import signal
 import socket
+import socketserver
 import ssl
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -27,6 +28,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 CONTACTDATA = str(Path(sys.executable).parent / "contactdata")
+
+S = TypeVar("S", bound=socketserver.BaseServer)
 
 
 def free_port() -> int:
@@ -110,6 +113,19 @@ class Listener:
 
 
 @contextmanager
+def serving(server: S, poll_interval: float = 0.5) -> Iterator[S]:
+    """`server` (a loopback fake) answering on its own thread until the block ends."""
+    thread = threading.Thread(target=server.serve_forever, args=(poll_interval,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextmanager
 def https_server(directory: Path, hostname: str) -> Iterator[tuple[int, str]]:
     """An HTTPS server on the loopback interface answering "ok" to every GET, with a
     self-signed certificate for `hostname`: its port and the certificate's file (to trust)."""
@@ -118,14 +134,8 @@ def https_server(directory: Path, hostname: str) -> Iterator[tuple[int, str]]:
     context.load_cert_chain(certfile, keyfile)
     server = http.server.HTTPServer(("127.0.0.1", 0), _Ok)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield server.server_address[1], str(certfile)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 class _Ok(http.server.BaseHTTPRequestHandler):

@@ -25,6 +25,7 @@ from sqlite_utils import Database
 
 from connector import connections, oauth_apps, store
 from server import importer
+from tests.helpers.browser import LAPTOP, chromium, shoot
 from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
 from tests.helpers.crm_fields import (
     dataverse_attribute,
@@ -49,14 +50,7 @@ from tests.servers import free_port, serve, stop
 
 pytestmark = pytest.mark.slow
 
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync",
-]  # fmt: skip
-ARTIFACTS = Path(__file__).parent / "artifacts"
-LAPTOP = {"width": 1366, "height": 900}
+pytest.importorskip("playwright.sync_api")
 CRMS = ("hubspot", "salesforce", "pipedrive", "zoho", "dynamics")
 TENANT = "contoso.onmicrosoft.com"
 GLOBEX_PORTAL = 77001
@@ -183,12 +177,8 @@ def _globex_portal(database: Database, key: str, crm_url: str) -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is missing: `make test` installs it (apt-get)")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @dataclass
@@ -221,11 +211,6 @@ def acme(browser: Any, site: Site) -> Iterator[Tab]:
     tab = _signed_in(browser, site, "Acme")
     yield tab
     tab.context.close()
-
-
-def shoot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def messages(page: Any) -> list[str]:

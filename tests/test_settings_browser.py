@@ -21,18 +21,12 @@ from connector import connections, store
 from server import accounts, config
 from server import store as service_store
 from server.clock import utcnow
+from tests.helpers.browser import LAPTOP, chromium, shoot
 from tests.servers import free_port, serve, stop
 
 pytestmark = pytest.mark.slow
 
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync",
-]  # fmt: skip
-ARTIFACTS = Path(__file__).parent / "artifacts"
-LAPTOP = {"width": 1366, "height": 900}
+pytest.importorskip("playwright.sync_api")
 PHONE = {"width": 390, "height": 844}
 PAGES = ("keys", "users", "connections", "deliveries", "usage", "schedules")
 
@@ -90,12 +84,8 @@ def _dead_letter(database: Database, connection_id: str) -> int:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is missing: `make test` installs it (apt-get)")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @dataclass
@@ -119,11 +109,6 @@ def tab(browser: Any, site: Site) -> Iterator[Tab]:
     )
     yield Tab(page, violations)
     context.close()
-
-
-def shoot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def message(page: Any) -> str:

@@ -37,6 +37,7 @@ from tests.helpers.dataverse import FakeDataverseTables
 from tests.helpers.oauth_server import FakeAuthServer
 from tests.helpers.pipedrive import HeldPipedrive, PipedriveWebhooks
 from tests.helpers.zoho_crm import FakeZohoRecords
+from tests.servers import serving
 
 Row = dict[str, Any]
 SF = "/services/data/v62.0"
@@ -623,14 +624,8 @@ class CrmHandler(BaseHTTPRequestHandler):
 @contextmanager
 def running(server: FakeCrm) -> Iterator[FakeCrm]:
     """`server` answering on its own thread until the block ends."""
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(server, 0.05):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def hubspot_search(server: FakeCrm, call: Call) -> Reply:

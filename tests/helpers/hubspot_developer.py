@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from connector.platforms.hubspot import ACTIONS
+from tests.servers import serving
 
 Row = dict[str, Any]
 INVALID_KEY = {
@@ -38,14 +39,8 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
     @contextmanager
     def running(cls, app_id: str, key: str) -> Iterator[FakeHubSpotDeveloper]:
         """The fake serving in a thread until the block ends."""
-        fake = cls(app_id, key)
-        thread = threading.Thread(target=fake.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with serving(cls(app_id, key)) as fake:
             yield fake
-        finally:
-            fake.shutdown()
-            fake.server_close()
 
     def methods(self) -> list[str]:
         return [call["method"] for call in self.calls]

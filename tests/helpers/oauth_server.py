@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from tests.servers import serving
+
 Row = dict[str, Any]
 CLIENT_ID = "contactdata-app"
 CLIENT_SECRET = "app-secret-never-shown"
@@ -194,11 +196,5 @@ class AuthHandler(BaseHTTPRequestHandler):
 @contextmanager
 def running(platform: str) -> Iterator[FakeAuthServer]:
     """A fake authorization server for `platform`, serving until the block ends."""
-    fake = FakeAuthServer(platform)
-    thread = threading.Thread(target=fake.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(FakeAuthServer(platform)) as fake:
         yield fake
-    finally:
-        fake.shutdown()
-        fake.server_close()
