@@ -482,10 +482,15 @@ def mapping_versions_command(db_path: Path, connection_id: str, kind: str) -> No
 @click.option("--once", is_flag=True, help="Work off the events due now, then stop (no jobs).")
 @click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
               help="Seconds to wait when no event is due.")  # fmt: skip
-def worker_command(db_path: Path, once: bool, idle: float) -> None:
+@click.option("--metrics-bind", envvar="CONTACTDATA_WORKER_METRICS_BIND", default="",
+              help="host:port to serve this worker's GET /metrics on (default: off).")  # fmt: skip
+def worker_command(db_path: Path, once: bool, idle: float, metrics_bind: str) -> None:
     """Work off stored events: enrich each record and write it back to its CRM; run the
     scheduled jobs beside (run one)."""
     settings = load({"DB": str(db_path)})
+    server.configure_logging(settings["LOG_LEVEL"], settings["LOG_FORMAT"])
+    if metrics_bind:  # its own figures, in memory: it is one process
+        server.metrics.serve_exposition(metrics_bind, settings["METRICS_TOKEN"])
     with outbound.client(timeout=10.0) as client:
         work = worker.Worker(
             store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()

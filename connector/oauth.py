@@ -43,6 +43,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 
 from connector.platforms.base import Permanent, Retriable, error_message, retry_after
+from server import metrics
 
 EARLY = timedelta(seconds=60)  # a token this close to its expiry is renewed before use
 # httpx sends an auth flow's own requests as built: the token request needs its own timeout.
@@ -207,6 +208,7 @@ class Renewing(httpx.Auth):
         try:
             got = granted((yield asking), self.credentials, self.clock())
         except (Permanent, Retriable) as refused:
+            metrics.token_renewed("refused" if isinstance(refused, Permanent) else "failed")
             self.failed = refused
             if isinstance(refused, Permanent) and self.refused is not None:
                 with suppress(Exception):  # unnoted, it is refused again next round
@@ -215,8 +217,10 @@ class Renewing(httpx.Auth):
         try:
             self.save(got)
         except Exception as error:  # e.g. the database locked: asked for again next round
+            metrics.token_renewed("unsaved")
             self.failed = Retriable(f"a renewed access token could not be saved: {error}")
             raise self.failed from None
+        metrics.token_renewed("renewed")
         self.failed, self.given = None, got.access_token
         self.credentials, self.token, self.expires_at = (
             got.credentials,

@@ -1036,3 +1036,11 @@ def retry_dead_events(db: Database, connection_id: str, now: str) -> int:
         "WHERE connection_id = ? AND status = 'dead'"
     )
     return db.execute(sql, [now, connection_id]).rowcount
+
+
+def event_counts(db: Database) -> dict[str, int]:
+    """How many events there are of each status (pending, done, dead), all connections'."""
+    counts = dict.fromkeys(("pending", "done", "dead"), 0)
+    for status, count in db.execute("SELECT status, count(*) FROM events GROUP BY status"):
+        counts[status] = count
+    return counts

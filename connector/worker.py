@@ -357,6 +357,7 @@ class Worker:
     def _bury(self, event: Row, reason: str) -> str:
         with server.write(self.db):
             store.finish_event(self.db, event["id"], "dead", reason)
+        server.metrics.dead_letter()
         return "dead"
 
     def backoff(self, attempts: int) -> float:

@@ -14,6 +14,8 @@ DEFAULTS: dict[str, Any] = {
     "DB": "contactdata.db",
     "KEY_SECRET": "",
     "LOG_LEVEL": "INFO",
+    # "json": one JSON object per log line (time, level, logger, message, request id).
+    "LOG_FORMAT": "text",
     "HOST": "127.0.0.1",
     "PORT": 8080,
     "WORKERS": 2,
@@ -26,6 +28,10 @@ DEFAULTS: dict[str, Any] = {
     "CACHE_DIR": "",
     # Proxies in front of the server that append to X-Forwarded-For; 0 believes no such header.
     "TRUSTED_PROXIES": 0,
+    # GET /metrics is off unless one is set: the bearer token a scrape must send, and/or a
+    # separate address ("127.0.0.1:9100") that alone serves it (README: Metrics).
+    "METRICS_TOKEN": "",
+    "METRICS_BIND": "",
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

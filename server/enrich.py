@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import auth, credits, matching, records, store, titles
+from server import auth, credits, matching, metrics, records, store, titles
 from server.clock import iso
 from server.db import write
 from server.errors import (
@@ -245,10 +245,13 @@ def enrich(
             raise InsufficientCredits("Insufficient credits to process the request.")
         match = matching.find(db, given.query)
         view = _view(db, match, who.tier) if match else None
-        return _deliver(db, who, given, match, view, now, transaction_id)
+        outcome = _deliver(db, who, given, match, view, now, transaction_id)
     except ServiceError as error:
         record_failure(db, who, error.code, now, transaction_id)
         raise
+    result = outcome.result
+    metrics.enriched(result["accuracy"], result["recordStatus"], who.tier, outcome.credits)
+    return outcome
 
 
 def record_failure(

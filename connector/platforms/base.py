@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 import httpx
 from sqlite_utils import Database
 
-from server import UnreadableJson, decode_json
+from server import UnreadableJson, decode_json, metrics
 
 Row = dict[str, Any]
 Schema = dict[str, Any]
@@ -774,17 +774,27 @@ class Adapter(Protocol):
 
 
 def send(
-    client: httpx.Client, method: str, url: str, auth: httpx.Auth | None = None, **options: Any
+    client: httpx.Client,
+    method: str,
+    url: str,
+    auth: httpx.Auth | None = None,
+    *,
+    platform: str = "other",
+    **options: Any,
 ) -> httpx.Response:
     """`client.request` without following redirects, authenticated by `auth` when given;
-    timeouts and connection failures become Retriable."""
+    timeouts and connection failures become Retriable. Counted by `platform` and outcome."""
     how = httpx.USE_CLIENT_DEFAULT if auth is None else auth
     try:
-        return client.request(method, url, follow_redirects=False, auth=how, **options)
+        response = client.request(method, url, follow_redirects=False, auth=how, **options)
     except httpx.TimeoutException as error:
+        metrics.crm_called(platform, "timeout")
         raise Retriable(f"{method} {url} timed out ({type(error).__name__})") from error
     except httpx.TransportError as error:
+        metrics.crm_called(platform, "error")
         raise Retriable(f"{method} {url} failed: {type(error).__name__}: {error}") from error
+    metrics.crm_called(platform, metrics.status_class(response.status_code))
+    return response
 
 
 class CrmClient:
@@ -832,7 +842,13 @@ class CrmClient:
         """A request to `path` below the base URL, with the token's headers (and `headers`)."""
         url = self.base_url + path
         merged = {**self.headers, **(headers or {})}
-        return send(self.client, method, url, self.auth, headers=merged, **options)
+        name = self.platform_name
+        return send(self.client, method, url, self.auth, platform=name, headers=merged, **options)
+
+    @property
+    def platform_name(self) -> str:
+        """The platform's name, for metrics: its module's (connector/platforms/<name>.py)."""
+        return type(self).__module__.rpartition(".")[2]
 
 
 def classify(response: httpx.Response, now: datetime | None = None) -> None:

@@ -975,7 +975,8 @@ class HubSpotDeveloper:
     def _call(self, method: str, path: str, params: Row | None = None, **options: Any) -> Row:
         """Send with the key; the JSON object answered, or Permanent/Retriable as classified."""
         query = {**(params or {}), "hapikey": self.key}
-        response = send(self.client, method, self.base_url + path, params=query, **options)
+        url = self.base_url + path
+        response = send(self.client, method, url, platform="hubspot", params=query, **options)
         classify(response)
         answer = json_body(response)
         if not isinstance(answer, dict):

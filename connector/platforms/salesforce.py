@@ -245,7 +245,8 @@ class Salesforce(CrmClient):
 
     def _query_more(self, located: str) -> httpx.Response:
         """The next answer of a query, at its nextRecordsUrl (below the instance's root)."""
-        return send(self.client, "GET", self.instance + located, self.auth, headers=self.headers)
+        url, platform = self.instance + located, self.platform_name
+        return send(self.client, "GET", url, self.auth, platform=platform, headers=self.headers)
 
     def _record(self, record_id: str, fields: list[str]) -> dict[str, Any]:
         params = {"fields": ",".join(fields)} if fields else None

@@ -12,7 +12,7 @@ from datetime import datetime
 from flask import Flask, Response, current_app, g, request
 from sqlite_utils import Database
 
-from server import auth, db, limits
+from server import auth, db, limits, metrics
 from server.auth import Caller
 from server.clock import utcnow
 from server.errors import RateLimitExceeded, ServiceError
@@ -58,6 +58,7 @@ def admit(value: str | None, *, admin: bool = False, discover: bool = False) -> 
     decision = current_app.extensions["limiter"].hit(_limits(caller, discover), moment)
     g.rate_limit_headers = limits.headers(decision)
     if not decision.allowed:
+        metrics.rate_limited(min(decision.statuses, key=lambda s: s.remaining).limit.name)
         raise RateLimitExceeded("Too many requests. Please try again after some time.")
     return caller
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -11,8 +10,17 @@ from typing import Any
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from server import config, db
-from server.http import access, admin_api, api, discover_api, enrich_api, error_handlers, openapi
+from server import config, db, logs
+from server.http import (
+    access,
+    admin_api,
+    api,
+    discover_api,
+    enrich_api,
+    error_handlers,
+    metrics_api,
+    openapi,
+)
 
 _REQUEST_ID_MAX = 128
 
@@ -24,9 +32,10 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(settings, MAX_CONTENT_LENGTH=config.MAX_BODY_BYTES)
     app.config["KEY_SECRET_BYTES"] = config.key_secret(settings)
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    logging.basicConfig(level=settings["LOG_LEVEL"])
+    logs.configure(settings["LOG_LEVEL"], settings["LOG_FORMAT"])
     db.connect(settings["DB"]).close()
     error_handlers.init_app(app)
+    metrics_api.init_app(app)  # first of the hooks: the clock starts before any refusal
     app.before_request(_refuse_oversize_body)  # first: before a key is looked at
     access.init_app(app)
     app.before_request(_assign_request_id)
@@ -43,6 +52,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 def _assign_request_id() -> None:
     sent = request.headers.get("X-Request-Id", "")
     g.request_id = sent if 0 < len(sent) <= _REQUEST_ID_MAX else str(uuid.uuid4())
+    logs.REQUEST_ID.set(g.request_id)
 
 
 def _refuse_oversize_body() -> None:

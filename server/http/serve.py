@@ -5,11 +5,15 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
+
+from server import logs, metrics
 
 DEFAULT_FACTORY = "server.http.app:create_app"
 _QUERY = re.compile(r"\?[^\s'\"]*")  # a URL's query, up to white space or a quote
@@ -66,6 +70,25 @@ class MaskingLogger(Logger):  # type: ignore[misc]
         return atoms
 
 
+class JsonMaskingLogger(MaskingLogger):
+    """MaskingLogger writing one JSON object per line (CONTACTDATA_LOG_FORMAT=json); an access
+    line carries the request id the answer's X-Request-Id header gave."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        self.access_log.addFilter(_request_id_of_access)
+        for handler in (*self.error_log.handlers, *self.access_log.handlers):
+            handler.setFormatter(logs.JsonFormatter())
+
+
+def _request_id_of_access(record: logging.LogRecord) -> bool:
+    """Give an access log record the request id among its atoms."""
+    atoms = record.args
+    if isinstance(atoms, Mapping):
+        record.request_id = atoms.get("{x-request-id}o") or None
+    return True
+
+
 def _mask_queries(record: logging.LogRecord) -> bool:
     """Rewrite a log record's message with the query of every URL in it masked."""
     message = record.getMessage()
@@ -110,5 +133,25 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
 def serve(
     settings: dict[str, Any], host: str, port: int, workers: int, factory: str = DEFAULT_FACTORY
 ) -> None:
-    """Serve the app `factory` makes until stopped."""
-    _Gunicorn(settings, gunicorn_options(host, port, workers), factory).run()
+    """Serve the app `factory` makes until stopped; with metrics on, the workers count in a
+    fresh directory of files that a scrape of any worker sums, removed at the end."""
+    options = gunicorn_options(host, port, workers)
+    if settings.get("LOG_FORMAT") == "json":
+        options["logger_class"] = JsonMaskingLogger
+    if not (settings.get("METRICS_TOKEN") or settings.get("METRICS_BIND")):
+        _Gunicorn(settings, options, factory).run()
+        return
+    with tempfile.TemporaryDirectory(prefix="contactdata-metrics-") as counts:
+        metrics.use_multiprocess_dir(counts)
+        _Gunicorn(settings, {**options, **metrics_options(settings, options)}, factory).run()
+
+
+def metrics_options(settings: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """gunicorn's settings for metrics: the metrics address (if any) beside the service's, and
+    the files of a worker that exited kept (its counts) but its live gauges dropped."""
+    binds = [options["bind"], *([settings["METRICS_BIND"]] if settings["METRICS_BIND"] else [])]
+    return {"bind": binds, "child_exit": _child_exit}
+
+
+def _child_exit(_arbiter: Any, worker: Any) -> None:
+    metrics.process_exited(worker.pid)
