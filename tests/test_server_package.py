@@ -12,6 +12,7 @@ import pytest
 import server
 import server.http.access
 import server.http.app
+import server.http.metrics_api
 import server.http.openapi
 from server import (
     accounts,
@@ -24,6 +25,8 @@ from server import (
     enrich,
     errors,
     limits,
+    logs,
+    metrics,
     normalize,
     records,
     usage,
@@ -63,6 +66,9 @@ MEANINGS = {
     "iso": clock.iso,
     "key_secret": config.key_secret,
     "limits": limits,
+    "metrics": metrics,
+    "add_metrics_collector": server.http.metrics_api.add_collector,
+    "configure_logging": logs.configure,
     "load_settings": config.load,
     "now": server.http.access.now,
     "organization": accounts.organization,
