@@ -20,6 +20,7 @@ import redis
 from sqlite_utils import Database
 
 from server import db
+from server.http.app import create_app
 from server.limits import (
     Decision,
     Limit,
@@ -242,6 +243,17 @@ def test_limiter_for_chooses_the_backend_the_setting_names(db_path: Path) -> Non
         with pytest.raises(ValueError, match=r"RATE_LIMITER.*known: sqlite, redis://") as raised:
             limiter_for({"DB": str(db_path), "RATE_LIMITER": unknown})
         assert "pw" not in str(raised.value)  # a URL's password is not repeated
+
+
+def test_a_request_is_refused_while_redis_cannot_be_reached(db_path: Path) -> None:
+    """No limit is checked, so nothing passes: 500 in the contract's shape, no password."""
+    with closing(db.connect(db_path)) as database:
+        _, key = organization(database, now=datetime.now(UTC))
+    unreachable = f"redis://:s3cret-pw@127.0.0.1:{free_port()}/0"
+    app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "RATE_LIMITER": unreachable})
+    answer = app.test_client().post("/signals/v1/key/view", json={}, headers={"Api-Key": key})
+    assert answer.status_code == 500 and answer.json["error"]["code"] == "internal_error"
+    assert "s3cret-pw" not in answer.text and "RateLimit" not in answer.headers
 
 
 def _hammer(settings: dict[str, str], start: Barrier, allowed: Queue) -> None:
