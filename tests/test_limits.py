@@ -22,6 +22,7 @@ from sqlite_utils import Database
 from server import db
 from server.http.app import create_app
 from server.limits import (
+    DAY,
     Decision,
     Limit,
     Limiter,
@@ -243,6 +244,16 @@ def test_limiter_for_chooses_the_backend_the_setting_names(db_path: Path) -> Non
         with pytest.raises(ValueError, match=r"RATE_LIMITER.*known: sqlite, redis://") as raised:
             limiter_for({"DB": str(db_path), "RATE_LIMITER": unknown})
         assert "pw" not in str(raised.value)  # a URL's password is not repeated
+
+
+def test_redis_keys_expire_once_idle(redis_url: str) -> None:
+    """Nothing needs cleaning up: a sliding bucket's key lives a minute past its window, a
+    daily one's a day past its UTC day (18,609 s after T0)."""
+    limiter: Any = limiter_for({"DB": "unused.db", "RATE_LIMITER": redis_url})
+    limiter.redis.flushdb()
+    limiter.hit([QPS, DAILY], T0)
+    assert 50 < limiter.redis.ttl(limiter.key(QPS.bucket)) <= 61
+    assert 18_600 + DAY < limiter.redis.ttl(limiter.key(DAILY.bucket)) <= 18_609 + DAY
 
 
 def test_a_request_is_refused_while_redis_cannot_be_reached(db_path: Path) -> None:

@@ -19,6 +19,7 @@ import redis
 from server.limits.base import DAY, Decision, Limit, Usage, decide, utc, utc_day
 
 PREFIX = "contactdata:limits:"
+_MARGIN = 60  # seconds an idle sliding bucket outlives its window
 
 # KEYS: one per limit. ARGV: this request's member and POSIX time, then four per limit: its
 # kind, quota, period (a sliding window's cut-off, or the UTC date) and the key's lifetime.
@@ -101,12 +102,12 @@ def _period(limit: Limit, now: datetime) -> str:
 
 
 def _lifetime(limit: Limit, now: datetime) -> int:
-    """Seconds a key lives after its last count: past the window, or past the UTC day plus a
-    day (machines' clocks differ a little), so no key outlives its use."""
+    """Seconds a key lives after its last count: a minute past its window, or a day past its
+    UTC day, a margin for machines' clocks (and tests' frozen ones) against Redis's."""
     if limit.kind == "utc_day":
         midnight = datetime.combine(now.date() + timedelta(days=1), time(), now.tzinfo)
         return int((midnight - now).total_seconds()) + 1 + DAY
-    return limit.window + 1
+    return limit.window + _MARGIN
 
 
 def _usage(count: int, oldest: bytes) -> Usage:
