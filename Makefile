@@ -30,9 +30,11 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# The settings page's browser tests drive Debian's chromium through playwright.
+# The settings page's browser tests drive Debian's chromium through playwright; the limiter
+# tests start Debian's redis-server on a loopback port of their own.
 test: lint
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	$(BIN)/pytest -q
 
 # bench/enrich.py drives the server with wrk (a Debian package); it builds var/bench-full.db once.

@@ -1,15 +1,31 @@
+"""The limiters, each test run over both backends (SQLite, Redis), the pure decision and its
+headers, and limits holding across processes and across servers sharing one Redis."""
+
+from __future__ import annotations
+
 import multiprocessing
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+import redis
 from sqlite_utils import Database
 
+from server import db
+from server.http.app import create_app
 from server.limits import (
+    DAY,
     Decision,
     Limit,
+    Limiter,
     LimitStatus,
     SqliteLimiter,
     Usage,
@@ -18,6 +34,10 @@ from server.limits import (
     limiter_for,
     organization_daily,
 )
+from tests.helpers.constants import SECRET
+from tests.helpers.orgs import organization
+from tests.helpers.redis_server import redis_server
+from tests.servers import free_port, serve, stop
 
 T0 = datetime(2025, 4, 10, 18, 49, 51, 250_000, tzinfo=UTC)
 QPS = Limit.per_window("org:1:qps", "qps", 5, 1)
@@ -28,24 +48,60 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def settings(request: pytest.FixtureRequest, db_path: Path) -> dict[str, str]:
+    """Settings choosing each backend: SQLite beside the test's database, or the tests'
+    Redis server, emptied first."""
+    if request.param == "sqlite":
+        return {"DB": str(db_path)}
+    url = request.getfixturevalue("redis_url")
+    with closing(redis.Redis.from_url(url)) as client:
+        client.flushdb()
+    return {"DB": str(db_path), "RATE_LIMITER": url}
+
+
 @pytest.fixture
-def limiter(database: Database, db_path: Path) -> SqliteLimiter:
-    """A limiter counting in the test's database file (it makes its own tables there)."""
-    return SqliteLimiter(db_path)
+def limiter(settings: dict[str, str]) -> Limiter:
+    return limiter_for(settings)
+
+
+def stored_events(limiter: Any, bucket: str) -> int:
+    """How many requests the backend keeps for the sliding limit of `bucket`."""
+    if isinstance(limiter, SqliteLimiter):
+        with closing(Database(limiter.path)) as database:
+            query = "SELECT count(*) FROM rate_events WHERE bucket = ?"
+            return database.execute(query, [bucket]).fetchone()[0]
+    return limiter.redis.zcard(limiter.key(bucket))
+
+
+def stored_days(limiter: Any, bucket: str) -> dict[str, int]:
+    """The counts the backend keeps for the daily limit of `bucket`, by UTC date."""
+    if isinstance(limiter, SqliteLimiter):
+        with closing(Database(limiter.path)) as database:
+            query = "SELECT period, count FROM rate_counts WHERE bucket = ?"
+            return dict(database.execute(query, [bucket]).fetchall())
+    days = limiter.redis.hgetall(limiter.key(bucket))
+    return {day.decode(): int(count) for day, count in days.items()}
 
 
 def status(decision: Decision, name: str) -> LimitStatus:
     return next(s for s in decision.statuses if s.limit.name == name)
 
 
-def test_sliding_window_admits_exactly_its_quota_at_one_instant(limiter: SqliteLimiter) -> None:
+def test_sliding_window_admits_exactly_its_quota_at_one_instant(limiter: Limiter) -> None:
     allowed = [limiter.hit([QPS], T0).allowed for _ in range(20)]
     assert allowed == [True] * 5 + [False] * 15
     assert not limiter.hit([QPS], at(0.999)).allowed
     assert [limiter.hit([QPS], at(1)).allowed for _ in range(6)] == [True] * 5 + [False]
 
 
-def test_sliding_window_admits_again_once_the_oldest_leaves(limiter: SqliteLimiter) -> None:
+def test_sliding_window_admits_again_once_the_oldest_leaves(limiter: Limiter) -> None:
     assert all(limiter.hit([QPS], at(0.2 * i)).allowed for i in range(5))
     refused = limiter.hit([QPS], at(0.9))
     assert not refused.allowed and refused.retry_after == 1
@@ -55,7 +111,7 @@ def test_sliding_window_admits_again_once_the_oldest_leaves(limiter: SqliteLimit
 
 
 def test_retry_after_is_when_the_oldest_request_leaves_the_window(
-    limiter: SqliteLimiter,
+    limiter: Limiter,
 ) -> None:
     per_minute = Limit.per_window("key:1:discover", "discover", 3, 60)
     for seconds in (0, 10, 20):
@@ -66,23 +122,20 @@ def test_retry_after_is_when_the_oldest_request_leaves_the_window(
     assert limiter.hit([per_minute], at(60)).allowed
 
 
-def test_a_refused_hit_counts_in_none_of_the_limits(
-    limiter: SqliteLimiter, database: Database
-) -> None:
+def test_a_refused_hit_counts_in_none_of_the_limits(limiter: Limiter) -> None:
     assert sum(limiter.hit([QPS, DAILY], T0).allowed for _ in range(15)) == 5
-    assert database.execute("SELECT sum(count) FROM rate_counts").fetchone()[0] == 5
+    assert stored_days(limiter, DAILY.bucket) == {"2025-04-10": 5}
     assert status(limiter.hit([QPS, DAILY], at(2)), "daily").remaining == 10_000 - 6
     short_day = Limit.per_utc_day("org:2:daily", "daily", 2)
     other_qps = Limit.per_window("org:2:qps", "qps", 5, 1)
     decisions = [limiter.hit([other_qps, short_day], at(i / 10)) for i in range(4)]
     assert [d.allowed for d in decisions] == [True, True, False, False]
     assert status(decisions[-1], "qps").remaining == 3
-    events = "SELECT count(*) FROM rate_events WHERE bucket = ?"
-    assert database.execute(events, ["org:1:qps"]).fetchone()[0] == 1  # T0's were pruned
-    assert database.execute(events, ["org:2:qps"]).fetchone()[0] == 2
+    assert stored_events(limiter, "org:1:qps") == 1  # T0's were pruned
+    assert stored_events(limiter, "org:2:qps") == 2
 
 
-def test_daily_limit_resets_at_utc_midnight(limiter: SqliteLimiter, database: Database) -> None:
+def test_daily_limit_resets_at_utc_midnight(limiter: Limiter) -> None:
     daily = Limit.per_utc_day("org:1:daily", "daily", 3)
     evening = datetime(2025, 4, 10, 23, 59, tzinfo=UTC)
     assert all(limiter.hit([daily], evening).allowed for _ in range(3))
@@ -94,11 +147,10 @@ def test_daily_limit_resets_at_utc_midnight(limiter: SqliteLimiter, database: Da
     midnight = datetime(2025, 4, 11, tzinfo=UTC)
     admitted = limiter.hit([daily], midnight)
     assert admitted.allowed and admitted.statuses[0] == LimitStatus(daily, 2, 86_400)
-    rows = database.execute("SELECT period, count FROM rate_counts").fetchall()
-    assert rows == [("2025-04-11", 1)]
+    assert stored_days(limiter, daily.bucket) == {"2025-04-11": 1}
 
 
-def test_count_reads_a_limit_without_counting(limiter: SqliteLimiter) -> None:
+def test_count_reads_a_limit_without_counting(limiter: Limiter) -> None:
     daily = organization_daily("1", 3)
     assert daily == Limit.per_utc_day("org:1:daily", "daily", 3)
     assert limiter.count(daily, at(0)) == 0
@@ -109,7 +161,7 @@ def test_count_reads_a_limit_without_counting(limiter: SqliteLimiter) -> None:
     assert limiter.count(daily, datetime(2025, 4, 11, tzinfo=UTC)) == 0  # a new UTC day
 
 
-def test_remaining_and_reset_of_each_limit(limiter: SqliteLimiter) -> None:
+def test_remaining_and_reset_of_each_limit(limiter: Limiter) -> None:
     first = limiter.hit([QPS, DAILY], T0)
     # 18:49:51.25 to midnight is 5 h 10 min 8.75 s: 18608.75, rounded up.
     assert first == Decision(True, (LimitStatus(QPS, 4, 1), LimitStatus(DAILY, 9_999, 18_609)))
@@ -120,7 +172,7 @@ def test_remaining_and_reset_of_each_limit(limiter: SqliteLimiter) -> None:
 
 
 def test_a_window_over_its_lowered_quota_waits_for_enough_requests_to_leave(
-    limiter: SqliteLimiter,
+    limiter: Limiter,
 ) -> None:
     generous = Limit.per_window("org:1:minute", "minute", 10, 60)
     for seconds in range(10):
@@ -175,7 +227,7 @@ def test_limits_refuse_impossible_values() -> None:
             make()
 
 
-def test_a_limiter_refuses_shared_buckets_and_naive_datetimes(limiter: SqliteLimiter) -> None:
+def test_a_limiter_refuses_shared_buckets_and_naive_datetimes(limiter: Limiter) -> None:
     with pytest.raises(ValueError, match="bucket"):
         limiter.hit([QPS, Limit.per_window(QPS.bucket, "minute", 100, 60)], T0)
     with pytest.raises(ValueError, match="timezone"):
@@ -185,29 +237,102 @@ def test_a_limiter_refuses_shared_buckets_and_naive_datetimes(limiter: SqliteLim
 def test_limiter_for_chooses_the_backend_the_setting_names(db_path: Path) -> None:
     chosen = limiter_for({"DB": str(db_path)})
     assert isinstance(chosen, SqliteLimiter) and chosen.path == f"{db_path}.limits"
-    with pytest.raises(ValueError, match=r"RATE_LIMITER.*'redis'"):
-        limiter_for({"DB": str(db_path), "RATE_LIMITER": "redis"})
+    remote = limiter_for({"DB": str(db_path), "RATE_LIMITER": "redis://:pw@10.0.0.7:6380/2"})
+    assert type(remote).__name__ == "RedisLimiter"
+    assert remote.redis.connection_pool.connection_kwargs["db"] == 2  # type: ignore[attr-defined]
+    for unknown in ("redis", "memcached://:pw@10.0.0.7"):
+        with pytest.raises(ValueError, match=r"RATE_LIMITER.*known: sqlite, redis://") as raised:
+            limiter_for({"DB": str(db_path), "RATE_LIMITER": unknown})
+        assert "pw" not in str(raised.value)  # a URL's password is not repeated
 
 
-def _hammer(path: str, start: Barrier, allowed: Queue) -> None:
-    """One worker process: 25 hits on the shared bucket at one instant."""
-    limiter = SqliteLimiter(path)
-    limiter._db()  # open the connection before the race starts
+def test_redis_keys_expire_once_idle(redis_url: str) -> None:
+    """Nothing needs cleaning up: a sliding bucket's key lives a minute past its window, a
+    daily one's a day past its UTC day (18,609 s after T0)."""
+    limiter: Any = limiter_for({"DB": "unused.db", "RATE_LIMITER": redis_url})
+    limiter.redis.flushdb()
+    limiter.hit([QPS, DAILY], T0)
+    assert 50 < limiter.redis.ttl(limiter.key(QPS.bucket)) <= 61
+    assert 18_600 + DAY < limiter.redis.ttl(limiter.key(DAILY.bucket)) <= 18_609 + DAY
+
+
+def test_a_request_is_refused_while_redis_cannot_be_reached(db_path: Path) -> None:
+    """No limit is checked, so nothing passes: 500 in the contract's shape, no password."""
+    with closing(db.connect(db_path)) as database:
+        _, key = organization(database, now=datetime.now(UTC))
+    unreachable = f"redis://:s3cret-pw@127.0.0.1:{free_port()}/0"
+    app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "RATE_LIMITER": unreachable})
+    answer = app.test_client().post("/signals/v1/key/view", json={}, headers={"Api-Key": key})
+    assert answer.status_code == 500 and answer.json["error"]["code"] == "internal_error"
+    assert "s3cret-pw" not in answer.text and "RateLimit" not in answer.headers
+
+
+def _hammer(settings: dict[str, str], start: Barrier, allowed: Queue) -> None:
+    """One worker process: 25 hits on the shared buckets at one instant."""
+    limiter = limiter_for(settings)
+    limiter.count(QPS, T0)  # connect before the race starts
     start.wait()
-    allowed.put(sum(limiter.hit([QPS], T0).allowed for _ in range(25)))
+    allowed.put(sum(limiter.hit([QPS, DAILY], T0).allowed for _ in range(25)))
 
 
-def test_limits_hold_across_processes(database: Database, db_path: Path) -> None:
+def test_limits_hold_across_processes(settings: dict[str, str]) -> None:
+    """Four processes hit at once: the quota is admitted exactly, and a request refused by
+    one limit is counted in no other."""
     context = multiprocessing.get_context("spawn")
     start, allowed = context.Barrier(4), context.Queue()
-    workers = [
-        context.Process(target=_hammer, args=(str(db_path), start, allowed)) for _ in range(4)
-    ]
+    workers = [context.Process(target=_hammer, args=(settings, start, allowed)) for _ in range(4)]
     for worker in workers:
         worker.start()
     counts = [allowed.get(timeout=60) for _ in workers]
     for worker in workers:
         worker.join(timeout=60)
         assert worker.exitcode == 0
+    limiter = limiter_for(settings)
     assert sum(counts) == 5
-    assert database.execute("SELECT count(*) FROM rate_events").fetchone()[0] == 5
+    assert limiter.count(DAILY, T0) == 5 and stored_events(limiter, QPS.bucket) == 5
+
+
+@pytest.mark.slow
+def test_a_qps_limit_holds_across_two_servers_sharing_one_redis(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two `contactdata serve`, each on its own copy of the database as on two machines,
+    count one organization's requests in one Redis: 20 at once admit its 5 per second."""
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    with closing(db.connect(first)) as database:
+        _, key = organization(database, qps=5, now=datetime.now(UTC))
+    shutil.copy(first, second)
+    with closing(redis.Redis.from_url(redis_url)) as client:
+        client.flushdb()
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    monkeypatch.setenv("CONTACTDATA_RATE_LIMITER", redis_url)
+    ports = [free_port(), free_port()]
+    processes = []
+    try:
+        for path, port in zip((first, second), ports, strict=True):
+            processes.append(serve(path, port, workers=1))
+        answers = _at_once([f"http://127.0.0.1:{port}" for port in ports] * 10, key)
+    finally:
+        for process in processes:
+            stop(process)
+    assert sorted(status for _, status in answers) == [200] * 5 + [429] * 15
+    for port in ports:  # each server refused some: it saw the other's requests counted
+        assert (f"http://127.0.0.1:{port}", 429) in answers
+
+
+def _at_once(bases: list[str], key: str) -> list[tuple[str, int]]:
+    """One request to each of `bases`, all sent at once: (base, status) of each."""
+    start, answers = threading.Barrier(len(bases)), []
+
+    def call(base: str) -> None:
+        with httpx.Client(base_url=base, timeout=10) as client:
+            start.wait()
+            answer = client.post("/signals/v1/key/view", json={}, headers={"Api-Key": key})
+            answers.append((base, answer.status_code))
+
+    threads = [threading.Thread(target=call, args=(base,)) for base in bases]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers

@@ -36,8 +36,16 @@ __all__ = [
 
 
 def limiter_for(settings: Mapping[str, Any]) -> Limiter:
-    """The limiter the `RATE_LIMITER` setting names (default "sqlite": `<DB>.limits`)."""
-    backend = settings.get("RATE_LIMITER", "sqlite")
+    """The limiter the `RATE_LIMITER` setting names: "sqlite" (the default, `<DB>.limits`)
+    or a Redis URL (`redis://…`, `rediss://…`), which loads redis-py only then."""
+    backend = str(settings.get("RATE_LIMITER", "sqlite"))
     if backend == "sqlite":
         return SqliteLimiter(f"{settings['DB']}.limits")
-    raise ValueError(f"RATE_LIMITER setting: unknown rate limiter {backend!r}; known: sqlite")
+    if backend.startswith(("redis://", "rediss://")):
+        from server.limits.redis import RedisLimiter
+
+        return RedisLimiter(backend)
+    shown = backend.split("://", 1)[0] + "://…" if "://" in backend else backend
+    raise ValueError(
+        f"RATE_LIMITER setting: unknown rate limiter {shown!r}; known: sqlite, redis://…"
+    )
