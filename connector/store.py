@@ -755,8 +755,7 @@ def extend_claims(db: Database, worker: str, until: str) -> set[int]:
     """Extend the lease of `worker`'s claims of pending events to `until`; the ids still its
     (another worker may have claimed one whose lease had ended)."""
     sql = (
-        "UPDATE events SET lease_until = ? WHERE claimed_by = ? AND status = 'pending' "
-        "RETURNING id"
+        "UPDATE events SET lease_until = ? WHERE claimed_by = ? AND status = 'pending' RETURNING id"
     )
     return {row[0] for row in db.execute(sql, [until, worker]).fetchall()}
 
