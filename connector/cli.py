@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -482,32 +483,47 @@ def mapping_versions_command(db_path: Path, connection_id: str, kind: str) -> No
 @click.option("--once", is_flag=True, help="Work off the events due now, then stop (no jobs).")
 @click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
               help="Seconds to wait when no event is due.")  # fmt: skip
+@click.option(
+    "--lease",
+    type=click.FloatRange(1),
+    show_default=True,
+    default=worker.LEASE.total_seconds(),
+    help="Seconds this worker's claims on events, and its hold on the scheduled "
+    "jobs, last unless renewed: after a crash, others take them over then.",
+)
+@click.option("--batch", type=click.IntRange(1), default=worker.BATCH, show_default=True,
+              help="Events a round claims (a round should end well within the lease).")  # fmt: skip
 @click.option("--metrics-bind", envvar="CONTACTDATA_WORKER_METRICS_BIND", default="",
               help="host:port to serve this worker's GET /metrics on (default: off).")  # fmt: skip
-def worker_command(db_path: Path, once: bool, idle: float, metrics_bind: str) -> None:
+def worker_command(
+    db_path: Path, once: bool, idle: float, lease: float, batch: int, metrics_bind: str
+) -> None:
     """Work off stored events: enrich each record and write it back to its CRM; run the
-    scheduled jobs beside (run one)."""
+    scheduled jobs beside. Any number of workers may share one database: each claims the
+    events it works, and one at a time runs the scheduled jobs."""
     settings = load({"DB": str(db_path)})
     server.configure_logging(settings["LOG_LEVEL"], settings["LOG_FORMAT"])
     if metrics_bind:  # its own figures, in memory: it is one process
         server.metrics.serve_exposition(metrics_bind, settings["METRICS_TOKEN"])
+    held = timedelta(seconds=lease)
     with outbound.client(timeout=10.0) as client:
         work = worker.Worker(
-            store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
-        )
-        jobs_running = None if once else scheduler.start(db_path)
+            store.connect(db_path), server.key_secret(settings), utcnow, client,
+            random.Random(), lease=held,
+        )  # fmt: skip
+        leader = None if once else scheduler.Leader(db_path, work.name, held).lead()
         try:
-            _work_off(work, once, idle)
+            _work_off(work, once, idle, batch)
         finally:
-            if jobs_running is not None:
-                jobs_running.shutdown()  # waits for a job that is running
+            if leader is not None:
+                leader.shutdown()  # waits for a job that is running, then hands the jobs over
 
 
-def _work_off(work: worker.Worker, once: bool, idle: float) -> None:
+def _work_off(work: worker.Worker, once: bool, idle: float, batch: int) -> None:
     """Rounds of due events until SIGTERM (or, `once`, until none is due)."""
     stopping = _stop_on_sigterm()
     while not stopping:
-        outcomes = work.run_due()
+        outcomes = work.run_due(batch)
         if outcomes:
             click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
         elif once:

@@ -175,7 +175,8 @@ def recorded(
     db: Database, job_id: str, body: Callable[[], str], clock: Callable[[], datetime]
 ) -> Run:
     """Run a job body and note the run, failed or not, in job_runs (which the settings page
-    and `contactdata jobs list` show): a failure's reason becomes the result."""
+    and `contactdata jobs list` show): a failure's reason becomes the result, and the
+    process it ran in (`worker.process_name`) is kept with it."""
     started = clock()
     try:
         run = Run(True, body())
@@ -186,7 +187,7 @@ def recorded(
         log.exception("job %s failed", job_id)
         run = Run(False, f"{type(error).__name__}: {error}")
     row = {"job_id": job_id, "started_at": server.iso(started), "finished_at": server.iso(clock()),
-           "ok": int(run.ok), "result": run.result}  # fmt: skip
+           "ok": int(run.ok), "result": run.result, "ran_by": worker.process_name()}  # fmt: skip
     with server.write(db):
         store.record_job_run(db, row)
     return run

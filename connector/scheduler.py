@@ -1,6 +1,11 @@
 """When the jobs of connector/jobs.py run: APScheduler 3, started by `contactdata worker` only
 (every gunicorn worker would start its own), with the schedule kept in its own SQLite file.
 
+However many workers run, one runs the jobs: each worker's scheduler runs only while its
+process holds the database's scheduler lease (`Leader`), renewed every third of the lease;
+the others keep theirs paused and try for the lease as often, so a dead scheduler's jobs are
+taken over once its lease ends (a job it missed runs once then, within MISFIRE_GRACE).
+
 The job store is `<db>.jobs`, apart from the database: SQLAlchemy's writes to it would
 otherwise contend with the service's write transactions. A job's trigger changed by a user
 persists: starting adds the default jobs that are missing and leaves stored ones as they are.
@@ -8,20 +13,26 @@ persists: starting adds the default jobs that are missing and leaves stored ones
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlite_utils import Database
 
 import server
-from connector import backfill, jobs, store, subscriptions
+from connector import backfill, jobs, store, subscriptions, worker
 
 # A run missed while the worker was down by less than this runs once when it is back.
 MISFIRE_GRACE = timedelta(hours=6)
 JOB_FUNCTION = "connector.jobs:run"  # by reference: the job store keeps it as text
+LEADERSHIP = "scheduler"  # the lease whose holder runs the jobs
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,17 +93,88 @@ DEFAULTS = (
 
 
 def start(db_path: str | Path) -> BackgroundScheduler:
-    """Run the jobs of the database at `db_path` in background threads until `shutdown()`.
-    Stored jobs keep their triggers; a job the code no longer has is removed, and stored
-    arguments naming another database path (the files moved) are corrected."""
+    """Run the jobs of the database at `db_path` in background threads until `shutdown()`,
+    whatever other processes do (`Leader` runs them in one process of many)."""
+    scheduler = prepared(db_path)
+    scheduler.resume()
+    return scheduler
+
+
+def prepared(db_path: str | Path) -> BackgroundScheduler:
+    """A paused scheduler on the jobs of the database at `db_path`. Stored jobs keep their
+    triggers; a job the code no longer has is removed, and stored arguments naming another
+    database path (the files moved) are corrected."""
     scheduler = _opened(db_path)
     for job in scheduler.get_jobs():
         if job.id not in jobs.JOBS:
             scheduler.remove_job(job.id)
         elif list(job.args) != _args(job.id, db_path):
             scheduler.modify_job(job.id, args=_args(job.id, db_path))
-    scheduler.resume()
     return scheduler
+
+
+class Leader:
+    """This process's scheduler, running while the process holds the scheduler lease and
+    paused while another does. `keep` takes or renews the lease; `lead` does so every third
+    of the lease in a thread of its own until `shutdown`, which hands the lease over."""
+
+    def __init__(
+        self,
+        db_path: str | Path,
+        holder: str,
+        lease: timedelta = worker.LEASE,
+        clock: Callable[[], datetime] = server.utcnow,
+    ) -> None:
+        self.db_path, self.holder, self.lease, self.clock = db_path, holder, lease, clock
+        self.schedule = prepared(db_path)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._keep_leading, name="leader", daemon=True)
+
+    def keep(self, db: Database) -> bool:
+        """Take or renew the lease; run the jobs when this process holds it, pause them when
+        not. Whether it leads."""
+        now = self.clock()
+        with server.write(db):
+            leads = store.take_lease(
+                db, LEADERSHIP, self.holder, server.iso(now), server.iso(now + self.lease)
+            )
+        if leads:
+            self.schedule.resume()
+        else:
+            self.schedule.pause()
+        return leads
+
+    def step_down(self, db: Database) -> None:
+        """Pause the jobs and give up the lease, so another process takes them at once."""
+        self.schedule.pause()
+        with server.write(db):
+            store.release_lease(db, LEADERSHIP, self.holder)
+
+    def lead(self) -> Leader:
+        """Keep the lease in a background thread, from now until `shutdown`."""
+        self.thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        """Stop, waiting for a running job, and hand the lease over."""
+        self.stopping.set()
+        self.thread.join()
+
+    def _keep_leading(self) -> None:
+        db = store.connect(self.db_path)  # a SQLite connection belongs to its thread
+        try:
+            while True:
+                try:
+                    self.keep(db)
+                except Exception:  # the database busy or gone: not sure to lead, so don't
+                    log.exception("the scheduler lease could not be renewed")
+                    self.schedule.pause()
+                if self.stopping.wait(self.lease.total_seconds() / 3):
+                    break
+            self.schedule.shutdown()
+            self.step_down(db)
+        finally:
+            db.close()
 
 
 def status(db_path: str | Path) -> list[dict[str, Any]]:

@@ -411,6 +411,20 @@ def m018_previews(db: Database) -> None:
     db.execute("CREATE INDEX previews_connection ON previews (connection_id, created_at)")
 
 
+@MIGRATIONS()
+def m020_claims_and_leases(db: Database) -> None:
+    """Many workers on one database: an event is claimed by one worker (claimed_by) until its
+    lease ends (lease_until); named leases held by one process at a time (the scheduler's);
+    and the process each job run ran in."""
+    for statement in (
+        "ALTER TABLE events ADD COLUMN claimed_by TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE events ADD COLUMN lease_until TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE job_runs ADD COLUMN ran_by TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until TEXT NOT NULL)",
+    ):
+        db.execute(statement)
+
+
 def add_oauth_state(db: Database, row: Row, before: str) -> None:
     """A pending authorization; those begun before `before` (expired) are deleted first."""
     db.execute("DELETE FROM oauth_states WHERE created_at < ?", [before])
@@ -610,6 +624,28 @@ def record_job_run(db: Database, row: Row) -> None:
     db.table("job_runs").insert(row)
 
 
+def take_lease(db: Database, name: str, holder: str, now: str, until: str) -> bool:
+    """Take the lease `name` for `holder` until `until`, or renew it, unless another holds it
+    past `now`; whether `holder` holds it now. One statement (the same on PostgreSQL)."""
+    sql = (
+        "INSERT INTO leases (name, holder, until) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE "
+        "SET holder = excluded.holder, until = excluded.until "
+        "WHERE leases.holder = excluded.holder OR leases.until <= ? RETURNING holder"
+    )
+    return db.execute(sql, [name, holder, until, now]).fetchall() != []
+
+
+def release_lease(db: Database, name: str, holder: str) -> None:
+    """Give up the lease `name` if `holder` holds it, so another may take it at once."""
+    db.execute("DELETE FROM leases WHERE name = ? AND holder = ?", [name, holder])
+
+
+def lease_holder(db: Database, name: str) -> str | None:
+    """Who holds (or last held) the lease `name`; None when nobody."""
+    row = db.execute("SELECT holder FROM leases WHERE name = ?", [name]).fetchone()
+    return row[0] if row else None
+
+
 def last_job_runs(db: Database) -> dict[str, Row]:
     """Each scheduled job's latest run, by job id."""
     sql = "SELECT * FROM job_runs WHERE id IN (SELECT max(id) FROM job_runs GROUP BY job_id)"
@@ -694,21 +730,41 @@ def events_of(db: Database, connection_id: str) -> list[Row]:
 HELD = "SELECT id FROM connections WHERE paused_at != '' OR crm_base_url = ''"
 
 
-def due_events(db: Database, now: str, limit: int) -> list[Row]:
-    """Pending events whose time has come, but for held connections' (HELD): live ones
-    (priority 0) before a backfill's (1), each oldest due first; in the order of the index
-    events_due, so no sort is needed."""
+# Claiming in one statement, in a write transaction (BEGIN IMMEDIATE: one claimer at a time).
+# On PostgreSQL the subquery ends "... LIMIT %s FOR UPDATE SKIP LOCKED": concurrent claimers
+# then pass over each other's rows instead of waiting for them.
+_CLAIM = (
+    "UPDATE events SET claimed_by = :worker, lease_until = :until WHERE id IN ("
+    "SELECT id FROM events WHERE status = 'pending' AND due_at <= :now AND lease_until <= :now "
+    f"AND connection_id NOT IN ({HELD}) ORDER BY priority, due_at, id LIMIT :limit) RETURNING *"
+)
+_RELEASED = "claimed_by = '', lease_until = ''"
+
+
+def claim_events(db: Database, worker: str, now: str, until: str, limit: int) -> list[Row]:
+    """Claim up to `limit` pending events whose time has come and that no live claim holds
+    (none, or its lease ended before `now`), but for held connections' (HELD), for `worker`
+    until `until`: live ones (priority 0) before a backfill's (1), each oldest due first."""
+    cursor = db.execute(_CLAIM, {"worker": worker, "now": now, "until": until, "limit": limit})
+    names = [column[0] for column in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return sorted(rows, key=lambda row: (row["priority"], row["due_at"], row["id"]))
+
+
+def extend_claims(db: Database, worker: str, until: str) -> set[int]:
+    """Extend the lease of `worker`'s claims of pending events to `until`; the ids still its
+    (another worker may have claimed one whose lease had ended)."""
     sql = (
-        "SELECT * FROM events WHERE status = 'pending' AND due_at <= ? "
-        f"AND connection_id NOT IN ({HELD}) ORDER BY priority, due_at, id LIMIT ?"
+        "UPDATE events SET lease_until = ? WHERE claimed_by = ? AND status = 'pending' RETURNING id"
     )
-    return list(db.query(sql, [now, limit]))
+    return {row[0] for row in db.execute(sql, [until, worker]).fetchall()}
 
 
 def finish_event(db: Database, event_id: int, status: str, error: str = "") -> None:
-    """Mark an event done, or dead with the reason."""
+    """Mark an event done, or dead with the reason; its claim ends."""
     db.execute(
-        "UPDATE events SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+        f"UPDATE events SET status = ?, attempts = attempts + 1, last_error = ?, {_RELEASED} "
+        "WHERE id = ?",
         [status, error, event_id],
     )
 
@@ -716,15 +772,17 @@ def finish_event(db: Database, event_id: int, status: str, error: str = "") -> N
 def finish_events(db: Database, finished: list[tuple[int, str, str]]) -> None:
     """`finish_event` for several events at once: (event id, status, error) each."""
     db.conn.executemany(
-        "UPDATE events SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+        f"UPDATE events SET status = ?, attempts = attempts + 1, last_error = ?, {_RELEASED} "
+        "WHERE id = ?",
         [(status, error, event_id) for event_id, status, error in finished],
     )
 
 
 def postpone_event(db: Database, event_id: int, due_at: str, error: str) -> None:
-    """Count a failed attempt and make the event due again at `due_at`."""
+    """Count a failed attempt and make the event due again at `due_at`, for any worker."""
     db.execute(
-        "UPDATE events SET attempts = attempts + 1, due_at = ?, last_error = ? WHERE id = ?",
+        f"UPDATE events SET attempts = attempts + 1, due_at = ?, last_error = ?, {_RELEASED} "
+        "WHERE id = ?",
         [due_at, error, event_id],
     )
 

@@ -15,8 +15,12 @@ event out of attempts, become dead letters with the reason (`contactdata deliver
 Anything else an event raises (a bug, MemoryError) is that event's failure, logged with its
 traceback and retried like a passing one: one record never stops the worker, or the
 write-back of every other connection behind it.
-One worker process runs at a time, and in it one round at a time (`ROUNDS`): the loop of
-`contactdata worker` and the scheduled retry_deliveries job take turns.
+Any number of workers, on any machines, share one database: a round CLAIMS its events for
+this worker until a lease ends (`LEASE`), renewed while the round goes on, so no event is
+worked by two at once; a worker that dies leaves its claims to lapse, and another takes
+them then. Finishing or postponing an event ends its claim. In one process one round runs at
+a time (`ROUNDS`): the loop of `contactdata worker` and the scheduled retry_deliveries job
+take turns.
 
 A refresh event (payload {"refresh": true}, queued by the scheduled reenrich job for records
 enriched longer ago than their connection's refresh interval) is always enriched again: the
@@ -27,12 +31,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
+import secrets
+import socket
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -57,7 +64,9 @@ BACKOFF_FIRST_SECONDS = 30.0
 BACKOFF_CAP_SECONDS = 6 * 3600.0
 NO_CREDITS_WAIT_SECONDS = 3600.0  # an organization out of credits may be topped up
 FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same input, is left
-ROUNDS = threading.Lock()  # one round at a time in this process: two would take the same events
+ROUNDS = threading.Lock()  # one round at a time in this process
+LEASE = timedelta(seconds=60)  # a claim's life unless renewed: `contactdata worker --lease`
+BATCH = 100  # events a round claims: `contactdata worker --batch`
 COMPANY_OF = "company-of:"  # the event key of a company's fields delivered with its contact
 _EVENTS = uuid.UUID("8a7f3c1e-5b2d-4e8f-9a6c-0d1e2f3a4b5c")
 Row = dict[str, Any]
@@ -72,31 +81,62 @@ EXPECTED = (
     outbound.UnsafeUrl,
 )
 log = logging.getLogger(__name__)
+_NAMES: dict[int, str] = {}
+
+
+def process_name() -> str:
+    """This process among all workers on all machines: host, process id and a random part
+    (a restarted container may have the same host name and process id)."""
+    pid = os.getpid()
+    return _NAMES.setdefault(pid, f"{socket.gethostname()}:{pid}:{secrets.token_hex(3)}")
 
 
 @dataclass(frozen=True)
 class Worker:
     """What working off events needs: the database, the server secret (to open sealed
     secrets and check keys), the clock, the HTTP client adapters send with, and randomness
-    for jitter."""
+    for jitter; the name its claims go by and how long they last unless renewed."""
 
     db: Database
     secret: bytes
     clock: Callable[[], datetime]
     client: httpx.Client
     rng: random.Random
+    name: str = field(default_factory=process_name)
+    lease: timedelta = LEASE
 
-    def run_due(self, limit: int = 100) -> Counter[str]:
-        """Work off up to `limit` due events, a connection's at a time (one CRM call writes
-        them all, where the CRM has batch writes); how many ended done, retrying or dead.
-        A connection's batches of the round share its token renewal: one token request a
-        round at most, however many batches or records (Zoho throttles token requests)."""
+    def run_due(self, limit: int = BATCH) -> Counter[str]:
+        """Claim up to `limit` due events and work them off, a connection's at a time (one
+        CRM call writes them all, where the CRM has batch writes); how many ended done,
+        retrying or dead. The claims are renewed between batches once a third of the lease
+        has passed; an event another worker took meanwhile (this one stalled past its lease)
+        is left to it. A connection's batches of the round share its token renewal: one token
+        request a round at most (Zoho throttles token requests)."""
         outcomes: Counter[str] = Counter()
         auths: Auths = {}
         with ROUNDS:
-            for batch in _batches(store.due_events(self.db, server.iso(self.clock()), limit)):
-                outcomes.update(self.work(batch, auths))
+            renewed = self.clock()
+            ours: set[int] | None = None  # None: every claimed event, not renewed yet
+            for batch in _batches(self.claim(limit)):
+                if self.clock() - renewed >= self.lease / 3:
+                    renewed, ours = self.clock(), self.extend()
+                kept = [event for event in batch if ours is None or event["id"] in ours]
+                if kept:
+                    outcomes.update(self.work(kept, auths))
         return outcomes
+
+    def claim(self, limit: int) -> list[Row]:
+        """Claim up to `limit` due events no live claim holds, for this worker's lease."""
+        now = self.clock()
+        with server.write(self.db):
+            return store.claim_events(
+                self.db, self.name, server.iso(now), server.iso(now + self.lease), limit
+            )
+
+    def extend(self) -> set[int]:
+        """Renew this worker's claims for another lease; the ids of the events still its."""
+        with server.write(self.db):
+            return store.extend_claims(self.db, self.name, server.iso(self.clock() + self.lease))
 
     def work(self, events: list[Row], auths: Auths | None = None) -> Counter[str]:
         """Do events of one connection, at most one per CRM record: how many ended "done",

@@ -137,12 +137,15 @@ def test_live_events_are_taken_before_backfill_events_in_one_indexed_query(
             "payload": "{}", "thin": 1, "received_at": server.iso(now)}  # fmt: skip
     store.add_events(db, [*queued, live])
 
-    due = store.due_events(db, server.iso(now), 2)
+    due = store.claim_events(
+        db, "worker", server.iso(now), server.iso(now + timedelta(minutes=1)), 2
+    )
 
     assert [event["event_key"] for event in due] == ["live", "backfill:1:contacts:0"]
     plan = " ".join(row[3] for row in db.execute(
-        "EXPLAIN QUERY PLAN SELECT * FROM events WHERE status = 'pending' AND due_at <= ? "
-        "ORDER BY priority, due_at, id LIMIT ?", [server.iso(now), 2]))  # fmt: skip
+        "EXPLAIN QUERY PLAN SELECT id FROM events WHERE status = 'pending' AND due_at <= ? "
+        "AND lease_until <= ? ORDER BY priority, due_at, id LIMIT ?",
+        [server.iso(now), server.iso(now), 2]))  # fmt: skip
     assert "events_due" in plan and "TEMP B-TREE" not in plan
 
 

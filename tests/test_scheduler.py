@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import STATE_PAUSED, STATE_RUNNING
 
 from connector import jobs, scheduler, store
+from tests.helpers.clock import Clock
 
 
 @pytest.fixture
@@ -103,3 +105,42 @@ def test_rescheduling_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     with pytest.raises(jobs.UnknownJob, match="retry_deliveries"):
         scheduler.reschedule(db_path, "nope", trigger="interval", hours=1)
     assert store.last_job_runs(store.connect(db_path)) == {}
+
+
+def test_one_of_two_schedulers_runs_the_jobs_and_a_dead_ones_are_taken_over(db_path: Path) -> None:
+    clock = Clock()
+    first = scheduler.Leader(db_path, "host-a:1:aa", clock=clock)
+    second = scheduler.Leader(db_path, "host-b:2:bb", clock=clock)
+    db = store.connect(db_path)
+    try:
+        assert first.keep(db) and not second.keep(db)
+        assert first.schedule.state == STATE_RUNNING and second.schedule.state == STATE_PAUSED
+        clock.advance(0.5 * first.lease.total_seconds())
+        assert first.keep(db)  # renewed
+        clock.advance(0.9 * first.lease.total_seconds())  # past the first lease, not the renewal
+        assert not second.keep(db) and second.schedule.state == STATE_PAUSED
+
+        clock.advance(first.lease.total_seconds())  # the first died: it renewed no more
+        assert second.keep(db) and second.schedule.state == STATE_RUNNING
+        assert not first.keep(db)  # back from a stall: it finds the jobs taken and pauses
+        assert first.schedule.state == STATE_PAUSED
+        assert store.lease_holder(db, scheduler.LEADERSHIP) == "host-b:2:bb"
+    finally:
+        first.schedule.shutdown(wait=False)
+        second.schedule.shutdown(wait=False)
+        db.close()
+
+
+def test_a_scheduler_that_stops_hands_the_jobs_over_at_once(db_path: Path) -> None:
+    clock = Clock()
+    first = scheduler.Leader(db_path, "host-a:1:aa", clock=clock)
+    second = scheduler.Leader(db_path, "host-b:2:bb", clock=clock)
+    db = store.connect(db_path)
+    try:
+        assert first.keep(db)
+        first.step_down(db)
+        assert first.schedule.state == STATE_PAUSED and second.keep(db)
+    finally:
+        first.schedule.shutdown(wait=False)
+        second.schedule.shutdown(wait=False)
+        db.close()

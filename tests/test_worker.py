@@ -3,6 +3,7 @@ what the mapping allows, exactly once; retries, dead letters and retrying them."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import socket
@@ -550,3 +551,44 @@ def test_a_crm_connection_not_connected_yet_holds_its_events(
         token="pat-na1-token",
     )  # fmt: skip
     assert work.run_due() == {"done": 1} and len(crm.patches()) == 1
+
+
+def test_an_event_claimed_by_one_worker_is_not_worked_by_another_until_its_lease_ends(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1")
+    other = dataclasses.replace(work, name="another-host:7:abc")
+    (claimed,) = work.claim(10)  # then this worker dies mid-batch
+    assert claimed["claimed_by"] == work.name and claimed["lease_until"] > claimed["due_at"]
+    assert other.run_due() == {} and crm.patches() == []
+    clock.advance(work.lease.total_seconds())  # its lease ran out: the event is due again
+    assert other.run_due() == {"done": 1} and len(crm.patches()) == 1
+    event = _only_event(db, link)
+    assert (event["status"], event["claimed_by"], event["lease_until"]) == ("done", "", "")
+
+
+def test_a_worker_extends_its_claims_while_it_works(worker_setup: Any) -> None:
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1")
+    other = dataclasses.replace(work, name="another-host:7:abc")
+    work.claim(10)
+    clock.advance(0.9 * work.lease.total_seconds())
+    assert work.extend() == {_only_event(db, link)["id"]}
+    clock.advance(0.5 * work.lease.total_seconds())  # past the first lease, within the second
+    assert other.claim(10) == []
+    clock.advance(work.lease.total_seconds())
+    assert [event["claimed_by"] for event in other.claim(10)] == [other.name]
+    assert work.extend() == set()  # taken over: this worker must not go on with it
+
+
+def test_a_postponed_event_is_released_for_any_worker(worker_setup: Any, crm: FakeHubSpot) -> None:
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "e1")
+    crm.failures.append(httpx.Response(503, json={}))
+    assert work.run_due() == {"retry": 1}
+    event = _only_event(db, link)
+    assert (event["claimed_by"], event["lease_until"]) == ("", "")
+    clock.advance(worker.BACKOFF_FIRST_SECONDS * 2)  # the longest first wait
+    other = dataclasses.replace(work, name="another-host:7:abc")
+    assert other.run_due() == {"done": 1}
