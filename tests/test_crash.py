@@ -53,7 +53,8 @@ class Processes:
     def __init__(self, db: Path, port: int, logs: Path, crm: FakeCrm) -> None:
         self.commands = {
             "web": [CONTACTDATA, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
-            "worker": [CONTACTDATA, "worker", "--db", str(db), "--idle", "0.05"],
+            # a short lease: a killed worker's claimed events are taken again within the drain
+            "worker": [CONTACTDATA, "worker", "--db", str(db), "--idle", "0.05", "--lease", "5"],
         }
         self.health = f"http://127.0.0.1:{port}/healthz"
         self.logs, self.crm = logs, crm
