@@ -22,10 +22,42 @@ from tests.helpers.constants import SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.enrich_data import build_dataset
 from tests.helpers.orgs import connected
+from tests.helpers.postgres import PostgresServer, available
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `both_backends` run once on SQLite and once on PostgreSQL."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_backends"
+    ):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database the test runs on: "sqlite" unless the test is marked `both_backends`."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster for the whole run, started when a test first needs it."""
+    if not available():
+        pytest.skip("PostgreSQL is not installed (make test installs it)")
+    server = PostgresServer(tmp_path_factory.mktemp("postgres")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Path | str:
+    """The `DB` setting of the test: a SQLite file, or the URL of a fresh PostgreSQL
+    database with the service's schema."""
+    if backend == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres")
+        return server.create_database(server.migrated_template())
     return tmp_path / "test.db"
 
 
