@@ -3,8 +3,9 @@
 The stores are written against sqlite-utils' `Database`; this module offers exactly the part
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
-parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, and `BEGIN IMMEDIATE`, which
-takes one transaction-scoped advisory lock so that writers are serialized as on SQLite.
+parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, `instr`, `REAL`, `WITHOUT
+ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory lock so that
+writers are serialized as on SQLite.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ _local = threading.local()
 
 # Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
 _OPTIONS = "-c lock_timeout=10000"
+# What waiting too long for the write lock raises (sqlite3.OperationalError on SQLite).
+LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
 
 
@@ -39,7 +42,10 @@ def is_url(target: object) -> bool:
 
 # --- SQL translation -----------------------------------------------------------------------
 
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\browid\b")
+_TOKENS = re.compile(
+    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\browid\b|\binstr\("
+    r"|\bWITHOUT ROWID\b|\bREAL\b"
+)
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
 _OR_REPLACE = re.compile(
     r"^\s*INSERT OR REPLACE INTO (\w+) \(([^)]*)\)(.*)$", re.IGNORECASE | re.DOTALL
@@ -66,9 +72,13 @@ def translate(sql: str) -> tuple[str, bool]:
             return f"%({match[2]})s"
         if text == "%":
             return "%%"
+        if text == "REAL":
+            return "DOUBLE PRECISION"  # a REAL of PostgreSQL has 6 digits, SQLite's 15
+        if text == "instr(":
+            return "strpos("
         if text == "rowid":
             return "ctid"  # insertion order of a table that is only appended to
-        return ""  # INDEXED BY: the planner chooses
+        return ""  # INDEXED BY (the planner chooses) and WITHOUT ROWID
 
     translated = _TOKENS.sub(token, sql)
     if _OR_IGNORE.match(translated):
@@ -99,7 +109,11 @@ class Connection:
         """Run one statement (SQLite dialect) and return its cursor."""
         if sql.strip().upper() == "BEGIN IMMEDIATE":
             self.raw.execute("BEGIN")
-            return self.raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+            try:
+                return self.raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+            except psycopg.Error:  # e.g. the lock timeout: no transaction is left open
+                self.raw.execute("ROLLBACK")
+                raise
         if sql.lstrip().upper().startswith("PRAGMA"):
             return self._pragma(sql)
         text, values = self._statement(sql, params)

@@ -42,13 +42,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+def postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL cluster for the whole run, started when a test first needs it."""
     if not available():
         pytest.skip("PostgreSQL is not installed (make test installs it)")
-    server = PostgresServer(tmp_path_factory.mktemp("postgres")).start()
-    yield server
-    server.stop()
+    with PostgresServer.running() as server:
+        yield server
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from server import pg
 from server.limits.base import (
     DAY,
     Decision,
@@ -36,8 +37,14 @@ __all__ = [
 
 
 def limiter_for(settings: Mapping[str, Any]) -> Limiter:
-    """The limiter the `RATE_LIMITER` setting names (default "sqlite": `<DB>.limits`)."""
+    """The limiter the `RATE_LIMITER` setting names (default "sqlite": `<DB>.limits`).
+
+    On PostgreSQL the default keeps the counts in the service's database, its write
+    transactions serialized as on SQLite (server/pg.py).
+    """
     backend = settings.get("RATE_LIMITER", "sqlite")
+    if backend == "sqlite" and pg.is_url(settings["DB"]):
+        return SqliteLimiter(settings["DB"])
     if backend == "sqlite":
         return SqliteLimiter(f"{settings['DB']}.limits")
     raise ValueError(f"RATE_LIMITER setting: unknown rate limiter {backend!r}; known: sqlite")

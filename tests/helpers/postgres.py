@@ -13,6 +13,9 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -41,6 +44,19 @@ class PostgresServer:
         self.port = _free_port()
         self._numbers = itertools.count(1)
 
+    @classmethod
+    @contextmanager
+    def running(cls) -> Iterator[PostgresServer]:
+        """A cluster in a new temporary directory (not pytest's: the `postgres` user cannot
+        enter root's 0700 one), stopped and removed afterwards."""
+        directory = Path(tempfile.mkdtemp(prefix="contactdata-pg-"))
+        server = cls(directory)
+        try:
+            yield server.start()
+        finally:
+            server.stop()
+            shutil.rmtree(directory, ignore_errors=True)
+
     def _run(self, *command: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         subprocess.run([*prefix, *command], check=True, capture_output=True, text=True)
@@ -61,7 +77,8 @@ class PostgresServer:
 
     def stop(self) -> None:
         """Stop the cluster at once (its data is thrown away)."""
-        self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
+        if (self.data / "postmaster.pid").exists():
+            self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
