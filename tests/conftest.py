@@ -22,9 +22,7 @@ from tests.helpers.constants import SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.enrich_data import build_dataset
 from tests.helpers.orgs import connected
-from tests.helpers.postgres import PostgresServer, available
-
-BACKENDS = ("sqlite", "postgresql")
+from tests.helpers.postgres import BACKENDS, PostgresServer, available
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

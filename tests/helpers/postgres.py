@@ -22,6 +22,7 @@ import psycopg
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 TEMPLATE = "contactdata_template"
+BACKENDS = ("sqlite", "postgresql")
 
 
 def available() -> bool:
