@@ -173,10 +173,15 @@ class Connection:
 
 
 class Table:
-    """`db.table(name)` as far as the stores use it: inserting one row."""
+    """`db.table(name)` as far as the stores and tests use it: a row count, inserting a row."""
 
     def __init__(self, db: PostgresDatabase, name: str) -> None:
         self.db, self.name = db, name
+
+    @property
+    def count(self) -> int:
+        """How many rows the table has."""
+        return self.db.execute(f"SELECT count(*) FROM {self.name}").fetchone()[0]
 
     def insert(self, row: dict[str, Any]) -> Table:
         """Insert one row given as a dict of column values."""
@@ -205,6 +210,10 @@ class PostgresDatabase:
         names = [column.name for column in cursor.description or ()]
         for row in cursor:
             yield dict(zip(names, row, strict=True))
+
+    def execute_returning_dicts(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+        """The rows of a query as a list of dicts."""
+        return list(self.query(sql, params))
 
     def table(self, name: str) -> Table:
         return Table(self, name)
