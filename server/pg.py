@@ -248,6 +248,19 @@ def database(url: str) -> PostgresDatabase:
     return cache[key]
 
 
+def release(url: str) -> None:
+    """Close this process's pool for `url` and this thread's connection from it (a test
+    database that is done with, or a process shutting down)."""
+    key = (os.getpid(), url)
+    cached = _local.__dict__.get("pg", {}).pop(key, None)
+    with _pools_lock:
+        pool = _pools.pop(key, None)
+    if pool is not None:
+        if cached is not None:
+            pool.putconn(cached.conn.raw)
+        pool.close()
+
+
 def _pool(url: str) -> ConnectionPool:
     key = (os.getpid(), url)
     with _pools_lock:

@@ -15,7 +15,7 @@ from sqlite_utils import Database
 
 import connector.app
 from connector import connections, worker
-from server import db
+from server import db, pg
 from server.http.app import create_app
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
@@ -49,13 +49,16 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Path | str:
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[Path | str]:
     """The `DB` setting of the test: a SQLite file, or the URL of a fresh PostgreSQL
-    database with the service's schema."""
-    if backend == "postgresql":
-        server: PostgresServer = request.getfixturevalue("postgres")
-        return server.create_database(server.migrated_template())
-    return tmp_path / "test.db"
+    database with the service's schema (its pooled connections closed afterwards)."""
+    if backend != "postgresql":
+        yield tmp_path / "test.db"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres")
+    url = server.create_database(server.migrated_template())
+    yield url
+    pg.release(url)
 
 
 @pytest.fixture
