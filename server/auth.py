@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from sqlite_utils import Database
 
-from server import keys, store
+from server import keys, pg, store
 from server.clock import iso
 from server.db import patience, write
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
@@ -137,5 +137,5 @@ def _note_use(db: Database, row: dict, now: datetime) -> None:
     try:
         with patience(db, LAST_USE_PATIENCE_MS), write(db):
             store.touch_key(db, row["id"], iso(now))
-    except sqlite3.OperationalError as error:  # another write holds the database
+    except (sqlite3.OperationalError, pg.LockNotAvailable) as error:  # another write holds it
         log.info("last use of key %s not recorded: %s", row["id"], error)

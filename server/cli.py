@@ -11,18 +11,24 @@ from typing import Any
 
 import click
 
-from server import accounts, config, db, demo
+from server import accounts, config, db, demo, pg
 from server.clock import utcnow
 from server.errors import InsufficientCredits, ServiceError
+
+
+def _database(_: click.Context, __: click.Parameter, value: str) -> Path | str:
+    """A SQLite file's path, or a `postgresql://` URL as it is."""
+    return value if pg.is_url(value) else Path(value)
+
 
 DB_OPTION = click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    callback=_database,
     envvar="CONTACTDATA_DB",
     default="contactdata.db",
     show_default=True,
-    help="SQLite database file (created and migrated when missing).",
+    help="SQLite database file (created and migrated when missing), or a postgresql:// URL.",
 )
 
 

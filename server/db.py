@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from server import pg
 from server.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
@@ -25,7 +26,12 @@ _local = threading.local()
 
 
 def connect(path: str | Path, *, migrate: bool = True) -> Database:
-    """Open the database at `path` with WAL, a busy timeout and foreign keys, migrated."""
+    """Open the database at `path` with WAL, a busy timeout and foreign keys, migrated.
+
+    A `postgresql://` URL opens a PostgreSQL database instead (server/pg.py).
+    """
+    if pg.is_url(path):
+        return pg.connect(str(path), migrate=migrate)  # type: ignore[return-value]
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
@@ -47,6 +53,8 @@ def database(path: str | Path) -> Database:
     A SQLite connection belongs to the thread that opened it, and a forked worker must not
     reuse its parent's, so connections are kept per thread and process.
     """
+    if pg.is_url(path):
+        return pg.database(str(path))  # type: ignore[return-value]
     cache: dict[tuple[int, str], Database] = _local.__dict__.setdefault("connections", {})
     key = (os.getpid(), str(path))
     if key not in cache:
@@ -148,4 +156,8 @@ def patience(db: Database, milliseconds: int) -> Iterator[Database]:
 
 def schema_version(db: Database) -> list[str]:
     """Names of the migrations applied to `db`, oldest first."""
+    if isinstance(db, pg.PostgresDatabase):
+        from server import pg_migrations
+
+        return pg_migrations.applied(db)
     return [m.name for m in MIGRATIONS.applied(db)]

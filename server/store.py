@@ -44,6 +44,11 @@ def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
     )
 
 
+def _is_postgres(db: Database) -> bool:
+    """Whether `db` is the PostgreSQL backend (server/pg.py), for the few SQL differences."""
+    return getattr(db, "dialect", "sqlite") == "postgresql"
+
+
 def _rows(db: Database, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
     """The rows of a query as dicts (leaner than sqlite-utils' `query`, on hot paths)."""
     cursor = db.conn.execute(sql, params)
@@ -182,8 +187,9 @@ def rotate_key(
     """Give a key a new value; its current values stop working at `old_expires_at` (or sooner
     if they were already due to)."""
     db.execute(
-        "UPDATE api_key_hashes SET expires_at = min(coalesce(expires_at, ?), ?) WHERE key_id = ?",
-        [old_expires_at, old_expires_at, key_id],
+        "UPDATE api_key_hashes SET expires_at = ? "
+        "WHERE key_id = ? AND (expires_at IS NULL OR expires_at > ?)",
+        [old_expires_at, key_id, old_expires_at],
     )
     db.table("api_key_hashes").insert(
         {"hash": new_hash, "key_id": key_id, "expires_at": None, "created_at": now}
@@ -328,9 +334,9 @@ def companies_by_name_key(db: Database, key: str) -> list[Row]:
     """The companies whose name key is `key`, then those with `key` as an alias key; each row
     has `alias` 0 or 1."""
     sql = (
-        f"SELECT *, 0 AS alias FROM ({_COMPANY} WHERE name_key = :key) UNION ALL "
+        f"SELECT *, 0 AS alias FROM ({_COMPANY} WHERE name_key = :key) AS named UNION ALL "
         f"SELECT *, 1 AS alias FROM ({_COMPANY} WHERE guid IN "
-        "(SELECT company_guid FROM company_aliases WHERE alias_key = :key))"
+        "(SELECT company_guid FROM company_aliases WHERE alias_key = :key)) AS aliased"
     )
     return _rows(db, sql, {"key": key})
 
@@ -413,17 +419,52 @@ _UPSERT_EMPLOYMENT_VALUES = _by_position(_UPSERT_EMPLOYMENT, KEYED_EMPLOYMENT_FI
 
 def upsert_company_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
     """upsert_companies for rows given as the values of COMPANY_FIELDS, in that order."""
+    if _is_postgres(db):
+        return _copy_upsert(db, "companies", COMPANY_FIELDS, ["guid"], rows)
     db.conn.executemany(_UPSERT_COMPANY_VALUES, rows)
 
 
 def upsert_contact_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
     """upsert_contacts for rows given as the values of CONTACT_FIELDS, in that order."""
+    if _is_postgres(db):
+        return _copy_upsert(db, "contacts", CONTACT_FIELDS, ["guid"], rows)
     db.conn.executemany(_UPSERT_CONTACT_VALUES, rows)
 
 
 def upsert_employment_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
     """upsert_employments for rows given as the values of KEYED_EMPLOYMENT_FIELDS, in order."""
+    if _is_postgres(db):
+        key = ["contact_guid", "company_guid"]
+        return _copy_upsert(db, "employments", KEYED_EMPLOYMENT_FIELDS, key, rows)
     db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
+
+
+def _copy_upsert(
+    db: Database,
+    table: str,
+    fields: Sequence[str],
+    key: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+) -> None:
+    """PostgreSQL: COPY the rows into a temporary table, then upsert them from there in one
+    statement, the last row of each key winning (as consecutive upserts would). Inside the
+    caller's transaction."""
+    columns, keys = ", ".join(fields), ", ".join(key)
+    stage = f"stage_{table}"
+    raw = db.conn.raw  # type: ignore[attr-defined]
+    raw.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {stage} (LIKE {table} INCLUDING DEFAULTS, "
+        "stage_order BIGINT GENERATED ALWAYS AS IDENTITY)"
+    )
+    with raw.cursor().copy(f"COPY {stage} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+    updates = ", ".join(f"{f} = excluded.{f}" for f in fields if f not in key)
+    raw.execute(
+        f"INSERT INTO {table} ({columns}) SELECT DISTINCT ON ({keys}) {columns} FROM {stage} "
+        f"ORDER BY {keys}, stage_order DESC ON CONFLICT ({keys}) DO UPDATE SET {updates}"
+    )
+    raw.execute(f"TRUNCATE {stage}")
 
 
 def existing_company_guids(db: Database, guids: Iterable[str]) -> set[str]:
@@ -473,14 +514,22 @@ def drop_secondary_indexes(db: Database, tables: Sequence[str]) -> list[str]:
     Primary keys and UNIQUE constraints stay: they have no SQL of their own in sqlite_master.
     """
     marks = ", ".join("?" * len(tables))
-    rows = db.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
-        f"AND tbl_name IN ({marks}) ORDER BY name",
-        list(tables),
-    ).fetchall()
+    catalog = _PG_INDEXES if _is_postgres(db) else _SQLITE_INDEXES
+    rows = db.execute(catalog.format(marks=marks), list(tables)).fetchall()
     for name, _ in rows:
         db.execute(f'DROP INDEX "{name}"')
     return [sql for _, sql in rows]
+
+
+_SQLITE_INDEXES = (
+    "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+    "AND tbl_name IN ({marks}) ORDER BY name"
+)
+_PG_INDEXES = (
+    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+    "AND tablename IN ({marks}) AND indexname NOT IN (SELECT conname FROM pg_constraint) "
+    "ORDER BY indexname"
+)
 
 
 def create_indexes(db: Database, statements: Iterable[str]) -> None:
@@ -611,7 +660,7 @@ def people_page(
     """How many people match, and the (contact GUID, distance in miles or None) of `limit`
     of them from `offset`, in discover's order (best grade, most senior, name, GUID)."""
     where, params = _people_where(wanted)
-    distance, distance_params = _nearest_distance(wanted)
+    distance, distance_params = _nearest_distance(wanted, _is_postgres(db))
     sql = (
         f"SELECT contact_guid, {distance}, count(*) OVER () FROM employments "
         f"INDEXED BY employments_discover WHERE {where} "
@@ -669,17 +718,17 @@ def _people_where(wanted: PeopleFilter) -> tuple[str, list[Any]]:
 def _title_condition(term: TitleTerm, params: list[Any]) -> str:
     params.append(term.phrase)
     if not term.taxonomy:
-        return "instr(title_key, ?)"
+        return "instr(title_key, ?) > 0"
     named = []
     for bits, column in ((term.levels, "level_bits"), (term.functions, "function_bits")):
         if bits:
-            named.append(f"{column} & ?")
+            named.append(f"({column} & ?) != 0")
             params.append(bits)
-    return f"(instr(title_key, ?) OR ({' AND '.join(named)}))"
+    return f"(instr(title_key, ?) > 0 OR ({' AND '.join(named)}))"
 
 
 def _place_condition(term: PlaceTerm, radius: float | None, params: list[Any]) -> str:
-    inside = " AND ".join("instr(place_key, ?)" for _ in term.tokens)
+    inside = " AND ".join("instr(place_key, ?) > 0" for _ in term.tokens)
     if radius is None:
         params.extend(term.tokens)
         return f"({inside})"
@@ -715,10 +764,13 @@ def _distance(term: PlaceTerm, params: list[Any]) -> str:
     )
 
 
-def _nearest_distance(wanted: PeopleFilter) -> tuple[str, list[Any]]:
-    """SQL for the distance to the nearest place term's point when a radius is given, else NULL."""
+def _nearest_distance(wanted: PeopleFilter, postgres: bool = False) -> tuple[str, list[Any]]:
+    """SQL for the distance to the nearest place term's point when a radius is given, else NULL.
+
+    The smallest of several values is min(…) on SQLite, least(…) on PostgreSQL."""
     if wanted.radius_miles is None or not wanted.places:
         return "NULL", []
     params: list[Any] = []
     distances = [_distance(term, params) for term in wanted.places]
-    return (f"min({', '.join(distances)})" if len(distances) > 1 else distances[0]), params
+    smallest = "least" if postgres else "min"
+    return (f"{smallest}({', '.join(distances)})" if len(distances) > 1 else distances[0]), params

@@ -15,18 +15,50 @@ from sqlite_utils import Database
 
 import connector.app
 from connector import connections, worker
-from server import db
+from server import db, pg
 from server.http.app import create_app
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.enrich_data import build_dataset
 from tests.helpers.orgs import connected
+from tests.helpers.postgres import BACKENDS, PostgresServer, available
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `both_backends` run once on SQLite and once on PostgreSQL."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_backends"
+    ):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "test.db"
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database the test runs on: "sqlite" unless the test is marked `both_backends`."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster for the whole run, started when a test first needs it."""
+    if not available():
+        pytest.skip("PostgreSQL is not installed (make test installs it)")
+    with PostgresServer.running() as server:
+        yield server
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[Path | str]:
+    """The `DB` setting of the test: a SQLite file, or the URL of a fresh PostgreSQL
+    database with the service's schema (its pooled connections closed afterwards)."""
+    if backend != "postgresql":
+        yield tmp_path / "test.db"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres")
+    url = server.create_database(server.migrated_template())
+    yield url
+    pg.release(url)
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from server import accounts, auth, db, keys, store
 from server.clock import iso
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
 
+pytestmark = pytest.mark.both_backends
+
 NOW = datetime(2025, 4, 10, 12, 0, tzinfo=UTC)
 SECRET = b"secret"
 

@@ -11,6 +11,8 @@ from flask.testing import FlaskClient
 from server import accounts, db, keys
 from tests.helpers.admin import START, Org, error_code, make_org, new_key, new_user, post
 
+pytestmark = pytest.mark.both_backends
+
 ROUTES = {
     "key/createsignalapikey": {"email": "new@acme.example.org"},
     "key/view": {"email": "k@acme.example.org"},

@@ -2,11 +2,13 @@ import json
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from connector.cli import main
 from server import keys, store
 from server.db import connect
+from tests.helpers.constants import DATA
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -163,3 +165,10 @@ def test_audit_lists_actions_without_secrets(db_path: Path) -> None:
     assert "organization.create" in lines[0] and "Audit Co" in lines[0]
     assert "organization.inactive" in lines[1] and "by operator (command line)" in lines[1]
     assert created["adminApiKey"] not in out
+
+
+@pytest.mark.both_backends
+def test_import_takes_a_sqlite_path_or_a_postgresql_url(db_path: Path | str) -> None:
+    out = run("import", "--db", str(db_path), "--companies", str(DATA / "enrich_companies.csv"),
+              "--contacts", str(DATA / "enrich_contacts.csv"))  # fmt: skip
+    assert store.counts(connect(db_path))["companies"] == 3, out

@@ -12,6 +12,8 @@ from sqlite_utils import Database
 from server import accounts, credits, db
 from server.errors import InsufficientCredits
 
+pytestmark = pytest.mark.both_backends
+
 NOW = datetime(2025, 4, 10, tzinfo=UTC)
 
 

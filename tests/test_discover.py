@@ -20,11 +20,19 @@ from server import discover, importer
 from server.errors import InvalidParameter, MissingIdentifier, NotFound
 from tests.helpers.constants import DATA
 from tests.helpers.discover_data import EVERYONE, HILL_COUNTRY, LONESTAR, TEXAS
+from tests.helpers.postgres import BACKENDS, PostgresServer
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    connection = database.connect(tmp_path_factory.mktemp("discover") / "d.db")
+@pytest.fixture(scope="module", params=BACKENDS)
+def db(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Database]:
+    """The discover dataset, imported once per module on each backend."""
+    if request.param == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres")
+        connection = database.connect(server.create_database(server.migrated_template()))
+    else:
+        connection = database.connect(tmp_path_factory.mktemp("discover") / "d.db")
     report = importer.import_files(
         connection,
         companies=DATA / "discover_companies.csv",

@@ -18,6 +18,7 @@ from tests.helpers.constants import DATA, NOW, SECRET
 from tests.helpers.discover_data import EVERYONE, LONESTAR
 from tests.helpers.orgs import organization
 
+pytestmark = pytest.mark.both_backends
 G = {"company_guid": LONESTAR}
 
 
@@ -36,7 +37,14 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def app(db_path: Path, dataset: Path) -> Flask:
-    shutil.copy(dataset, db_path)
+    if isinstance(db_path, str):  # PostgreSQL: import the dataset into the test's database
+        importer.import_files(
+            db.connect(db_path),
+            companies=DATA / "discover_companies.csv",
+            contacts=DATA / "discover_contacts.csv",
+        )
+    else:
+        shutil.copy(dataset, db_path)
     return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW})
 
 

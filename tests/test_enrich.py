@@ -36,6 +36,8 @@ from tests.helpers.enrich_data import (
     make_requester,
 )
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def loaded(enrich_dataset: Path, db_path: Path) -> Iterator[Database]:

@@ -24,6 +24,8 @@ from tests.helpers.enrich_data import (
 )
 from tests.helpers.orgs import organization
 
+pytestmark = pytest.mark.both_backends
+
 
 class Org:
     def __init__(self, db_path: Path, tier: str, **options: Any) -> None:

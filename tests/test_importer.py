@@ -172,6 +172,7 @@ def test_bad_company_rows_and_bad_json_lines_are_reported(
         assert field in error.reason and error.file == str(path), error
 
 
+@pytest.mark.both_backends
 def test_reimport_is_idempotent_and_updates_values(
     tmp_path: Path, database: Database, csv_files: dict[str, Path]
 ) -> None:

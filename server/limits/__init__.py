@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from server import pg
 from server.limits.base import (
     DAY,
     Decision,
@@ -36,9 +37,13 @@ __all__ = [
 
 
 def limiter_for(settings: Mapping[str, Any]) -> Limiter:
-    """The limiter the `RATE_LIMITER` setting names: "sqlite" (the default, `<DB>.limits`)
-    or a Redis URL (`redis://…`, `rediss://…`), which loads redis-py only then."""
+    """The limiter the `RATE_LIMITER` setting names: "sqlite" (the default, `<DB>.limits`;
+    on PostgreSQL, tables of the service's database, its write transactions serialized as on
+    SQLite, server/pg.py) or a Redis URL (`redis://…`, `rediss://…`), which loads redis-py
+    only then."""
     backend = str(settings.get("RATE_LIMITER", "sqlite"))
+    if backend == "sqlite" and pg.is_url(settings["DB"]):
+        return SqliteLimiter(settings["DB"])
     if backend == "sqlite":
         return SqliteLimiter(f"{settings['DB']}.limits")
     if backend.startswith(("redis://", "rediss://")):

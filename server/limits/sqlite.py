@@ -33,7 +33,7 @@ _ADD = "INSERT INTO rate_events (bucket, at) VALUES (?, ?)"
 _DAY_COUNT = "SELECT count FROM rate_counts WHERE bucket = ? AND period = ?"
 _INCREMENT = """
     INSERT INTO rate_counts (bucket, period, count) VALUES (?, ?, 1)
-    ON CONFLICT (bucket, period) DO UPDATE SET count = count + 1
+    ON CONFLICT (bucket, period) DO UPDATE SET count = rate_counts.count + 1
 """
 _PAST_DAYS = "DELETE FROM rate_counts WHERE bucket = ? AND period < ?"
 

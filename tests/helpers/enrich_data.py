@@ -44,8 +44,12 @@ def build_dataset(directory: Path) -> Path:
     return path
 
 
-def copy_dataset(template: Path, db_path: Path) -> Database:
-    """A fresh database at `db_path` holding the dataset."""
+def copy_dataset(template: Path, db_path: Path | str) -> Database:
+    """A fresh database at `db_path` holding the dataset (a PostgreSQL one imports it)."""
+    if isinstance(db_path, str) and db_path.startswith("postgresql://"):
+        connection = db.connect(db_path)
+        load_dataset(connection)
+        return connection
     shutil.copyfile(template, db_path)
     return db.connect(db_path)
 

@@ -1,0 +1,276 @@
+"""The PostgreSQL backend: a `Database`-like facade over a psycopg connection.
+
+The stores are written against sqlite-utils' `Database`; this module offers exactly the part
+of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
+`conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
+parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, `instr`, `REAL`, `WITHOUT
+ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory lock so that
+writers are serialized as on SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+SCHEMES = ("postgresql://", "postgres://")
+# The key of the advisory lock every write transaction takes (BEGIN IMMEDIATE on SQLite).
+WRITE_LOCK = 0x636F6E74  # "cont"
+POOL_MAX = 4
+_pools: dict[tuple[int, str], ConnectionPool] = {}
+_pools_lock = threading.Lock()
+_local = threading.local()
+
+# Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
+_OPTIONS = "-c lock_timeout=10000"
+# What waiting too long for the write lock raises (sqlite3.OperationalError on SQLite).
+LockNotAvailable = psycopg.errors.LockNotAvailable
+Params = Sequence[Any] | dict[str, Any]
+
+
+def is_url(target: object) -> bool:
+    """Whether a `DB` setting names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(target, str) and target.startswith(SCHEMES)
+
+
+# --- SQL translation -----------------------------------------------------------------------
+
+_TOKENS = re.compile(
+    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\browid\b|\binstr\("
+    r"|\bWITHOUT ROWID\b|\bREAL\b"
+)
+_OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
+_OR_REPLACE = re.compile(
+    r"^\s*INSERT OR REPLACE INTO (\w+) \(([^)]*)\)(.*)$", re.IGNORECASE | re.DOTALL
+)
+
+
+@lru_cache(maxsize=2048)
+def translate(sql: str) -> tuple[str, bool]:
+    """SQLite SQL as PostgreSQL SQL, and whether its parameters are numbered (`?N`).
+
+    Numbered parameters become named ones (`%(pN)s`): `numbered_params` turns their values.
+    """
+    numbered = False
+
+    def token(match: re.Match[str]) -> str:
+        nonlocal numbered
+        text = match[0]
+        if text.startswith("'"):
+            return text
+        if text.startswith("?"):
+            numbered = numbered or bool(match[1])
+            return f"%(p{match[1]})s" if match[1] else "%s"
+        if match[2]:
+            return f"%({match[2]})s"
+        if text == "%":
+            return "%%"
+        if text == "REAL":
+            return "DOUBLE PRECISION"  # a REAL of PostgreSQL has 6 digits, SQLite's 15
+        if text == "instr(":
+            return "strpos("
+        if text == "rowid":
+            return "ctid"  # insertion order of a table that is only appended to
+        return ""  # INDEXED BY (the planner chooses) and WITHOUT ROWID
+
+    translated = _TOKENS.sub(token, sql)
+    if _OR_IGNORE.match(translated):
+        translated = _OR_IGNORE.sub("INSERT INTO", translated) + " ON CONFLICT DO NOTHING"
+    return translated, numbered
+
+
+def numbered_params(params: Params) -> dict[str, Any]:
+    """Values for `?1, ?2, …` as the names `translate` gives them."""
+    return {f"p{n}": value for n, value in enumerate(params, start=1)}
+
+
+# --- the facade ----------------------------------------------------------------------------
+
+
+class Connection:
+    """What the stores use of a sqlite3 connection, over a psycopg one in autocommit mode."""
+
+    def __init__(self, raw: psycopg.Connection) -> None:
+        self.raw = raw
+        self._primary_keys: dict[str, list[str]] = {}
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
+        """Run one statement (SQLite dialect) and return its cursor."""
+        if sql.strip().upper() == "BEGIN IMMEDIATE":
+            self.raw.execute("BEGIN")
+            try:
+                return self.raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+            except psycopg.Error:  # e.g. the lock timeout: no transaction is left open
+                self.raw.execute("ROLLBACK")
+                raise
+        if sql.lstrip().upper().startswith("PRAGMA"):
+            return self._pragma(sql)
+        text, values = self._statement(sql, params)
+        return self.raw.execute(text, values)  # type: ignore[arg-type]
+
+    def _pragma(self, sql: str) -> psycopg.Cursor:
+        """`PRAGMA busy_timeout = N` as lock_timeout; SQLite's other tuning means nothing here."""
+        match = re.fullmatch(r"\s*PRAGMA busy_timeout = (\d+)\s*", sql, re.IGNORECASE)
+        if match:
+            return self.raw.execute(f"SET lock_timeout = {int(match[1])}")
+        return self.raw.execute("SELECT NULL")
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> psycopg.Cursor:
+        """Run one statement for each of `rows`."""
+        text, numbered = translate(self._replacing(sql))
+        values = [numbered_params(r) if numbered else r for r in rows]
+        cursor = self.raw.cursor()
+        if values:
+            cursor.executemany(text, values)  # type: ignore[arg-type]
+        return cursor
+
+    def _statement(self, sql: str, params: Params) -> tuple[str, Params | None]:
+        text, numbered = translate(self._replacing(sql))
+        if numbered:
+            return text, numbered_params(params)
+        return text, params
+
+    def _replacing(self, sql: str) -> str:
+        """INSERT OR REPLACE as an upsert on the table's primary key."""
+        match = _OR_REPLACE.match(sql)
+        if not match:
+            return sql
+        table, columns, rest = match[1], match[2], match[3]
+        key = self.primary_key(table)
+        updates = ", ".join(
+            f"{c} = excluded.{c}" for c in (c.strip() for c in columns.split(",")) if c not in key
+        )
+        return (
+            f"INSERT INTO {table} ({columns}){rest} "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+        )
+
+    def primary_key(self, table: str) -> list[str]:
+        """The columns of `table`'s primary key."""
+        if table not in self._primary_keys:
+            rows = self.raw.execute(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
+                "ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
+                "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY a.attnum",
+                [table],
+            ).fetchall()
+            self._primary_keys[table] = [name for (name,) in rows]
+        return self._primary_keys[table]
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class Table:
+    """`db.table(name)` as far as the stores and tests use it: a row count, inserting a row."""
+
+    def __init__(self, db: PostgresDatabase, name: str) -> None:
+        self.db, self.name = db, name
+
+    @property
+    def count(self) -> int:
+        """How many rows the table has."""
+        return self.db.execute(f"SELECT count(*) FROM {self.name}").fetchone()[0]
+
+    def insert(self, row: dict[str, Any]) -> Table:
+        """Insert one row given as a dict of column values."""
+        columns = ", ".join(row)
+        values = ", ".join(f":{name}" for name in row)
+        self.db.execute(f"INSERT INTO {self.name} ({columns}) VALUES ({values})", row)
+        return self
+
+
+class PostgresDatabase:
+    """A sqlite-utils-like `Database` over one PostgreSQL connection."""
+
+    dialect = "postgresql"
+
+    def __init__(self, raw: psycopg.Connection, url: str) -> None:
+        self.conn = Connection(raw)
+        self.url = url
+
+    def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
+        """Run one statement (SQLite dialect) and return its cursor."""
+        return self.conn.execute(sql, params)
+
+    def query(self, sql: str, params: Params = ()) -> Iterator[dict[str, Any]]:
+        """The rows of a query as dicts."""
+        cursor = self.execute(sql, params)
+        names = [column.name for column in cursor.description or ()]
+        for row in cursor:
+            yield dict(zip(names, row, strict=True))
+
+    def execute_returning_dicts(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+        """The rows of a query as a list of dicts."""
+        return list(self.query(sql, params))
+
+    def table(self, name: str) -> Table:
+        return Table(self, name)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
+    """A new connection to the database at `url` (autocommit: `write` opens transactions),
+    migrated unless `migrate` is False."""
+    db = PostgresDatabase(psycopg.connect(url, autocommit=True, options=_OPTIONS), url)
+    if migrate:
+        from server import pg_migrations  # here: it imports this module
+
+        with db.conn.raw.transaction():
+            pg_migrations.apply(db)
+    return db
+
+
+def database(url: str) -> PostgresDatabase:
+    """This thread's connection to `url`, taken from this process's pool on first use.
+
+    A sync gunicorn worker serves one request at a time, so a thread keeps its connection;
+    the pool (made per process: a forked worker must not share its parent's sockets) checks
+    a connection before handing it out and replaces a broken one.
+    """
+    cache: dict[tuple[int, str], PostgresDatabase] = _local.__dict__.setdefault("pg", {})
+    key = (os.getpid(), url)
+    if key not in cache:
+        cache[key] = PostgresDatabase(_pool(url).getconn(), url)
+    return cache[key]
+
+
+def release(url: str) -> None:
+    """Close this process's pool for `url` and this thread's connection from it (a test
+    database that is done with, or a process shutting down)."""
+    key = (os.getpid(), url)
+    cached = _local.__dict__.get("pg", {}).pop(key, None)
+    with _pools_lock:
+        pool = _pools.pop(key, None)
+    if pool is not None:
+        if cached is not None:
+            pool.putconn(cached.conn.raw)
+        pool.close()
+
+
+def _pool(url: str) -> ConnectionPool:
+    key = (os.getpid(), url)
+    with _pools_lock:
+        if key not in _pools:
+            _pools[key] = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_MAX,
+                kwargs={"autocommit": True, "options": _OPTIONS},
+                check=ConnectionPool.check_connection,
+                open=True,
+            )
+        return _pools[key]

@@ -1,0 +1,252 @@
+"""Schema of the service's PostgreSQL database, as an ordered list of migrations.
+
+p001 is the schema SQLite reaches with m001–m007 (server/migrations.py), in PostgreSQL's
+types: DOUBLE PRECISION for REAL, identity columns for INTEGER PRIMARY KEY, no WITHOUT ROWID.
+Never edit an applied migration: add a new one below it, beside its SQLite twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from server.migrations import DISCOVER_INDEX
+from server.pg import PostgresDatabase
+
+MIGRATION_SET = "contactdata"
+# Held while migrating, so that two processes starting at once apply each migration once.
+MIGRATION_LOCK = 0x6D696772  # "migr"
+
+Migration = Callable[[PostgresDatabase], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(function: Migration) -> Migration:
+    """Register `function` as the next migration, named after it."""
+    MIGRATIONS.append((function.__name__, function))
+    return function
+
+
+def _run(db: PostgresDatabase, statements: str) -> None:
+    for statement in statements.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+@migration
+def p001_schema(db: PostgresDatabase) -> None:
+    """Organizations, users, keys, transactions, contact data, audit log and credit ledger."""
+    _run(db, _ACCOUNTS)
+    _run(db, _CONTACT_DATA)
+    _run(db, _ACCESS)
+    db.execute(DISCOVER_INDEX)
+
+
+_ACCOUNTS = """
+CREATE TABLE organizations (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    website TEXT NOT NULL DEFAULT '',
+    cleaned_website TEXT NOT NULL DEFAULT '',
+    tier TEXT NOT NULL CHECK (tier IN ('enterprise_standard', 'enterprise_plus', 'pro')),
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'inactive')),
+    credits INTEGER CHECK (credits IS NULL OR credits >= 0),
+    daily_rate_limit INTEGER NOT NULL CHECK (daily_rate_limit > 0),
+    qps_limit INTEGER NOT NULL CHECK (qps_limit > 0),
+    discover_per_minute INTEGER NOT NULL CHECK (discover_per_minute > 0),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX organizations_name ON organizations (name);
+CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations (id),
+    email TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'user', 'demo')),
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'suspend', 'deleted')),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, email)
+);
+CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations (id),
+    user_id TEXT REFERENCES users (id),
+    email TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'standard')),
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'suspended')),
+    masked TEXT NOT NULL,
+    last_used_at TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, email)
+);
+CREATE INDEX api_keys_user ON api_keys (user_id);
+CREATE TABLE api_key_hashes (
+    hash TEXT PRIMARY KEY,
+    key_id TEXT NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+    expires_at TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX api_key_hashes_key ON api_key_hashes (key_id);
+CREATE TABLE transactions (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations (id),
+    key_id TEXT REFERENCES api_keys (id),
+    endpoint TEXT NOT NULL,
+    request_id TEXT NOT NULL DEFAULT '',
+    company_guid TEXT NOT NULL DEFAULT '',
+    contact_guid TEXT NOT NULL DEFAULT '',
+    record_status TEXT NOT NULL DEFAULT '',
+    accuracy TEXT NOT NULL DEFAULT '',
+    credits INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX transactions_org_time ON transactions (org_id, created_at);
+CREATE INDEX transactions_org_contact ON transactions (org_id, contact_guid)
+"""
+
+_CONTACT_DATA = """
+CREATE TABLE companies (
+    guid TEXT PRIMARY KEY CHECK (length(guid) = 16),
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    aka TEXT NOT NULL DEFAULT '',
+    website TEXT NOT NULL DEFAULT '',
+    domain TEXT NOT NULL DEFAULT '',
+    address TEXT NOT NULL DEFAULT '',
+    city TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL DEFAULT '',
+    zipcode TEXT NOT NULL DEFAULT '',
+    country TEXT NOT NULL DEFAULT '',
+    latitude DOUBLE PRECISION,
+    longitude DOUBLE PRECISION,
+    phone TEXT NOT NULL DEFAULT '',
+    employee_count INTEGER,
+    revenue_range TEXT NOT NULL DEFAULT '',
+    industry TEXT NOT NULL DEFAULT '',
+    naics_codes TEXT NOT NULL DEFAULT '',
+    naics_descriptions TEXT NOT NULL DEFAULT '',
+    sic_codes TEXT NOT NULL DEFAULT '',
+    sic_descriptions TEXT NOT NULL DEFAULT '',
+    legal_status TEXT NOT NULL DEFAULT '',
+    parent_guid TEXT NOT NULL DEFAULT '',
+    global_hq_guid TEXT NOT NULL DEFAULT '',
+    worldwide_parent_name TEXT NOT NULL DEFAULT '',
+    global_regions TEXT NOT NULL DEFAULT '',
+    profile_url TEXT NOT NULL DEFAULT '',
+    email_pattern TEXT NOT NULL DEFAULT '',
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX companies_domain ON companies (domain);
+CREATE INDEX companies_name_key ON companies (name_key);
+CREATE INDEX companies_profile_url ON companies (profile_url);
+CREATE TABLE company_aliases (
+    alias_key TEXT NOT NULL,
+    company_guid TEXT NOT NULL REFERENCES companies (guid) ON DELETE CASCADE,
+    PRIMARY KEY (alias_key, company_guid)
+);
+CREATE INDEX company_aliases_company ON company_aliases (company_guid);
+CREATE TABLE contacts (
+    guid TEXT PRIMARY KEY CHECK (length(guid) = 32),
+    first_name TEXT NOT NULL DEFAULT '',
+    middle_name TEXT NOT NULL DEFAULT '',
+    last_name TEXT NOT NULL DEFAULT '',
+    full_name TEXT NOT NULL DEFAULT '',
+    first_key TEXT NOT NULL DEFAULT '',
+    last_key TEXT NOT NULL DEFAULT '',
+    profile_url TEXT NOT NULL DEFAULT '',
+    location TEXT NOT NULL DEFAULT '',
+    accuracy TEXT NOT NULL DEFAULT 'B' CHECK (accuracy IN ('A+', 'A', 'A-', 'B')),
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX contacts_profile_url ON contacts (profile_url);
+CREATE INDEX contacts_last_first ON contacts (last_key, first_key);
+CREATE TABLE employments (
+    contact_guid TEXT NOT NULL REFERENCES contacts (guid) ON DELETE CASCADE,
+    company_guid TEXT NOT NULL REFERENCES companies (guid),
+    status TEXT NOT NULL DEFAULT 'Active' CHECK (status IN ('Active', 'No Longer')),
+    email TEXT NOT NULL DEFAULT '',
+    job_title TEXT NOT NULL DEFAULT '',
+    levels TEXT NOT NULL DEFAULT '',
+    functions TEXT NOT NULL DEFAULT '',
+    sub_functions TEXT NOT NULL DEFAULT '',
+    work_address TEXT NOT NULL DEFAULT '',
+    work_city TEXT NOT NULL DEFAULT '',
+    work_state TEXT NOT NULL DEFAULT '',
+    work_zipcode TEXT NOT NULL DEFAULT '',
+    work_country TEXT NOT NULL DEFAULT '',
+    work_phone TEXT NOT NULL DEFAULT '',
+    latitude DOUBLE PRECISION,
+    longitude DOUBLE PRECISION,
+    direct_dial1 TEXT NOT NULL DEFAULT '',
+    direct_dial2 TEXT NOT NULL DEFAULT '',
+    job_started_on TEXT NOT NULL DEFAULT '',
+    job_updated_on TEXT NOT NULL DEFAULT '',
+    first_key TEXT NOT NULL DEFAULT '',
+    last_key TEXT NOT NULL DEFAULT '',
+    level_rank INTEGER NOT NULL DEFAULT 0,
+    level_bits INTEGER NOT NULL DEFAULT 0,
+    function_bits INTEGER NOT NULL DEFAULT 0,
+    title_key TEXT NOT NULL DEFAULT '',
+    place_key TEXT NOT NULL DEFAULT '',
+    grade INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (contact_guid, company_guid)
+);
+CREATE INDEX employments_email ON employments (email) WHERE email != '';
+CREATE INDEX employments_company_last ON employments (company_guid, last_key, first_key);
+CREATE INDEX employments_company_first ON employments (company_guid, first_key);
+CREATE TABLE company_name_words (word TEXT PRIMARY KEY, companies INTEGER NOT NULL)
+"""
+
+_ACCESS = """
+CREATE TABLE audit_log (
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    request_id TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX audit_log_org ON audit_log (org_id, id);
+CREATE TABLE credit_ledger (
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    org_id TEXT NOT NULL REFERENCES organizations (id),
+    change INTEGER NOT NULL,
+    balance INTEGER,
+    reason TEXT NOT NULL,
+    transaction_id TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX credit_ledger_org ON credit_ledger (org_id, id)
+"""
+
+
+def apply(db: PostgresDatabase) -> list[str]:
+    """Apply the migrations `db` lacks, in one transaction under MIGRATION_LOCK; their names."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (migration_set TEXT NOT NULL, "
+        "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), "
+        "PRIMARY KEY (migration_set, name))"
+    )
+    db.conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
+    done = set(applied(db))
+    added = []
+    for name, function in MIGRATIONS:
+        if name not in done:
+            function(db)
+            db.execute(
+                "INSERT INTO _migrations (migration_set, name) VALUES (?, ?)", [MIGRATION_SET, name]
+            )
+            added.append(name)
+    return added
+
+
+def applied(db: PostgresDatabase) -> list[str]:
+    """Names of the migrations applied to `db`, oldest first."""
+    rows = db.execute(
+        "SELECT name FROM _migrations WHERE migration_set = ? ORDER BY applied_at, name",
+        [MIGRATION_SET],
+    )
+    return [name for (name,) in rows]
