@@ -13,6 +13,7 @@ from typing import Any
 
 # The exported names and where each lives: "module:attribute", or a module of the package itself.
 _HOMES = {
+    "DB_ERRORS": "server.db:DB_ERRORS",
     "DB_OPTION": "server.cli:DB_OPTION",
     "ERROR_DESCRIPTIONS": "server.http.openapi:ERROR_DESCRIPTIONS",
     "add_operations": "server.http.openapi:add_operations",
@@ -32,6 +33,7 @@ _HOMES = {
     "ServiceError": "server.errors:ServiceError",
     "UnreadableJson": "server.wire:UnreadableJson",
     "admin": "server.admin",
+    "apply_migrations": "server.db:apply_migrations",
     "auth": "server.auth",
     "authenticate": "server.auth:authenticate",
     "cli_main": "server.cli:main",
@@ -41,6 +43,8 @@ _HOMES = {
     "enrich_with_key": "server.enrich:enrich_with_key",
     "get_db": "server.http.access:get_db",
     "iso": "server.clock:iso",
+    "is_database_url": "server.pg:is_url",
+    "is_postgres": "server.db:is_postgres",
     "key_secret": "server.config:key_secret",
     "limits": "server.limits",
     "metrics": "server.metrics",

@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import psycopg
 from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
 
 from server import pg
 from server.migrations import MIGRATIONS
@@ -23,6 +26,8 @@ BULK_CACHE_MB = 1024
 BULK_SORT_CACHE_MB = 16
 BULK_SORT_THREADS = min(os.cpu_count() or 1, 4)
 _local = threading.local()
+# What a database that is locked too long or out of reach raises, on either backend.
+DB_ERRORS = (sqlite3.OperationalError, psycopg.OperationalError)
 
 
 def connect(path: str | Path, *, migrate: bool = True) -> Database:
@@ -152,6 +157,26 @@ def patience(db: Database, milliseconds: int) -> Iterator[Database]:
         yield db
     finally:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def is_postgres(db: Database) -> bool:
+    """Whether `db` is the PostgreSQL backend (server/pg.py), for the few SQL differences."""
+    return isinstance(db, pg.PostgresDatabase)
+
+
+def apply_migrations(
+    db: Database, sqlite: Migrations, postgres: list[tuple[str, Callable[[Any], None]]]
+) -> None:
+    """Apply another component's migrations (the connector's) after the service's: `sqlite`
+    on SQLite, or `postgres` on PostgreSQL, recorded under the name of `sqlite`'s set."""
+    if is_postgres(db):
+        from server import pg_migrations
+
+        with db.conn.raw.transaction():  # type: ignore[attr-defined]
+            pg_migrations.apply(db, postgres, sqlite.name)  # type: ignore[arg-type]
+        return
+    with write(db):
+        sqlite.apply(db)
 
 
 def schema_version(db: Database) -> list[str]:

@@ -3,9 +3,9 @@
 The stores are written against sqlite-utils' `Database`; this module offers exactly the part
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
-parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, `instr`, `REAL`, `WITHOUT
-ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory lock so that
-writers are serialized as on SQLite.
+parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, `instr`, `json_each` (of an
+array), `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped
+advisory lock so that writers are serialized as on SQLite.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def is_url(target: object) -> bool:
 
 _TOKENS = re.compile(
     r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\browid\b|\binstr\("
-    r"|\bWITHOUT ROWID\b|\bREAL\b"
+    r"|\bWITHOUT ROWID\b|\bREAL\b|\bjson_each\("
 )
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
 _OR_REPLACE = re.compile(
@@ -76,6 +76,8 @@ def translate(sql: str) -> tuple[str, bool]:
             return "DOUBLE PRECISION"  # a REAL of PostgreSQL has 6 digits, SQLite's 15
         if text == "instr(":
             return "strpos("
+        if text == "json_each(":
+            return "json_array_elements_text("  # a JSON array's values, as column `value`
         if text == "rowid":
             return "ctid"  # insertion order of a table that is only appended to
         return ""  # INDEXED BY (the planner chooses) and WITHOUT ROWID

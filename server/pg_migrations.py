@@ -223,30 +223,35 @@ CREATE INDEX credit_ledger_org ON credit_ledger (org_id, id)
 """
 
 
-def apply(db: PostgresDatabase) -> list[str]:
-    """Apply the migrations `db` lacks, in one transaction under MIGRATION_LOCK; their names."""
+def apply(
+    db: PostgresDatabase,
+    migrations: list[tuple[str, Migration]] = MIGRATIONS,
+    migration_set: str = MIGRATION_SET,
+) -> list[str]:
+    """Apply the `migrations` of `migration_set` (the service's unless given: the connector
+    keeps its own) that `db` lacks, in one transaction under MIGRATION_LOCK; their names."""
     db.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (migration_set TEXT NOT NULL, "
         "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), "
         "PRIMARY KEY (migration_set, name))"
     )
     db.conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
-    done = set(applied(db))
+    done = set(applied(db, migration_set))
     added = []
-    for name, function in MIGRATIONS:
+    for name, function in migrations:
         if name not in done:
             function(db)
             db.execute(
-                "INSERT INTO _migrations (migration_set, name) VALUES (?, ?)", [MIGRATION_SET, name]
+                "INSERT INTO _migrations (migration_set, name) VALUES (?, ?)", [migration_set, name]
             )
             added.append(name)
     return added
 
 
-def applied(db: PostgresDatabase) -> list[str]:
-    """Names of the migrations applied to `db`, oldest first."""
+def applied(db: PostgresDatabase, migration_set: str = MIGRATION_SET) -> list[str]:
+    """Names of the migrations of `migration_set` applied to `db`, oldest first."""
     rows = db.execute(
         "SELECT name FROM _migrations WHERE migration_set = ? ORDER BY applied_at, name",
-        [MIGRATION_SET],
+        [migration_set],
     )
     return [name for (name,) in rows]
