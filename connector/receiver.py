@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -254,7 +253,7 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
         if error.code == "insufficient_credits":
             return _named(_block(link, platform, body))
         return _named(_json(platform.action_failed(error.message)))
-    except sqlite3.OperationalError:
+    except server.DB_ERRORS:
         if not custom_action:
             raise
         current_app.logger.warning("custom action of connection %s blocked", link["id"])
@@ -311,7 +310,7 @@ def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
             store.answer_webhook(
                 db, link["id"], webhook_id, response.status_code, body, json.dumps(headers)
             )
-    except sqlite3.OperationalError:  # its copies get 503 until the claim is forgotten
+    except server.DB_ERRORS:  # its copies get 503 until the claim is forgotten
         current_app.logger.exception("delivery to connection %s not settled", link["id"])
 
 
@@ -326,7 +325,7 @@ def _persist(rows: list[Row], what: str) -> None:
     try:
         with server.write(server.get_db()) as db:
             store.add_events(db, rows)
-    except sqlite3.OperationalError:
+    except server.DB_ERRORS:
         current_app.logger.exception("%s not stored", what)
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
         raise StoreUnavailable(
@@ -435,7 +434,7 @@ def _remember(link: Row, remember: Callable[[Database], None]) -> None:
     try:
         with server.write(server.get_db()) as db:
             remember(db)
-    except sqlite3.OperationalError:  # learned again with the next such request
+    except server.DB_ERRORS:  # learned again with the next such request
         current_app.logger.warning("what connection %s's request taught not kept", link["id"])
 
 

@@ -1,14 +1,18 @@
 """When the jobs of connector/jobs.py run: APScheduler 3, started by `contactdata worker` only
-(every gunicorn worker would start its own), with the schedule kept in its own SQLite file.
+(every gunicorn worker would start its own), with the schedule kept in its own SQLite file
+or, on PostgreSQL, in the database.
 
 However many workers run, one runs the jobs: each worker's scheduler runs only while its
 process holds the database's scheduler lease (`Leader`), renewed every third of the lease;
 the others keep theirs paused and try for the lease as often, so a dead scheduler's jobs are
 taken over once its lease ends (a job it missed runs once then, within MISFIRE_GRACE).
 
-The job store is `<db>.jobs`, apart from the database: SQLAlchemy's writes to it would
-otherwise contend with the service's write transactions. A job's trigger changed by a user
-persists: starting adds the default jobs that are missing and leaves stored ones as they are.
+The job store is APScheduler's SQLAlchemyJobStore. On SQLite it is `<db>.jobs`, apart from the
+database: SQLAlchemy's writes to it would otherwise contend with the service's write
+transactions. On PostgreSQL, whose row locks let them pass each other, it is the database's
+table `apscheduler_jobs` (connector/pg_migrations.py), so every machine sees one schedule.
+A job's trigger changed by a user persists: starting adds the default jobs that are missing
+and leaves stored ones as they are.
 """
 
 from __future__ import annotations
@@ -212,9 +216,8 @@ def _opened(db_path: str | Path) -> BackgroundScheduler:
     # command of `contactdata` would pay.
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 
-    url = f"sqlite:///{Path(f'{db_path}.jobs').resolve()}"
     scheduler = BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(url=url)}, timezone=UTC
+        jobstores={"default": SQLAlchemyJobStore(url=_job_store_url(db_path))}, timezone=UTC
     )
     scheduler.start(paused=True)
     for default in DEFAULTS:
@@ -234,8 +237,18 @@ def _opened(db_path: str | Path) -> BackgroundScheduler:
     return scheduler
 
 
+def _job_store_url(db_path: str | Path) -> str:
+    """SQLAlchemy's URL of the job store: `<db>.jobs`, or the PostgreSQL database itself
+    (through psycopg 3, the driver the service uses)."""
+    if server.is_database_url(db_path):
+        return "postgresql+psycopg://" + str(db_path).split("://", 1)[1]
+    return f"sqlite:///{Path(f'{db_path}.jobs').resolve()}"
+
+
 def _args(job_id: str, db_path: str | Path) -> list[str]:
-    """What jobs.run is called with: the job id and the database's absolute path."""
+    """What jobs.run is called with: the job id and the database's absolute path (or URL)."""
+    if server.is_database_url(db_path):
+        return [job_id, str(db_path)]
     return [job_id, str(Path(db_path).resolve())]
 
 

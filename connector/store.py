@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 import server
-from connector import mappings, oauth, outbound
+from connector import mappings, oauth, outbound, pg_migrations
 
 Row = dict[str, Any]
 MIGRATIONS = Migrations("connector")
@@ -115,11 +115,17 @@ def m002_events(db: Database) -> None:
 
 
 def connect(path: str | Path) -> Database:
-    """The database at `path`, with the service's migrations and then the connector's."""
+    """The database at `path` (a SQLite file or a PostgreSQL URL), with the service's
+    migrations and then the connector's (on PostgreSQL, connector/pg_migrations.py)."""
     db = server.connect(path)
-    with server.write(db):
-        MIGRATIONS.apply(db)
+    server.apply_migrations(db, MIGRATIONS, pg_migrations.MIGRATIONS)
     return db
+
+
+def _update(db: Database, table: str, row_id: object, values: Row) -> None:
+    """Set `values` (column: value) on the row of `table` whose id is `row_id`."""
+    changes = ", ".join(f"{name} = :{name}" for name in values)
+    db.execute(f"UPDATE {table} SET {changes} WHERE id = :_id", {**values, "_id": row_id})
 
 
 @MIGRATIONS()
@@ -459,7 +465,14 @@ def m019_backfill_pages_and_health(db: Database) -> None:
 
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
-    db.table("oauth_apps").upsert(row, pk="platform")
+    columns = ", ".join(row)
+    values = ", ".join(f":{name}" for name in row)
+    changes = ", ".join(f"{name} = excluded.{name}" for name in row if name != "platform")
+    db.execute(
+        f"INSERT INTO oauth_apps ({columns}) VALUES ({values}) "
+        f"ON CONFLICT (platform) DO UPDATE SET {changes}",
+        row,
+    )
 
 
 def oauth_apps(db: Database) -> list[Row]:
@@ -554,7 +567,7 @@ def note_hubspot_v3(db: Database, connection_id: str, kind: str) -> None:
 def save_crm_grant(db: Database, connection_id: str, values: Row) -> None:
     """A renewed access token: crm_token_sealed, crm_token_hint, crm_token_expires_at and
     crm_oauth_sealed (the refresh token may have been rotated)."""
-    db.table("connections").update(connection_id, values)
+    _update(db, "connections", connection_id, values)
 
 
 def crm_token(server_secret: bytes, row: Row) -> str:
@@ -710,14 +723,13 @@ def connections(db: Database) -> list[Row]:
 
 def add_events(db: Database, rows: list[Row]) -> int:
     """Store events not stored yet (by connection and event key); how many were new."""
-    before = db.conn.total_changes
-    db.conn.executemany(
+    cursor = db.conn.executemany(
         "INSERT OR IGNORE INTO events (connection_id, event_key, kind, record_id, payload, "
         "thin, received_at, due_at, priority) VALUES (:connection_id, :event_key, :kind, "
         ":record_id, :payload, :thin, :received_at, :received_at, :priority)",
         [{"kind": "contacts", "priority": 0, **row} for row in rows],
     )
-    return db.conn.total_changes - before
+    return max(cursor.rowcount, 0)  # the sum over the rows: 1 for each inserted
 
 
 def events_of(db: Database, connection_id: str) -> list[Row]:
@@ -731,12 +743,13 @@ HELD = "SELECT id FROM connections WHERE paused_at != '' OR crm_base_url = ''"
 
 
 # Claiming in one statement, in a write transaction (BEGIN IMMEDIATE: one claimer at a time).
-# On PostgreSQL the subquery ends "... LIMIT %s FOR UPDATE SKIP LOCKED": concurrent claimers
+# On PostgreSQL the subquery ends "... LIMIT n FOR UPDATE SKIP LOCKED": concurrent claimers
 # then pass over each other's rows instead of waiting for them.
 _CLAIM = (
     "UPDATE events SET claimed_by = :worker, lease_until = :until WHERE id IN ("
     "SELECT id FROM events WHERE status = 'pending' AND due_at <= :now AND lease_until <= :now "
-    f"AND connection_id NOT IN ({HELD}) ORDER BY priority, due_at, id LIMIT :limit) RETURNING *"
+    f"AND connection_id NOT IN ({HELD}) ORDER BY priority, due_at, id LIMIT :limit{{lock}}) "
+    "RETURNING *"
 )
 _RELEASED = "claimed_by = '', lease_until = ''"
 
@@ -745,7 +758,8 @@ def claim_events(db: Database, worker: str, now: str, until: str, limit: int) ->
     """Claim up to `limit` pending events whose time has come and that no live claim holds
     (none, or its lease ended before `now`), but for held connections' (HELD), for `worker`
     until `until`: live ones (priority 0) before a backfill's (1), each oldest due first."""
-    cursor = db.execute(_CLAIM, {"worker": worker, "now": now, "until": until, "limit": limit})
+    sql = _CLAIM.format(lock=" FOR UPDATE SKIP LOCKED" if server.is_postgres(db) else "")
+    cursor = db.execute(sql, {"worker": worker, "now": now, "until": until, "limit": limit})
     names = [column[0] for column in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return sorted(rows, key=lambda row: (row["priority"], row["due_at"], row["id"]))
@@ -856,8 +870,12 @@ def records_written(
     db: Database, connection_id: str, kind: str, written: list[tuple[str, Row]]
 ) -> None:
     """Add to what each record (record id, values) holds of ours and clear its pending write."""
+    # Values are flat: merging objects is json_patch on SQLite, jsonb's || on PostgreSQL.
+    merged = (
+        "(written::jsonb || ?::jsonb)::text" if server.is_postgres(db) else "json_patch(written, ?)"
+    )
     db.conn.executemany(
-        "UPDATE records SET written = json_patch(written, ?), pending = '' "
+        f"UPDATE records SET written = {merged}, pending = '' "
         "WHERE connection_id = ? AND kind = ? AND record_id = ?",
         [(json.dumps(values), connection_id, kind, record_id) for record_id, values in written],
     )
@@ -877,7 +895,7 @@ def set_paused(db: Database, connection_id: str, paused_at: str) -> bool:
 
 def rotate_secret(db: Database, connection_id: str, values: Row) -> None:
     """Save a connection's new inbound secret with the previous one and its expiry."""
-    db.table("connections").update(connection_id, values)
+    _update(db, "connections", connection_id, values)
 
 
 def delete_connection(db: Database, connection_id: str) -> bool:
@@ -890,7 +908,10 @@ def delete_connection(db: Database, connection_id: str) -> bool:
 
 def start_backfill(db: Database, row: Row) -> Row:
     """A new backfill (connection_id, kind, since, credit_cap, started_at, updated_at)."""
-    new = db.table("backfills").insert({**row, "state": "running"}).last_pk
+    values = {**row, "state": "running"}
+    columns, names = ", ".join(values), ", ".join(f":{name}" for name in values)
+    sql = f"INSERT INTO backfills ({columns}) VALUES ({names}) RETURNING id"
+    (new,) = db.execute(sql, values).fetchone()
     return backfill(db, int(new)) or {}
 
 
@@ -935,7 +956,7 @@ def backfills_of(db: Database, connection_id: str) -> list[Row]:
 
 def update_backfill(db: Database, backfill_id: int, values: Row) -> None:
     """Change a backfill's cursor, counts, state or note."""
-    db.table("backfills").update(backfill_id, values)
+    _update(db, "backfills", backfill_id, values)
 
 
 def cached_records(db: Database, connection_id: str, kind: str, record_ids: list[str]) -> list[Row]:
@@ -964,9 +985,10 @@ def backfill_progress(db: Database, connection_id: str, prefix: str) -> Row:
         "OR r.company_guid != '')) AS matched "
         "FROM events e LEFT JOIN records r ON r.connection_id = e.connection_id "
         "AND r.kind = e.kind AND r.record_id = e.record_id "
-        "WHERE e.connection_id = :c AND e.event_key >= :p AND e.event_key < :p || char(1114111)"
+        "WHERE e.connection_id = :c AND e.event_key >= :p AND e.event_key < :end"
     )
-    return dict(next(iter(db.query(sql, {"c": connection_id, "p": prefix}))))
+    params = {"c": connection_id, "p": prefix, "end": prefix + chr(0x10FFFF)}
+    return dict(next(iter(db.query(sql, params))))
 
 
 # --- previews ----------------------------------------------------------------------------------

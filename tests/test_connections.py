@@ -17,6 +17,8 @@ from server import db
 from tests.helpers.constants import SECRET
 from tests.helpers.orgs import organization
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def key(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:

@@ -25,6 +25,8 @@ from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, FakeZohoWatch
 from tests.helpers.orgs import organization
 
+pytestmark = pytest.mark.both_backends
+
 Row = dict[str, Any]
 
 

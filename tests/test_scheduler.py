@@ -15,6 +15,8 @@ from apscheduler.schedulers.base import STATE_PAUSED, STATE_RUNNING
 from connector import jobs, scheduler, store
 from tests.helpers.clock import Clock
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def running() -> Iterator[list[BackgroundScheduler]]:
@@ -30,12 +32,19 @@ def test_every_job_has_a_body_and_a_default_schedule() -> None:
     assert [d.id for d in scheduler.DEFAULTS] == list(jobs.JOBS)
 
 
-def test_the_default_jobs_are_stored_in_their_own_file(
-    db_path: Path, running: list[BackgroundScheduler]
+def test_the_default_jobs_are_stored_in_their_own_file_or_the_postgresql_database(
+    db_path: Path | str, backend: str, running: list[BackgroundScheduler]
 ) -> None:
     running.append(scheduler.start(db_path))
     stored = {job.id: job for job in running[0].get_jobs()}
-    assert set(stored) == set(jobs.JOBS) and Path(f"{db_path}.jobs").exists()
+    assert set(stored) == set(jobs.JOBS)
+    if backend == "sqlite":
+        assert Path(f"{db_path}.jobs").exists()
+        where = str(Path(db_path).resolve())
+    else:  # in the database itself, and the jobs name its URL
+        kept = store.connect(db_path).execute("SELECT id FROM apscheduler_jobs ORDER BY id")
+        assert [job_id for (job_id,) in kept] == sorted(jobs.JOBS)
+        where = str(db_path)
     assert str(stored["reenrich"].trigger) == "cron[hour='2', minute='0']"
     assert str(stored["reenrich"].trigger.timezone) == "UTC"
     assert str(stored["retry_deliveries"].trigger) == "interval[0:01:00]"
@@ -43,7 +52,7 @@ def test_the_default_jobs_are_stored_in_their_own_file(
     assert str(stored["purge_deliveries"].trigger) == "cron[hour='3', minute='0']"
     for job in stored.values():
         assert job.func_ref == scheduler.JOB_FUNCTION
-        assert list(job.args) == [job.id, str(db_path.resolve())]
+        assert list(job.args) == [job.id, where]
         assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, 6 * 3600)
     assert stored["reenrich"].next_run_time.astimezone(UTC).hour == 2
 

@@ -33,6 +33,8 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.settings_forms import sign_in, source, submit, token
 
+pytestmark = pytest.mark.both_backends
+
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
@@ -147,7 +149,7 @@ def test_the_session_holds_the_key_id_and_org_never_the_key(
     value = cookie.split(";")[0].split("=", 1)[1]
     stored = app.session_interface.get_signing_serializer(app).loads(value)  # type: ignore[attr-defined]
     assert set(stored) <= {"session_id", "csrf_token", "_flashes"}
-    [row] = database["settings_sessions"].rows
+    [row] = database.query("SELECT * FROM settings_sessions")
     assert row["id"] != stored["session_id"]  # a digest: the table alone signs nobody in
     began = (acme.admin_key_id, acme.id, iso(START), "")
     assert (row["key_id"], row["org_id"], row["created_at"], row["ended_at"]) == began
@@ -249,11 +251,11 @@ def test_signing_in_ends_the_previous_session_and_purges_old_ones(
     copy = app.test_client()
     copy.set_cookie(COOKIE, first, path="/settings")
     assert copy.get("/settings/keys").status_code == 303
-    assert database["settings_sessions"].count == 1  # the ended one is purged
+    assert database.table("settings_sessions").count == 1  # the ended one is purged
 
     clock.advance(8 * 3600)
     sign_in(app.test_client(), acme.admin_key)  # the second one is 8 hours old: purged
-    assert database["settings_sessions"].count == 1
+    assert database.table("settings_sessions").count == 1
 
 
 def cookie_of(client: FlaskClient) -> str:

@@ -25,6 +25,8 @@ from tests.helpers.constants import AVA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.events import hubspot_event
 
+pytestmark = pytest.mark.both_backends
+
 
 def _only_event(db: Database, link: connections.Added) -> dict[str, Any]:
     (event,) = store.events_of(db, link.row["id"])
@@ -502,10 +504,12 @@ def test_a_list_we_wrote_echoed_back_in_hubspots_form_is_recognized_as_ours(
 
 
 def test_m010_keeps_each_cached_record_as_a_contact_and_lets_kinds_share_ids(
-    db_path: Path,
+    tmp_path: Path,
 ) -> None:
     """A database cached before records had kinds: its records are contacts after m010, and
-    a company may then have the id a contact has (a CRM numbers each kind on its own)."""
+    a company may then have the id a contact has (a CRM numbers each kind on its own). (A
+    SQLite migration: PostgreSQL starts from the schema m020 reaches.)"""
+    db_path = tmp_path / "test.db"
     db = Database(db_path)
     store.MIGRATIONS.apply(db, stop_before="m010_record_kinds")
     cached = {

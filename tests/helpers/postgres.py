@@ -92,13 +92,13 @@ class PostgresServer:
         return self.url(name)
 
     def migrated_template(self) -> str:
-        """The name of a database holding the service's schema, made on first use, for
-        `create_database` to copy (quicker than migrating each test's database)."""
+        """The name of a database holding the service's and the connector's schema, made on
+        first use, for `create_database` to copy (quicker than migrating each test's)."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [TEMPLATE])
             if exists.fetchone() is None:
                 conn.execute(f'CREATE DATABASE "{TEMPLATE}" TEMPLATE template0')
-                from server import db
+                from connector import store
 
-                db.connect(self.url(TEMPLATE)).close()
+                store.connect(self.url(TEMPLATE)).close()
         return TEMPLATE
