@@ -17,8 +17,6 @@ from server import db
 from tests.helpers.constants import SECRET
 from tests.helpers.orgs import organization
 
-pytestmark = pytest.mark.both_backends
-
 
 @pytest.fixture
 def key(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -43,6 +41,7 @@ def _add(db_path: Path, key: str, *args: str) -> Result:
     return _run(db_path, "connection", "add", "--api-key", key, *args)
 
 
+@pytest.mark.both_backends
 def test_add_prints_the_id_secret_and_urls_once(db_path: Path, key: str) -> None:
     result = _add(db_path, key, "--name", "Zaps", "--platform", "zapier", "--json")
     assert result.exit_code == 0, result.output
@@ -163,6 +162,7 @@ def test_add_needs_a_valid_key_and_a_new_name(db_path: Path, key: str) -> None:
     assert again.exit_code == 1 and "already exists" in again.output
 
 
+@pytest.mark.both_backends
 def test_remove(db_path: Path, key: str) -> None:
     added = json.loads(_add(db_path, key, "--name", "a", "--platform", "n8n", "--json").output)
     assert _run(db_path, "connection", "remove", added["id"]).exit_code == 0
@@ -252,6 +252,7 @@ def test_dynamics_client_credentials_ask_for_the_environment_scope(db_path: Path
 
 
 @pytest.mark.usefixtures("public_dns")
+@pytest.mark.both_backends
 def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path, key: str) -> None:
     added = _add(
         db_path, key, "--name", "Hub", "--platform", "hubspot", "--json",
@@ -278,6 +279,7 @@ def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path
         connections.set_crm(database, SECRET.encode(), "nope", base_url="", token="t")
 
 
+@pytest.mark.both_backends
 def test_edit_pause_resume_rotate_secret_and_remove_from_the_cli(db_path: Path, key: str) -> None:
     added = _run(db_path, "connection", "add", "--name", "zap", "--platform", "zapier",
                  "--api-key", key, "--json")  # fmt: skip

@@ -30,8 +30,6 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
 from tests.helpers.orgs import organization
 
-pytestmark = pytest.mark.both_backends
-
 HUBSPOT_SECRET = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
 SALESFORCE_ORG = "00Do0000000xxxxxxx"  # the sample's (redacted) organization id
 WORKFLOW = (PLATFORMS / "hubspot_workflow_webhook.json").read_bytes()
@@ -124,6 +122,7 @@ def _assert_error(response: TestResponse, status: int, code: str) -> None:
 # --- HubSpot ---------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_a_hubspot_workflow_webhook_is_stored_once(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
@@ -135,6 +134,7 @@ def test_a_hubspot_workflow_webhook_is_stored_once(
     assert json.loads(event["payload"])["vid"] == 3234574
 
 
+@pytest.mark.both_backends
 def test_a_hubspot_webhooks_api_batch_is_stored_as_thin_events(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
@@ -167,6 +167,7 @@ def test_hubspot_signatures_older_than_five_minutes_or_wrong_are_refused(
 # --- Salesforce ------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_a_salesforce_outbound_message_is_acked_after_it_is_stored(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
@@ -343,6 +344,7 @@ def test_unknown_connections_and_other_methods(client: FlaskClient, links: dict[
     )
 
 
+@pytest.mark.both_backends
 def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
@@ -369,6 +371,7 @@ def _threads(backend: str, wanted: int) -> int:
     return wanted if backend == "sqlite" else min(wanted, pg.POOL_MAX - 1)
 
 
+@pytest.mark.both_backends
 def test_twenty_concurrent_copies_of_one_event_make_one_event(
     app: Flask, links: dict[str, connections.Added], db_path: Path, backend: str
 ) -> None:
@@ -582,6 +585,7 @@ def _answer(response: TestResponse) -> tuple[int, Any, str | None, str | None]:
     )
 
 
+@pytest.mark.both_backends
 def test_a_standard_webhooks_delivery_sent_twice_is_answered_twice_and_charged_once(
     client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
 ) -> None:
@@ -611,6 +615,7 @@ def test_a_copy_sent_after_the_window_is_refused_by_the_timestamp_check(
     assert _charges(db_path) == (1, 1)
 
 
+@pytest.mark.both_backends
 def test_remembered_answers_are_deleted_once_no_copy_can_verify(
     client: FlaskClient,
     links: dict[str, connections.Added],
@@ -640,6 +645,7 @@ def test_a_refused_delivery_is_not_remembered(
     assert db.connect(db_path).execute("SELECT count(*) FROM webhook_replays").fetchone() == (0,)
 
 
+@pytest.mark.both_backends
 def test_concurrent_copies_of_one_delivery_are_charged_once(
     app: Flask, links: dict[str, connections.Added], people: None, db_path: Path, backend: str
 ) -> None:
@@ -673,6 +679,7 @@ def test_a_copy_arriving_while_the_first_is_answered_is_told_to_come_back(
     assert busy.headers["Retry-After"] == "2" and _charges(db_path) == (0, 0)
 
 
+@pytest.mark.both_backends
 def test_a_custom_action_sent_again_is_answered_again_and_charged_once(
     client: FlaskClient, links: dict[str, connections.Added], people: None, db_path: Path
 ) -> None:
@@ -701,6 +708,7 @@ def _hubspot_v3_headers(url: str, body: bytes, at: datetime = NOW) -> dict[str, 
     return _signed_by_hubspot("v3", url, body, at)
 
 
+@pytest.mark.both_backends
 def test_once_a_connection_has_had_v3_a_request_stripped_to_v2_is_refused(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
