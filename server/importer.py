@@ -192,16 +192,20 @@ def _load(
     Into empty tables, the whole file is one bulk transaction (see `db.bulk_write`) that drops
     their secondary indexes and builds them again at the end: sorting once is far faster than
     inserting a million random keys into B-trees larger than the cache, and a killed import
-    leaves nothing behind. Into tables with rows, batches commit as they go, so readers keep
+    leaves nothing behind. Foreign keys are checked once at the end, not per row (the rows'
+    references were checked here: `_CompanyCheck`, contacts written before their
+    employments). Into tables with rows, batches commit as they go, so readers keep
     their indexes.
     """
     if not all(store.is_empty(db, table) for table in tables):
         return _write_all(db, batches, write, advance)
     with database.bulk_write(db):
         indexes = store.drop_secondary_indexes(db, [t for t in tables if t in _REBUILT])
+        foreign_keys = store.drop_foreign_keys(db, tables)
         written = _write_all(db, batches, write, advance)
         with database.sorting_in_threads(db):
             store.create_indexes(db, indexes)
+        store.add_foreign_keys(db, foreign_keys)
     return written
 
 

@@ -441,6 +441,44 @@ def test_bulk_loads_skip_only_constraints_the_importer_enforces_and_restore_them
     assert database.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY, as connect sets
 
 
+def row_checked_foreign_keys(database: Database, table: str) -> list[str]:
+    """The foreign keys of `table` that the database checks at each row written."""
+    if getattr(database, "dialect", "sqlite") == "postgresql":
+        sql = (
+            "SELECT conname FROM pg_constraint WHERE contype = 'f' "
+            "AND conrelid::regclass::text = ? ORDER BY conname"
+        )
+        return [name for (name,) in database.execute(sql, [table]).fetchall()]
+    if not database.execute("PRAGMA foreign_keys").fetchone()[0]:
+        return []
+    return [f"{key[1]}.{key[2]}" for key in foreign_keys(database, [table])]
+
+
+@pytest.mark.both_backends
+def test_a_bulk_load_checks_references_once_at_the_end_not_at_each_row(
+    database: Database, csv_files: dict[str, Path]
+) -> None:
+    # A check per row is a lookup in the referenced table per row (on PostgreSQL a trigger
+    # running a query), most of a load's time in the database; the importer has checked
+    # every reference itself, and at the end the keys are back (on PostgreSQL, validated).
+    tables = {"companies": "company_aliases", "contacts": "employments"}
+    enforced = {table: row_checked_foreign_keys(database, table) for table in tables.values()}
+    for file, table in tables.items():
+        during: list[list[str]] = []
+
+        def check(_lines: int, table: str = table, during: list[list[str]] = during) -> None:
+            during.append(row_checked_foreign_keys(database, table))
+
+        import_files(database, **{"companies": None, "contacts": None, file: csv_files[file]},
+                     progress=check)  # fmt: skip
+
+        assert during and all(checked == [] for checked in during), file
+        assert row_checked_foreign_keys(database, table) == enforced[table] != []
+    assert database.table("employments").count == 2
+    with pytest.raises(Exception, match=r"(?i)foreign key"):
+        database.execute("UPDATE employments SET company_guid = 'F00DF00DF00DF00D'")
+
+
 @pytest.mark.both_backends
 def test_a_bulk_load_keeps_the_last_row_of_a_key_repeated_within_and_across_batches(
     tmp_path: Path, database: Database, csv_files: dict[str, Path]
