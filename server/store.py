@@ -389,6 +389,16 @@ def replace_company_aliases(
 
     Every company in `guids` loses its old aliases, also one that has no pair any more.
     """
+    if _is_postgres(db):  # two statements over arrays, not one per company and alias
+        pairs = list(aliases)
+        raw = db.conn.raw  # type: ignore[attr-defined]
+        raw.execute("DELETE FROM company_aliases WHERE company_guid = ANY(%s)", [list(guids)])
+        raw.execute(
+            "INSERT INTO company_aliases (company_guid, alias_key) SELECT * FROM "
+            "unnest(%s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+            [[guid for guid, _ in pairs], [key for _, key in pairs]],
+        )
+        return
     db.conn.executemany(
         "DELETE FROM company_aliases WHERE company_guid = ?", [(g,) for g in set(guids)]
     )
