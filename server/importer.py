@@ -183,7 +183,7 @@ class Batch(NamedTuple):
 def _load(
     db: Database,
     batches: Iterable[Batch],
-    write: Callable[[Database, list[Any]], None],
+    write: Callable[..., None],
     advance: Callable[[int], None],
     tables: Sequence[str],
 ) -> int:
@@ -192,16 +192,20 @@ def _load(
     Into empty tables, the whole file is one bulk transaction (see `db.bulk_write`) that drops
     their secondary indexes and builds them again at the end: sorting once is far faster than
     inserting a million random keys into B-trees larger than the cache, and a killed import
-    leaves nothing behind. Into tables with rows, batches commit as they go, so readers keep
+    leaves nothing behind. Foreign keys are checked once at the end, not per row (the rows'
+    references were checked here: `_CompanyCheck`, contacts written before their
+    employments). Into tables with rows, batches commit as they go, so readers keep
     their indexes.
     """
     if not all(store.is_empty(db, table) for table in tables):
         return _write_all(db, batches, write, advance)
     with database.bulk_write(db):
         indexes = store.drop_secondary_indexes(db, [t for t in tables if t in _REBUILT])
-        written = _write_all(db, batches, write, advance)
+        foreign_keys = store.drop_foreign_keys(db, tables)
+        written = _write_all(db, batches, partial(write, new_keys=True), advance)
         with database.sorting_in_threads(db):
             store.create_indexes(db, indexes)
+        store.add_foreign_keys(db, foreign_keys)
     return written
 
 
@@ -254,16 +258,20 @@ _JOB_KEY = itemgetter(
 )
 
 
-def _write_companies(db: Database, records: list[tuple[int, tuple[Any, ...], list[str]]]) -> None:
+def _write_companies(
+    db: Database, records: list[tuple[int, tuple[Any, ...], list[str]]], new_keys: bool = False
+) -> None:
     aliases = {row[0]: keys for _, row, keys in records}  # the last row of a GUID wins
-    store.upsert_company_values(db, [row for _, row, _ in records])
+    store.upsert_company_values(db, [row for _, row, _ in records], new_keys=new_keys)
     store.replace_company_aliases(
         db, aliases, [(guid, key) for guid, keys in aliases.items() for key in keys]
     )
 
 
 def _write_contacts(
-    db: Database, records: list[tuple[int, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]
+    db: Database,
+    records: list[tuple[int, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]],
+    new_keys: bool = False,
 ) -> None:
     # A contact that moved has a row per employment: write it once (the last row wins), and
     # its employments take their keys from that row. Built with map and itemgetter, not
@@ -273,10 +281,10 @@ def _write_contacts(
     contacts = dict(zip(guids, rows, strict=True))
     keys = dict(zip(guids, map(_KEYS, records), strict=True))
     # Key order walks each B-tree once per batch instead of jumping between its pages.
-    store.upsert_contact_values(db, sorted(contacts.values(), key=_GUID))
+    store.upsert_contact_values(db, sorted(contacts.values(), key=_GUID), new_keys=new_keys)
     jobs = sorted(map(_JOB, records), key=_JOB_KEY)
     their_keys = map(keys.__getitem__, map(_JOB_CONTACT, jobs))
-    store.upsert_employment_values(db, map(add, jobs, their_keys))
+    store.upsert_employment_values(db, map(add, jobs, their_keys), new_keys=new_keys)
 
 
 class _CompanyCheck:

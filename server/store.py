@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg.errors import UniqueViolation
 from sqlite_utils import Database
 
 Row = dict[str, Any]
@@ -388,6 +389,16 @@ def replace_company_aliases(
 
     Every company in `guids` loses its old aliases, also one that has no pair any more.
     """
+    if _is_postgres(db):  # two statements over arrays, not one per company and alias
+        pairs = list(aliases)
+        raw = db.conn.raw  # type: ignore[attr-defined]
+        raw.execute("DELETE FROM company_aliases WHERE company_guid = ANY(%s)", [list(guids)])
+        raw.execute(
+            "INSERT INTO company_aliases (company_guid, alias_key) SELECT * FROM "
+            "unnest(%s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+            [[guid for guid, _ in pairs], [key for _, key in pairs]],
+        )
+        return
     db.conn.executemany(
         "DELETE FROM company_aliases WHERE company_guid = ?", [(g,) for g in set(guids)]
     )
@@ -417,25 +428,34 @@ _UPSERT_CONTACT_VALUES = _by_position(_UPSERT_CONTACT, CONTACT_FIELDS)
 _UPSERT_EMPLOYMENT_VALUES = _by_position(_UPSERT_EMPLOYMENT, KEYED_EMPLOYMENT_FIELDS)
 
 
-def upsert_company_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
-    """upsert_companies for rows given as the values of COMPANY_FIELDS, in that order."""
+def upsert_company_values(
+    db: Database, rows: Iterable[Sequence[Any]], *, new_keys: bool = False
+) -> None:
+    """upsert_companies for rows given as the values of COMPANY_FIELDS, in that order
+    (`new_keys`: see _copy_upsert)."""
     if _is_postgres(db):
-        return _copy_upsert(db, "companies", COMPANY_FIELDS, ["guid"], rows)
+        return _copy_upsert(db, "companies", COMPANY_FIELDS, ["guid"], rows, new_keys)
     db.conn.executemany(_UPSERT_COMPANY_VALUES, rows)
 
 
-def upsert_contact_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
-    """upsert_contacts for rows given as the values of CONTACT_FIELDS, in that order."""
+def upsert_contact_values(
+    db: Database, rows: Iterable[Sequence[Any]], *, new_keys: bool = False
+) -> None:
+    """upsert_contacts for rows given as the values of CONTACT_FIELDS, in that order
+    (`new_keys`: see _copy_upsert)."""
     if _is_postgres(db):
-        return _copy_upsert(db, "contacts", CONTACT_FIELDS, ["guid"], rows)
+        return _copy_upsert(db, "contacts", CONTACT_FIELDS, ["guid"], rows, new_keys)
     db.conn.executemany(_UPSERT_CONTACT_VALUES, rows)
 
 
-def upsert_employment_values(db: Database, rows: Iterable[Sequence[Any]]) -> None:
-    """upsert_employments for rows given as the values of KEYED_EMPLOYMENT_FIELDS, in order."""
+def upsert_employment_values(
+    db: Database, rows: Iterable[Sequence[Any]], *, new_keys: bool = False
+) -> None:
+    """upsert_employments for rows given as the values of KEYED_EMPLOYMENT_FIELDS, in order
+    (`new_keys`: see _copy_upsert)."""
     if _is_postgres(db):
         key = ["contact_guid", "company_guid"]
-        return _copy_upsert(db, "employments", KEYED_EMPLOYMENT_FIELDS, key, rows)
+        return _copy_upsert(db, "employments", KEYED_EMPLOYMENT_FIELDS, key, rows, new_keys)
     db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
 
 
@@ -445,26 +465,46 @@ def _copy_upsert(
     fields: Sequence[str],
     key: Sequence[str],
     rows: Iterable[Sequence[Any]],
+    new_keys: bool = False,
 ) -> None:
     """PostgreSQL: COPY the rows into a temporary table, then upsert them from there in one
     statement, the last row of each key winning (as consecutive upserts would). Inside the
-    caller's transaction."""
+    caller's transaction.
+
+    With `new_keys` (the caller expects none of the keys in the table or twice in `rows`,
+    as in a load into empty tables), COPY straight into the table: a third of the work. At
+    a key already there, that COPY is undone and the rows take the way above.
+    """
+    raw = db.conn.raw  # type: ignore[attr-defined]
+    if new_keys:
+        rows = list(rows)
+        raw.execute("SAVEPOINT new_keys")
+        try:
+            _copy(raw, table, fields, rows)
+        except UniqueViolation:
+            raw.execute("ROLLBACK TO SAVEPOINT new_keys")
+        else:
+            raw.execute("RELEASE SAVEPOINT new_keys")
+            return
     columns, keys = ", ".join(fields), ", ".join(key)
     stage = f"stage_{table}"
-    raw = db.conn.raw  # type: ignore[attr-defined]
     raw.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {stage} (LIKE {table} INCLUDING DEFAULTS, "
         "stage_order BIGINT GENERATED ALWAYS AS IDENTITY)"
     )
-    with raw.cursor().copy(f"COPY {stage} ({columns}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+    _copy(raw, stage, fields, rows)
     updates = ", ".join(f"{f} = excluded.{f}" for f in fields if f not in key)
     raw.execute(
         f"INSERT INTO {table} ({columns}) SELECT DISTINCT ON ({keys}) {columns} FROM {stage} "
         f"ORDER BY {keys}, stage_order DESC ON CONFLICT ({keys}) DO UPDATE SET {updates}"
     )
     raw.execute(f"TRUNCATE {stage}")
+
+
+def _copy(raw: Any, table: str, fields: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    with raw.cursor().copy(f"COPY {table} ({', '.join(fields)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def existing_company_guids(db: Database, guids: Iterable[str]) -> set[str]:
@@ -534,6 +574,34 @@ _PG_INDEXES = (
 
 def create_indexes(db: Database, statements: Iterable[str]) -> None:
     """Run CREATE INDEX statements returned by drop_secondary_indexes."""
+    for sql in statements:
+        db.execute(sql)
+
+
+def drop_foreign_keys(db: Database, tables: Sequence[str]) -> list[str]:
+    """PostgreSQL: drop the foreign keys of `tables`; return the SQL that adds them again.
+
+    PostgreSQL checks a foreign key with a query per row written; adding it back checks
+    every row in one join. (SQLite: none dropped, `db.bulk_write` turns the checks off.)
+    """
+    if not _is_postgres(db):
+        return []
+    marks = ", ".join("?" * len(tables))
+    rows = db.execute(_PG_FOREIGN_KEYS.format(marks=marks), list(tables)).fetchall()
+    for table, name, _ in rows:
+        db.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+    return [f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {sql}' for table, name, sql in rows]
+
+
+_PG_FOREIGN_KEYS = (
+    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE contype = 'f' AND connamespace = current_schema()::regnamespace "
+    "AND conrelid::regclass::text IN ({marks}) ORDER BY 1, 2"
+)
+
+
+def add_foreign_keys(db: Database, statements: Iterable[str]) -> None:
+    """Run the statements drop_foreign_keys returned (each checks its key's every row)."""
     for sql in statements:
         db.execute(sql)
 
