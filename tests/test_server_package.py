@@ -28,6 +28,7 @@ from server import (
     logs,
     metrics,
     normalize,
+    pg,
     records,
     usage,
     wire,
@@ -36,6 +37,10 @@ from server import (
 # Each exported name and the object it stands for, in the module that defines it.
 MEANINGS = {
     "DB_OPTION": cli.DB_OPTION,
+    "DB_ERRORS": db.DB_ERRORS,
+    "apply_migrations": db.apply_migrations,
+    "is_database_url": pg.is_url,
+    "is_postgres": db.is_postgres,
     "ERROR_DESCRIPTIONS": server.http.openapi.ERROR_DESCRIPTIONS,
     "add_operations": server.http.openapi.add_operations,
     "FREE_REFRESH_TIERS": enrich.FREE_REFRESH_TIERS,
