@@ -58,6 +58,11 @@ PROFILED = 300
 GOAL = 1.8
 
 
+def routes(script: Path) -> tuple[tuple[str, str, Path | None], ...]:
+    """What is measured: the baseline, then enrich."""
+    return (("healthz", "/healthz", None), ("enrich", "/v7/enrich", script))
+
+
 def bodies_for(path: Path) -> list[dict[str, str]]:
     """The 500 known queries bench/enrich.py sends over HTTP."""
     with read_only(path) as conn:
@@ -80,7 +85,7 @@ def throughput(db: Path, key: str, bodies: Sequence[Any], seconds: int, work: Pa
         server = start_server(db, port, workers, work / f"serve-{workers}.log", command)
         try:
             for connections in CONNECTIONS:
-                for name, path, lua in (("healthz", "/healthz", None), ("enrich", "/v7/enrich", script)):
+                for name, path, lua in routes(script):
                     run = wrk(f"http://127.0.0.1:{port}{path}", connections, seconds, lua)
                     figures[(name, workers, connections)] = run
                     label = f"{name} {workers}w {connections}c"
@@ -196,14 +201,19 @@ def profile(db: Path, key: str, bodies: Sequence[Any]) -> list[str]:
     return [f"cProfile, {PROFILED} calls in one process: {total}", *table[begin:]]
 
 
+def _today() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=DEFAULT_DBS["full"])
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
+    parser.add_argument("--waits-only", action="store_true", help="in-process lock waits only")
     options = parser.parse_args()
     ensure_database(options.db, "full")
     lines = [
-        f"bench/enrich_workers.py on {machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"bench/enrich_workers.py on {machine()}, {_today()}",
         f"database: a copy of {options.db} with one unlimited enterprise_plus organization",
     ]
     print("\n".join(lines), flush=True)
@@ -211,6 +221,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as work:
         copy = Path(work) / "served.db"
         key = copy_with_org(options.db, copy, "Workers bench")
+        if options.waits_only:
+            lock_waits(copy, key, bodies)
+            return
         lines += ["", f"wrk, {options.seconds} s a run, 500 known queries in turn"]
         lines += throughput(copy, key, bodies, options.seconds, Path(work))
         lines += ["", *lock_waits(copy, key, bodies), ""]
