@@ -1,4 +1,9 @@
+import fcntl
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -82,3 +87,79 @@ def test_database_keeps_one_connection_per_thread(db_path: Path) -> None:
     thread.start()
     thread.join()
     assert seen[0] is not db.database(db_path)
+
+
+def _write_and_note(db_path: Path, events: list[str]) -> None:
+    mine = db.connect(db_path, migrate=False)
+    with db.write(mine):
+        mine.execute("CREATE TABLE IF NOT EXISTS notes (n TEXT)")
+    events.append("wrote")
+    mine.close()
+
+
+def test_a_waiting_writer_queues_on_the_lock_file_and_goes_when_it_is_released(
+    db_path: Path, database: Database
+) -> None:
+    """Writers wait in the kernel on `<db>-writelock` (woken the moment it is released),
+    not in SQLite's busy handler, which sleeps in steps of up to 100 ms."""
+    events: list[str] = []
+    with open(f"{db_path}-writelock", "ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        writer = threading.Thread(target=_write_and_note, args=(db_path, events))
+        writer.start()
+        writer.join(timeout=1)  # time enough to write, were the lock file not waited for
+        events.append("released")
+        fcntl.flock(held, fcntl.LOCK_UN)
+    writer.join()
+    assert events == ["released", "wrote"]
+
+
+def test_a_stuck_lock_file_holder_delays_a_writer_by_its_patience_never_fails_it(
+    db_path: Path, database: Database
+) -> None:
+    """SQLite's own lock decides who writes; the lock file only orders the waiting."""
+    with open(f"{db_path}-writelock", "ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with db.patience(database, 20), db.write(database):
+            database.execute("CREATE TABLE written (n INTEGER)")
+    assert database["written"].exists()
+
+
+def test_a_writer_out_of_patience_is_told_the_database_is_locked(db_path: Path) -> None:
+    first, second = db.connect(db_path), db.connect(db_path, migrate=False)
+    locked = pytest.raises(sqlite3.OperationalError, match="locked")
+    with db.write(first), db.patience(second, 0), locked, db.write(second):
+        pass
+    assert pragma(second, "busy_timeout") == db.BUSY_TIMEOUT_MS
+    with db.write(second):  # and takes its turn once the first has committed
+        second.execute("CREATE TABLE after (n INTEGER)")
+
+
+def test_a_writer_killed_holding_the_lock_holds_up_no_one(db_path: Path) -> None:
+    db.connect(db_path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_THE_WRITE_LOCK, str(db_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    survivor = db.connect(db_path, migrate=False)
+    with db.write(survivor):
+        survivor.execute("CREATE TABLE after_the_kill (n INTEGER)")
+    assert not survivor["uncommitted"].exists()
+
+
+_HOLD_THE_WRITE_LOCK = """
+import sys, time
+from server import db
+held = db.connect(sys.argv[1], migrate=False)
+with db.write(held):
+    held.execute("CREATE TABLE uncommitted (n INTEGER)")
+    print("holding", flush=True)
+    time.sleep(60)
+"""
