@@ -204,8 +204,8 @@ def _load(
         foreign_keys = store.drop_foreign_keys(db, tables)
         written = _write_all(db, batches, partial(write, new_keys=True), advance)
         with database.sorting_in_threads(db):
-            store.create_indexes(db, indexes)
-        store.add_foreign_keys(db, foreign_keys)
+            store.restore(db, indexes)
+        store.restore(db, foreign_keys)
     return written
 
 

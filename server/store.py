@@ -16,6 +16,8 @@ from typing import Any
 from psycopg.errors import UniqueViolation
 from sqlite_utils import Database
 
+from server.db import is_postgres
+
 Row = dict[str, Any]
 
 COMPANY_FIELDS = (
@@ -43,11 +45,6 @@ def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
         f"INSERT INTO {table} ({columns}) VALUES ({params}) "
         f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
     )
-
-
-def _is_postgres(db: Database) -> bool:
-    """Whether `db` is the PostgreSQL backend (server/pg.py), for the few SQL differences."""
-    return getattr(db, "dialect", "sqlite") == "postgresql"
 
 
 def _rows(db: Database, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
@@ -389,7 +386,7 @@ def replace_company_aliases(
 
     Every company in `guids` loses its old aliases, also one that has no pair any more.
     """
-    if _is_postgres(db):  # two statements over arrays, not one per company and alias
+    if is_postgres(db):  # two statements over arrays, not one per company and alias
         pairs = list(aliases)
         raw = db.conn.raw  # type: ignore[attr-defined]
         raw.execute("DELETE FROM company_aliases WHERE company_guid = ANY(%s)", [list(guids)])
@@ -433,7 +430,7 @@ def upsert_company_values(
 ) -> None:
     """upsert_companies for rows given as the values of COMPANY_FIELDS, in that order
     (`new_keys`: see _copy_upsert)."""
-    if _is_postgres(db):
+    if is_postgres(db):
         return _copy_upsert(db, "companies", COMPANY_FIELDS, ["guid"], rows, new_keys)
     db.conn.executemany(_UPSERT_COMPANY_VALUES, rows)
 
@@ -443,7 +440,7 @@ def upsert_contact_values(
 ) -> None:
     """upsert_contacts for rows given as the values of CONTACT_FIELDS, in that order
     (`new_keys`: see _copy_upsert)."""
-    if _is_postgres(db):
+    if is_postgres(db):
         return _copy_upsert(db, "contacts", CONTACT_FIELDS, ["guid"], rows, new_keys)
     db.conn.executemany(_UPSERT_CONTACT_VALUES, rows)
 
@@ -453,7 +450,7 @@ def upsert_employment_values(
 ) -> None:
     """upsert_employments for rows given as the values of KEYED_EMPLOYMENT_FIELDS, in order
     (`new_keys`: see _copy_upsert)."""
-    if _is_postgres(db):
+    if is_postgres(db):
         key = ["contact_guid", "company_guid"]
         return _copy_upsert(db, "employments", KEYED_EMPLOYMENT_FIELDS, key, rows, new_keys)
     db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
@@ -554,7 +551,7 @@ def drop_secondary_indexes(db: Database, tables: Sequence[str]) -> list[str]:
     Primary keys and UNIQUE constraints stay: they have no SQL of their own in sqlite_master.
     """
     marks = ", ".join("?" * len(tables))
-    catalog = _PG_INDEXES if _is_postgres(db) else _SQLITE_INDEXES
+    catalog = _PG_INDEXES if is_postgres(db) else _SQLITE_INDEXES
     rows = db.execute(catalog.format(marks=marks), list(tables)).fetchall()
     for name, _ in rows:
         db.execute(f'DROP INDEX "{name}"')
@@ -572,8 +569,9 @@ _PG_INDEXES = (
 )
 
 
-def create_indexes(db: Database, statements: Iterable[str]) -> None:
-    """Run CREATE INDEX statements returned by drop_secondary_indexes."""
+def restore(db: Database, statements: Iterable[str]) -> None:
+    """Put back what drop_secondary_indexes or drop_foreign_keys dropped: run the statements
+    they returned (a foreign key added back checks its every row in one pass)."""
     for sql in statements:
         db.execute(sql)
 
@@ -584,7 +582,7 @@ def drop_foreign_keys(db: Database, tables: Sequence[str]) -> list[str]:
     PostgreSQL checks a foreign key with a query per row written; adding it back checks
     every row in one join. (SQLite: none dropped, `db.bulk_write` turns the checks off.)
     """
-    if not _is_postgres(db):
+    if not is_postgres(db):
         return []
     marks = ", ".join("?" * len(tables))
     rows = db.execute(_PG_FOREIGN_KEYS.format(marks=marks), list(tables)).fetchall()
@@ -598,12 +596,6 @@ _PG_FOREIGN_KEYS = (
     "WHERE contype = 'f' AND connamespace = current_schema()::regnamespace "
     "AND conrelid::regclass::text IN ({marks}) ORDER BY 1, 2"
 )
-
-
-def add_foreign_keys(db: Database, statements: Iterable[str]) -> None:
-    """Run the statements drop_foreign_keys returned (each checks its key's every row)."""
-    for sql in statements:
-        db.execute(sql)
 
 
 def organization_count(db: Database) -> int:
@@ -728,7 +720,7 @@ def people_page(
     """How many people match, and the (contact GUID, distance in miles or None) of `limit`
     of them from `offset`, in discover's order (best grade, most senior, name, GUID)."""
     where, params = _people_where(wanted)
-    distance, distance_params = _nearest_distance(wanted, _is_postgres(db))
+    distance, distance_params = _nearest_distance(wanted, is_postgres(db))
     sql = (
         f"SELECT contact_guid, {distance}, count(*) OVER () FROM employments "
         f"INDEXED BY employments_discover WHERE {where} "

@@ -24,11 +24,10 @@ from typing import Any
 import httpx
 import pytest
 
-from connector import connections, store
 from connector.platforms import hubspot
-from server import accounts, importer
 from tests.helpers.constants import DATA, SECRET
 from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.orgs import connected
 from tests.servers import CONTACTDATA, free_port, wait_for
 
 pytestmark = pytest.mark.slow
@@ -251,23 +250,15 @@ def _setup(db_path: Path, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch) -> str:
     """The dataset, a pro organization with plenty of credits, and its HubSpot connection."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     now = datetime.now(UTC)
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = accounts.create_organization(
-        db,
-        SECRET.encode(),
-        now,
-        name="Acme",
-        website="acme.example",
-        tier="pro",
+    db, link, _ = connected(
+        db_path,
+        "hubspot",
+        "pat-na1-token",
         credits=2 * EVENTS,
+        crm_base_url=crm.url,
+        now=now,
+        secret=HUBSPOT_SECRET,
     )
-    link = connections.add(
-        db, SECRET.encode(), now, name="hs", platform="hubspot", api_key=key,
-        secret=HUBSPOT_SECRET, crm_base_url=crm.url, crm_token="pat-na1-token",
-    )  # fmt: skip
     db.close()
     return link.row["id"]
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from connector import connections, scheduler, store
-from server import accounts, importer
+from connector import scheduler, store
 from tests.helpers.constants import DATA, SECRET
 from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.orgs import connected
 from tests.servers import CONTACTDATA
 
 pytestmark = pytest.mark.slow
@@ -88,23 +88,15 @@ def _setup(db_path: Path, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch) -> None
     contacts, and a thin event for each contact, due now."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     now = datetime.now(UTC)
-    db = store.connect(db_path)
-    importer.import_files(
-        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
-    )
-    _, key = accounts.create_organization(
-        db,
-        SECRET.encode(),
-        now,
-        name="Acme",
-        website="acme.example",
-        tier="pro",
+    db, link, _ = connected(
+        db_path,
+        "hubspot",
+        "pat-na1-token",
         credits=2 * EVENTS,
+        crm_base_url=crm.url,
+        now=now,
+        secret="hubspot-app-secret",
     )
-    link = connections.add(
-        db, SECRET.encode(), now, name="hs", platform="hubspot", api_key=key,
-        secret="hubspot-app-secret", crm_base_url=crm.url, crm_token="pat-na1-token",
-    )  # fmt: skip
     with (DATA / "discover_contacts.csv").open() as rows:
         emails = [row["conEmail"] for row in csv.DictReader(rows)]
     crm.contacts["hubspot"].update(

@@ -4,6 +4,7 @@ connector/webhook_setup.py. Routes join the settings blueprint (views/settings.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Response, current_app, flash, redirect, url_for
@@ -30,26 +31,22 @@ def register_webhooks(connection_id: str) -> Response:
     return redirect(url_for("settings.connection", connection_id=link["id"]), 303)
 
 
-def registered(link: Row) -> webhook_setup.Outcome:
+def registered(link: Row) -> None:
     """Register a connection's webhook in its CRM (after it is connected, or again), its
     outcome flashed."""
-    public_url = current_app.config["PUBLIC_URL"]
-    with outbound.client(timeout=10.0) as client:
-        outcome = webhook_setup.set_up(
-            page.db(), page.server_secret(), link, client, public_url, server.now()
-        )
-    if outcome.message:
-        flash(outcome.message, "success" if outcome.ok else "error")
-    return outcome
+    _flashed(webhook_setup.set_up, link)
 
 
 def torn_down(link: Row) -> None:
     """Delete the webhooks the connector registered in a connection's CRM, before the
     connection goes; a refusal flashed in the CRM's words."""
+    _flashed(webhook_setup.tear_down, link)
+
+
+def _flashed(step: Callable[..., webhook_setup.Outcome], link: Row) -> None:
+    """Run a webhook_setup step for `link` with a client of its own; its outcome flashed."""
     public_url = current_app.config["PUBLIC_URL"]
     with outbound.client(timeout=10.0) as client:
-        outcome = webhook_setup.tear_down(
-            page.db(), page.server_secret(), link, client, public_url, server.now()
-        )
+        outcome = step(page.db(), page.server_secret(), link, client, public_url, server.now())
     if outcome.message:
         flash(outcome.message, "success" if outcome.ok else "error")

@@ -25,18 +25,25 @@ def organization(
 
 
 def connected(
-    db_path: Path, platform: str, crm_token: str, **options: Any
+    db_path: Path,
+    platform: str,
+    crm_token: str,
+    *,
+    credits: int = 10,
+    crm_base_url: str = CRM,
+    now: datetime = NOW,
+    **options: Any,
 ) -> tuple[Database, connections.Added, dict[str, Any]]:
-    """The discover dataset (tests/data/discover_*.csv) and Acme (pro, 10 credits) with a
-    connection to `platform`'s CRM at `CRM` (named after it; `options` as `connections.add`
-    takes them): (db, connection, organization)."""
+    """The discover dataset (tests/data/discover_*.csv) and Acme (pro, 10 credits unless
+    `credits`) with a connection to `platform`'s CRM at `crm_base_url` (named after it;
+    `options` as `connections.add` takes them): (db, connection, organization)."""
     db = store.connect(db_path)
     importer.import_files(
         db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
     )
-    org, key = organization(db, credits=10)
+    org, key = organization(db, now=now, credits=credits)
     link = connections.add(
-        db, SECRET.encode(), NOW, name=platform, platform=platform, api_key=key,
-        crm_base_url=CRM, crm_token=crm_token, **options,
+        db, SECRET.encode(), now, name=platform, platform=platform, api_key=key,
+        crm_base_url=crm_base_url, crm_token=crm_token, **options,
     )  # fmt: skip
     return db, link, org
