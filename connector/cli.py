@@ -26,6 +26,7 @@ from connector import (
     mappings,
     oauth_apps,
     outbound,
+    pg_migrations,
     preview,
     scheduler,
     store,
@@ -42,9 +43,20 @@ __all__ = ["main", "run"]
 
 
 def run() -> None:
-    """The `contactdata` entry point: every command, serving the connector's app, and the
-    demo with the write-back worker beside it."""
-    main(obj={"app_factory": "connector.app:create_app", "demo_alongside": worker_alongside})
+    """The `contactdata` entry point: every command, serving the connector's app, the demo
+    with the write-back worker beside it, and `db move` moving the connector's tables too."""
+    main(
+        obj={
+            "app_factory": "connector.app:create_app",
+            "demo_alongside": worker_alongside,
+            "schemas": [MOVED],
+        }
+    )
+
+
+# What `db move` moves of the connector: its tables, and the job schedule kept beside a
+# SQLite database (connector/scheduler.py), which on PostgreSQL is the database's.
+MOVED = server.MoveSchema(store.MIGRATIONS, pg_migrations.MIGRATIONS, companions=(".jobs",))
 
 
 @contextmanager

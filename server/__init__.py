@@ -19,6 +19,7 @@ _HOMES = {
     "add_operations": "server.http.openapi:add_operations",
     "FREE_REFRESH_TIERS": "server.enrich:FREE_REFRESH_TIERS",
     "JOIN": "server.records:JOIN",
+    "MoveSchema": "server.move:Schema",
     "NEWER_NAMES": "server.enrich:NEWER_NAMES",
     "OLDER_NAMES": "server.enrich:OLDER_NAMES",
     "OUTPUT_FIELDS": "server.enrich:OUTPUT_FIELDS",

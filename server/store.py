@@ -598,6 +598,68 @@ _PG_FOREIGN_KEYS = (
 )
 
 
+# --- moving a SQLite database into PostgreSQL (server/move.py) -----------------------------
+
+# Where each backend records its applied migrations: the target's are its own, never copied.
+MIGRATION_TABLES = ("_sqlite_migrations", "_migrations")
+
+
+def table_names(db: Database) -> list[str]:
+    """The tables of `db` that hold data, by name (not SQLite's own, nor the migrations')."""
+    if is_postgres(db):
+        sql = (
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
+        )
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    names = [name for (name,) in db.execute(sql)]
+    return [n for n in names if n not in MIGRATION_TABLES and not n.startswith("sqlite_")]
+
+
+def column_names(db: Database, table: str) -> list[str]:
+    """The columns of `table`, in their order."""
+    if is_postgres(db):
+        sql = (
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND table_name = ? ORDER BY ordinal_position"
+        )
+        return [name for (name,) in db.execute(sql, [table])]
+    return [row[1] for row in db.execute(f'PRAGMA table_info("{table}")')]
+
+
+def row_count(db: Database, table: str) -> int:
+    """How many rows `table` has."""
+    return db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+
+
+def table_rows(db: Database, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """Every row of `table` as a tuple of `columns`, streamed."""
+    names = ", ".join(f'"{name}"' for name in columns)
+    yield from db.conn.execute(f'SELECT {names} FROM "{table}"')
+
+
+def copy_rows(
+    db: Database, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> None:
+    """PostgreSQL: add `rows` (tuples of `columns`) to `table` with one COPY."""
+    _copy(db.conn.raw, table, columns, rows)  # type: ignore[attr-defined]
+
+
+def reset_identities(db: Database) -> None:
+    """PostgreSQL: start each identity column's sequence after its table's largest id, so the
+    next row added gets an id no copied row has."""
+    columns = db.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND is_identity = 'YES'"
+    ).fetchall()
+    for table, column in columns:
+        db.conn.raw.execute(  # type: ignore[attr-defined]
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+            f"coalesce(max({column}), 0) + 1, false) FROM {table}"
+        )
+
+
 def organization_count(db: Database) -> int:
     """How many organizations there are (the table is small: a cheap readiness probe)."""
     return db.execute("SELECT count(*) FROM organizations").fetchone()[0]
