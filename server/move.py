@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
@@ -121,9 +122,7 @@ def _tables(sources: list[Database], target_db: Database) -> list[Table]:
         for table in store.table_names(source_db):
             columns = store.column_names(source_db, table)
             known = set(store.column_names(target_db, table))
-            missing += [f"{table}.{c}" for c in columns if c not in known] or (
-                [] if known else [table]
-            )
+            missing += [f"{table}.{c}" for c in columns if c not in known] if known else [table]
             tables.append((source_db, table, columns))
     if missing:
         raise MoveRefused(f"the target has no place for {', '.join(missing)}; nothing moved")
@@ -145,7 +144,10 @@ def _copy(
         for source_db, table, columns in tables:
             store.copy_rows(target_db, table, columns, store.table_rows(source_db, table, columns))
             progress(table, expected[table])
-        store.restore(target_db, dropped)
+        try:
+            store.restore(target_db, dropped)
+        except psycopg.errors.IntegrityError as error:  # a foreign key the rows break
+            raise MoveRefused(f"the source's rows break the target's schema: {error}") from None
         store.reset_identities(target_db)
         moved = {table: store.row_count(target_db, table) for table in names}
         if moved != expected:
