@@ -32,7 +32,17 @@ DB_OPTION = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group; a setting a command needs and lacks is shown as its error."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except config.MissingKeySecret as missing:
+            raise click.ClickException(str(missing)) from None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="contact-data-connector")
 def main() -> None:
     """Contact-data service and CRM connector."""
@@ -62,7 +72,9 @@ def serve(db_path: Path, host: str, port: int, workers: int) -> None:
     from server.http.serve import serve as run
 
     db.connect(db_path).close()
-    run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
+    settings = config.load({"DB": str(db_path)})
+    config.key_secret(settings)  # missing: said here, not by each gunicorn worker failing
+    run(settings, host, port, workers, _app_factory())
 
 
 @main.command("demo-data")
@@ -339,17 +351,21 @@ def db_move(source: Path, target: str) -> None:
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    callback=_database,
+    envvar="CONTACTDATA_DB",
     default="var/demo.db",
     show_default=True,
+    help="SQLite database file, or a postgresql:// URL (CONTACTDATA_KEY_SECRET needed then).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--workers", type=int, default=2, show_default=True)
-def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
+def demo_command(db_path: Path | str, host: str, port: int, workers: int) -> None:
     """Build the demo database if missing, make one organization per tier, print keys, serve."""
     from server.http.serve import serve as run
 
+    settings = config.load({"DB": str(db_path)})
+    config.key_secret(settings)  # before building: the organizations' keys need it
     demo.ensure_database(db_path)
     for line in demo.instructions(db_path, demo.ensure_organizations(db_path), host, port):
         click.echo(line)
@@ -357,7 +373,7 @@ def demo_command(db_path: Path, host: str, port: int, workers: int) -> None:
         "demo_alongside", lambda _db_path: nullcontext()
     )
     with alongside(db_path):
-        run(config.load({"DB": str(db_path)}), host, port, workers, _app_factory())
+        run(settings, host, port, workers, _app_factory())
 
 
 def _app_factory() -> str:

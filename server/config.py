@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from server.pg import is_url
+
 MAX_BODY_BYTES = 1 << 20  # contract §1: bodies over 1 MiB answer 413
 
 DEFAULTS: dict[str, Any] = {
@@ -47,15 +49,25 @@ def load(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return settings
 
 
+class MissingKeySecret(ValueError):
+    """A PostgreSQL database and no CONTACTDATA_KEY_SECRET: no file beside it to keep one in."""
+
+
 def key_secret(settings: Mapping[str, Any]) -> bytes:
     """The server secret API keys are hashed with.
 
-    `CONTACTDATA_KEY_SECRET` when set; otherwise a random secret kept in a file beside the
-    database (`<db>.secret`, mode 0600), created on first use, so that every process and
-    every restart hashes keys the same way.
+    `CONTACTDATA_KEY_SECRET` when set; otherwise, for a SQLite database, a random secret kept
+    in a file beside it (`<db>.secret`, mode 0600), created on first use, so that every
+    process and every restart hashes keys the same way. A PostgreSQL database needs the
+    setting: its every machine must use the same secret.
     """
     if settings.get("KEY_SECRET"):
         return str(settings["KEY_SECRET"]).encode()
+    if is_url(settings["DB"]):
+        raise MissingKeySecret(
+            "set CONTACTDATA_KEY_SECRET (the same on every machine) to use a PostgreSQL "
+            "database: API keys are hashed and connector secrets sealed with it"
+        )
     path = Path(f"{settings['DB']}.secret")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -8,7 +8,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from server import accounts, config, db, store
+from psycopg.conninfo import conninfo_to_dict
+from sqlite_utils import Database
+
+from server import accounts, config, db, pg, store
 from server.clock import utcnow
 
 DEMO_COMPANIES = 5_000
@@ -17,33 +20,55 @@ DEMO_SEED = 1
 
 
 def ensure_database(
-    path: Path,
+    path: Path | str,
     companies: int = DEMO_COMPANIES,
     contacts: int = DEMO_CONTACTS,
     seed: int = DEMO_SEED,
 ) -> None:
-    """Generate the demo dataset unless `path` already holds one (built aside, then moved)."""
+    """Generate the demo dataset unless `path` already holds one (a SQLite file is built
+    aside, then moved; a PostgreSQL database is filled in place, by one COPY transaction)."""
+    if pg.is_url(path):
+        if store.counts(db.connect(path))["companies"] == 0:
+            _generate(db.connect(path), path, companies, contacts, seed)
+        return
+    path = Path(path)
     if path.exists() and store.counts(db.connect(path))["companies"] > 0:
         return
-    from server import dataset
-
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
         leftover.unlink(missing_ok=True)
-    database = db.connect(partial)
-    print(f"building {path}: {companies} companies, {contacts} contacts...", flush=True)
-    dataset.generate(database, companies=companies, contacts=contacts, seed=seed)
+    database = _generate(db.connect(partial), path, companies, contacts, seed)
     database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     database.close()
     os.replace(partial, path)
 
 
-def ensure_organizations(path: Path) -> list[dict[str, Any]]:
-    """One demo organization per tier; their admin keys are kept in `<db>.keys.json` (0600)."""
-    keys_file = Path(f"{path}.keys.json")
-    if keys_file.exists():
-        return json.loads(keys_file.read_text())
+def _generate(
+    database: Database, shown: Path | str, companies: int, contacts: int, seed: int
+) -> Database:
+    from server import dataset
+
+    print(f"building {shown}: {companies} companies, {contacts} contacts...", flush=True)
+    dataset.generate(database, companies=companies, contacts=contacts, seed=seed)
+    return database
+
+
+def keys_file(path: Path | str) -> Path:
+    """Where the demo organizations' admin keys are kept: `<db>.keys.json` beside a SQLite
+    file; for a PostgreSQL database, `var/demo-<host>-<port>-<database>.keys.json`."""
+    if not pg.is_url(path):
+        return Path(f"{path}.keys.json")
+    where = conninfo_to_dict(str(path))
+    name = "-".join(str(where.get(part) or "") for part in ("host", "port", "dbname"))
+    return Path("var") / f"demo-{name}.keys.json"
+
+
+def ensure_organizations(path: Path | str) -> list[dict[str, Any]]:
+    """One demo organization per tier; their admin keys are kept in `keys_file` (0600)."""
+    kept = keys_file(path)
+    if kept.exists():
+        return json.loads(kept.read_text())
     database = db.connect(path)
     secret = config.key_secret(config.load({"DB": str(path)}))
     created = []
@@ -59,13 +84,14 @@ def ensure_organizations(path: Path) -> list[dict[str, Any]]:
         created.append(
             {"tier": tier, "orgId": org["id"], "orgName": org["name"], "adminApiKey": key}
         )
-    fd = os.open(keys_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump(created, handle, indent=2)
     return created
 
 
-def instructions(path: Path, orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
+def instructions(path: Path | str, orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
     """What to paste into a terminal to try each organization, with a real contact of `path`."""
     sample = store.sample_employment(db.connect(path)) or {
         "email": "someone@example.com",
