@@ -71,9 +71,9 @@ def serve(db_path: Path, host: str, port: int, workers: int) -> None:
     """Serve the API with gunicorn (sync workers)."""
     from server.http.serve import serve as run
 
-    db.connect(db_path).close()
     settings = config.load({"DB": str(db_path)})
     config.key_secret(settings)  # missing: said here, not by each gunicorn worker failing
+    db.connect(db_path).close()
     run(settings, host, port, workers, _app_factory())
 
 

@@ -172,3 +172,41 @@ def test_import_takes_a_sqlite_path_or_a_postgresql_url(db_path: Path | str) -> 
     out = run("import", "--db", str(db_path), "--companies", str(DATA / "enrich_companies.csv"),
               "--contacts", str(DATA / "enrich_contacts.csv"))  # fmt: skip
     assert store.counts(connect(db_path))["companies"] == 3, out
+
+
+@pytest.mark.both_backends
+def test_the_main_commands_run_on_either_backend(
+    db_path: Path | str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Build, export and import data, manage an organization, enrich a CSV, add a connection
+    and look at its deliveries and jobs, with `CONTACTDATA_DB` a file or a postgresql:// URL."""
+    monkeypatch.setenv("CONTACTDATA_DB", str(db_path))
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", "cli-secret")
+    assert "contacts=20" in run("demo-data", "--companies", "5", "--contacts", "20")
+    exported = [str(tmp_path / "companies.csv"), str(tmp_path / "contacts.jsonl")]
+    assert "companies=5" in run("export", "--companies", exported[0], "--contacts", exported[1])
+    assert "rejected=0" in run("import", "--companies", exported[0], "--contacts", exported[1])
+    org = create_org(db_path, "Acme", "acme.example", "pro")
+    assert "+5" in run("org", "credits", org["orgId"], "--add", "5")
+    assert "credits=1005" in run("org", "list")
+    source = tmp_path / "input.csv"
+    email = next(connect(db_path).query("SELECT email FROM employments WHERE email != ''"))
+    source.write_text(f"contactEmail\n{email['email']}\n")
+    enriched = run("enrich", "--org", org["orgId"], str(source), "-o", str(tmp_path / "out.csv"))
+    assert "enriched rows=1" in enriched and "credits=1" in enriched
+    added = json.loads(run("connection", "add", "--api-key", org["adminApiKey"], "--name",
+                           "zap", "--platform", "zapier", "--json"))  # fmt: skip
+    assert added["id"] in run("connection", "list")
+    assert run("deliveries", "list") == "" and "reenrich" in run("jobs", "list")
+    assert "organization.create" in run("audit", "--org", org["orgId"])
+
+
+def test_a_postgresql_database_without_a_key_secret_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
+    url = "postgresql://nobody@127.0.0.1:9/none"  # never reached: refused before connecting
+    for command in (["demo", "--db", url], ["serve", "--db", url]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1, result.output
+        assert "set CONTACTDATA_KEY_SECRET (the same on every machine)" in result.output

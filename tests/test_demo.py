@@ -3,11 +3,12 @@ import os
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from server import demo, keys, store
+from server import demo, keys, pg, store
 from server.db import connect
 from tests.servers import CONTACTDATA, free_port, start, stop
 
@@ -39,6 +40,26 @@ def test_demo_builds_once_makes_one_org_per_tier_and_prints_how_to_call_them(
     for org in orgs:
         assert f"'Api-Key: {org['adminApiKey']}'" in text
         assert f"'API_KEY: {org['adminApiKey']}'" in text
+
+
+def test_demo_fills_a_postgresql_database_in_place_and_keeps_its_keys_under_var(
+    postgres: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", "demo-secret")
+    url = postgres.create_database()
+    try:
+        demo.ensure_database(url, companies=20, contacts=200, seed=3)
+        demo.ensure_database(url, companies=30, contacts=300, seed=3)  # built: left as it is
+        assert store.counts(connect(url))["companies"] == 20
+        orgs = demo.ensure_organizations(url)
+        assert demo.ensure_organizations(url) == orgs and len(orgs) == 3
+        (keys_file,) = (tmp_path / "var").glob("demo-127.0.0.1-*.keys.json")
+        assert stat.S_IMODE(os.stat(keys_file).st_mode) == 0o600
+        assert json.loads(keys_file.read_text()) == orgs
+        assert store.organization(connect(url), orgs[0]["orgId"]) is not None
+    finally:
+        pg.release(url)
 
 
 @pytest.mark.slow
