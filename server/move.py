@@ -84,7 +84,7 @@ def _check_migrated(source_db: Database, source: Path, schemas: Sequence[Schema]
         if pending and (applied or required):
             raise MoveRefused(
                 f"{source} lacks migrations {', '.join(pending)} of set {migrations.name!r}: "
-                f"run any command on it with this version first (e.g. `contactdata org list "
+                f"run a command on it with this version first (`contactdata connection list "
                 f"--db {source}`), then move it"
             )
 
