@@ -149,8 +149,10 @@ class Leader:
         return leads
 
     def step_down(self, db: Database) -> None:
-        """Pause the jobs and give up the lease, so another process takes them at once."""
-        self.schedule.pause()
+        """Pause the jobs (unless already shut down) and give up the lease, so another process
+        takes them at once."""
+        if self.schedule.running:
+            self.schedule.pause()
         with server.write(db):
             store.release_lease(db, LEADERSHIP, self.holder)
 

@@ -4,13 +4,14 @@ status the settings page shows. No test waits for a schedule: jobs are called di
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.schedulers.base import STATE_PAUSED, STATE_RUNNING
+from apscheduler.schedulers.base import STATE_PAUSED, STATE_RUNNING, STATE_STOPPED
 
 from connector import jobs, scheduler, store
 from tests.helpers.clock import Clock
@@ -152,4 +153,19 @@ def test_a_scheduler_that_stops_hands_the_jobs_over_at_once(db_path: Path) -> No
     finally:
         first.schedule.shutdown(wait=False)
         second.schedule.shutdown(wait=False)
+        db.close()
+
+
+def test_a_leading_scheduler_shut_down_releases_its_lease(db_path: Path) -> None:
+    leader = scheduler.Leader(db_path, "host-a:1:aa").lead()
+    db = store.connect(db_path)
+    try:
+        deadline = time.monotonic() + 10
+        while store.lease_holder(db, scheduler.LEADERSHIP) != "host-a:1:aa":
+            assert time.monotonic() < deadline, "the scheduler never took the lease"
+            time.sleep(0.01)
+        leader.shutdown()
+        assert leader.schedule.state == STATE_STOPPED
+        assert store.lease_holder(db, scheduler.LEADERSHIP) is None
+    finally:
         db.close()
