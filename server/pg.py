@@ -296,7 +296,7 @@ def copy_line(values: Sequence[str | int | float | None], end: str = "\n") -> by
     # Nothing to escape (the usual case) when the only backslashes are the NULLs' and the
     # only tabs the separators.
     if (
-        line.count("\\") != values.count(None)
+        ("\\" in line and line.count("\\") != values.count(None))
         or line.count("\t") != len(texts) - 1
         or "\n" in line
         or "\r" in line
