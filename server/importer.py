@@ -452,8 +452,11 @@ def convert_batches(
 
 
 def _reorder(made: str, wanted: Sequence[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """The function taking a tuple of the columns `made` (space-separated) to `wanted`'s."""
+    """The function taking a tuple of the columns `made` (space-separated) to `wanted`'s
+    (`tuple`, which returns a tuple as it is, when the orders are the same)."""
     names = made.split()
+    if names == list(wanted):
+        return tuple
     return itemgetter(*[names.index(name) for name in wanted])
 
 
