@@ -140,8 +140,6 @@ def import_files(
         (contacts, CONTACT_FIELDS, partial(_contact_record, updated_at=stamp, form=form)),
     ]
     work = [file for file in files if file[0]]
-    if contacts is not None:  # every contact needs the places tables: load them once, here
-        places.warm_up()
     with _rare_collections(), _converted(work, batch_size) as converted:
         if companies is not None:
             accepted = _accepted(next(converted), known.add, companies, report.errors)
