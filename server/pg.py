@@ -286,10 +286,11 @@ _NULL = "\\N"
 
 def copy_line(values: Sequence[str | int | float | None], end: str = "\n") -> bytes:
     """`values` (str, int, float or None for NULL) as a line of COPY's text format ending in
-    `end`: what psycopg's `Copy.write_row` sends, made in a fraction of its time, so that the
-    processes converting rows can make it instead of the one writing them."""
+    `end`, a number as str writes it: what psycopg's `Copy.write_row` sends, made in a
+    fraction of its time, so that the processes converting rows can make it instead of the
+    one writing them."""
     texts = [
-        value if value.__class__ is str else _NULL if value is None else repr(value)
+        value if value.__class__ is str else _NULL if value is None else str(value)
         for value in values
     ]
     line = "\t".join(texts)
@@ -308,4 +309,4 @@ def copy_line(values: Sequence[str | int | float | None], end: str = "\n") -> by
 def _copy_escaped(value: str | int | float | None) -> str:
     if isinstance(value, str):
         return value.translate(_COPY_ESCAPES)
-    return _NULL if value is None else repr(value)
+    return _NULL if value is None else str(value)
