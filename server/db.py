@@ -28,6 +28,9 @@ CACHE_SIZE = -65536  # KiB when negative: 64 MB
 BULK_CACHE_MB = 1024
 BULK_SORT_CACHE_MB = 16
 BULK_SORT_THREADS = min(os.cpu_count() or 1, 4)
+# PostgreSQL's memory for each index build in `sorting_in_threads`: enough to sort a million
+# employments' keys in memory, and for 32 MB a participant, two parallel workers.
+BULK_SORT_MEMORY_MB = 256
 WRITER_LOCK_SUFFIX = "-writelock"
 _local = threading.local()
 # What a database that is locked too long or out of reach raises, on either backend.
@@ -224,7 +227,12 @@ def sorting_in_threads(db: Database) -> Iterator[Database]:
     """Inside bulk_write, for building indexes: a BULK_SORT_CACHE_MB page cache, so that the
     sorter splits the keys into runs it sorts on BULK_SORT_THREADS threads (it uses threads
     only for keys beyond its memory, which is the cache's size). The load's pages leave the
-    cache for the file meanwhile, instead of at the commit."""
+    cache for the file meanwhile, instead of at the commit. On PostgreSQL, BULK_SORT_MEMORY_MB
+    of maintenance_work_mem until the transaction ends, for sorts in memory and in parallel."""
+    if is_postgres(db):
+        db.execute(f"SET LOCAL maintenance_work_mem = '{BULK_SORT_MEMORY_MB}MB'")
+        yield db
+        return
     db.execute(f"PRAGMA cache_size = {-BULK_SORT_CACHE_MB * 1024}")
     try:
         yield db

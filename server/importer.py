@@ -134,9 +134,10 @@ def import_files(
     stamp = iso(now or utcnow())
     advance = progress or (lambda _lines: None)
     known = _CompanyCheck(db)
+    form = store.row_form(db)
     files = [
-        (companies, COMPANY_FIELDS, partial(company_records, updated_at=stamp)),
-        (contacts, CONTACT_FIELDS, partial(contact_records, updated_at=stamp)),
+        (companies, COMPANY_FIELDS, partial(_company_record, updated_at=stamp, form=form)),
+        (contacts, CONTACT_FIELDS, partial(_contact_record, updated_at=stamp, form=form)),
     ]
     work = [file for file in files if file[0]]
     with _rare_collections(), _converted(work, batch_size) as converted:
@@ -246,45 +247,37 @@ def _accepted(
         yield batch._replace(records=records)
 
 
-# A record is (line, row, ...): for contacts (line, contact row, employment row, what the
-# employment takes from its contact).
-_ROW, _JOB, _KEYS = itemgetter(1), itemgetter(2), itemgetter(3)
-_COMPANY_GUID = itemgetter(store.COMPANY_FIELDS.index("guid"))
-_GUID = itemgetter(store.CONTACT_FIELDS.index("guid"))
-_JOB_COMPANY = itemgetter(store.EMPLOYMENT_FIELDS.index("company_guid"))
-_JOB_CONTACT = itemgetter(store.EMPLOYMENT_FIELDS.index("contact_guid"))
-_JOB_KEY = itemgetter(
-    store.EMPLOYMENT_FIELDS.index("contact_guid"), store.EMPLOYMENT_FIELDS.index("company_guid")
-)
+# A record is (line, guid, ...): for companies (line, guid, row, alias keys), for contacts
+# (line, contact guid, company guid, contact row, employment row, what the employment takes
+# from its contact), the rows in the form of store.row_form.
+_GUID, _COMPANY, _ROW = itemgetter(1), itemgetter(2), itemgetter(3)
+_JOB, _KEYS, _JOB_KEY, _SECOND = itemgetter(4), itemgetter(5), itemgetter(1, 2), itemgetter(1)
 
 
 def _write_companies(
-    db: Database, records: list[tuple[int, tuple[Any, ...], list[str]]], new_keys: bool = False
+    db: Database, records: list[tuple[int, str, Any, list[str]]], new_keys: bool = False
 ) -> None:
-    aliases = {row[0]: keys for _, row, keys in records}  # the last row of a GUID wins
-    store.upsert_company_values(db, [row for _, row, _ in records], new_keys=new_keys)
+    aliases = {guid: keys for _, guid, _, keys in records}  # the last row of a GUID wins
+    store.upsert_company_values(db, [row for _, _, row, _ in records], new_keys=new_keys)
     store.replace_company_aliases(
         db, aliases, [(guid, key) for guid, keys in aliases.items() for key in keys]
     )
 
 
 def _write_contacts(
-    db: Database,
-    records: list[tuple[int, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]],
-    new_keys: bool = False,
+    db: Database, records: list[tuple[int, str, str, Any, Any, Any]], new_keys: bool = False
 ) -> None:
     # A contact that moved has a row per employment: write it once (the last row wins), and
     # its employments take their keys from that row. Built with map and itemgetter, not
     # per-row Python: this process is the one writer.
-    rows = list(map(_ROW, records))
-    guids = list(map(_GUID, rows))
-    contacts = dict(zip(guids, rows, strict=True))
+    guids = list(map(_GUID, records))
+    contacts = dict(zip(guids, map(_ROW, records), strict=True))
     keys = dict(zip(guids, map(_KEYS, records), strict=True))
     # Key order walks each B-tree once per batch instead of jumping between its pages.
-    store.upsert_contact_values(db, sorted(contacts.values(), key=_GUID), new_keys=new_keys)
-    jobs = sorted(map(_JOB, records), key=_JOB_KEY)
-    their_keys = map(keys.__getitem__, map(_JOB_CONTACT, jobs))
-    store.upsert_employment_values(db, map(add, jobs, their_keys), new_keys=new_keys)
+    store.upsert_contact_values(db, map(_SECOND, sorted(contacts.items())), new_keys=new_keys)
+    jobs = sorted(records, key=_JOB_KEY)
+    their_keys = map(keys.__getitem__, map(_GUID, jobs))
+    store.upsert_employment_values(db, map(add, map(_JOB, jobs), their_keys), new_keys=new_keys)
 
 
 class _CompanyCheck:
@@ -298,12 +291,12 @@ class _CompanyCheck:
 
     def add(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
         """Note the companies of this import, so their contacts need no lookup."""
-        self.found.update(map(_COMPANY_GUID, map(_ROW, records)))
+        self.found.update(map(_GUID, records))
         return records, []
 
     def require(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
         """The contact records whose company exists, and a reason for each of the others."""
-        guids = set(map(_JOB_COMPANY, map(_JOB, records)))
+        guids = set(map(_COMPANY, records))
         unknown = guids - self.found - self.missing
         if unknown:
             found = store.existing_company_guids(self.db, unknown)
@@ -313,7 +306,7 @@ class _CompanyCheck:
             return records, []
         kept, refused = [], []
         for record in records:
-            guid = _JOB_COMPANY(record[2])
+            guid = _COMPANY(record)
             if guid in self.missing:
                 reason = f"compGUID: no company {guid} in the database or the import"
                 refused.append((record[0], reason))
@@ -457,8 +450,11 @@ def convert_batches(
 
 
 def _reorder(made: str, wanted: Sequence[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """The function taking a tuple of the columns `made` (space-separated) to `wanted`'s."""
+    """The function taking a tuple of the columns `made` (space-separated) to `wanted`'s
+    (`tuple`, which returns a tuple as it is, when the orders are the same)."""
     names = made.split()
+    if names == list(wanted):
+        return tuple
     return itemgetter(*[names.index(name) for name in wanted])
 
 
@@ -621,6 +617,28 @@ def _text(name: str, value: Any) -> str:
 
 
 # --- rows to records -------------------------------------------------------------------------
+
+
+_COMPANY_GUID = itemgetter(store.COMPANY_FIELDS.index("guid"))
+_CONTACT_GUID = itemgetter(store.CONTACT_FIELDS.index("guid"))
+_JOB_COMPANY = itemgetter(store.EMPLOYMENT_FIELDS.index("company_guid"))
+RowForm = Callable[..., Any]
+
+
+def _company_record(values: Values, updated_at: str, form: RowForm) -> tuple[Any, ...]:
+    """A company's record for the writer (after its line): its GUID, its row in `form`,
+    its alias keys."""
+    row, aliases = company_records(values, updated_at)
+    return _COMPANY_GUID(row), form(row), aliases
+
+
+def _contact_record(values: Values, updated_at: str, form: RowForm) -> tuple[Any, ...]:
+    """A contact's record for the writer (after its line): its GUID, its company's, its
+    contacts row, employments row and what the employment takes from the contact in `form`
+    (the employment's two parts joined make its row)."""
+    contact, job, keys = contact_records(values, updated_at)
+    guid, company_guid = _CONTACT_GUID(contact), _JOB_COMPANY(job)
+    return guid, company_guid, form(contact), form(job, "\t"), form(keys)
 
 
 def company_records(values: Values, updated_at: str) -> tuple[tuple[Any, ...], list[str]]:

@@ -276,3 +276,37 @@ def _pool(url: str) -> ConnectionPool:
                 open=True,
             )
         return _pools[key]
+
+
+# --- COPY text -------------------------------------------------------------------------------
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NULL = "\\N"
+
+
+def copy_line(values: Sequence[str | int | float | None], end: str = "\n") -> bytes:
+    """`values` (str, int, float or None for NULL) as a line of COPY's text format ending in
+    `end`, a number as str writes it: what psycopg's `Copy.write_row` sends, made in a
+    fraction of its time, so that the processes converting rows can make it instead of the
+    one writing them."""
+    texts = [
+        value if value.__class__ is str else _NULL if value is None else str(value)
+        for value in values
+    ]
+    line = "\t".join(texts)
+    # Nothing to escape (the usual case) when the only backslashes are the NULLs' and the
+    # only tabs the separators.
+    if (
+        ("\\" in line and line.count("\\") != values.count(None))
+        or line.count("\t") != len(texts) - 1
+        or "\n" in line
+        or "\r" in line
+    ):
+        line = "\t".join(_copy_escaped(value) for value in values)
+    return (line + end).encode()
+
+
+def _copy_escaped(value: str | int | float | None) -> str:
+    if isinstance(value, str):
+        return value.translate(_COPY_ESCAPES)
+    return _NULL if value is None else str(value)

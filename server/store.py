@@ -9,13 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from psycopg.errors import UniqueViolation
 from sqlite_utils import Database
 
+from server import pg
 from server.db import is_postgres
 
 Row = dict[str, Any]
@@ -426,9 +427,9 @@ _UPSERT_EMPLOYMENT_VALUES = _by_position(_UPSERT_EMPLOYMENT, KEYED_EMPLOYMENT_FI
 
 
 def upsert_company_values(
-    db: Database, rows: Iterable[Sequence[Any]], *, new_keys: bool = False
+    db: Database, rows: Iterable[Sequence[Any]] | Iterable[bytes], *, new_keys: bool = False
 ) -> None:
-    """upsert_companies for rows given as the values of COMPANY_FIELDS, in that order
+    """upsert_companies for rows given in `row_form(db)` of the values of COMPANY_FIELDS
     (`new_keys`: see _copy_upsert)."""
     if is_postgres(db):
         return _copy_upsert(db, "companies", COMPANY_FIELDS, ["guid"], rows, new_keys)
@@ -436,9 +437,9 @@ def upsert_company_values(
 
 
 def upsert_contact_values(
-    db: Database, rows: Iterable[Sequence[Any]], *, new_keys: bool = False
+    db: Database, rows: Iterable[Sequence[Any]] | Iterable[bytes], *, new_keys: bool = False
 ) -> None:
-    """upsert_contacts for rows given as the values of CONTACT_FIELDS, in that order
+    """upsert_contacts for rows given in `row_form(db)` of the values of CONTACT_FIELDS
     (`new_keys`: see _copy_upsert)."""
     if is_postgres(db):
         return _copy_upsert(db, "contacts", CONTACT_FIELDS, ["guid"], rows, new_keys)
@@ -446,14 +447,25 @@ def upsert_contact_values(
 
 
 def upsert_employment_values(
-    db: Database, rows: Iterable[Sequence[Any]], *, new_keys: bool = False
+    db: Database, rows: Iterable[Sequence[Any]] | Iterable[bytes], *, new_keys: bool = False
 ) -> None:
-    """upsert_employments for rows given as the values of KEYED_EMPLOYMENT_FIELDS, in order
-    (`new_keys`: see _copy_upsert)."""
+    """upsert_employments for rows given in `row_form(db)` of the values of
+    KEYED_EMPLOYMENT_FIELDS (`new_keys`: see _copy_upsert)."""
     if is_postgres(db):
         key = ["contact_guid", "company_guid"]
         return _copy_upsert(db, "employments", KEYED_EMPLOYMENT_FIELDS, key, rows, new_keys)
     db.conn.executemany(_UPSERT_EMPLOYMENT_VALUES, rows)
+
+
+def _as_is(values: Sequence[Any], end: str = "") -> Sequence[Any]:
+    return values
+
+
+def row_form(db: Database) -> Callable[[Sequence[Any], str], Any]:
+    """How the upsert_*_values functions take a row here: its values as they are (SQLite),
+    or a line of COPY text (PostgreSQL, `pg.copy_line`; a row made of two parts is the first
+    ended by a tab, then the second). Rows can be put in this form in other processes."""
+    return pg.copy_line if is_postgres(db) else _as_is
 
 
 def _copy_upsert(
@@ -461,23 +473,23 @@ def _copy_upsert(
     table: str,
     fields: Sequence[str],
     key: Sequence[str],
-    rows: Iterable[Sequence[Any]],
+    lines: Iterable[Any],
     new_keys: bool = False,
 ) -> None:
-    """PostgreSQL: COPY the rows into a temporary table, then upsert them from there in one
-    statement, the last row of each key winning (as consecutive upserts would). Inside the
-    caller's transaction.
+    """PostgreSQL: COPY the rows (lines of COPY text) into a temporary table, then upsert
+    them from there in one statement, the last row of each key winning (as consecutive
+    upserts would). Inside the caller's transaction.
 
     With `new_keys` (the caller expects none of the keys in the table or twice in `rows`,
     as in a load into empty tables), COPY straight into the table: a third of the work. At
     a key already there, that COPY is undone and the rows take the way above.
     """
     raw = db.conn.raw  # type: ignore[attr-defined]
+    text = b"".join(lines)
     if new_keys:
-        rows = list(rows)
         raw.execute("SAVEPOINT new_keys")
         try:
-            _copy(raw, table, fields, rows)
+            _copy(raw, table, fields, text)
         except UniqueViolation:
             raw.execute("ROLLBACK TO SAVEPOINT new_keys")
         else:
@@ -489,7 +501,7 @@ def _copy_upsert(
         f"CREATE TEMP TABLE IF NOT EXISTS {stage} (LIKE {table} INCLUDING DEFAULTS, "
         "stage_order BIGINT GENERATED ALWAYS AS IDENTITY)"
     )
-    _copy(raw, stage, fields, rows)
+    _copy(raw, stage, fields, text)
     updates = ", ".join(f"{f} = excluded.{f}" for f in fields if f not in key)
     raw.execute(
         f"INSERT INTO {table} ({columns}) SELECT DISTINCT ON ({keys}) {columns} FROM {stage} "
@@ -498,10 +510,9 @@ def _copy_upsert(
     raw.execute(f"TRUNCATE {stage}")
 
 
-def _copy(raw: Any, table: str, fields: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def _copy(raw: Any, table: str, fields: Sequence[str], text: bytes) -> None:
     with raw.cursor().copy(f"COPY {table} ({', '.join(fields)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+        copy.write(text)
 
 
 def existing_company_guids(db: Database, guids: Iterable[str]) -> set[str]:

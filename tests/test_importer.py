@@ -97,6 +97,28 @@ def test_csv_import_stores_contacts_and_employments(
 
 
 @pytest.mark.both_backends
+def test_values_with_tabs_backslashes_and_line_breaks_are_stored_as_given(
+    tmp_path: Path, database: Database
+) -> None:
+    odd = "Tab\there, back\\slash, \\N, line\nbreak\r\nand é"
+    companies = [{"compGUID": "A0A0A0A0A0A0A0A1", "compName": "Lonestar", "compAddr": odd}]
+    contacts = [
+        {"conGUID": "D" * 32, "compGUID": "A0A0A0A0A0A0A0A1", "conFirstName": "Jane",
+         "conLastName": "Public", "conJobTitleEn": odd, "conLoc": "\\N"},
+    ]  # fmt: skip
+    report = run(
+        database,
+        companies=write(tmp_path, "c.jsonl", "".join(json.dumps(c) + "\n" for c in companies)),
+        contacts=write(tmp_path, "p.jsonl", "".join(json.dumps(c) + "\n" for c in contacts)),
+    )
+
+    assert report == ImportReport(companies=1, contacts=1, errors=[])
+    assert company(database, "A0A0A0A0A0A0A0A1")["address"] == odd.strip()
+    assert employment(database, "D" * 32)["job_title"] == odd.strip()
+    assert contact(database, "D" * 32)["location"] == "\\N"
+
+
+@pytest.mark.both_backends
 def test_jsonl_import_accepts_numbers_and_nulls(tmp_path: Path, database: Database) -> None:
     companies = [
         {"compGUID": "A0A0A0A0A0A0A0A1", "compName": "Lonestar", "compEmpCount": 40,
