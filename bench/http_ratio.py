@@ -15,8 +15,11 @@ then /healthz again, one server; enrich / healthz (the mean of the two) for each
 backend enrich with 2 workers / 1 worker. Targets (issue 23): on SQLite with 2 workers enrich
 / healthz >= 0.35; enrich 2 workers / 1 worker >= 1.8.
 
-Where the time goes: one enrich call in-process through the WSGI app (no HTTP), CPU per call
-on each backend, and a cProfile of the SQLite calls, the top functions by own time.
+Where the time goes: the server's CPU per request (its processes' CPU over the requests wrk
+got answered: what the machine's other load changes least); enrich in-process through the
+WSGI app of `contactdata serve` (no HTTP), CPU a call on each backend split by step, and on
+SQLite again with another connection committing before each call (what a second worker
+does); a cProfile of the SQLite calls, the top functions by own time.
 Writes bench/results/http_ratio.txt.
 """
 
@@ -28,6 +31,7 @@ import io
 import json
 import os
 import pstats
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -235,10 +239,32 @@ def breakdown(backend: str, db: str, key: str, bodies: Sequence[Any], calls: int
         _, by_step = _least_cpu(lambda: _call(app, next(cycle)), calls, steps)
     shown = ", ".join(f"{name} {ms:.3f}" for name, ms in by_step.items())
     rest = enrich_ms - sum(by_step.values())
-    return [
+    lines = [
         f"{backend:<10} in-process CPU a call: healthz {healthz_ms:.3f} ms, enrich "
         f"{enrich_ms:.3f} ms = {shown}, the rest (Flask, hooks) {rest:.3f}"
     ]
+    if backend == "sqlite":
+        lines.append(_after_other_writes(db, lambda: _call(app, next(cycle)), calls, enrich_ms))
+    return lines
+
+
+def _after_other_writes(db: str, call: Callable[[], None], calls: int, alone_ms: float) -> str:
+    """Enrich's CPU a call when another connection commits to the database before each call,
+    as the other gunicorn worker does: SQLite then empties this connection's page cache."""
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("CREATE TABLE IF NOT EXISTS bench_other_writer (n INTEGER)")
+
+    def commit() -> None:
+        other.execute("INSERT INTO bench_other_writer VALUES (1)")
+
+    commit_ms = _least_cpu(commit, calls)[0]
+    both_ms = _least_cpu(lambda: (commit(), call()), calls)[0]
+    other.close()
+    return (
+        f"{'':<10} ... with another connection committing before each call: enrich "
+        f"{both_ms - commit_ms:.3f} ms (alone {alone_ms:.3f}; the other's commit, "
+        f"{commit_ms:.3f} ms, taken off)"
+    )
 
 
 def _cycle(requests: Sequence[Request]) -> Iterator[Request]:
