@@ -1,4 +1,4 @@
-"""Benchmark: enrich against /healthz over HTTP at 8 connections, on SQLite and on PostgreSQL.
+"""Benchmark: enrich against /healthz over HTTP, on SQLite and on PostgreSQL, in one run.
 
     PYTHONPATH=. .venv/bin/python bench/http_ratio.py            # 10 s a wrk run
     PYTHONPATH=. .venv/bin/python bench/http_ratio.py --quick    # 3 s a run, fewer profiled calls
@@ -9,11 +9,12 @@ of a throwaway PostgreSQL cluster (tests/helpers/postgres.py); each gets one unl
 enterprise_plus organization. Rate limits: the default limiter (`<db>.limits` on SQLite,
 tables of the database on PostgreSQL); no Redis.
 
-Throughput: `contactdata serve` with 1, then 2 sync workers on each backend; wrk at 8
-connections on GET /healthz, POST /v7/enrich (bench/enrich.py's 500 known queries in turn),
-then /healthz again, one server; enrich / healthz (the mean of the two) for each, and on each
-backend enrich with 2 workers / 1 worker. Targets (issue 23): on SQLite with 2 workers enrich
-/ healthz >= 0.35; enrich 2 workers / 1 worker >= 1.8.
+Throughput: `contactdata serve` with 1, then 2 sync workers on each backend; wrk at 1, then 8
+connections (contention apart from inherent cost) on GET /healthz, POST /v7/enrich
+(bench/enrich.py's 500 known queries in turn), then /healthz again, one server; enrich /
+healthz (the mean of the two) for each, and on each backend enrich with 2 workers / 1 worker
+at 8 connections. Targets (issue 23): on SQLite with 2 workers at 8 connections enrich /
+healthz >= 0.35; enrich 2 workers / 1 worker >= 1.8.
 
 Where the time goes: the server's CPU per request (its processes' CPU over the requests wrk
 got answered: what the machine's other load changes least); enrich in-process through the
