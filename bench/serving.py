@@ -83,6 +83,20 @@ def copy_with_org(
     admin key."""
     with read_only(source) as src, sqlite3.connect(target) as dst:
         src.backup(dst)
+    return add_org(target, name, qps=qps, daily_limit=daily_limit,
+                   discover_per_minute=discover_per_minute)  # fmt: skip
+
+
+def add_org(
+    target: str | Path,
+    name: str,
+    *,
+    qps: int = 10**6,
+    daily_limit: int = 10**9,
+    discover_per_minute: int = 10**6,
+) -> str:
+    """Add one enterprise_plus organization to the database at `target` (a SQLite file or a
+    postgresql:// URL, migrated), with limits no benchmark reaches unless given; its admin key."""
     db = database.connect(target)
     _, key = accounts.create_organization(
         db, SECRET.encode(), utcnow(), name=name, website="bench.example",

@@ -234,6 +234,61 @@ def test_a_limiter_refuses_shared_buckets_and_naive_datetimes(limiter: Limiter) 
         limiter.hit([QPS], datetime(2025, 4, 10, 12, 0))
 
 
+def sqlite_steps(limiter: SqliteLimiter, read: Any) -> int:
+    """How many SQLite virtual machine steps `read()` takes on the limiter's connection."""
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+
+    connection = limiter._db().conn
+    connection.set_progress_handler(step, 1)
+    try:
+        read()
+    finally:
+        connection.set_progress_handler(None, 1)
+    return steps[0]
+
+
+def test_reading_a_sliding_window_costs_the_same_however_many_it_counts(db_path: Path) -> None:
+    """Steps, not seconds: a window counting 2,000 requests is read in as many steps as one
+    counting 20 (counting the window's rows took a step per row)."""
+    limiter = SqliteLimiter(f"{db_path}.limits")
+    busy = Limit.per_window("org:busy:qps", "qps", 10_000, 1)
+    quiet = Limit.per_window("org:quiet:qps", "qps", 10_000, 1)
+    for i in range(2_000):
+        limiter.hit([busy], at(i / 4_000))
+    for i in range(20):
+        limiter.hit([quiet], at(i / 40))
+    busy_steps = sqlite_steps(limiter, lambda: limiter.count(busy, at(0.9)))
+    quiet_steps = sqlite_steps(limiter, lambda: limiter.count(quiet, at(0.9)))
+    assert limiter.count(busy, at(0.9)) == 2_000 and limiter.count(quiet, at(0.9)) == 20
+    assert busy_steps <= quiet_steps + 20
+    assert limiter.count(busy, at(1.2999)) == 800  # not yet pruned: the first 1,200 left
+
+
+def test_a_limits_file_from_before_kept_counts_goes_on_counting_its_requests(
+    db_path: Path,
+) -> None:
+    """A `<db>.limits` written before `rate_windows` existed: the requests it holds still
+    count, and keep counting as new ones come and old ones leave."""
+    path = f"{db_path}.limits"
+    with closing(Database(path)) as old:
+        old.execute("CREATE TABLE rate_events (bucket TEXT NOT NULL, at REAL NOT NULL)")
+        old.execute("CREATE INDEX rate_events_bucket ON rate_events (bucket, at)")
+        for i in range(3):
+            old.execute(
+                "INSERT INTO rate_events VALUES (?, ?)", [QPS.bucket, at(i / 10).timestamp()]
+            )
+    limiter = SqliteLimiter(path)
+    assert limiter.count(QPS, at(0.5)) == 3
+    assert [limiter.hit([QPS], at(0.5)).allowed for _ in range(3)] == [True, True, False]
+    assert limiter.count(QPS, at(1.05)) == 4  # the request of T0 left
+    assert limiter.hit([QPS], at(1.05)).allowed
+    assert limiter.count(QPS, at(1.05)) == 5 and stored_events(limiter, QPS.bucket) == 5
+
+
 def test_limiter_for_chooses_the_backend_the_setting_names(db_path: Path) -> None:
     chosen = limiter_for({"DB": str(db_path)})
     assert isinstance(chosen, SqliteLimiter) and chosen.path == f"{db_path}.limits"
