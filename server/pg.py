@@ -3,9 +3,10 @@
 The stores are written against sqlite-utils' `Database`; this module offers exactly the part
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
-parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, `instr`, `json_each` (of an
-array), `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped
-advisory lock so that writers are serialized as on SQLite.
+parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
+`REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory
+lock so that writers are serialized as on SQLite. `rowid` is left as it is: a table read in
+insertion order has an identity column of that name (server/pg_migrations.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -43,7 +45,7 @@ def is_url(target: object) -> bool:
 # --- SQL translation -----------------------------------------------------------------------
 
 _TOKENS = re.compile(
-    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\browid\b|\binstr\("
+    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\binstr\("
     r"|\bWITHOUT ROWID\b|\bREAL\b|\bjson_each\("
 )
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
@@ -78,8 +80,6 @@ def translate(sql: str) -> tuple[str, bool]:
             return "strpos("
         if text == "json_each(":
             return "json_array_elements_text("  # a JSON array's values, as column `value`
-        if text == "rowid":
-            return "ctid"  # insertion order of a table that is only appended to
         return ""  # INDEXED BY (the planner chooses) and WITHOUT ROWID
 
     translated = _TOKENS.sub(token, sql)
@@ -237,29 +237,57 @@ def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
 
 
 def database(url: str) -> PostgresDatabase:
-    """This thread's connection to `url`, taken from this process's pool on first use.
+    """This thread's connection to `url`, taken from this process's pool on first use and
+    held until `done` (the app calls it at the end of each request) or until the thread ends.
 
-    A sync gunicorn worker serves one request at a time, so a thread keeps its connection;
-    the pool (made per process: a forked worker must not share its parent's sockets) checks
-    a connection before handing it out and replaces a broken one.
+    The pool is made per process (a forked worker must not share its parent's sockets); it
+    checks a connection before handing it out and replaces a broken one.
     """
-    cache: dict[tuple[int, str], PostgresDatabase] = _local.__dict__.setdefault("pg", {})
+    held: dict[tuple[int, str], _Held] = _local.__dict__.setdefault("pg", {})
     key = (os.getpid(), url)
-    if key not in cache:
-        cache[key] = PostgresDatabase(_pool(url).getconn(), url)
-    return cache[key]
+    if key not in held:
+        held[key] = _Held(_pool(url), url)
+    return held[key].db
+
+
+def done(url: str) -> None:
+    """Give this thread's connection to `url` back to the pool, an open transaction rolled
+    back; the thread's next `database` call takes one again."""
+    held = _local.__dict__.get("pg", {}).pop((os.getpid(), url), None)
+    if held is not None:
+        held.give_back()
+
+
+class _Held:
+    """A pooled connection held by one thread: given back by `done`, or when the thread ends
+    (its thread-local data, and this with it, is then dropped)."""
+
+    def __init__(self, pool: ConnectionPool, url: str) -> None:
+        raw = pool.getconn()
+        self.db = PostgresDatabase(raw, url)
+        self.give_back = weakref.finalize(self, pool.putconn, raw)
+        self.give_back.atexit = False  # at exit `close_pools` closes the pools, if asked
 
 
 def release(url: str) -> None:
     """Close this process's pool for `url` and this thread's connection from it (a test
     database that is done with, or a process shutting down)."""
-    key = (os.getpid(), url)
-    cached = _local.__dict__.get("pg", {}).pop(key, None)
+    done(url)
     with _pools_lock:
-        pool = _pools.pop(key, None)
+        pool = _pools.pop((os.getpid(), url), None)
     if pool is not None:
-        if cached is not None:
-            pool.putconn(cached.conn.raw)
+        pool.close()
+
+
+def close_pools() -> None:
+    """Close every pool of this process, and the connections in them (a gunicorn worker
+    exiting): connections still held are closed as their threads give them back."""
+    with _pools_lock:
+        mine = [key for key in _pools if key[0] == os.getpid()]
+        pools = [_pools.pop(key) for key in mine]
+    for url in {url for _, url in mine}:
+        done(url)
+    for pool in pools:
         pool.close()
 
 
