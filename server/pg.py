@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -29,9 +30,16 @@ POOL_MAX = 4
 _pools: dict[tuple[int, str], ConnectionPool] = {}
 _pools_lock = threading.Lock()
 _local = threading.local()
+# When each pooled connection was last given back; one in use within CHECK_AFTER_IDLE_S is
+# handed out again unchecked (a broken one then fails its request, and the pool replaces it).
+CHECK_AFTER_IDLE_S = 5.0
+_given_back: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 
 # Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
-_OPTIONS = "-c lock_timeout=10000"
+# Plans made for each call's values: psycopg prepares a statement run five times, and after
+# five more PostgreSQL would plan it once for any values; the best plan depends on them (a
+# company of 20 people or of 20,000; discover's page query took 50-100 ms instead of 3).
+_OPTIONS = "-c lock_timeout=10000 -c plan_cache_mode=force_custom_plan"
 # What waiting too long for the write lock raises (sqlite3.OperationalError on SQLite).
 LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
@@ -110,9 +118,8 @@ class Connection:
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
         """Run one statement (SQLite dialect) and return its cursor."""
         if sql.strip().upper() == "BEGIN IMMEDIATE":
-            self.raw.execute("BEGIN")
-            try:
-                return self.raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+            try:  # one round trip
+                return self.raw.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             except psycopg.Error:  # e.g. the lock timeout: no transaction is left open
                 self.raw.execute("ROLLBACK")
                 raise
@@ -241,7 +248,7 @@ def database(url: str) -> PostgresDatabase:
     held until `done` (the app calls it at the end of each request) or until the thread ends.
 
     The pool is made per process (a forked worker must not share its parent's sockets); it
-    checks a connection before handing it out and replaces a broken one.
+    checks a connection idle for a while before handing it out and replaces a broken one.
     """
     held: dict[tuple[int, str], _Held] = _local.__dict__.setdefault("pg", {})
     key = (os.getpid(), url)
@@ -265,8 +272,20 @@ class _Held:
     def __init__(self, pool: ConnectionPool, url: str) -> None:
         raw = pool.getconn()
         self.db = PostgresDatabase(raw, url)
-        self.give_back = weakref.finalize(self, pool.putconn, raw)
+        self.give_back = weakref.finalize(self, _put_back, pool, raw)
         self.give_back.atexit = False  # at exit `close_pools` closes the pools, if asked
+
+
+def _put_back(pool: ConnectionPool, raw: psycopg.Connection) -> None:
+    _given_back[raw] = time.monotonic()
+    pool.putconn(raw)
+
+
+def _check(raw: psycopg.Connection) -> None:
+    """The pool's check of a connection before handing it out: a round trip, unless it was
+    given back less than CHECK_AFTER_IDLE_S ago (a request gives its connection back)."""
+    if time.monotonic() - _given_back.get(raw, -CHECK_AFTER_IDLE_S) >= CHECK_AFTER_IDLE_S:
+        ConnectionPool.check_connection(raw)
 
 
 def release(url: str) -> None:
@@ -300,7 +319,7 @@ def _pool(url: str) -> ConnectionPool:
                 min_size=1,
                 max_size=POOL_MAX,
                 kwargs={"autocommit": True, "options": _OPTIONS},
-                check=ConnectionPool.check_connection,
+                check=_check,
                 open=True,
             )
         return _pools[key]

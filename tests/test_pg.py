@@ -86,6 +86,12 @@ def test_a_gunicorn_worker_closes_its_connections_as_it_exits(pg_url: str) -> No
     assert pg.database(pg_url).execute("SELECT 2").fetchone() == (2,)  # a new pool
 
 
+def test_statements_are_planned_for_their_values(pg_url: str) -> None:
+    """A prepared statement's generic plan can be a hundred times slower on skewed data."""
+    setting = pg.database(pg_url).execute("SHOW plan_cache_mode").fetchone()[0]
+    assert setting == "force_custom_plan"
+
+
 @pytest.mark.both_backends
 def test_transactions_recorded_at_once_stay_in_the_order_recorded(database: Database) -> None:
     org, _ = accounts.create_organization(
