@@ -18,7 +18,7 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -36,10 +36,7 @@ CHECK_AFTER_IDLE_S = 5.0
 _given_back: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 
 # Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
-# Plans made for each call's values: psycopg prepares a statement run five times, and after
-# five more PostgreSQL would plan it once for any values; the best plan depends on them (a
-# company of 20 people or of 20,000; discover's page query took 50-100 ms instead of 3).
-_OPTIONS = "-c lock_timeout=10000 -c plan_cache_mode=force_custom_plan"
+_OPTIONS = "-c lock_timeout=10000"
 # What waiting too long for the write lock raises (sqlite3.OperationalError on SQLite).
 LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
@@ -56,17 +53,31 @@ _TOKENS = re.compile(
     r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\binstr\("
     r"|\bWITHOUT ROWID\b|\bREAL\b|\bjson_each\("
 )
+_VALUE_LIST = re.compile(r"\bIN \(\?", re.IGNORECASE)
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
 _OR_REPLACE = re.compile(
     r"^\s*INSERT OR REPLACE INTO (\w+) \(([^)]*)\)(.*)$", re.IGNORECASE | re.DOTALL
 )
 
 
-@lru_cache(maxsize=2048)
-def translate(sql: str) -> tuple[str, bool]:
-    """SQLite SQL as PostgreSQL SQL, and whether its parameters are numbered (`?N`).
+class Translated(NamedTuple):
+    """A statement in PostgreSQL's dialect, and how to send it."""
 
-    Numbered parameters become named ones (`%(pN)s`): `numbered_params` turns their values.
+    sql: str
+    numbered: bool  # its parameters were `?N`: `numbered_params` turns their values
+    prepare: bool | None  # psycopg's `prepare`: None once run often, False never
+
+
+@lru_cache(maxsize=2048)
+def translate(sql: str) -> Translated:
+    """SQLite SQL as PostgreSQL SQL; numbered parameters become named ones (`%(pN)s`).
+
+    Psycopg prepares a statement run five times, and after five more runs PostgreSQL may
+    keep one generic plan for any values. A query whose best plan depends on its values is
+    never prepared, so that it is planned for each call's: one naming its index for SQLite
+    (`INDEXED BY`, dropped: the planner chooses), over a company of 20 people or of 20,000,
+    and one with a list of values (`IN (?, ?, …)`: one statement per length, too).
+    Discover's page of people took 50-100 ms with a generic plan instead of 3.
     """
     numbered = False
 
@@ -93,7 +104,8 @@ def translate(sql: str) -> tuple[str, bool]:
     translated = _TOKENS.sub(token, sql)
     if _OR_IGNORE.match(translated):
         translated = _OR_IGNORE.sub("INSERT INTO", translated) + " ON CONFLICT DO NOTHING"
-    return translated, numbered
+    planned_per_call = "INDEXED BY" in sql or _VALUE_LIST.search(sql) is not None
+    return Translated(translated, numbered, False if planned_per_call else None)
 
 
 def numbered_params(params: Params) -> dict[str, Any]:
@@ -125,8 +137,9 @@ class Connection:
                 raise
         if sql.lstrip().upper().startswith("PRAGMA"):
             return self._pragma(sql)
-        text, values = self._statement(sql, params)
-        return self.raw.execute(text, values)  # type: ignore[arg-type]
+        statement = translate(self._replacing(sql))
+        values = numbered_params(params) if statement.numbered else params
+        return self.raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:
         """`PRAGMA busy_timeout = N` as lock_timeout; SQLite's other tuning means nothing here."""
@@ -137,18 +150,12 @@ class Connection:
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> psycopg.Cursor:
         """Run one statement for each of `rows`."""
-        text, numbered = translate(self._replacing(sql))
-        values = [numbered_params(r) if numbered else r for r in rows]
+        statement = translate(self._replacing(sql))
+        values = [numbered_params(r) if statement.numbered else r for r in rows]
         cursor = self.raw.cursor()
         if values:
-            cursor.executemany(text, values)  # type: ignore[arg-type]
+            cursor.executemany(statement.sql, values)  # type: ignore[arg-type]
         return cursor
-
-    def _statement(self, sql: str, params: Params) -> tuple[str, Params | None]:
-        text, numbered = translate(self._replacing(sql))
-        if numbered:
-            return text, numbered_params(params)
-        return text, params
 
     def _replacing(self, sql: str) -> str:
         """INSERT OR REPLACE as an upsert on the table's primary key."""
