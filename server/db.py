@@ -78,6 +78,13 @@ def database(path: str | Path) -> Database:
     return cache[key]
 
 
+def done(path: str | Path) -> None:
+    """This thread is done with its connection to `path` for now (the end of a request): a
+    PostgreSQL one goes back to its pool; a SQLite one, the thread's own, stays open."""
+    if pg.is_url(path):
+        pg.done(str(path))
+
+
 @contextmanager
 def write(db: Database) -> Iterator[Database]:
     """A write transaction started with BEGIN IMMEDIATE (nested calls join the outer one).

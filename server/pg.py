@@ -3,9 +3,10 @@
 The stores are written against sqlite-utils' `Database`; this module offers exactly the part
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
-parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `rowid`, `instr`, `json_each` (of an
-array), `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped
-advisory lock so that writers are serialized as on SQLite.
+parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
+`REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory
+lock so that writers are serialized as on SQLite. `rowid` is left as it is: a table read in
+insertion order has an identity column of that name (server/pg_migrations.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -27,6 +30,10 @@ POOL_MAX = 4
 _pools: dict[tuple[int, str], ConnectionPool] = {}
 _pools_lock = threading.Lock()
 _local = threading.local()
+# When each pooled connection was last given back; one in use within CHECK_AFTER_IDLE_S is
+# handed out again unchecked (a broken one then fails its request, and the pool replaces it).
+CHECK_AFTER_IDLE_S = 5.0
+_given_back: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 
 # Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
 _OPTIONS = "-c lock_timeout=10000"
@@ -43,20 +50,34 @@ def is_url(target: object) -> bool:
 # --- SQL translation -----------------------------------------------------------------------
 
 _TOKENS = re.compile(
-    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\browid\b|\binstr\("
+    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\binstr\("
     r"|\bWITHOUT ROWID\b|\bREAL\b|\bjson_each\("
 )
+_VALUE_LIST = re.compile(r"\bIN \(\?", re.IGNORECASE)
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
 _OR_REPLACE = re.compile(
     r"^\s*INSERT OR REPLACE INTO (\w+) \(([^)]*)\)(.*)$", re.IGNORECASE | re.DOTALL
 )
 
 
-@lru_cache(maxsize=2048)
-def translate(sql: str) -> tuple[str, bool]:
-    """SQLite SQL as PostgreSQL SQL, and whether its parameters are numbered (`?N`).
+class Translated(NamedTuple):
+    """A statement in PostgreSQL's dialect, and how to send it."""
 
-    Numbered parameters become named ones (`%(pN)s`): `numbered_params` turns their values.
+    sql: str
+    numbered: bool  # its parameters were `?N`: `numbered_params` turns their values
+    prepare: bool | None  # psycopg's `prepare`: None once run often, False never
+
+
+@lru_cache(maxsize=2048)
+def translate(sql: str) -> Translated:
+    """SQLite SQL as PostgreSQL SQL; numbered parameters become named ones (`%(pN)s`).
+
+    Psycopg prepares a statement run five times, and after five more runs PostgreSQL may
+    keep one generic plan for any values. A query whose best plan depends on its values is
+    never prepared, so that it is planned for each call's: one naming its index for SQLite
+    (`INDEXED BY`, dropped: the planner chooses), over a company of 20 people or of 20,000,
+    and one with a list of values (`IN (?, ?, …)`: one statement per length, too).
+    Discover's page of people took 50-100 ms with a generic plan instead of 3.
     """
     numbered = False
 
@@ -78,14 +99,13 @@ def translate(sql: str) -> tuple[str, bool]:
             return "strpos("
         if text == "json_each(":
             return "json_array_elements_text("  # a JSON array's values, as column `value`
-        if text == "rowid":
-            return "ctid"  # insertion order of a table that is only appended to
         return ""  # INDEXED BY (the planner chooses) and WITHOUT ROWID
 
     translated = _TOKENS.sub(token, sql)
     if _OR_IGNORE.match(translated):
         translated = _OR_IGNORE.sub("INSERT INTO", translated) + " ON CONFLICT DO NOTHING"
-    return translated, numbered
+    planned_per_call = "INDEXED BY" in sql or _VALUE_LIST.search(sql) is not None
+    return Translated(translated, numbered, False if planned_per_call else None)
 
 
 def numbered_params(params: Params) -> dict[str, Any]:
@@ -110,16 +130,16 @@ class Connection:
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
         """Run one statement (SQLite dialect) and return its cursor."""
         if sql.strip().upper() == "BEGIN IMMEDIATE":
-            self.raw.execute("BEGIN")
-            try:
-                return self.raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK])
+            try:  # one round trip
+                return self.raw.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             except psycopg.Error:  # e.g. the lock timeout: no transaction is left open
                 self.raw.execute("ROLLBACK")
                 raise
         if sql.lstrip().upper().startswith("PRAGMA"):
             return self._pragma(sql)
-        text, values = self._statement(sql, params)
-        return self.raw.execute(text, values)  # type: ignore[arg-type]
+        statement = translate(self._replacing(sql))
+        values = numbered_params(params) if statement.numbered else params
+        return self.raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:
         """`PRAGMA busy_timeout = N` as lock_timeout; SQLite's other tuning means nothing here."""
@@ -130,18 +150,12 @@ class Connection:
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> psycopg.Cursor:
         """Run one statement for each of `rows`."""
-        text, numbered = translate(self._replacing(sql))
-        values = [numbered_params(r) if numbered else r for r in rows]
+        statement = translate(self._replacing(sql))
+        values = [numbered_params(r) if statement.numbered else r for r in rows]
         cursor = self.raw.cursor()
         if values:
-            cursor.executemany(text, values)  # type: ignore[arg-type]
+            cursor.executemany(statement.sql, values)  # type: ignore[arg-type]
         return cursor
-
-    def _statement(self, sql: str, params: Params) -> tuple[str, Params | None]:
-        text, numbered = translate(self._replacing(sql))
-        if numbered:
-            return text, numbered_params(params)
-        return text, params
 
     def _replacing(self, sql: str) -> str:
         """INSERT OR REPLACE as an upsert on the table's primary key."""
@@ -237,29 +251,69 @@ def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
 
 
 def database(url: str) -> PostgresDatabase:
-    """This thread's connection to `url`, taken from this process's pool on first use.
+    """This thread's connection to `url`, taken from this process's pool on first use and
+    held until `done` (the app calls it at the end of each request) or until the thread ends.
 
-    A sync gunicorn worker serves one request at a time, so a thread keeps its connection;
-    the pool (made per process: a forked worker must not share its parent's sockets) checks
-    a connection before handing it out and replaces a broken one.
+    The pool is made per process (a forked worker must not share its parent's sockets); it
+    checks a connection idle for a while before handing it out and replaces a broken one.
     """
-    cache: dict[tuple[int, str], PostgresDatabase] = _local.__dict__.setdefault("pg", {})
+    held: dict[tuple[int, str], _Held] = _local.__dict__.setdefault("pg", {})
     key = (os.getpid(), url)
-    if key not in cache:
-        cache[key] = PostgresDatabase(_pool(url).getconn(), url)
-    return cache[key]
+    if key not in held:
+        held[key] = _Held(_pool(url), url)
+    return held[key].db
+
+
+def done(url: str) -> None:
+    """Give this thread's connection to `url` back to the pool, an open transaction rolled
+    back; the thread's next `database` call takes one again."""
+    held = _local.__dict__.get("pg", {}).pop((os.getpid(), url), None)
+    if held is not None:
+        held.give_back()
+
+
+class _Held:
+    """A pooled connection held by one thread: given back by `done`, or when the thread ends
+    (its thread-local data, and this with it, is then dropped)."""
+
+    def __init__(self, pool: ConnectionPool, url: str) -> None:
+        raw = pool.getconn()
+        self.db = PostgresDatabase(raw, url)
+        self.give_back = weakref.finalize(self, _put_back, pool, raw)
+        self.give_back.atexit = False  # at exit `close_pools` closes the pools, if asked
+
+
+def _put_back(pool: ConnectionPool, raw: psycopg.Connection) -> None:
+    _given_back[raw] = time.monotonic()
+    pool.putconn(raw)
+
+
+def _check(raw: psycopg.Connection) -> None:
+    """The pool's check of a connection before handing it out: a round trip, unless it was
+    given back less than CHECK_AFTER_IDLE_S ago (a request gives its connection back)."""
+    if time.monotonic() - _given_back.get(raw, -CHECK_AFTER_IDLE_S) >= CHECK_AFTER_IDLE_S:
+        ConnectionPool.check_connection(raw)
 
 
 def release(url: str) -> None:
     """Close this process's pool for `url` and this thread's connection from it (a test
     database that is done with, or a process shutting down)."""
-    key = (os.getpid(), url)
-    cached = _local.__dict__.get("pg", {}).pop(key, None)
+    done(url)
     with _pools_lock:
-        pool = _pools.pop(key, None)
+        pool = _pools.pop((os.getpid(), url), None)
     if pool is not None:
-        if cached is not None:
-            pool.putconn(cached.conn.raw)
+        pool.close()
+
+
+def close_pools() -> None:
+    """Close every pool of this process, and the connections in them (a gunicorn worker
+    exiting): connections still held are closed as their threads give them back."""
+    with _pools_lock:
+        mine = [key for key in _pools if key[0] == os.getpid()]
+        pools = [_pools.pop(key) for key in mine]
+    for url in {url for _, url in mine}:
+        done(url)
+    for pool in pools:
         pool.close()
 
 
@@ -272,7 +326,7 @@ def _pool(url: str) -> ConnectionPool:
                 min_size=1,
                 max_size=POOL_MAX,
                 kwargs={"autocommit": True, "options": _OPTIONS},
-                check=ConnectionPool.check_connection,
+                check=_check,
                 open=True,
             )
         return _pools[key]

@@ -713,9 +713,16 @@ def has_delivered(db: Database, org_id: str, contact_guid: str) -> bool:
     return db.execute(sql, [org_id, contact_guid]).fetchone()[0] == 1
 
 
+# A transaction's columns (on PostgreSQL the table also has `rowid`, as SQLite's is implicit).
+_TRANSACTION = (
+    "SELECT id, org_id, key_id, endpoint, request_id, company_guid, contact_guid, "
+    "record_status, accuracy, credits, created_at FROM transactions"
+)
+
+
 def transaction(db: Database, transaction_id: str) -> Row | None:
     """The transaction with this id, or None."""
-    rows = _rows(db, "SELECT * FROM transactions WHERE id = ?", [transaction_id])
+    rows = _rows(db, f"{_TRANSACTION} WHERE id = ?", [transaction_id])
     return next(iter(rows), None)
 
 
@@ -727,7 +734,7 @@ def save_transaction(db: Database, row: Row) -> None:
 
 def transactions_of(db: Database, org_id: str) -> list[Row]:
     """An organization's transactions, oldest first."""
-    sql = "SELECT * FROM transactions WHERE org_id = ? ORDER BY created_at, rowid"
+    sql = f"{_TRANSACTION} WHERE org_id = ? ORDER BY created_at, rowid"
     return _rows(db, sql, [org_id])
 
 

@@ -365,9 +365,9 @@ def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
 
 
 def _threads(backend: str, wanted: int) -> int:
-    """Threads for sending at once: on PostgreSQL each keeps one of the process's pooled
-    connections for its life (server/pg.py, as a sync gunicorn worker's one thread does),
-    and the test's own thread keeps one too."""
+    """Threads for sending at once: on PostgreSQL each holds one of the process's pooled
+    connections during its request (server/pg.py) and the test's own thread keeps one, so
+    that none waits for a free one."""
     return wanted if backend == "sqlite" else min(wanted, pg.POOL_MAX - 1)
 
 

@@ -27,11 +27,17 @@ def init_app(app: Flask) -> None:
     app.extensions["limiter"] = limits.limiter_for(app.config)
     app.before_request(_refuse_non_admin_keys_off_route)
     app.after_request(_add_rate_limit_headers)
+    app.teardown_appcontext(_done_with_db)
 
 
 def get_db() -> Database:
     """The database of the running app, for this thread."""
     return db.database(current_app.config["DB"])
+
+
+def _done_with_db(_: BaseException | None) -> None:
+    """At the end of a request (an app context), give a pooled connection back."""
+    db.done(current_app.config["DB"])
 
 
 def now() -> datetime:
