@@ -653,8 +653,12 @@ def table_rows(db: Database, table: str, columns: Sequence[str]) -> Iterator[tup
 def copy_rows(
     db: Database, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
 ) -> None:
-    """PostgreSQL: add `rows` (tuples of `columns`) to `table` with one COPY."""
-    _copy(db.conn.raw, table, columns, rows)  # type: ignore[attr-defined]
+    """PostgreSQL: add `rows` (tuples of `columns`, adapted by psycopg) to `table` with one
+    COPY."""
+    names = ", ".join(f'"{name}"' for name in columns)
+    with db.conn.raw.cursor().copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:  # type: ignore[attr-defined]
+        for row in rows:
+            copy.write_row(row)
 
 
 def reset_identities(db: Database) -> None:
