@@ -10,24 +10,42 @@ import signal
 import subprocess
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.servers import wait_for
 
+Process = subprocess.Popen[bytes]
+Ready = Callable[[Process], None]  # returns once a process just started is ready, or raises
+
+
+def healthy(url: str) -> Ready:
+    """Ready once `url` (a server's /healthz) answers 200."""
+    return lambda process: wait_for(url, process)
+
 
 class Processes:
-    """Named commands run under `env`; every process ever started, for `kill_all`."""
+    """Named commands run under `env`, each ready as `ready` says (at once when it does not
+    name it); every process ever started, for `kill_all`; processes found exited by
+    themselves when the test came to kill them, in `unexpected`."""
 
-    def __init__(self, commands: dict[str, list[str]], env: dict[str, str], logs: Path) -> None:
-        self.commands, self.env, self.logs = commands, env, logs
-        self.started: list[subprocess.Popen[bytes]] = []
-        self.current: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+    def __init__(
+        self,
+        commands: dict[str, list[str]],
+        env: dict[str, str],
+        logs: Path,
+        ready: dict[str, Ready] | None = None,
+    ) -> None:
+        self.commands, self.env, self.logs, self.ready = commands, env, logs, ready or {}
+        self.started: list[Process] = []
+        self.current: dict[str, tuple[Process, Path]] = {}
         self.kills: Counter[str] = Counter()
+        self.unexpected: list[str] = []
         self.lock = threading.Lock()
         self.stopped = False
 
-    def start(self, name: str, health: str = "") -> subprocess.Popen[bytes]:
-        """Start `name`; with a `health` URL, return once it answers 200."""
+    def start(self, name: str) -> Process:
+        """Start `name` and return once it is ready."""
         log = self.logs / f"{name}-{self.kills[name]}.log"
         with log.open("wb") as output:
             process = subprocess.Popen(
@@ -40,25 +58,26 @@ class Processes:
                 _killpg(process)
                 raise RuntimeError(f"{name} started after the end")
         self.current[name] = (process, log)
-        if health:
-            try:
-                wait_for(health, process)
-            except Exception as error:
-                raise RuntimeError(f"{name} did not start: {tail(log)}") from error
+        try:
+            self.ready.get(name, lambda _: None)(process)
+        except Exception as error:
+            raise RuntimeError(f"{name} did not start: {tail(log)}") from error
         return process
 
-    def kill(self, name: str, health: str = "") -> None:
+    def kill(self, name: str) -> None:
         """SIGKILL to `name`'s whole group, then start it again."""
+        self.unexpected.extend(self.exited(name))
         _killpg(self.current[name][0])
         self.kills[name] += 1
-        self.start(name, health)
+        self.start(name)
 
-    def exited(self) -> list[str]:
-        """The processes running now that exited by themselves, with their output's end."""
+    def exited(self, *names: str) -> list[str]:
+        """Which of the processes running now (or of `names`) exited by themselves, with
+        their output's end."""
         return [
-            f"{name} exited ({process.returncode}): {tail(log)}"
+            f"{name} exited by itself ({process.returncode}): {tail(log)}"
             for name, (process, log) in self.current.items()
-            if process.poll() is not None
+            if (not names or name in names) and process.poll() is not None
         ]
 
     def kill_all(self) -> None:
@@ -69,11 +88,12 @@ class Processes:
             _killpg(process)
 
 
-def _killpg(process: subprocess.Popen[bytes]) -> None:
+def _killpg(process: Process) -> None:
     with contextlib.suppress(ProcessLookupError):  # the group is gone already
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=15)
 
 
 def tail(log: Path) -> str:
+    """The end of a process's output."""
     return log.read_text(errors="replace")[-2000:]
