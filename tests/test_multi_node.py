@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,11 +40,14 @@ pytestmark = pytest.mark.slow
 EVENTS = 5_000
 NODES = 2
 SENDERS = 4  # threads sending batches, as a platform's concurrent deliveries
+PACE = 0.08  # seconds a sender waits between batches: the sending lasts about as long as the work
 HUBSPOT_SECRET = "hubspot-app-secret"
 CRM_LATENCY = 0.02  # seconds HubSpot takes to answer, after it applied a change
 LEASE = "3"  # seconds a worker's claims last unless renewed: a killed one's are taken soon
 BATCH = "25"  # events a worker claims a round
-KILL_AT = 0.3  # the share of the events acknowledged (node) or done (worker) at the kill
+# The share of the events acknowledged when the node is killed, and done when the worker is
+# (while the senders still send).
+KILL_AT = {"web-1": 0.3, "worker-0": 0.1}
 DEADLINE = 120.0  # seconds the sending, and then the working off, may take before failing
 QPS = 5
 CALLS = 20  # enrich calls at once, split across the nodes
@@ -62,9 +65,18 @@ class Cluster:
     crm: FakeCrm
     connection_id: str
 
+    connections: dict[int, psycopg.Connection[Any]] = field(default_factory=dict)
+
     def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            return conn.execute(sql, params).fetchall()
+        """The rows of `sql`, on the calling thread's connection (the tests poll)."""
+        thread = threading.get_ident()
+        if thread not in self.connections:
+            self.connections[thread] = psycopg.connect(self.url, autocommit=True)
+        return self.connections[thread].execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            connection.close()
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +111,14 @@ def cluster(
         nodes = [f"http://127.0.0.1:{port}" for port in ports]
         ready = {f"web-{n}": healthy(f"{node}/healthz") for n, node in enumerate(nodes)}
         processes = Processes(commands, env, logs, ready)
+        found = Cluster(url, limits, nodes, processes, crm, connection_id)
         try:
             for n in range(NODES):
                 processes.start(f"web-{n}")
-            yield Cluster(url, limits, nodes, processes, crm, connection_id)
+            yield found
         finally:
             processes.kill_all()
+            found.close()
 
 
 def _setup(url: str, crm: FakeCrm) -> str:
@@ -168,7 +182,8 @@ class Senders:
         for n, batch in enumerate(batches):
             self.todo.put((n, batch))
         self.deadline = time.monotonic() + DEADLINE
-        self.acknowledged = self.retries = 0
+        self.acknowledged = 0
+        self.retried: Counter[str] = Counter()  # sends retried, by why (status, error)
         self.refusals: list[str] = []
         self.lock = threading.Lock()
 
@@ -187,17 +202,20 @@ class Senders:
                 except queue.Empty:
                     return
                 self._send(client, n, batch)
+                time.sleep(PACE)
 
     def _send(self, client: httpx.Client, n: int, batch: bytes) -> None:
         headers = hubspot_webhooks.signed_headers(HUBSPOT_SECRET, batch)
         while time.monotonic() < self.deadline:
             try:
                 response = client.post(self.urls[n % NODES], content=batch, headers=headers)
-            except httpx.TransportError:
-                response = None  # down, or killed mid-request
+            except httpx.TransportError as error:  # down, or killed mid-request
+                response, why = None, type(error).__name__
+            else:
+                why = f"{response.status_code} {response.text[:200]}"
             if response is None or response.status_code >= 500:
                 with self.lock:
-                    self.retries += 1
+                    self.retried[why] += 1
                 n += 1
                 time.sleep(0.05)
                 continue
@@ -225,20 +243,39 @@ def _done(cluster: Cluster) -> int:
     return cluster.query("SELECT count(*) FROM events WHERE status = 'done'")[0][0]
 
 
-def _chaos(cluster: Cluster, senders: Senders, errors: list[str], held: list[int]) -> None:
-    """Kill the second node once KILL_AT of the events were acknowledged, and the first
-    worker once KILL_AT were done and it holds claims; start each again at once (the node on
-    its port). `held`: the events still claimed by the killed worker just after."""
+def _kill_worker(cluster: Cluster, senders: Senders, seen: dict[str, int]) -> None:
+    """Kill the first worker once its share of KILL_AT events were done and it holds claims,
+    and start it again. `seen`: the events acknowledged then, and those still claimed by the
+    killed worker just after."""
     processes = cluster.processes
+    _when(lambda: _done(cluster) >= KILL_AT["worker-0"] * EVENTS, "events done", processes)
+    pid = processes.current["worker-0"][0].pid
+    _when(lambda: _claimed_by(cluster, pid) > 0, "a claim of the first worker", processes)
+    seen["worker-0"] = senders.acknowledged
+    processes.kill("worker-0")
+    seen["held"] = _claimed_by(cluster, pid)
+
+
+def _kill_node(cluster: Cluster, senders: Senders, seen: dict[str, int]) -> None:
+    """Kill the second node once its share of KILL_AT events were acknowledged, and start it
+    again on its port."""
+    share = KILL_AT["web-1"] * EVENTS
+    _when(lambda: senders.acknowledged >= share, "acknowledgements", cluster.processes)
+    seen["web-1"] = senders.acknowledged
+    cluster.processes.kill("web-1")
+
+
+def _chaos(
+    kill: Callable[[Cluster, Senders, dict[str, int]], None],
+    cluster: Cluster,
+    senders: Senders,
+    errors: list[str],
+    seen: dict[str, int],
+) -> None:
+    """Run `kill` on a thread of its own; a failure is reported by the test."""
     try:
-        _when(lambda: senders.acknowledged >= KILL_AT * EVENTS, "acknowledgements", processes)
-        processes.kill("web-1")
-        _when(lambda: _done(cluster) >= KILL_AT * EVENTS, "events done", processes)
-        pid = processes.current["worker-0"][0].pid
-        _when(lambda: _claimed_by(cluster, pid) > 0, "a claim of the first worker", processes)
-        processes.kill("worker-0")
-        held.append(_claimed_by(cluster, pid))
-    except BaseException as error:  # reported by the test; pytest.fail raises BaseException
+        kill(cluster, senders, seen)
+    except BaseException as error:  # pytest.fail raises a BaseException
         errors.append(repr(error))
         senders.deadline = 0.0  # the senders stop too: the test has failed
 
@@ -253,21 +290,28 @@ def test_events_sent_to_both_nodes_through_kill_9_are_each_worked_once(cluster: 
     processes, crm = cluster.processes, cluster.crm
     began = time.monotonic()
     batches = hubspot_webhooks.batches(list(crm.contacts["hubspot"]), random.Random(23))
-    senders, errors, held = Senders(cluster, batches), [], []
+    senders, errors = Senders(cluster, batches), []
+    seen: dict[str, int] = {}
     for n in range(2):
         processes.start(f"worker-{n}")
-    chaos = threading.Thread(target=_chaos, args=(cluster, senders, errors, held), daemon=True)
-    chaos.start()
+    chaos = [
+        threading.Thread(target=_chaos, args=(kill, cluster, senders, errors, seen), daemon=True)
+        for kill in (_kill_worker, _kill_node)
+    ]
+    for thread in chaos:
+        thread.start()
     for thread in senders.run():
         thread.join(timeout=DEADLINE + 10)
-    chaos.join(timeout=2 * DEADLINE)
+    for thread in chaos:
+        thread.join(timeout=2 * DEADLINE)
     sent = time.monotonic() - began
-    assert errors == [] and senders.refusals == [] and senders.acknowledged == EVENTS
+    assert errors == [] and senders.refusals == [], (errors, senders.refusals)
+    assert senders.acknowledged == EVENTS, (senders.retried, cluster.query(ACTIVITY))
     _when(lambda: _done(cluster) == EVENTS, f"{EVENTS} events done", processes)
     print(
         f"\nsent in {sent:.1f} s, all done in {time.monotonic() - began:.1f} s, "
-        f"kills {dict(processes.kills)}, {senders.retries} sends retried, "
-        f"{held} events held by the killed worker, {_read_again(crm)} contacts read again"
+        f"kills {dict(processes.kills)} (at {seen} acknowledged / held), "
+        f"sends retried {dict(senders.retried)}, {_read_again(crm)} contacts read again"
     )
     assert processes.kills == {"web-1": 1, "worker-0": 1} and processes.unexpected == []
     assert cluster.query("SELECT status, count(*) FROM events GROUP BY status") == [
@@ -294,16 +338,20 @@ def _assert_each_worked_once(cluster: Cluster) -> None:
     stored = cluster.query("SELECT record_id, count(DISTINCT event_key) FROM events GROUP BY 1")
     assert dict(stored) == dict.fromkeys(contacts, 1)
     assert {key: cluster.crm.writes[key] for key in contacts} == dict.fromkeys(contacts, 1)
-    org = [cluster.connection_id]
-    enriched = dict(cluster.query(ENRICHED, org))
+    connection = [cluster.connection_id]
+    enriched = dict(cluster.query(ENRICHED, connection))
     assert len(enriched) == EVENTS  # one transaction an event (its id is the event's)
-    charged = [tid for (tid,) in cluster.query(CHARGED, org)]
+    charged = [tid for (tid,) in cluster.query(CHARGED, connection)]
     assert len(charged) == len(set(charged)) > 0  # none charged twice
     assert sorted(charged) == sorted(tid for tid, credits in enriched.items() if credits)
-    (balance,) = cluster.query(BALANCE, org)
+    (balance,) = cluster.query(BALANCE, connection)
     assert balance == (2 * EVENTS - len(charged),) * 2
 
 
+ACTIVITY = """
+    SELECT pid, state, wait_event, xact_start, left(query, 200) FROM pg_stat_activity
+    WHERE datname = current_database()
+"""
 ENRICHED = """
     SELECT t.id, t.credits FROM transactions t JOIN connections c ON c.org_id = t.org_id
     WHERE c.id = %s

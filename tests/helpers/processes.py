@@ -41,6 +41,7 @@ class Processes:
         self.current: dict[str, tuple[Process, Path]] = {}
         self.kills: Counter[str] = Counter()
         self.unexpected: list[str] = []
+        self.killed: set[Process] = set()  # by the test
         self.lock = threading.Lock()
         self.stopped = False
 
@@ -67,23 +68,28 @@ class Processes:
     def kill(self, name: str) -> None:
         """SIGKILL to `name`'s whole group, then start it again."""
         self.unexpected.extend(self.exited(name))
-        _killpg(self.current[name][0])
+        process = self.current[name][0]
+        self.killed.add(process)
+        _killpg(process)
         self.kills[name] += 1
         self.start(name)
 
     def exited(self, *names: str) -> list[str]:
         """Which of the processes running now (or of `names`) exited by themselves, with
-        their output's end."""
+        their output's end (one being killed and started again is not among them)."""
         return [
             f"{name} exited by itself ({process.returncode}): {tail(log)}"
-            for name, (process, log) in self.current.items()
-            if (not names or name in names) and process.poll() is not None
+            for name, (process, log) in list(self.current.items())
+            if (not names or name in names)
+            and process not in self.killed
+            and process.poll() is not None
         ]
 
     def kill_all(self) -> None:
         """Kill every process group started, and any started from now on."""
         with self.lock:
             self.stopped = True
+        self.killed.update(self.started)
         for process in self.started:
             _killpg(process)
 
