@@ -51,7 +51,6 @@ KILL_AT = {"web-1": 0.3, "worker-0": 0.1}
 DEADLINE = 120.0  # seconds the sending, and then the working off, may take before failing
 QPS = 5
 CALLS = 20  # enrich calls at once, split across the nodes
-Row = dict[str, Any]
 
 
 @dataclass
