@@ -10,12 +10,11 @@ import json
 import os
 import queue
 import random
-import signal
 import sqlite3
 import subprocess
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,11 +23,12 @@ from typing import Any
 import httpx
 import pytest
 
-from connector.platforms import hubspot
+from tests.helpers import hubspot_webhooks
 from tests.helpers.constants import DATA, SECRET
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import connected
-from tests.servers import CONTACTDATA, free_port, wait_for
+from tests.helpers.processes import Processes, Ready, healthy
+from tests.servers import CONTACTDATA, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -45,84 +45,30 @@ SEED = 3
 Row = dict[str, Any]
 
 
-class Processes:
-    """`contactdata serve` and `contactdata worker`, each in its own process group, killed
-    with SIGKILL and started again; every process ever started, for the cleanup."""
+def _processes(db: Path, port: int, logs: Path, crm: FakeCrm) -> Processes:
+    """`contactdata serve` and `contactdata worker`: the web server is up when /healthz
+    answers, the worker when it first calls the CRM (or after 3 s, when nothing is due)."""
+    commands = {
+        "web": [CONTACTDATA, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
+        # a short lease: a killed worker's claimed events are taken again within the drain
+        "worker": [CONTACTDATA, "worker", "--db", str(db), "--idle", "0.05", "--lease", "5"],
+    }
+    env = {
+        **os.environ,
+        "CONTACTDATA_KEY_SECRET": SECRET,
+        "CONTACTDATA_ALLOW_PRIVATE_CRM_URLS": "1",
+    }
+    ready = {"web": healthy(f"http://127.0.0.1:{port}/healthz"), "worker": _calling(crm)}
+    return Processes(commands, env, logs, ready)
 
-    def __init__(self, db: Path, port: int, logs: Path, crm: FakeCrm) -> None:
-        self.commands = {
-            "web": [CONTACTDATA, "serve", "--db", str(db), "--port", str(port), "--workers", "2"],
-            # a short lease: a killed worker's claimed events are taken again within the drain
-            "worker": [CONTACTDATA, "worker", "--db", str(db), "--idle", "0.05", "--lease", "5"],
-        }
-        self.health = f"http://127.0.0.1:{port}/healthz"
-        self.logs, self.crm = logs, crm
-        self.env = {
-            **os.environ,
-            "CONTACTDATA_KEY_SECRET": SECRET,
-            "CONTACTDATA_ALLOW_PRIVATE_CRM_URLS": "1",
-        }
-        self.started: list[subprocess.Popen[bytes]] = []
-        self.current: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
-        self.kills: Counter[str] = Counter()
-        self.unexpected: list[str] = []
-        self.lock = threading.Lock()
-        self.stopped = False
 
-    def start(self, name: str) -> None:
-        """Start one; the web server is up when /healthz answers, the worker when it first
-        calls the CRM (or after 3 s, when nothing is due)."""
-        log = self.logs / f"{name}-{self.kills[name]}.log"
-        with log.open("wb") as output:
-            process = subprocess.Popen(
-                self.commands[name], stdout=output, stderr=subprocess.STDOUT,
-                env=self.env, start_new_session=True,
-            )  # fmt: skip
-        with self.lock:
-            self.started.append(process)
-            if self.stopped:  # the test ended while this one was being restarted
-                _killpg(process)
-                raise RuntimeError(f"{name} started after the end")
-        self.current[name] = (process, log)
-        if name == "web":
-            try:
-                wait_for(self.health, process)
-            except Exception as error:
-                raise RuntimeError(f"the web server did not start: {_tail(log)}") from error
-            return
-        seen, deadline = len(self.crm.calls), time.monotonic() + 3
-        while len(self.crm.calls) == seen and time.monotonic() < deadline:
+def _calling(crm: FakeCrm) -> Ready:
+    def ready(_: subprocess.Popen[bytes]) -> None:
+        seen, deadline = len(crm.calls), time.monotonic() + 3
+        while len(crm.calls) == seen and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def kill(self, name: str) -> None:
-        """SIGKILL to the whole group (gunicorn's forked workers too), then start again."""
-        self.check_running(name)
-        _killpg(self.current[name][0])
-        self.kills[name] += 1
-        self.start(name)
-
-    def check_running(self, name: str) -> None:
-        """Note a process that exited without being killed: a crash of its own."""
-        process, log = self.current[name]
-        if process.poll() is not None:
-            self.unexpected.append(f"{name} exited by itself ({process.returncode}): {_tail(log)}")
-
-    def kill_all(self) -> None:
-        """Kill every process group started, and any started from now on."""
-        with self.lock:
-            self.stopped = True
-        for process in self.started:
-            _killpg(process)
-
-
-def _killpg(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):  # the group is gone already
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=15)
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-2000:]
+    return ready
 
 
 def _contacts() -> dict[str, Row]:
@@ -136,29 +82,6 @@ def _contacts() -> dict[str, Row]:
         }
         for n in range(EVENTS)
     }
-
-
-def _batches(record_ids: list[str], rng: random.Random) -> list[bytes]:
-    """One event per contact, shuffled into Webhooks API batches of 1 to 20 events (HubSpot
-    sends up to 100 at once)."""
-    events = [_event(n, record_id) for n, record_id in enumerate(record_ids)]
-    rng.shuffle(events)
-    batches = []
-    while events:
-        size = rng.randint(1, 20)
-        batches.append(json.dumps(events[:size]).encode())
-        events = events[size:]
-    return batches
-
-
-def _event(n: int, record_id: str) -> Row:
-    """A HubSpot Webhooks API event: a contact's e-mail changed (ids only)."""
-    return {
-        "eventId": 7000 + n, "subscriptionId": 4242, "portalId": 62515,
-        "occurredAt": 1795000000000 + n, "subscriptionType": "contact.propertyChange",
-        "attemptNumber": 0, "objectId": int(record_id), "propertyName": "email",
-        "changeSource": "CRM", "appId": 54321,
-    }  # fmt: skip
 
 
 class Senders:
@@ -197,11 +120,7 @@ class Senders:
                 time.sleep(0.05)  # spread a share over the web server's life
 
     def _send(self, client: httpx.Client, batch: bytes) -> None:
-        headers = {
-            "Content-Type": "application/json",
-            "X-HubSpot-Signature-Version": "v1",
-            "X-HubSpot-Signature": hubspot.sign_v1(HUBSPOT_SECRET, batch),
-        }
+        headers = hubspot_webhooks.signed_headers(HUBSPOT_SECRET, batch)
         while time.monotonic() < self.deadline:
             try:
                 response = client.post(self.url, content=batch, headers=headers)
@@ -277,7 +196,9 @@ def _wait_until_worked_off(db_path: Path, processes: Processes) -> dict[str, int
             return counts
         if time.monotonic() > deadline:
             return counts
-        processes.check_running("worker")
+        if exited := processes.exited("worker"):
+            processes.unexpected.extend(exited)  # a crash of its own
+            return counts
         time.sleep(0.2)
 
 
@@ -287,10 +208,10 @@ def test_every_event_is_written_back_exactly_once_through_kill_9(
     db_path = tmp_path / "crash.db"
     connection_id = _setup(db_path, crm, monkeypatch)
     port = free_port()
-    processes = Processes(db_path, port, tmp_path, crm)
+    processes = _processes(db_path, port, tmp_path, crm)
     began = time.monotonic()
     url = f"http://127.0.0.1:{port}/hooks/{connection_id}/events"
-    batches = _batches(list(crm.contacts["hubspot"]), random.Random(SEED))
+    batches = hubspot_webhooks.batches(list(crm.contacts["hubspot"]), random.Random(SEED))
     senders = Senders(url, batches, began + CHAOS_SECONDS)
     errors: list[str] = []
     threads: list[threading.Thread] = []
