@@ -284,8 +284,14 @@ class _Held:
 
 
 def _put_back(pool: ConnectionPool, raw: psycopg.Connection) -> None:
+    """Give `raw` back; a broken one (the server restarted, or a proxy cut it) is dropped by
+    the pool, and its idle neighbours, most likely cut with it, are checked at once, so that
+    one request, not one a pooled connection, meets the break."""
     _given_back[raw] = time.monotonic()
+    broken = raw.broken
     pool.putconn(raw)
+    if broken:
+        pool.check()
 
 
 def _check(raw: psycopg.Connection) -> None:

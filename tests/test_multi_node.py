@@ -363,3 +363,23 @@ BALANCE = """
     SELECT o.credits, (SELECT sum(l.change) FROM credit_ledger l WHERE l.org_id = o.id)
     FROM organizations o JOIN connections c ON c.org_id = o.id WHERE c.id = %s
 """
+
+
+def test_a_node_whose_database_connections_were_cut_answers_again(cluster: Cluster) -> None:
+    """PostgreSQL restarted or a proxy dropping idle connections: the nodes' pooled
+    connections die under them. A request that meets a dead one fails with the contract's
+    error shape, the pool drops it, and the node answers normally right after."""
+    cut = cluster.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid != pg_backend_pid()"
+    )
+    assert cut, "no node held a connection to cut"
+    answers = []
+    with httpx.Client(timeout=30) as client:
+        for n in range(6 * NODES):
+            answer = client.post(f"{cluster.nodes[n % NODES]}/hooks/nope/events", content=b"[]")
+            answers.append((answer.status_code, answer.json()))
+    failed = [(status, body) for status, body in answers if status != 404]
+    assert all(body["error"]["status"] == status >= 500 for status, body in failed), failed
+    assert len(failed) <= 2 * NODES  # at most one a gunicorn worker's dead connection
+    assert [status for status, _ in answers[-2 * NODES :]] == [404] * 2 * NODES
