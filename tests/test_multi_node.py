@@ -376,10 +376,10 @@ def test_a_node_whose_database_connections_were_cut_answers_again(cluster: Clust
     assert cut, "no node held a connection to cut"
     answers = []
     with httpx.Client(timeout=30) as client:
-        for n in range(6 * NODES):
+        for n in range(10 * NODES):
             answer = client.post(f"{cluster.nodes[n % NODES]}/hooks/nope/events", content=b"[]")
             answers.append((answer.status_code, answer.json()))
     failed = [(status, body) for status, body in answers if status != 404]
     assert all(body["error"]["status"] == status >= 500 for status, body in failed), failed
-    assert len(failed) <= 2 * NODES  # at most one a gunicorn worker's dead connection
-    assert [status for status, _ in answers[-2 * NODES :]] == [404] * 2 * NODES
+    # At most one a gunicorn worker (two a node), whichever request it happens to take first.
+    assert len(failed) <= 2 * NODES, failed
