@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import multiprocessing
 import os
-import pstats
 import random
 import tempfile
 import time
@@ -47,6 +45,7 @@ from serving import (
     read_only,
     start_server,
     stop_server,
+    top_functions,
     wrk,
     wrk_line,
 )
@@ -193,12 +192,8 @@ def profile(db: Path, key: str, bodies: Sequence[Any]) -> list[str]:
     for i in range(PROFILED):
         client.post("/v7/enrich", json=bodies[i % len(bodies)], headers={"apikey": key})
     profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
-    table = text.getvalue().splitlines()
-    begin = next(i for i, line in enumerate(table) if "ncalls" in line)
-    total = next(line for line in table if "function calls" in line).strip()
-    return [f"cProfile, {PROFILED} calls in one process: {total}", *table[begin:]]
+    total, table = top_functions(profiler, 12)
+    return [f"cProfile, {PROFILED} calls in one process: {total}", *table]
 
 
 def _today() -> str:

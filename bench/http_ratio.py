@@ -31,7 +31,6 @@ import cProfile
 import io
 import json
 import os
-import pstats
 import sqlite3
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from serving import (
     machine,
     start_server,
     stop_server,
+    top_functions,
     wrk,
     wrk_line,
 )
@@ -339,12 +339,8 @@ def profile(db: str, key: str, bodies: Sequence[Any], calls: int) -> list[str]:
     for i in range(calls):
         _call(app, requests[i % len(requests)])
     profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
-    table = text.getvalue().splitlines()
-    begin = next(i for i, line in enumerate(table) if "ncalls" in line)
-    total = next(line for line in table if "function calls" in line).strip()
-    return [f"cProfile, {calls} calls on SQLite through the WSGI app: {total}", *table[begin:]]
+    total, table = top_functions(profiler, 15)
+    return [f"cProfile, {calls} calls on SQLite through the WSGI app: {total}", *table]
 
 
 def main() -> None:

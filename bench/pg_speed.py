@@ -33,7 +33,6 @@ import argparse
 import contextlib
 import cProfile
 import dataclasses
-import io
 import os
 import pstats
 import sys
@@ -60,6 +59,7 @@ from serving import (
     machine,
     percentile,
     read_only,
+    top_functions,
 )
 
 from server import accounts, auth, config, discover, enrich, limits, matching, pg
@@ -212,21 +212,16 @@ def profile(label: str, calls: Sequence[Callable[[], Any]], top: int = 14) -> li
     for call in calls:
         call()
     profiler.disable()
-    text = io.StringIO()
-    stats = pstats.Stats(profiler, stream=text).sort_stats("tottime")
     sent = sum(
         counts[1]
-        for (path, _, name), counts in stats.stats.items()  # type: ignore[attr-defined]
+        for (path, _, name), counts in pstats.Stats(profiler).stats.items()  # type: ignore[attr-defined]
         if name in ("execute", "executemany") and path.endswith("psycopg/cursor.py")
     )  # fmt: skip
-    stats.print_stats(top)
-    table = text.getvalue().splitlines()
-    begin = next(i for i, row in enumerate(table) if "ncalls" in row)
-    total = next(row for row in table if "function calls" in row).strip()
+    total, table = top_functions(profiler, top)
     return [
         f"cProfile, {len(calls)} {label} on PostgreSQL: {total}; "
         f"{sent / len(calls):.1f} statements sent a call",
-        *(row.rstrip() for row in table[begin:] if row.strip()),
+        *table,
     ]
 
 

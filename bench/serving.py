@@ -3,9 +3,12 @@ organization no limit stops, wrk runs against it, and the machine the figures ca
 
 from __future__ import annotations
 
+import cProfile
+import io
 import json
 import os
 import platform
+import pstats
 import re
 import signal
 import socket
@@ -308,3 +311,14 @@ def wrk_line(name: str, run: dict[str, float]) -> str:
         f"{name:<12} {run['rps']:8,.0f} req/s  p50 {run['p50']:6.2f} ms  p99 "
         f"{run['p99']:6.2f} ms  non-2xx {run['errors']:,.0f}"
     )
+
+
+def top_functions(profiler: cProfile.Profile, top: int) -> tuple[str, list[str]]:
+    """A profile's summary ("N function calls in S seconds") and its `top` functions by own
+    time, the table's header first."""
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    table = text.getvalue().splitlines()
+    begin = next(i for i, row in enumerate(table) if "ncalls" in row)
+    total = next(row for row in table if "function calls" in row).strip()
+    return total, [row.rstrip() for row in table[begin:] if row.strip()]
