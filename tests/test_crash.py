@@ -120,22 +120,16 @@ class Senders:
                 time.sleep(0.05)  # spread a share over the web server's life
 
     def _send(self, client: httpx.Client, batch: bytes) -> None:
-        headers = hubspot_webhooks.signed_headers(HUBSPOT_SECRET, batch)
-        while time.monotonic() < self.deadline:
-            try:
-                response = client.post(self.url, content=batch, headers=headers)
-            except httpx.TransportError:
-                time.sleep(0.05)  # down, or killed mid-request: send again
-                continue
-            if response.status_code >= 500:
-                time.sleep(0.05)
-                continue
-            with self.lock:
-                if response.is_success:
-                    self.acknowledged += len(json.loads(batch))
-                else:
-                    self.refusals.append(f"{response.status_code} {response.text[:300]}")
+        response, _ = hubspot_webhooks.deliver(
+            client, [self.url], 0, batch, HUBSPOT_SECRET, self.deadline
+        )
+        if response is None:
             return
+        with self.lock:
+            if response.is_success:
+                self.acknowledged += len(json.loads(batch))
+            else:
+                self.refusals.append(f"{response.status_code} {response.text[:300]}")
 
 
 def _chaos(processes: Processes, name: str, senders: Senders, errors: list[str]) -> None:

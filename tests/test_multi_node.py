@@ -204,26 +204,17 @@ class Senders:
                 time.sleep(PACE)
 
     def _send(self, client: httpx.Client, n: int, batch: bytes) -> None:
-        headers = hubspot_webhooks.signed_headers(HUBSPOT_SECRET, batch)
-        while time.monotonic() < self.deadline:
-            try:
-                response = client.post(self.urls[n % NODES], content=batch, headers=headers)
-            except httpx.TransportError as error:  # down, or killed mid-request
-                response, why = None, type(error).__name__
+        response, failures = hubspot_webhooks.deliver(
+            client, self.urls, n, batch, HUBSPOT_SECRET, self.deadline
+        )
+        with self.lock:
+            self.retried.update(failures)
+            if response is None:
+                return
+            if response.is_success:
+                self.acknowledged += len(json.loads(batch))
             else:
-                why = f"{response.status_code} {response.text[:200]}"
-            if response is None or response.status_code >= 500:
-                with self.lock:
-                    self.retried[why] += 1
-                n += 1
-                time.sleep(0.05)
-                continue
-            with self.lock:
-                if response.is_success:
-                    self.acknowledged += len(json.loads(batch))
-                else:
-                    self.refusals.append(f"{response.status_code} {response.text[:300]}")
-            return
+                self.refusals.append(f"{response.status_code} {response.text[:300]}")
 
 
 def _when(condition: Callable[[], bool], what: str, processes: Processes) -> None:

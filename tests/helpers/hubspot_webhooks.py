@@ -1,11 +1,15 @@
 """HubSpot Webhooks API deliveries as the kill tests send them: one event per contact (ids
-only), shuffled into signed batches."""
+only), shuffled into signed batches, sent again until a node acknowledges them."""
 
 from __future__ import annotations
 
 import json
 import random
+import time
+from collections import Counter
 from typing import Any
+
+import httpx
 
 from connector.platforms import hubspot
 
@@ -42,3 +46,27 @@ def signed_headers(secret: str, batch: bytes) -> dict[str, str]:
         "X-HubSpot-Signature-Version": "v1",
         "X-HubSpot-Signature": hubspot.sign_v1(secret, batch),
     }
+
+
+def deliver(
+    client: httpx.Client, urls: list[str], first: int, batch: bytes, secret: str, deadline: float
+) -> tuple[httpx.Response | None, Counter[str]]:
+    """Send a signed `batch` as HubSpot does until a node answers other than 5xx: first to
+    `urls[first % len(urls)]`, after a failure (down, killed mid-request, 5xx) to the next,
+    as a load balancer would. The answer (None: `deadline`, a monotonic time, passed first)
+    and the failures by cause."""
+    headers = signed_headers(secret, batch)
+    failures: Counter[str] = Counter()
+    n = first
+    while time.monotonic() < deadline:
+        try:
+            response = client.post(urls[n % len(urls)], content=batch, headers=headers)
+        except httpx.TransportError as error:
+            failures[type(error).__name__] += 1
+        else:
+            if response.status_code < 500:
+                return response, failures
+            failures[f"{response.status_code} {response.text[:200]}"] += 1
+        n += 1
+        time.sleep(0.05)
+    return None, failures
