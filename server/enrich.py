@@ -258,10 +258,9 @@ def record_failure(
     db: Database, who: Requester, code: str, now: datetime, transaction_id: str
 ) -> None:
     """Record a refused call (after authentication) under its error code; nothing is charged."""
+    row = _transaction_row(transaction_id, who, None, code, 0, now)
     with write(db):
-        prior = store.transaction(db, transaction_id)
-        if prior is None or prior["record_status"] not in DELIVERED:
-            store.save_transaction(db, _transaction_row(transaction_id, who, None, code, 0, now))
+        store.record_transaction(db, row, DELIVERED)
 
 
 def _deliver(
@@ -276,14 +275,12 @@ def _deliver(
     """Charge and record in one write transaction, so concurrent calls never overdraw."""
     status = view.status if view else NO_MATCH
     with write(db):
-        prior = store.transaction(db, transaction_id)
-        replayed = prior is not None and prior["record_status"] in DELIVERED
-        cost = 0 if replayed or match is None or view is None else _cost(db, who, match)
-        if cost:
+        cost = 0 if match is None or view is None else _cost(db, who, match)
+        row = _transaction_row(transaction_id, who, match, status, cost, now)
+        if not store.record_transaction(db, row, DELIVERED):
+            cost = 0  # a replay of a delivered transaction: delivered again for nothing
+        elif cost:
             credits.debit(db, who.org_id, cost, now, transaction_id)
-        if not replayed:
-            row = _transaction_row(transaction_id, who, match, status, cost, now)
-            store.save_transaction(db, row)
     result = build_result(given, match, view, transaction_id)
     return Outcome(transaction_id, result, cost)
 
@@ -321,13 +318,14 @@ def _view(db: Database, match: Match, tier: str) -> _View | None:
     if not match.contact_guid:
         company = store.company(db, match.company_guid)
         return _View("Active", company, {}, {}, dials=False) if company else None
-    contact = store.contact(db, match.contact_guid)
-    jobs = store.employments_of(db, match.contact_guid)
-    if contact is None or not jobs:
+    contact, jobs_and_companies = store.contact_with_jobs(db, match.contact_guid)
+    if contact is None:
         return None
+    jobs = [job for job, _ in jobs_and_companies]
+    companies = {job["company_guid"]: company for job, company in jobs_and_companies}
     matched = matched_employment(jobs, match.company_guid)
     job = shown_employment(jobs, matched, tier)
-    company = store.company(db, job["company_guid"]) or {}
+    company = companies[job["company_guid"]]
     return _View(matched["status"], company, contact, job, dials=tier in DIAL_TIERS)
 
 

@@ -239,6 +239,11 @@ def change_credits(db: Database, org_id: str, change: int) -> tuple[bool, int | 
     Returns (applied, balance after); an unlimited balance (NULL) is left as it is and
     reported as (True, None).
     """
+    if is_postgres(db):  # one round trip: the update and the balance it found
+        changed, unlimited = db.execute(
+            _CHANGE_CREDITS, [org_id, change, org_id, change]
+        ).fetchone()
+        return (changed is not None or unlimited is True), changed
     row = db.execute(
         "UPDATE organizations SET credits = credits + ? "
         "WHERE id = ? AND credits IS NOT NULL AND credits + ? >= 0 RETURNING credits",
@@ -248,6 +253,18 @@ def change_credits(db: Database, org_id: str, change: int) -> tuple[bool, int | 
         return True, row[0]
     current = db.execute("SELECT credits FROM organizations WHERE id = ?", [org_id]).fetchone()
     return (current is not None and current[0] is None), None
+
+
+# PostgreSQL: the balance after the change (NULL if not applied) and whether the balance the
+# statement found is unlimited (NULL: no such organization).
+_CHANGE_CREDITS = """
+    WITH found AS (SELECT credits FROM organizations WHERE id = ?),
+    changed AS (
+        UPDATE organizations SET credits = credits + ?
+        WHERE id = ? AND credits IS NOT NULL AND credits + ? >= 0 RETURNING credits
+    )
+    SELECT (SELECT credits FROM changed), (SELECT credits IS NULL FROM found)
+"""
 
 
 def insert_ledger_entry(db: Database, entry: Row) -> None:
@@ -699,6 +716,31 @@ def contact(db: Database, guid: str) -> Row | None:
     return _first(db, "SELECT * FROM contacts WHERE guid = ?", [guid])
 
 
+# Marks where one table's columns end in a joined row (`_split`).
+_SEAM = "NULL AS _seam_"
+_CONTACT_JOBS = (
+    f"SELECT c.*, {_SEAM}, e.*, {_SEAM}, co.* FROM contacts c "
+    "JOIN employments e ON e.contact_guid = c.guid "
+    "LEFT JOIN companies co ON co.guid = e.company_guid WHERE c.guid = ? "
+    "ORDER BY e.status != 'Active', e.job_started_on DESC, e.company_guid"
+)
+
+
+def contact_with_jobs(db: Database, guid: str) -> tuple[Row | None, list[tuple[Row, Row]]]:
+    """The contact with this GUID and its employments as `employments_of` orders them, each
+    with its company ({} if it is gone), in one statement; (None, []) without employments."""
+    cursor = db.conn.execute(_CONTACT_JOBS, [guid])
+    names = [column[0] for column in cursor.description]
+    seams = [i for i, name in enumerate(names) if name == "_seam_"]
+    spans = [(0, seams[0]), (seams[0] + 1, seams[1]), (seams[1] + 1, len(names))]
+    contact, jobs = None, []
+    for values in cursor:
+        person, job, company = (dict(zip(names[a:b], values[a:b], strict=True)) for a, b in spans)
+        contact = contact or person
+        jobs.append((job, company if company["guid"] is not None else {}))
+    return contact, jobs
+
+
 def employments_of(db: Database, contact_guid: str) -> list[Row]:
     """A contact's employments: Active first, then the most recently started."""
     sql = (
@@ -728,6 +770,20 @@ def transaction(db: Database, transaction_id: str) -> Row | None:
     """The transaction with this id, or None."""
     rows = _rows(db, f"{_TRANSACTION} WHERE id = ?", [transaction_id])
     return next(iter(rows), None)
+
+
+def record_transaction(db: Database, row: Row, delivered: Sequence[str]) -> bool:
+    """Insert a transaction, or replace the one with its id unless that one's record status
+    is in `delivered`, in one statement; False when it was left as it was (a replay)."""
+    columns = ", ".join(row)
+    values = ", ".join(f":{name}" for name in row)
+    updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "id")
+    statuses = ", ".join(f"'{status}'" for status in delivered)
+    sql = (
+        f"INSERT INTO transactions ({columns}) VALUES ({values}) ON CONFLICT (id) DO UPDATE "
+        f"SET {updates} WHERE transactions.record_status NOT IN ({statuses}) RETURNING id"
+    )
+    return db.execute(sql, row).fetchone() is not None
 
 
 def save_transaction(db: Database, row: Row) -> None:

@@ -396,6 +396,20 @@ def test_a_retried_transaction_id_is_delivered_again_without_a_charge(loaded: Da
     assert balance(loaded, who) == 4 and len(store.transactions_of(loaded, who.org_id)) == 1
 
 
+def test_a_refused_transaction_retried_is_charged_and_a_delivered_one_keeps_its_row(
+    loaded: Database,
+) -> None:
+    who = make_requester(loaded, "pro", credit_balance=0)
+    with pytest.raises(InsufficientCredits):
+        enrich.enrich(loaded, who, AVA_EMAIL, NOW, "retried-after-402")
+    credits.top_up(loaded, who.org_id, 2, NOW)
+    delivered = enrich.enrich(loaded, who, AVA_EMAIL, NOW, "retried-after-402")
+    enrich.record_failure(loaded, who, "429", NOW, "retried-after-402")  # a later refusal
+    (row,) = store.transactions_of(loaded, who.org_id)
+    assert delivered.credits == 1 and balance(loaded, who) == 1
+    assert (row["record_status"], row["credits"]) == ("Active", 1)
+
+
 # --- transactions ----------------------------------------------------------------------------
 
 

@@ -84,6 +84,11 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
+    def over_socket(self, url: str) -> str:
+        """`url`, one of this cluster's, reached over its Unix socket instead of TCP."""
+        database = url.rsplit("/", 1)[1]
+        return f"postgresql://postgres@/{database}?host={self.directory}&port={self.port}"
+
     def create_database(self, template: str = "template0") -> str:
         """A new empty database (a copy of `template`), by URL."""
         name = f"test_{os.getpid()}_{next(self._numbers)}"
