@@ -120,26 +120,51 @@ class Connection:
     """What the stores use of a sqlite3 connection, over a psycopg one in autocommit mode."""
 
     def __init__(self, raw: psycopg.Connection) -> None:
-        self.raw = raw
+        self._raw = raw
+        # BEGIN IMMEDIATE not sent yet: it goes with the transaction's first statement.
+        self._begin_pending = False
         self._primary_keys: dict[str, list[str]] = {}
 
     @property
+    def raw(self) -> psycopg.Connection:
+        """The psycopg connection, a pending BEGIN sent first (its user may write with it)."""
+        if self._begin_pending:
+            self._begin_pending = False
+            self._begun("SELECT NULL", (), prepare=None)
+        return self._raw
+
+    @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        status = self._raw.info.transaction_status
+        return self._begin_pending or status != psycopg.pq.TransactionStatus.IDLE
 
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
         """Run one statement (SQLite dialect) and return its cursor."""
-        if sql.strip().upper() == "BEGIN IMMEDIATE":
-            try:  # one round trip
-                return self.raw.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
-            except psycopg.Error:  # e.g. the lock timeout: no transaction is left open
-                self.raw.execute("ROLLBACK")
-                raise
-        if sql.lstrip().upper().startswith("PRAGMA"):
+        command = sql.strip().upper()
+        if command == "BEGIN IMMEDIATE":
+            self._begin_pending = True
+            return self._raw.cursor()
+        idle = self._raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if command in ("COMMIT", "ROLLBACK") and idle:
+            self._begin_pending = False  # nothing was sent since BEGIN: nothing to end
+            return self._raw.cursor()
+        if command.startswith("PRAGMA"):
             return self._pragma(sql)
         statement = translate(self._replacing(sql))
         values = numbered_params(params) if statement.numbered else params
-        return self.raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
+        if self._begin_pending:
+            self._begin_pending = False
+            return self._begun(statement.sql, values, prepare=statement.prepare)
+        return self._raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
+
+    def _begun(self, sql: str, values: Params, prepare: bool | None) -> psycopg.Cursor:
+        """A write transaction's first statement, sent with its BEGIN and the advisory lock
+        that serializes writers in one round trip (pipeline mode, ended before returning).
+        If any of them fails, the transaction is left failed for the writer to roll back."""
+        with self._raw.pipeline():
+            self._raw.execute("BEGIN")
+            self._raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK], prepare=True)
+            return self._raw.execute(sql, values, prepare=prepare)  # type: ignore[arg-type]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:
         """`PRAGMA busy_timeout = N` as lock_timeout; SQLite's other tuning means nothing here."""
@@ -185,7 +210,7 @@ class Connection:
         return self._primary_keys[table]
 
     def close(self) -> None:
-        self.raw.close()
+        self._raw.close()
 
 
 class Table:

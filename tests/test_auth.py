@@ -105,6 +105,7 @@ def test_a_busy_database_does_not_hold_up_authentication(
 ) -> None:
     writer = db.connect(db_path, migrate=False)
     writer.execute("BEGIN IMMEDIATE")  # e.g. an import holding the write lock
+    writer.execute("SELECT 1")  # PostgreSQL sends BEGIN and takes the lock with a statement
     try:
         # Waiting out the busy timeout would end in "database is locked"; the last use is
         # skipped instead.

@@ -105,6 +105,45 @@ def test_queries_whose_plan_depends_on_their_values_are_never_prepared(pg_url: s
 
 
 @pytest.mark.both_backends
+def write_lock_holders(url: str) -> int:
+    """How many sessions hold the advisory lock of write transactions (server/pg.py)."""
+    query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s"
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(query, [pg.WRITE_LOCK]).fetchone()[0]
+
+
+def test_a_write_transaction_begins_with_its_first_statement(pg_url: str) -> None:
+    database = pg.connect(pg_url, migrate=False)
+    database.execute("CREATE TABLE notes (text TEXT)")
+    with db.write(database):
+        assert database.conn.in_transaction and write_lock_holders(pg_url) == 0  # nothing sent
+        database.execute("INSERT INTO notes VALUES ('kept')")
+        assert write_lock_holders(pg_url) == 1  # BEGIN, the lock and the INSERT in one go
+    with pytest.raises(RuntimeError), db.write(database):
+        database.conn.raw.execute("INSERT INTO notes VALUES ('rolled back')")  # sends BEGIN
+        raise RuntimeError
+    with db.write(database):
+        pass  # begun and ended without a round trip
+    assert [row[0] for row in database.execute("SELECT text FROM notes")] == ["kept"]
+    assert not database.conn.in_transaction and write_lock_holders(pg_url) == 0
+    database.close()
+
+
+def test_a_failed_first_statement_leaves_its_transaction_for_the_writer_to_roll_back(
+    pg_url: str,
+) -> None:
+    database = pg.connect(pg_url, migrate=False)
+    database.execute("CREATE TABLE notes (text TEXT PRIMARY KEY)")
+    database.execute("INSERT INTO notes VALUES ('taken')")
+    with pytest.raises(psycopg.errors.InFailedSqlTransaction), db.write(database):
+        try:
+            database.execute("INSERT INTO notes VALUES ('taken')")
+        except psycopg.errors.UniqueViolation:  # the next statement must not run on its own
+            database.execute("INSERT INTO notes VALUES ('after the failure')")
+    assert [row[0] for row in database.execute("SELECT text FROM notes")] == ["taken"]
+    database.close()
+
+
 def test_transactions_recorded_at_once_stay_in_the_order_recorded(database: Database) -> None:
     org, _ = accounts.create_organization(
         database, b"secret", NOW, name="Order Inc", website="order.example", tier="pro"

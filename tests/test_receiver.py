@@ -352,6 +352,7 @@ def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
     db.database(db_path).execute("PRAGMA busy_timeout = 50")
     holder = db.connect(db_path, migrate=False)  # holds the write lock (on either backend)
     holder.conn.execute("BEGIN IMMEDIATE")
+    holder.execute("SELECT 1")  # PostgreSQL sends BEGIN and takes the lock with a statement
     try:
         response = _outbound_message(client, links["salesforce"], OUTBOUND_MESSAGE)
     finally:
