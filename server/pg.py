@@ -5,7 +5,8 @@ of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executema
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
 parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
 `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory
-lock so that writers are serialized as on SQLite. `rowid` is left as it is: a table read in
+lock so that writers are serialized as on SQLite (sent with the transaction's first statement,
+in one round trip). `rowid` is left as it is: a table read in
 insertion order has an identity column of that name (server/pg_migrations.py).
 """
 
