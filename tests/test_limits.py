@@ -21,7 +21,7 @@ import pytest
 import redis
 from sqlite_utils import Database
 
-from server import db, pg
+from server import db, pg, pg_migrations
 from server.http.app import create_app
 from server.limits import (
     DAY,
@@ -449,3 +449,22 @@ def test_a_hit_on_postgresql_does_not_wait_for_the_services_writers(postgres_url
     with psycopg.connect(postgres_url, autocommit=True) as writer, writer.transaction():
         writer.execute("SELECT pg_advisory_xact_lock(%s)", [pg.WRITE_LOCK])
         assert limiter_for({"DB": postgres_url}).hit([QPS, DAILY], T0).allowed
+
+
+def test_counts_the_sqlite_limiter_kept_on_postgresql_go_on_counting(
+    postgres: PostgresServer,
+) -> None:
+    """A database whose limits the SQLite limiter kept (its tables made on first use), then
+    migrated: the requests it counted still count, in the window and in the day."""
+    url = postgres.create_database()
+    with closing(pg.connect(url, migrate=False)) as database, database.conn.raw.transaction():
+        pg_migrations.apply(database, pg_migrations.MIGRATIONS[:2])
+    before = SqliteLimiter(url)
+    assert all(before.hit([QPS, DAILY], at(i / 10)).allowed for i in range(3))
+    before._db().close()
+    pg.connect(url).close()  # migrates: p003 and on
+    after = limiter_for({"DB": url})
+    assert isinstance(after, PostgresLimiter)
+    assert [after.hit([QPS, DAILY], at(0.5)).allowed for _ in range(3)] == [True, True, False]
+    assert after.count(DAILY, at(0.5)) == 5 and after.hit([QPS, DAILY], at(1.05)).allowed
+    pg.release(url)
