@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-import psycopg
-
 from server import pg
 from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day
 
-_HIT = "SELECT counts, oldests FROM rate_limit_hit(%s, %s, %s, %s, %s)"
-_DAY_COUNT = "SELECT count FROM rate_counts WHERE bucket = %s AND period = %s"
-_WINDOW_COUNT = "SELECT count(*) FROM rate_events WHERE bucket = %s AND at > %s"
+_HIT = "SELECT counts, oldests FROM rate_limit_hit(?, ?, ?, ?, ?)"
+_DAY_COUNT = "SELECT count FROM rate_counts WHERE bucket = ? AND period = ?"
+_WINDOW_COUNT = "SELECT count(*) FROM rate_events WHERE bucket = ? AND at > ?"
 
 
 class PostgresLimiter:
@@ -42,7 +40,7 @@ class PostgresLimiter:
             [_period(limit, now) for limit in limits],
             now.timestamp(),
         )
-        counts, oldests = self._raw().execute(_HIT, arguments).fetchone()
+        counts, oldests = self._db().execute(_HIT, arguments).fetchone()
         usages = [Usage(count, oldest) for count, oldest in zip(counts, oldests, strict=True)]
         return decide(limits, usages, now)
 
@@ -50,14 +48,14 @@ class PostgresLimiter:
         """How many requests `limit` counts at `now`, counting none."""
         now = utc(now)
         if limit.kind == "utc_day":
-            row = self._raw().execute(_DAY_COUNT, [limit.bucket, utc_day(now)]).fetchone()
+            row = self._db().execute(_DAY_COUNT, [limit.bucket, utc_day(now)]).fetchone()
         else:
-            row = self._raw().execute(_WINDOW_COUNT, [limit.bucket, _since(limit, now)]).fetchone()
+            row = self._db().execute(_WINDOW_COUNT, [limit.bucket, _since(limit, now)]).fetchone()
         return int(row[0]) if row else 0
 
-    def _raw(self) -> psycopg.Connection:
+    def _db(self) -> pg.PostgresDatabase:
         """This thread's pooled connection, in autocommit: each statement its own transaction."""
-        return pg.database(self.url).conn.raw
+        return pg.database(self.url)
 
 
 def _period(limit: Limit, now: datetime) -> str:
