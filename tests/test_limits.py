@@ -1,5 +1,6 @@
-"""The limiters, each test run over both backends (SQLite, Redis), the pure decision and its
-headers, and limits holding across processes and across servers sharing one Redis."""
+"""The limiters, each test run over every backend (SQLite, Redis, PostgreSQL), the pure
+decision and its headers, and limits holding across processes and across servers sharing one
+Redis."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import redis
 from sqlite_utils import Database
 
-from server import db
+from server import db, pg, pg_migrations
 from server.http.app import create_app
 from server.limits import (
     DAY,
@@ -27,6 +29,7 @@ from server.limits import (
     Limit,
     Limiter,
     LimitStatus,
+    PostgresLimiter,
     SqliteLimiter,
     Usage,
     decide,
@@ -36,6 +39,7 @@ from server.limits import (
 )
 from tests.helpers.constants import SECRET
 from tests.helpers.orgs import organization
+from tests.helpers.postgres import PostgresServer
 from tests.helpers.redis_server import redis_server
 from tests.servers import free_port, serve, stop
 
@@ -54,12 +58,22 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> Iterator[str]:
+    """A fresh PostgreSQL database with the service's schema (the limiter's tables in it)."""
+    url = postgres.create_database(postgres.migrated_template())
+    yield url
+    pg.release(url)
+
+
+@pytest.fixture(params=["sqlite", "redis", "postgresql"])
 def settings(request: pytest.FixtureRequest, db_path: Path) -> dict[str, str]:
-    """Settings choosing each backend: SQLite beside the test's database, or the tests'
-    Redis server, emptied first."""
+    """Settings choosing each backend: SQLite beside the test's database, the tests' Redis
+    server, emptied first, or a PostgreSQL database, whose own tables hold the counts."""
     if request.param == "sqlite":
         return {"DB": str(db_path)}
+    if request.param == "postgresql":
+        return {"DB": request.getfixturevalue("postgres_url")}
     url = request.getfixturevalue("redis_url")
     with closing(redis.Redis.from_url(url)) as client:
         client.flushdb()
@@ -77,6 +91,10 @@ def stored_events(limiter: Any, bucket: str) -> int:
         with closing(Database(limiter.path)) as database:
             query = "SELECT count(*) FROM rate_events WHERE bucket = ?"
             return database.execute(query, [bucket]).fetchone()[0]
+    if isinstance(limiter, PostgresLimiter):
+        with psycopg.connect(limiter.url) as conn:
+            query = "SELECT count(*) FROM rate_events WHERE bucket = %s"
+            return conn.execute(query, [bucket]).fetchone()[0]  # type: ignore[index]
     return limiter.redis.zcard(limiter.key(bucket))
 
 
@@ -86,6 +104,10 @@ def stored_days(limiter: Any, bucket: str) -> dict[str, int]:
         with closing(Database(limiter.path)) as database:
             query = "SELECT period, count FROM rate_counts WHERE bucket = ?"
             return dict(database.execute(query, [bucket]).fetchall())
+    if isinstance(limiter, PostgresLimiter):
+        with psycopg.connect(limiter.url) as conn:
+            query = "SELECT period, count FROM rate_counts WHERE bucket = %s"
+            return dict(conn.execute(query, [bucket]).fetchall())  # type: ignore[arg-type]
     days = limiter.redis.hgetall(limiter.key(bucket))
     return {day.decode(): int(count) for day, count in days.items()}
 
@@ -391,3 +413,58 @@ def _at_once(bases: list[str], key: str) -> list[tuple[str, int]]:
     for thread in threads:
         thread.join()
     return answers
+
+
+def statements_run(url: str, trace_file: Path, work: Any) -> int:
+    """How many statements this thread's pooled connection to `url` runs while `work()` does:
+    the Execute (extended protocol) and Query (simple protocol) messages libpq traces."""
+    pgconn = pg.database(url).conn.raw.pgconn
+    with trace_file.open("w") as trace:
+        pgconn.trace(trace.fileno())
+        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            work()
+        finally:
+            pgconn.untrace()
+    sent = [line.split("\t") for line in trace_file.read_text().splitlines()]
+    return sum(1 for message in sent if message[0] == "F" and message[2] in ("Execute", "Query"))
+
+
+def test_a_hit_on_postgresql_is_one_statement(postgres_url: str, tmp_path: Path) -> None:
+    """Admitted or refused, one round trip (the SQLite limiter's transaction took seven)."""
+    limiter = limiter_for({"DB": postgres_url})
+    limiter.count(QPS, T0)  # the thread's pooled connection, taken before tracing
+
+    def hits() -> None:
+        for _ in range(8):
+            limiter.hit([QPS, DAILY], T0)
+
+    assert statements_run(postgres_url, tmp_path / "trace", hits) == 8
+    assert limiter.count(DAILY, T0) == 5
+
+
+def test_a_hit_on_postgresql_does_not_wait_for_the_services_writers(postgres_url: str) -> None:
+    """Another connection holds the write lock (server/pg.py, an import's long transaction):
+    the gate still answers."""
+    with psycopg.connect(postgres_url, autocommit=True) as writer, writer.transaction():
+        writer.execute("SELECT pg_advisory_xact_lock(%s)", [pg.WRITE_LOCK])
+        assert limiter_for({"DB": postgres_url}).hit([QPS, DAILY], T0).allowed
+
+
+def test_counts_the_sqlite_limiter_kept_on_postgresql_go_on_counting(
+    postgres: PostgresServer,
+) -> None:
+    """A database whose limits the SQLite limiter kept (its tables made on first use), then
+    migrated: the requests it counted still count, in the window and in the day."""
+    url = postgres.create_database()
+    with closing(pg.connect(url, migrate=False)) as database, database.conn.raw.transaction():
+        pg_migrations.apply(database, pg_migrations.MIGRATIONS[:2])
+    before = SqliteLimiter(url)
+    assert all(before.hit([QPS, DAILY], at(i / 10)).allowed for i in range(3))
+    before._db().close()
+    pg.connect(url).close()  # migrates: p003 and on
+    after = limiter_for({"DB": url})
+    assert isinstance(after, PostgresLimiter)
+    assert [after.hit([QPS, DAILY], at(0.5)).allowed for _ in range(3)] == [True, True, False]
+    assert after.count(DAILY, at(0.5)) == 5 and after.hit([QPS, DAILY], at(1.05)).allowed
+    pg.release(url)

@@ -18,6 +18,7 @@ from server.limits.base import (
     headers,
     organization_daily,
 )
+from server.limits.postgres import PostgresLimiter
 from server.limits.sqlite import SqliteLimiter
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Limit",
     "LimitStatus",
     "Limiter",
+    "PostgresLimiter",
     "SqliteLimiter",
     "Usage",
     "decide",
@@ -38,12 +40,12 @@ __all__ = [
 
 def limiter_for(settings: Mapping[str, Any]) -> Limiter:
     """The limiter the `RATE_LIMITER` setting names: "sqlite" (the default, `<DB>.limits`;
-    on PostgreSQL, tables of the service's database, its write transactions serialized as on
-    SQLite, server/pg.py) or a Redis URL (`redis://…`, `rediss://…`), which loads redis-py
-    only then."""
+    on PostgreSQL, tables of the service's database, each request checked and counted in one
+    statement, server/limits/postgres.py) or a Redis URL (`redis://…`, `rediss://…`), which
+    loads redis-py only then."""
     backend = str(settings.get("RATE_LIMITER", "sqlite"))
     if backend == "sqlite" and pg.is_url(settings["DB"]):
-        return SqliteLimiter(settings["DB"])
+        return PostgresLimiter(settings["DB"])
     if backend == "sqlite":
         return SqliteLimiter(f"{settings['DB']}.limits")
     if backend.startswith(("redis://", "rediss://")):

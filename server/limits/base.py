@@ -2,11 +2,11 @@
 
 A `Limiter` checks a request against several limits and counts it in all of them only when
 every one admits it: a refused request changes nothing (contract §6). `SqliteLimiter` holds
-the counts in the service's database, shared by the worker processes of one machine. A
-Redis-backed limiter, for several machines, implements the same protocol: a sorted set per
-sliding bucket (ZREMRANGEBYSCORE, ZCOUNT, ZADD) and INCR + EXPIREAT per daily bucket, read and
-written in one Lua script (or WATCH + MULTI) so that the check and the count are one step.
-Backends read a `Usage` per limit and leave the arithmetic to `decide`.
+the counts in a file beside the service's database, shared by the worker processes of one
+machine. For several machines, `PostgresLimiter` keeps them in the service's PostgreSQL
+database and `RedisLimiter` in Redis, each checking and counting a request in one step on the
+server (a PL/pgSQL function, a Lua script). Backends read a `Usage` per limit and leave the
+arithmetic to `decide`.
 """
 
 from __future__ import annotations
