@@ -9,12 +9,14 @@ of a throwaway PostgreSQL cluster (tests/helpers/postgres.py); each gets one unl
 enterprise_plus organization. Rate limits: the default limiter (`<db>.limits` on SQLite,
 tables of the database on PostgreSQL); no Redis.
 
-Throughput: `contactdata serve` with 1, then 2 sync workers on each backend; wrk at 1, then 8
-connections (contention apart from inherent cost) on GET /healthz, POST /v7/enrich
+Throughput: `contactdata serve` with 1, then 2 sync workers on each backend; wrk at 1, 2, then
+8 connections (contention apart from inherent cost) on GET /healthz, POST /v7/enrich
 (bench/enrich.py's 500 known queries in turn), then /healthz again, one server; enrich /
 healthz (the mean of the two) for each, and on each backend enrich with 2 workers / 1 worker
-at 8 connections. Targets (issue 23): on SQLite with 2 workers at 8 connections enrich /
-healthz >= 0.35; enrich 2 workers / 1 worker >= 1.8.
+two ways: at 8 connections each, and a connection per worker (1 worker at 1 connection, 2 at
+2: how issue 23 measured its 1.40x), each beside healthz's own scaling, which touches no
+database: the machine's ceiling, as wrk shares its 2 cores. Targets (issue 23): on SQLite
+with 2 workers at 8 connections enrich / healthz >= 0.35; enrich 2 workers / 1 worker >= 1.8.
 
 Where the time goes: the server's CPU per request (its processes' CPU over the requests wrk
 got answered: what the machine's other load changes least); enrich in-process through the
@@ -68,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 from tests.helpers.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results" / "http_ratio.txt"
-CONNECTIONS = (1, 8)
+CONNECTIONS = (1, 2, 8)
 GOAL_CONNECTIONS = 8
 WORKERS = (1, 2)
 RATIO_GOAL = 0.35
@@ -163,19 +165,26 @@ def summary(figures: dict[str, Figures]) -> list[str]:
     """The figures the issue asks for, each backend on one line, with the goals."""
     lines = []
     for backend, by_run in figures.items():
-        two, one = by_run[(2, GOAL_CONNECTIONS)], by_run[(1, GOAL_CONNECTIONS)]
-        ratio, scaling = two[1], two[0] / one[0]
-        goals = ""
-        if backend == "sqlite":
-            goals = (
-                f"  (goals: ratio >= {RATIO_GOAL} {_mark(ratio >= RATIO_GOAL)}, "
-                f"2w/1w >= {SCALING_GOAL} {_mark(scaling >= SCALING_GOAL)})"
-            )
-        lines.append(
-            f"{backend:<10} 2 workers, {GOAL_CONNECTIONS} connections: enrich / healthz "
-            f"{ratio:.2f}; enrich 2 workers / 1 worker {scaling:.2f}x{goals}; "
-            f"healthz, which touches no database, {two[2] / one[2]:.2f}x"
+        ratio = by_run[(2, GOAL_CONNECTIONS)][1]
+        goal = (
+            f" (goal >= {RATIO_GOAL} {_mark(ratio >= RATIO_GOAL)})" if backend == "sqlite" else ""
         )
+        lines.append(
+            f"{backend:<10} 2 workers, {GOAL_CONNECTIONS} connections: "
+            f"enrich / healthz {ratio:.2f}{goal}"
+        )
+        for label, two, one in (
+            (f"at {GOAL_CONNECTIONS} connections", (2, GOAL_CONNECTIONS), (1, GOAL_CONNECTIONS)),
+            ("a connection per worker (2w 2c / 1w 1c)", (2, 2), (1, 1)),
+        ):
+            scaling = by_run[two][0] / by_run[one][0]
+            goal = ""
+            if backend == "sqlite":
+                goal = f" (goal >= {SCALING_GOAL} {_mark(scaling >= SCALING_GOAL)})"
+            lines.append(
+                f"{backend:<10} 2 workers / 1 worker {label}: enrich {scaling:.2f}x{goal}; "
+                f"healthz, which touches no database, {by_run[two][2] / by_run[one][2]:.2f}x"
+            )
     return lines
 
 
