@@ -308,3 +308,22 @@ CREATE INDEX employments_discover ON employments (
     level_bits, function_bits, title_key, place_key
 ) WHERE status = 'Active'
 """
+
+
+@MIGRATIONS()
+def m008_suppressions(db: Database) -> None:
+    """The suppression list (server/privacy.py): people who opted out or were erased, each
+    identifier kept only as a keyed hash."""
+    _run(db, SUPPRESSIONS)
+
+
+SUPPRESSIONS = """
+CREATE TABLE suppressions (
+    hash TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('email', 'profile_url', 'name_domain')),
+    action TEXT NOT NULL CHECK (action IN ('suppress', 'erase')),
+    reason TEXT NOT NULL DEFAULT '',
+    actor TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""

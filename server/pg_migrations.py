@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from server.migrations import DISCOVER_INDEX
+from server.migrations import DISCOVER_INDEX, SUPPRESSIONS
 from server.pg import PostgresDatabase
 
 MIGRATION_SET = "contactdata"
@@ -331,6 +331,12 @@ BEGIN
 END
 $$
 """
+
+
+@migration
+def p004_suppressions(db: PostgresDatabase) -> None:
+    """The suppression list, as m008_suppressions."""
+    _run(db, SUPPRESSIONS)
 
 
 def apply(

@@ -974,3 +974,42 @@ def _nearest_distance(wanted: PeopleFilter, postgres: bool = False) -> tuple[str
     distances = [_distance(term, params) for term in wanted.places]
     smallest = "least" if postgres else "min"
     return (f"{smallest}({', '.join(distances)})" if len(distances) > 1 else distances[0]), params
+
+
+# --- privacy ---------------------------------------------------------------------------------
+
+
+def add_suppressions(db: Database, rows: Sequence[Row]) -> int:
+    """Put hashes on the suppression list (each row: hash, kind, action, reason, actor,
+    created_at); a hash already listed keeps its row, except that an erasure marks it erased.
+    How many were not listed before."""
+    before = suppression_count(db)
+    sql = (
+        "INSERT INTO suppressions (hash, kind, action, reason, actor, created_at) "
+        "VALUES (:hash, :kind, :action, :reason, :actor, :created_at) "
+        "ON CONFLICT (hash) DO UPDATE SET action = 'erase' WHERE excluded.action = 'erase'"
+    )
+    db.conn.executemany(sql, rows)
+    return suppression_count(db) - before
+
+
+def suppression_count(db: Database) -> int:
+    """How many hashes the suppression list holds."""
+    return db.execute("SELECT count(*) FROM suppressions").fetchone()[0]
+
+
+def suppressed(db: Database, hashes: Sequence[str]) -> list[Row]:
+    """The suppression list's rows of these hashes."""
+    if not hashes:
+        return []
+    return _rows(db, f"SELECT * FROM suppressions WHERE hash IN ({_marks(hashes)})", hashes)
+
+
+def suppression_hashes(db: Database) -> set[str]:
+    """Every hash on the suppression list (for checking many people at once: an import)."""
+    return {row[0] for row in db.execute("SELECT hash FROM suppressions")}
+
+
+def suppression_list(db: Database) -> list[Row]:
+    """The suppression list, oldest first."""
+    return _rows(db, "SELECT * FROM suppressions ORDER BY created_at, hash")

@@ -130,7 +130,7 @@ def test_the_command_prints_each_table_and_refuses_a_target_with_rows(
     assert first.returncode == 0, first.stderr
     counts = dict(line.split() for line in first.stdout.splitlines() if len(line.split()) == 2)
     assert counts["organizations"] == "1" and counts["apscheduler_jobs"] == "5", first.stdout
-    assert counts["events"] == "2" and "moved and verified 25 tables" in first.stdout
+    assert counts["events"] == "2" and f"moved and verified {len(counts)} tables" in first.stdout
     assert f"CONTACTDATA_KEY_SECRET=$(cat {used['path']}.secret)" in first.stdout
     again = subprocess.run(command, capture_output=True, text=True, check=False)
     assert again.returncode == 1 and "is not empty (rows in api_key_hashes" in again.stderr

@@ -1,0 +1,124 @@
+"""Privacy: the suppression list, of people who opted out (suppress) or asked to be erased.
+
+A person is named by one or more identifiers: a work e-mail address, a profile URL, or a name
+at a company's domain, each in the form matching looks it up by (an e-mail key, the stored
+profile URL, the name keys and the registrable domain). The list keeps only a keyed hash of
+each: BLAKE2b keyed with a key derived from the server secret (the one API keys are hashed
+with), so that the list is not itself a contact list; without the secret a hash can neither
+be reversed nor tested against a guess. Pure: the table is server/store.py's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from server import names
+from server.errors import InvalidParameter
+from server.matching import profile_url
+from server.normalize import email_key, person_key, registrable_domain
+
+Kind = Literal["email", "profile_url", "name_domain"]
+KINDS: tuple[Kind, ...] = ("email", "profile_url", "name_domain")
+ACTIONS = ("suppress", "erase")
+MAX_REASON = 200
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """One identifier of a person in its looked-up form (never stored: only its hash is)."""
+
+    kind: Kind
+    value: str
+
+
+def email(text: str) -> Identifier | None:
+    """A work e-mail address, trimmed and lower-cased; None when it is no address."""
+    key = email_key(text)
+    local, at, domain = key.rpartition("@")
+    return Identifier("email", key) if at and local and "." in domain else None
+
+
+def profile(text: str) -> Identifier | None:
+    """A profile URL in its stored form; None when it is no profile URL."""
+    url = profile_url(text)
+    return Identifier("profile_url", url) if url else None
+
+
+def name_at(name: str, domain: str) -> Identifier | None:
+    """A full name at a company's domain (a website, host or e-mail address): the name's
+    first and last keys and the registrable domain; None when either is missing."""
+    person = names.parse(full=name)
+    return name_keys_at(person.first, person.last, domain) if person else None
+
+
+def name_keys_at(first: str, last: str, domain: str) -> Identifier | None:
+    """`name_at` for a name already split in first and last."""
+    first_key, last_key = person_key(first), person_key(last)
+    registrable = registrable_domain(domain) if domain else ""
+    if not (first_key and last_key and registrable):
+        return None
+    return Identifier("name_domain", f"{first_key} {last_key}@{registrable}")
+
+
+def identifiers(
+    *, email_address: str = "", profile_address: str = "", name: str = "", company_domain: str = ""
+) -> list[Identifier]:
+    """The identifiers an operator named (each given one must be valid; a name needs a
+    company domain and the other way round); at least one."""
+    found: list[Identifier] = []
+    if email_address:
+        found.append(_valid(email(email_address), "--email is not an e-mail address"))
+    if profile_address:
+        found.append(_valid(profile(profile_address), "--profile-url is not a profile URL"))
+    if name or company_domain:
+        if not (name and company_domain):
+            raise InvalidParameter("--name and --company-domain go together.")
+        message = "--name with --company-domain names no person (a first and last name at a domain)"
+        found.append(_valid(name_at(name, company_domain), message))
+    if not found:
+        raise InvalidParameter(
+            "Name the person: --email, --profile-url, or --name with --company-domain."
+        )
+    return found
+
+
+def _valid(identifier: Identifier | None, message: str) -> Identifier:
+    if identifier is None:
+        raise InvalidParameter(f"{message}.")
+    return identifier
+
+
+def reason_text(reason: str) -> str:
+    """A suppression's reason, as kept: printable, at most MAX_REASON characters."""
+    text = " ".join(reason.split())
+    if len(text) > MAX_REASON or not text.isprintable():
+        raise InvalidParameter(
+            f"The reason must be printable text of at most {MAX_REASON} characters."
+        )
+    return text
+
+
+Hasher = Callable[[Identifier], str]
+
+
+def hasher(secret: bytes) -> Hasher:
+    """The keyed hash of identifiers under the server secret `secret`."""
+    return _hasher(hashlib.sha256(b"contactdata suppression list\0" + secret).digest())
+
+
+@lru_cache(maxsize=8)
+def _hasher(key: bytes) -> Hasher:
+    def hash_of(identifier: Identifier) -> str:
+        data = f"{identifier.kind}\0{identifier.value}".encode()
+        return hashlib.blake2b(data, key=key, digest_size=16).hexdigest()
+
+    return hash_of
+
+
+def hashes(hash_of: Hasher, found: Iterable[Identifier | None]) -> list[str]:
+    """The hashes of the identifiers in `found` (None left out), each once, in order."""
+    return list(dict.fromkeys(hash_of(i) for i in found if i is not None))
