@@ -114,6 +114,12 @@ def utc_day(now: datetime) -> str:
     return utc(now).date().isoformat()
 
 
+def window_start(limit: Limit, now: datetime) -> float:
+    """A sliding window's cut-off as a POSIX time, by datetime arithmetic: a request exactly
+    `window` seconds old has left."""
+    return (now - timedelta(seconds=limit.window)).timestamp()
+
+
 def decide(limits: Sequence[Limit], usages: Sequence[Usage], now: datetime) -> Decision:
     """The decision on a request at `now`, given each limit's usage before it."""
     moment, pairs = utc(now), list(zip(limits, usages, strict=True))

@@ -11,10 +11,10 @@ connection is the thread's pooled one (server/pg.py), given back at the end of t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from server import pg
-from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day
+from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day, window_start
 
 _HIT = "SELECT counts, oldests FROM rate_limit_hit(?, ?, ?, ?, ?)"
 _DAY_COUNT = "SELECT count FROM rate_counts WHERE bucket = ? AND period = ?"
@@ -50,7 +50,11 @@ class PostgresLimiter:
         if limit.kind == "utc_day":
             row = self._db().execute(_DAY_COUNT, [limit.bucket, utc_day(now)]).fetchone()
         else:
-            row = self._db().execute(_WINDOW_COUNT, [limit.bucket, _since(limit, now)]).fetchone()
+            row = (
+                self._db()
+                .execute(_WINDOW_COUNT, [limit.bucket, window_start(limit, now)])
+                .fetchone()
+            )
         return int(row[0]) if row else 0
 
     def _db(self) -> pg.PostgresDatabase:
@@ -61,10 +65,4 @@ class PostgresLimiter:
 def _period(limit: Limit, now: datetime) -> str:
     """What `rate_limit_hit` takes as a limit's period: the UTC date, or the window's cut-off
     as text (repr: the float exactly, as PostgreSQL reads it back)."""
-    return utc_day(now) if limit.kind == "utc_day" else repr(_since(limit, now))
-
-
-def _since(limit: Limit, now: datetime) -> float:
-    """A sliding window's cut-off, by datetime arithmetic: a request exactly `window` seconds
-    old has left."""
-    return (now - timedelta(seconds=limit.window)).timestamp()
+    return utc_day(now) if limit.kind == "utc_day" else repr(window_start(limit, now))

@@ -16,7 +16,7 @@ from datetime import datetime, time, timedelta
 
 import redis
 
-from server.limits.base import DAY, Decision, Limit, Usage, decide, utc, utc_day
+from server.limits.base import DAY, Decision, Limit, Usage, decide, utc, utc_day, window_start
 
 PREFIX = "contactdata:limits:"
 _MARGIN = 60  # seconds an idle sliding bucket outlives its window
@@ -98,7 +98,7 @@ def _period(limit: Limit, now: datetime) -> str:
     `window` seconds old has left), by datetime arithmetic as in SQLite."""
     if limit.kind == "utc_day":
         return utc_day(now)
-    return repr((now - timedelta(seconds=limit.window)).timestamp())
+    return repr(window_start(limit, now))
 
 
 def _lifetime(limit: Limit, now: datetime) -> int:

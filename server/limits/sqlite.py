@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from sqlite_utils import Database
 
 from server.db import connect, write
-from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day
+from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day, window_start
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rate_events (bucket TEXT NOT NULL, at REAL NOT NULL)",
@@ -98,7 +98,7 @@ def _read(db: Database, limit: Limit, now: datetime) -> tuple[Usage, int]:
     if limit.kind == "utc_day":
         row = db.execute(_DAY_COUNT, (limit.bucket, utc_day(now))).fetchone()
         return Usage(row[0] if row else 0), 0
-    since = _since(limit, now)
+    since = window_start(limit, now)
     bucket = limit.bucket
     kept, left, oldest = db.execute(_WINDOW, (bucket, bucket, since, bucket, since)).fetchone()
     count = kept - left
@@ -106,12 +106,6 @@ def _read(db: Database, limit: Limit, now: datetime) -> tuple[Usage, int]:
         offset = count - limit.quota
         oldest = db.execute(_NTH_OLDEST, (bucket, since, offset)).fetchone()[0]
     return Usage(count, oldest), left
-
-
-def _since(limit: Limit, now: datetime) -> float:
-    """The window's cut-off, by datetime arithmetic: a request exactly `window` seconds old
-    has left."""
-    return (now - timedelta(seconds=limit.window)).timestamp()
 
 
 def _count(db: Database, limit: Limit, usage: Usage, left: int, now: datetime) -> None:
@@ -122,6 +116,6 @@ def _count(db: Database, limit: Limit, usage: Usage, left: int, now: datetime) -
             db.execute(_PAST_DAYS, (limit.bucket, day))
         return
     if left:
-        db.execute(_PRUNE, (limit.bucket, _since(limit, now)))
+        db.execute(_PRUNE, (limit.bucket, window_start(limit, now)))
     db.execute(_ADD, (limit.bucket, now.timestamp()))
     db.execute(_KEPT, (limit.bucket, left))
