@@ -15,6 +15,8 @@ from typing import Any
 _HOMES = {
     "DB_ERRORS": "server.db:DB_ERRORS",
     "DB_OPTION": "server.cli:DB_OPTION",
+    "Eraser": "server.privacy:Eraser",
+    "Erasure": "server.privacy:Erasure",
     "ERROR_DESCRIPTIONS": "server.http.openapi:ERROR_DESCRIPTIONS",
     "add_operations": "server.http.openapi:add_operations",
     "FREE_REFRESH_TIERS": "server.enrich:FREE_REFRESH_TIERS",

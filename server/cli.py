@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -316,6 +317,152 @@ def audit_command(db_path: Path, org_id: str, as_json: bool) -> None:
             f"{entry['created_at']}  {entry['action']:<20} {entry['target'] or '-':<32} "
             f"by {entry['actor']}{request_id}{detail}"
         )
+
+
+@main.group()
+def privacy() -> None:
+    """The suppression list: suppress or erase people, import opt-outs, check, report."""
+
+
+def _identity_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--email, --profile-url, --name and --company-domain: one person's identifiers."""
+    for option in reversed(
+        (
+            click.option("--email", default="", help="The person's e-mail address."),
+            click.option("--profile-url", default="", help="The person's profile URL."),
+            click.option(
+                "--name", default="", help="The person's full name (with --company-domain)."
+            ),
+            click.option("--company-domain", default="", help="Their company's website or domain."),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def _privacy_context(db_path: Path | str) -> tuple[Any, Callable[..., str]]:
+    """The database and the hash of identifiers under the server secret."""
+    from server import privacy as pure
+
+    settings = config.load({"DB": str(db_path)})
+    return db.connect(db_path), pure.hasher(config.key_secret(settings))
+
+
+def _act(db_path: Path | str, action: str, people: list[Any]) -> dict[str, int]:
+    from server import suppression
+
+    database, hash_of = _privacy_context(db_path)
+    erasers = _entry_option("erasers", ()) if action == "erase" else ()
+    return suppression.act(database, hash_of, utcnow(), people, action, erasers)
+
+
+_PAST = {"suppress": "suppressed", "erase": "erased"}
+
+
+def _summary(done: dict[str, int]) -> str:
+    return " ".join(f"{name}={count}" for name, count in done.items())
+
+
+@privacy.command("suppress")
+@DB_OPTION
+@_identity_options
+@click.option("--reason", default="", help="Why (kept on the list; no personal data).")
+def privacy_suppress(db_path: Path, **named: str) -> None:
+    """Put a person on the suppression list and delete their contact and employments."""
+    _privacy_action(db_path, "suppress", named)
+
+
+@privacy.command("erase")
+@DB_OPTION
+@_identity_options
+@click.option("--reason", default="", help="Why (kept on the list; no personal data).")
+def privacy_erase(db_path: Path, **named: str) -> None:
+    """Suppress a person and delete every stored copy of their data."""
+    _privacy_action(db_path, "erase", named)
+
+
+def _privacy_action(db_path: Path, action: str, named: dict[str, str]) -> None:
+    from server import suppression
+
+    try:
+        done = _act(db_path, action, [suppression.person(**named)])
+    except ServiceError as error:
+        _fail(error)
+    click.echo(f"{_PAST[action]} {_summary(done)}")
+
+
+@privacy.command("import")
+@DB_OPTION
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--reason", default="", help="The reason of rows without one.")
+@click.option("--erase", is_flag=True, help="Erase the people (default: suppress them).")
+def privacy_import(db_path: Path, source: Path, reason: str, erase: bool) -> None:
+    """Import a CSV of opt-outs (columns email, profile_url, name, company_domain, reason)."""
+    from server import privacy as pure
+    from server import suppression
+
+    try:
+        people, bad = suppression.read_people(source, pure.reason_text(reason))
+        done = _act(db_path, "erase" if erase else "suppress", people)
+    except ServiceError as error:
+        _fail(error)
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise click.ClickException(f"{source}: {error}") from None
+    for row in bad:
+        click.echo(f"{source}:{row.line}: {row.reason}", err=True)
+    click.echo(f"imported {_summary(done)} rejected={len(bad)}")
+
+
+@privacy.command("list")
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def privacy_list(db_path: Path, as_json: bool) -> None:
+    """List the suppression list: hashes, kinds, actions, reasons and dates (no clear values)."""
+    from server import store
+
+    rows = store.suppression_list(db.connect(db_path))
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(
+            f"{row['created_at']}  {row['action']:<8}  {row['kind']:<11}  {row['hash']}  "
+            f"{row['reason']}".rstrip()
+        )
+
+
+@privacy.command("check")
+@DB_OPTION
+@_identity_options
+def privacy_check(db_path: Path, **named: str) -> None:
+    """Say whether each identifier is on the list; exit status 1 if any is, 0 if none is."""
+    from server import suppression
+
+    database, hash_of = _privacy_context(db_path)
+    try:
+        found = suppression.check(database, hash_of, suppression.person(**named).identifiers)
+    except ServiceError as error:
+        _fail(error)
+    for identifier, row in found:
+        state = f"{_PAST[row['action']]} {row['created_at']}" if row else "not listed"
+        click.echo(f"{identifier.kind:<11}  {state}")
+    sys.exit(1 if any(row for _, row in found) else 0)
+
+
+@privacy.command("report")
+@DB_OPTION
+@click.option("--email", required=True, help="The person's e-mail address.")
+def privacy_report(db_path: Path, email: str) -> None:
+    """Print as JSON what the service holds about a person (for an access request)."""
+    from server import suppression
+
+    database, hash_of = _privacy_context(db_path)
+    try:
+        address = suppression.person(email=email).identifiers[0]
+        held = suppression.report(database, hash_of, utcnow(), address)
+    except ServiceError as error:
+        _fail(error)
+    click.echo(json.dumps(held, indent=2))
 
 
 @main.group("db")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from sqlite_utils import Database
+
 from server import names
 from server.errors import InvalidParameter
 from server.matching import profile_url
@@ -122,3 +124,18 @@ def _hasher(key: bytes) -> Hasher:
 def hashes(hash_of: Hasher, found: Iterable[Identifier | None]) -> list[str]:
     """The hashes of the identifiers in `found` (None left out), each once, in order."""
     return list(dict.fromkeys(hash_of(i) for i in found if i is not None))
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What an erasure erases: the identifiers the operator named (clear, in memory only, never
+    stored), their hashes, and the GUIDs of the contacts they named."""
+
+    identifiers: tuple[Identifier, ...]
+    hashes: tuple[str, ...]
+    contact_guids: tuple[str, ...]
+
+
+# A component's part of an erasure (the connector's: its stored webhook payloads, deliveries and
+# transaction cache), run inside the erasure's write transaction; what it deleted, by name.
+Eraser = Callable[[Database, Erasure], dict[str, int]]

@@ -1013,3 +1013,92 @@ def suppression_hashes(db: Database) -> set[str]:
 def suppression_list(db: Database) -> list[Row]:
     """The suppression list, oldest first."""
     return _rows(db, "SELECT * FROM suppressions ORDER BY created_at, hash")
+
+
+# Values bound per statement when acting on many people (well under either backend's limit).
+_CHUNK = 500
+# An index seek on transactions (org_id, contact_guid) for a contact of any organization: the
+# organizations are few, so naming them all lets both backends seek instead of scanning.
+_ANY_ORG = "org_id IN (SELECT id FROM organizations)"
+
+
+def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    return (values[i : i + _CHUNK] for i in range(0, len(values), _CHUNK))
+
+
+def contact_guids_by_emails(db: Database, emails: Sequence[str]) -> set[str]:
+    """The GUIDs of the contacts with an employment at one of these e-mail addresses."""
+    sql = "SELECT DISTINCT contact_guid FROM employments WHERE email != '' AND email IN ({})"
+    return _guids(db, sql, emails)
+
+
+def contact_guids_by_profile_urls(db: Database, urls: Sequence[str]) -> set[str]:
+    """The GUIDs of the contacts with one of these profile URLs."""
+    return _guids(db, "SELECT guid FROM contacts WHERE profile_url IN ({})", urls)
+
+
+def _guids(db: Database, sql: str, values: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(values):
+        found.update(row[0] for row in db.execute(sql.format(_marks(chunk)), list(chunk)))
+    return found
+
+
+def names_at_domains(db: Database, wanted: Sequence[tuple[str, str]]) -> list[Row]:
+    """The employments (contact_guid, first_key, last_key, and the company's domain) of people
+    with a wanted (domain, last key) at a company of that domain, and perhaps some more: the
+    caller keeps those it wants."""
+    sql = (
+        "SELECT e.contact_guid, e.first_key, e.last_key, co.domain FROM companies co "
+        "JOIN employments e ON e.company_guid = co.guid WHERE co.domain IN ({}) "
+        "AND e.last_key IN ({})"
+    )
+    rows: list[Row] = []
+    for chunk in _chunks(wanted):
+        domains, last_keys = sorted({d for d, _ in chunk}), sorted({k for _, k in chunk})
+        rows += _rows(db, sql.format(_marks(domains), _marks(last_keys)), [*domains, *last_keys])
+    return rows
+
+
+def delete_contacts(db: Database, guids: Sequence[str]) -> dict[str, int]:
+    """Delete these contacts and their employments; how many of each were deleted."""
+    deleted = {"contacts": 0, "employments": 0}
+    for chunk in _chunks(guids):
+        marks = _marks(chunk)
+        sql = f"DELETE FROM employments WHERE contact_guid IN ({marks})"
+        deleted["employments"] += db.execute(sql, list(chunk)).rowcount
+        sql = f"DELETE FROM contacts WHERE guid IN ({marks})"
+        deleted["contacts"] += db.execute(sql, list(chunk)).rowcount
+    return deleted
+
+
+def clear_transaction_contacts(db: Database, guids: Sequence[str]) -> int:
+    """Clear the contact GUID of the transactions of these contacts; how many were cleared."""
+    cleared = 0
+    for chunk in _chunks(guids):
+        sql = (
+            f"UPDATE transactions SET contact_guid = '' WHERE {_ANY_ORG} "
+            f"AND contact_guid IN ({_marks(chunk)})"
+        )
+        cleared += db.execute(sql, list(chunk)).rowcount
+    return cleared
+
+
+def contacts_by_guids(db: Database, guids: Sequence[str]) -> list[Row]:
+    """The contacts with these GUIDs, in GUID order."""
+    sql = f"SELECT * FROM contacts WHERE guid IN ({_marks(guids)}) ORDER BY guid"
+    return _rows(db, sql, list(guids)) if guids else []
+
+
+def deliveries_of(db: Database, guids: Sequence[str], delivered: Sequence[str]) -> list[Row]:
+    """The transactions that delivered these contacts (a record status in `delivered`), with
+    the receiving organization's name, oldest first."""
+    if not guids:
+        return []
+    sql = (
+        "SELECT t.contact_guid, t.org_id, o.name AS org_name, t.endpoint, t.record_status, "
+        "t.created_at FROM transactions t JOIN organizations o ON o.id = t.org_id "
+        f"WHERE {_ANY_ORG} AND t.contact_guid IN ({_marks(guids)}) "
+        f"AND t.record_status IN ({_marks(delivered)}) ORDER BY t.created_at, t.id"
+    )
+    return _rows(db, sql, [*guids, *delivered])

@@ -30,6 +30,7 @@ from server import (
     move,
     normalize,
     pg,
+    privacy,
     records,
     usage,
     wire,
@@ -39,6 +40,8 @@ from server import (
 MEANINGS = {
     "DB_OPTION": cli.DB_OPTION,
     "DB_ERRORS": db.DB_ERRORS,
+    "Eraser": privacy.Eraser,
+    "Erasure": privacy.Erasure,
     "apply_migrations": db.apply_migrations,
     "is_database_url": pg.is_url,
     "is_postgres": db.is_postgres,
