@@ -54,7 +54,10 @@ def name_at(name: str, domain: str) -> Identifier | None:
     """A full name at a company's domain (a website, host or e-mail address): the name's
     first and last keys and the registrable domain; None when either is missing."""
     person = names.parse(full=name)
-    return name_keys_at(person.first, person.last, domain) if person else None
+    if person is not None:
+        return name_keys_at(person.first, person.last, domain)
+    words = name.split()  # a name nameparser misreads ("Yang Ma": "Ma" as a title)
+    return name_keys_at(words[0], words[-1], domain) if len(words) > 1 else None
 
 
 def name_keys_at(first: str, last: str, domain: str) -> Identifier | None:

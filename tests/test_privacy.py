@@ -21,6 +21,12 @@ def test_identifiers_take_the_forms_matching_looks_people_up_by() -> None:
     )
 
 
+def test_a_name_nameparser_misreads_is_read_as_first_and_last_word() -> None:
+    assert privacy.name_at("Yang Ma", "example.com") == Identifier(
+        "name_domain", "yang ma@example.com"
+    )
+
+
 def test_what_names_no_one_is_no_identifier() -> None:
     assert privacy.email("ava at example") is None
     assert privacy.profile("https://example.com/ava") is None
