@@ -306,7 +306,10 @@ def audit_command(db_path: Path, org_id: str, as_json: bool) -> None:
         accounts.organization(database, org_id)
     except ServiceError as error:
         _fail(error)
-    entries = audit.entries(database, org_id)
+    _print_audit(audit.entries(database, org_id), as_json)
+
+
+def _print_audit(entries: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(entries))
         return
@@ -429,6 +432,16 @@ def privacy_list(db_path: Path, as_json: bool) -> None:
             f"{row['created_at']}  {row['action']:<8}  {row['kind']:<11}  {row['hash']}  "
             f"{row['reason']}".rstrip()
         )
+
+
+@privacy.command("audit")
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def privacy_audit(db_path: Path, as_json: bool) -> None:
+    """List the privacy actions taken, oldest first (kinds and counts, no clear values)."""
+    from server import audit, suppression
+
+    _print_audit(audit.entries(db.connect(db_path), suppression.ORG_ID), as_json)
 
 
 @privacy.command("check")

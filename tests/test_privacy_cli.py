@@ -118,6 +118,8 @@ def test_the_audit_log_and_the_list_hold_no_clear_values(loaded: Database) -> No
 
     entries = audit_rows(loaded)
     listed = invoke("list").output + invoke("list", "--json").output
+    listed += invoke("audit").output + invoke("audit", "--json").output
+    assert json.loads(invoke("audit", "--json").output) == entries
 
     assert [e["action"] for e in entries] == ["privacy.suppress", "privacy.erase", "privacy.report"]
     assert json.loads(entries[1]["detail"])["kinds"] == {"name_domain": 1}
