@@ -30,6 +30,7 @@ from connector import (
     preview,
     scheduler,
     store,
+    suppression,
     webhook_setup,
     worker,
 )
@@ -44,12 +45,14 @@ __all__ = ["main", "run"]
 
 def run() -> None:
     """The `contactdata` entry point: every command, serving the connector's app, the demo
-    with the write-back worker beside it, and `db move` moving the connector's tables too."""
+    with the write-back worker beside it, `db move` moving the connector's tables too, and
+    `privacy erase` deleting the connector's copies of the person's data too."""
     main(
         obj={
             "app_factory": "connector.app:create_app",
             "demo_alongside": worker_alongside,
             "schemas": [MOVED],
+            "erasers": [suppression.erase],
         }
     )
 

@@ -17,7 +17,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import backfill, outbound, store, subscriptions, worker
+from connector import backfill, outbound, store, subscriptions, suppression, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import STANDARD_WEBHOOKS_REPLAY_WINDOW
 from server import SETTING_DEFAULTS, load_settings, utcnow
@@ -41,9 +41,13 @@ class UnknownJob(LookupError):
         super().__init__(f"no job {job_id!r}; the jobs are: {', '.join(JOBS)}")
 
 
-def reenrich(db: Database, now: datetime, credit_cap: int = REFRESH_CREDIT_CAP) -> str:
+def reenrich(
+    db: Database, secret: bytes, now: datetime, credit_cap: int = REFRESH_CREDIT_CAP
+) -> str:
     """Queue a refresh event for each CRM record enriched longer ago than its connection's
-    refresh interval; the worker then reads, enriches and writes it back as usual.
+    refresh interval; the worker then reads, enriches and writes it back as usual. Records
+    whose last input names a person on the suppression list (hashed under the server secret
+    `secret`) are skipped: no enrich, no write (the worker checks again before either).
 
     A refresh costs a credit, except where the tier refreshes contacts it was delivered
     before for nothing (enterprise_plus, server.FREE_REFRESH_TIERS). Per organization and
@@ -51,7 +55,8 @@ def reenrich(db: Database, now: datetime, credit_cap: int = REFRESH_CREDIT_CAP) 
     records (over all its connections) first; the rest wait for the next run. The event key
     holds the day, so running twice a day adds nothing.
     """
-    queued = held = 0
+    queued = held = skipped = 0
+    listed: set[str] | None = None  # the suppression list, read once a record is stale
     for org_id, links in _crm_connections(db).items():
         org = server.organization(db, org_id)
         if org["status"] != "active":
@@ -60,14 +65,26 @@ def reenrich(db: Database, now: datetime, credit_cap: int = REFRESH_CREDIT_CAP) 
             (row for link in links for row in store.stale_records(db, link["id"], _due(link, now))),
             key=lambda row: row["enriched_at"],
         )
+        if stale:
+            listed = server.suppression_hashes(db) if listed is None else listed
+            allowed = [row for row in stale if not _suppressed(row, secret, listed)]
+            stale, skipped = allowed, skipped + len(stale) - len(allowed)
         free = org["tier"] in server.FREE_REFRESH_TIERS
         chosen = _affordable(stale, free, _budget(org["credits"], credit_cap))
         held += len(stale) - len(chosen)
         with server.write(db):
             queued += store.add_events(db, [_refresh_event(row, now) for row in chosen])
-    return f"{queued} records queued for refresh" + (
-        f", {held} held back by the credit cap or balance" if held else ""
+    return (
+        f"{queued} records queued for refresh"
+        + (f", {held} held back by the credit cap or balance" if held else "")
+        + (f", {skipped} of suppressed people skipped" if skipped else "")
     )
+
+
+def _suppressed(record: Row, secret: bytes, listed: set[str]) -> bool:
+    """Whether a cached record's last enrich input names a person on the list `listed`."""
+    found = suppression.of_input(json.loads(record["input_fingerprint"]))
+    return not listed.isdisjoint(suppression.hashes(secret, found))
 
 
 def _crm_connections(db: Database) -> dict[str, list[Row]]:
@@ -163,6 +180,23 @@ def purge_deliveries(db: Database, now: datetime) -> str:
     return f"deleted {events} done events, {runs} job runs and {answers} kept answers"
 
 
+def retention(db: Database, now: datetime, payload_days: int, transaction_days: int) -> str:
+    """Purge personal data kept past its time (README: Privacy): the stored webhook payloads
+    of events finished over `payload_days` ago; the transaction cache entries (each record's
+    last input and the values written) and the transactions' matched contacts over
+    `transaction_days` old."""
+    payloads = now - timedelta(days=payload_days)
+    transactions = server.iso(now - timedelta(days=transaction_days))
+    with server.write(db):
+        blanked = store.blank_payloads(db, server.iso(payloads))
+        records = store.purge_records(db, transactions)
+        matches = server.forget_matched_contacts(db, transactions)
+    return (
+        f"blanked {blanked} webhook payloads, deleted {records} cached records, "
+        f"cleared the matched contact of {matches} transactions"
+    )
+
+
 @dataclass(frozen=True)
 class Run:
     """One run's outcome, as job_runs records it."""
@@ -210,7 +244,7 @@ class Context:
 
 # Each job by its id (the scheduler's job ids), called with a run's context.
 JOBS: dict[str, Callable[[Context], str]] = {
-    "reenrich": lambda c: reenrich(c.db, c.clock(), c.settings["REFRESH_CREDIT_CAP"]),
+    "reenrich": lambda c: reenrich(c.db, c.secret, c.clock(), c.settings["REFRESH_CREDIT_CAP"]),
     "retry_deliveries": lambda c: retry_deliveries(
         worker.Worker(c.db, c.secret, c.clock, c.client, random.Random())
     ),
@@ -218,6 +252,12 @@ JOBS: dict[str, Callable[[Context], str]] = {
         c.db, c.secret, c.client, c.settings["PUBLIC_URL"], c.clock()
     ),
     "purge_deliveries": lambda c: purge_deliveries(c.db, c.clock()),
+    "retention": lambda c: retention(
+        c.db,
+        c.clock(),
+        c.settings["RETENTION_PAYLOAD_DAYS"],
+        c.settings["RETENTION_TRANSACTION_DAYS"],
+    ),
     "advance_backfills": lambda c: backfill.advance_all(
         worker.Worker(c.db, c.secret, c.clock, c.client, random.Random())
     ),

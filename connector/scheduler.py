@@ -85,6 +85,16 @@ DEFAULTS = (
         f"over {jobs.JOB_RUNS_KEPT.days} days old",
     ),
     Default(
+        "retention",
+        "Purge old personal data",
+        "cron",
+        {"hour": 3, "minute": 30, "timezone": "UTC"},
+        "blank the stored webhook payloads of events finished over "
+        "CONTACTDATA_RETENTION_PAYLOAD_DAYS (30) days ago; delete transaction cache entries and "
+        "clear the matched contact of transactions over CONTACTDATA_RETENTION_TRANSACTION_DAYS "
+        "(395) days old",
+    ),
+    Default(
         "advance_backfills",
         "Advance backfills",
         "interval",

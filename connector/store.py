@@ -679,16 +679,81 @@ def purge_done_events(db: Database, before: str) -> int:
 
 
 def stale_records(db: Database, connection_id: str, before: str) -> list[Row]:
-    """A connection's cached records (connection_id, kind, record_id, contact_guid, enriched_at)
-    last enriched before `before`, oldest first; records with an event still pending are left
-    out, since that event will enrich them anyway."""
+    """A connection's cached records (connection_id, kind, record_id, contact_guid,
+    input_fingerprint, enriched_at) last enriched before `before`, oldest first; records with
+    an event still pending are left out, since that event will enrich them anyway."""
     sql = (
-        "SELECT connection_id, kind, record_id, contact_guid, enriched_at FROM records r "
+        "SELECT connection_id, kind, record_id, contact_guid, input_fingerprint, enriched_at "
+        "FROM records r "
         "WHERE connection_id = ? AND enriched_at < ? AND NOT EXISTS (SELECT 1 FROM events e "
         "WHERE e.status = 'pending' AND e.connection_id = r.connection_id "
         "AND e.kind = r.kind AND e.record_id = r.record_id) ORDER BY enriched_at, record_id"
     )
     return list(db.query(sql, [connection_id, before]))
+
+
+def blank_payloads(db: Database, before: str) -> int:
+    """Retention: blank the stored payload of finished (done or dead) events last tried before
+    `before`, leaving the event thin (a dead letter retried reads its record from the CRM);
+    how many were blanked."""
+    sql = (
+        "UPDATE events SET payload = '{}', thin = 1 "
+        "WHERE status != 'pending' AND due_at < ? AND payload != '{}'"
+    )
+    return db.execute(sql, [before]).rowcount
+
+
+def purge_records(db: Database, before: str) -> int:
+    """Retention: delete transaction cache entries enriched before `before` (their input
+    fingerprint and the values written), but for those with a write pending; how many."""
+    sql = "DELETE FROM records WHERE enriched_at < ? AND pending = ''"
+    return db.execute(sql, [before]).rowcount
+
+
+def erase_person(db: Database, needles: list[str], contact_guids: list[str]) -> dict[str, int]:
+    """Erasure: delete the events whose payload holds one of `needles` (lower-case text, found
+    case-insensitively) or whose record's cache entry matched one of `contact_guids`, the
+    answers kept for replayed deliveries holding a needle, the previews of those records, and
+    those cache entries; how many of each."""
+    keys = _records_of_contacts(db, contact_guids)
+    patterns = [f"%{_like_escaped(needle)}%" for needle in needles]
+
+    def holding(table: str, column: str) -> int:
+        holds = " OR ".join([f"lower({column}) LIKE ? ESCAPE '\\'"] * len(patterns))
+        return db.execute(f"DELETE FROM {table} WHERE {holds}", patterns).rowcount if holds else 0
+
+    def of_records(table: str) -> int:
+        sql = f"DELETE FROM {table} WHERE connection_id = ? AND kind = ? AND record_id = ?"
+        return sum(db.execute(sql, key).rowcount for key in keys)
+
+    return {
+        "webhook payloads": holding("events", "payload") + of_records("events"),
+        "kept delivery answers": holding("webhook_replays", "body"),
+        "previews": of_records("previews"),
+        "cached records": of_records("records"),
+    }
+
+
+def _records_of_contacts(db: Database, contact_guids: list[str]) -> list[tuple[str, str, str]]:
+    """The (connection, kind, record) of the cache entries that matched these contacts."""
+    if not contact_guids:
+        return []
+    marks = ", ".join("?" * len(contact_guids))
+    sql = f"SELECT connection_id, kind, record_id FROM records WHERE contact_guid IN ({marks})"
+    return [tuple(row) for row in db.execute(sql, contact_guids).fetchall()]
+
+
+def _like_escaped(text: str) -> str:
+    """`text` matched literally by LIKE ... ESCAPE '\\'."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def clear_pending(db: Database, connection_id: str, kind: str, record_ids: list[str]) -> None:
+    """Cancel the pending write of these records (their person is suppressed)."""
+    db.conn.executemany(
+        "UPDATE records SET pending = '' WHERE connection_id = ? AND kind = ? AND record_id = ?",
+        [(connection_id, kind, record_id) for record_id in record_ids],
+    )
 
 
 def insert_connection(db: Database, row: Row) -> None:

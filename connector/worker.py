@@ -47,7 +47,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import mappings, outbound, store
+from connector import mappings, outbound, store, suppression
 from connector.platforms import PLATFORMS
 from connector.platforms.base import (
     TOKEN_REFUSED,
@@ -188,8 +188,10 @@ class Worker:
                 planned.append(plan)
             else:
                 notes.append((triaged.event, plan))
+        cancelled = [event["record_id"] for event, note in notes if note == suppression.SUPPRESSED]
         with server.write(self.db):  # the intents first: a kill from here on is finished later
             store.finish_events(self.db, [(event["id"], "done", note) for event, note in notes])
+            store.clear_pending(self.db, link["id"], first["kind"], cancelled)
             store.save_records(self.db, [plan.saving for plan in planned if plan.saving])
             store.add_events(self.db, [plan.company for plan in planned if plan.company])
         outcomes["done"] += len(notes)
@@ -286,6 +288,9 @@ class Worker:
         round's time."""
         event, cached, ours = triaged.event, triaged.cached, triaged.ours
         if triaged.resume is not None:
+            held = suppression.of_intent(mapping, triaged.resume)
+            if self.suppressed([*suppression.of_input(mapping.enrich_input(current)), *held]):
+                return suppression.SUPPRESSED  # the pending write is cancelled
             return Planned(event, triaged.record_id, triaged.resume, current)
         # what the event carries wins; the rest (a Salesforce Outbound Message without the
         # e-mail field ticked) as the CRM holds it
@@ -298,7 +303,10 @@ class Worker:
             refresh = triaged.payload.get("refresh") is True  # queued again: no skip
             if cached and not refresh and _fresh(cached, given, ours, now):
                 return f"unchanged since {cached['enriched_at']}: not enriched again"
-            outcome = self._enrich(link, event, given)
+            allowed = self._enrich_allowed(link, event, given)
+            if allowed is None:
+                return suppression.SUPPRESSED
+            outcome = allowed
         changes = mapping.changes(outcome.result, current, ours)
         input_print = fingerprint(given, {**ours, **changes})
         at = server.iso(now)
@@ -314,13 +322,29 @@ class Worker:
         platform: Platform = PLATFORMS[link["platform"]]
         request = json.loads(event["payload"])
         try:
-            outcome = self._enrich(link, event, mapping.enrich_input(request))
-            answer = platform.action_succeeded(mapping.outputs(outcome.result))
+            outcome = self._enrich_allowed(link, event, mapping.enrich_input(request))
+            answer = (
+                platform.action_failed(suppression.SUPPRESSED)
+                if outcome is None
+                else platform.action_succeeded(mapping.outputs(outcome.result))
+            )
         except server.ServiceError as error:
             if error.code == "insufficient_credits" and event["attempts"] + 1 < MAX_ATTEMPTS:
                 raise
             answer = platform.action_failed(error.message)
         return f"action completed: {platform.complete_action(adapter, request, answer)}"
+
+    def suppressed(self, found: list[Any]) -> bool:
+        """Whether any of these identifiers of a person is on the suppression list."""
+        return suppression.any_suppressed(self.db, self.secret, found)
+
+    def _enrich_allowed(self, link: Row, event: Row, given: Row) -> server.Outcome | None:
+        """`_enrich`, unless the input or the person found is on the suppression list: then
+        None (not enriched when the input names them, nothing returned when the result does)."""
+        if self.suppressed(suppression.of_input(given)):
+            return None
+        outcome = self._enrich(link, event, given)
+        return None if self.suppressed(suppression.of_result(outcome.result)) else outcome
 
     def _enrich(self, link: Row, event: Row, given: Row) -> server.Outcome:
         """Enrich as the connection's organization; the transaction id comes from the event,

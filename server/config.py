@@ -26,6 +26,11 @@ DEFAULTS: dict[str, Any] = {
     "PUBLIC_URL": "http://127.0.0.1:8080",
     # Credits one run of the scheduled reenrich job may spend per organization.
     "REFRESH_CREDIT_CAP": 1000,
+    # Days the connector keeps stored webhook payloads of finished events (README: Privacy).
+    "RETENTION_PAYLOAD_DAYS": 30,
+    # Days transaction inputs are kept: the connector's transaction cache entries and the
+    # matched contact of each transaction (README: Privacy).
+    "RETENTION_TRANSACTION_DAYS": 395,
     # Where tables built from installed packages are kept ("": ~/.cache/contactdata; "off").
     "CACHE_DIR": "",
     # Proxies in front of the server that append to X-Forwarded-For; 0 believes no such header.

@@ -808,6 +808,14 @@ def transactions_per_day(db: Database, org_id: str, since: str) -> list[Row]:
     return _rows(db, sql, [org_id, since])
 
 
+def forget_matched_contacts(db: Database, before: str) -> int:
+    """Clear the matched contact of transactions made before `before` (retention: what a
+    transaction kept of a person; its credits, endpoint and company stay for billing); how
+    many were cleared."""
+    sql = "UPDATE transactions SET contact_guid = '' WHERE contact_guid != '' AND created_at < ?"
+    return db.execute(sql, [before]).rowcount
+
+
 # --- discover --------------------------------------------------------------------------------
 
 EARTH_RADIUS_MILES = 3958.7613

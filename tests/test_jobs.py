@@ -19,6 +19,7 @@ from sqlite_utils import Database
 from connector import connections, jobs, scheduler, store, worker
 from connector.cli import main
 from server import accounts, importer
+from server import store as server_store
 from server.clock import iso
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
@@ -28,6 +29,7 @@ from tests.helpers.orgs import organization
 pytestmark = pytest.mark.both_backends
 
 Row = dict[str, Any]
+KEY = SECRET.encode()  # the server secret the suppression list is hashed under
 
 
 def _org(db: Database, name: str, tier: str, credits: int | None = None) -> str:
@@ -70,6 +72,7 @@ def _queued(db: Database, link: connections.Added) -> list[str]:
 @pytest.fixture
 def db(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)  # reenrich hashes under it
     database = store.connect(db_path)
     yield database
     database.close()
@@ -83,18 +86,18 @@ def test_reenrich_queues_exactly_the_stale_records_once_a_day(db: Database) -> N
         _cached(db, link, record_id, days)
     _cached(db, zap, "not-a-crm-record", 90)
 
-    assert jobs.reenrich(db, NOW) == "2 records queued for refresh"
+    assert jobs.reenrich(db, KEY, NOW) == "2 records queued for refresh"
     assert _queued(db, link) == ["old", "older"] and _queued(db, zap) == []
     (event, _) = store.events_of(db, link.row["id"])
     assert event["thin"] == 1 and json.loads(event["payload"]) == {"refresh": True}
     assert event["event_key"] == "refresh:2026-11-23:old" and event["due_at"] == iso(NOW)
 
-    assert jobs.reenrich(db, NOW + timedelta(hours=3)) == "0 records queued for refresh"
+    assert jobs.reenrich(db, KEY, NOW + timedelta(hours=3)) == "0 records queued for refresh"
     store.set_refresh_days(db, link.row["id"], 7)  # a shorter interval takes in "recent" too
-    assert jobs.reenrich(db, NOW + timedelta(hours=4)) == "1 records queued for refresh"
+    assert jobs.reenrich(db, KEY, NOW + timedelta(hours=4)) == "1 records queued for refresh"
     assert _queued(db, link) == ["old", "older", "recent"]
     # the next day: queued refreshes not worked off yet are not queued again
-    assert jobs.reenrich(db, NOW + timedelta(days=1)) == "0 records queued for refresh"
+    assert jobs.reenrich(db, KEY, NOW + timedelta(days=1)) == "0 records queued for refresh"
 
 
 def test_reenrich_on_pro_stops_at_the_credit_cap_and_the_balance(db: Database) -> None:
@@ -104,13 +107,13 @@ def test_reenrich_on_pro_stops_at_the_credit_cap_and_the_balance(db: Database) -
         _cached(db, first, f"a{n}", 40 + 2 * n, contact="D15C-contact")  # pro pays for these
         _cached(db, second, f"b{n}", 41 + 2 * n)
 
-    assert jobs.reenrich(db, NOW, credit_cap=5) == (
+    assert jobs.reenrich(db, KEY, NOW, credit_cap=5) == (
         "5 records queued for refresh, 11 held back by the credit cap or balance"
     )
     assert (_queued(db, first), _queued(db, second)) == (["a7", "a6"], ["b7", "b6", "b5"])
 
     db.execute("DELETE FROM events")
-    assert jobs.reenrich(db, NOW) == (  # the cap is 1000: the balance of 10 holds it
+    assert jobs.reenrich(db, KEY, NOW) == (  # the cap is 1000: the balance of 10 holds it
         "10 records queued for refresh, 6 held back by the credit cap or balance"
     )
     assert _queued(db, first) == ["a7", "a6", "a5", "a4", "a3"]
@@ -122,7 +125,7 @@ def test_reenrich_on_enterprise_plus_queues_delivered_contacts_for_nothing(db: D
     for n in range(4):
         _cached(db, link, f"known{n}", 40, contact=f"C{n}")  # refreshed for free
         _cached(db, link, f"no-contact{n}", 50)  # a first contact match would cost a credit
-    assert jobs.reenrich(db, NOW, credit_cap=1) == (
+    assert jobs.reenrich(db, KEY, NOW, credit_cap=1) == (
         "5 records queued for refresh, 3 held back by the credit cap or balance"
     )
     assert sorted(_queued(db, link)) == ["known0", "known1", "known2", "known3", "no-contact0"]
@@ -132,7 +135,7 @@ def test_reenrich_leaves_inactive_organizations_alone(db: Database) -> None:
     link = _hubspot(db, "hs", _org(db, "Acme", "pro"))
     _cached(db, link, "old", 40)
     accounts.set_status(db, link.row["org_id"], "inactive", NOW)
-    assert jobs.reenrich(db, NOW) == "0 records queued for refresh"
+    assert jobs.reenrich(db, KEY, NOW) == "0 records queued for refresh"
 
 
 @pytest.fixture
@@ -180,7 +183,7 @@ def test_a_refresh_goes_through_the_worker_to_a_write_back(
     assert work.run_due() == {"done": 1} and _credits(db) == 9
     assert "not enriched again" in store.events_of(db, link.row["id"])[-1]["last_error"]
 
-    assert jobs.reenrich(db, work.clock()) == "1 records queued for refresh"
+    assert jobs.reenrich(db, KEY, work.clock()) == "1 records queued for refresh"
     assert work.run_due() == {"done": 1}
     refresh = store.events_of(db, link.row["id"])[-1]
     assert refresh["event_key"].startswith("refresh:") and refresh["status"] == "done"
@@ -189,7 +192,7 @@ def test_a_refresh_goes_through_the_worker_to_a_write_back(
     assert _credits(db) == 9 - cost  # pro pays for a refresh; enterprise_plus does not
     cached = store.record(db, link.row["id"], "501")
     assert cached is not None and cached["enriched_at"] == iso(work.clock())
-    assert jobs.reenrich(db, work.clock()) == "0 records queued for refresh"
+    assert jobs.reenrich(db, KEY, work.clock()) == "0 records queued for refresh"
 
 
 def test_retry_deliveries_works_off_what_is_due(db: Database, hubspot_worker: Any) -> None:
@@ -228,6 +231,63 @@ def test_purge_deletes_only_old_done_events_job_runs_and_kept_answers(db: Databa
     left = [e["event_key"] for e in store.events_of(db, link.row["id"])]
     assert left == ["done-new", "dead-old", "pending-old"]
     assert store.last_job_runs(db)["reenrich"]["result"] == "89"
+
+
+def test_retention_purges_payloads_cache_entries_and_matched_contacts_past_their_time(
+    db: Database,
+) -> None:
+    link = _hubspot(db, "hs", _org(db, "Acme", "pro"))
+    link_id, org_id = link.row["id"], link.row["org_id"]
+    payload = json.dumps({"email": AVA})
+    rows = [("done-old", "done", 8), ("dead-old", "dead", 8), ("done-new", "done", 6),
+            ("pending-old", "pending", 8)]  # fmt: skip
+    for key, status, days in rows:
+        event = {"connection_id": link_id, "event_key": key, "payload": payload, "thin": 0,
+                 "received_at": iso(NOW - timedelta(days=days)), "record_id": "501"}  # fmt: skip
+        store.add_events(db, [event])
+        db.execute("UPDATE events SET status = ? WHERE event_key = ?", [status, key])
+    for record_id, days, pending in (("old", 31, ""), ("new", 29, ""), ("old-writing", 31, "{}")):
+        _cached(db, link, record_id, days, contact="C-AVA")
+        db.execute("UPDATE records SET pending = ? WHERE record_id = ?", [pending, record_id])
+    for transaction_id, days in (("t-old", 31), ("t-new", 29)):
+        server_store.save_transaction(db, {
+            "id": transaction_id, "org_id": org_id, "endpoint": "/v1/enrich", "credits": 1,
+            "contact_guid": "C-AVA", "created_at": iso(NOW - timedelta(days=days)),
+        })  # fmt: skip
+
+    done = jobs.retention(db, NOW, payload_days=7, transaction_days=30)
+    assert done == (
+        "blanked 2 webhook payloads, deleted 1 cached records, "
+        "cleared the matched contact of 1 transactions"
+    )
+    events = {e["event_key"]: e for e in store.events_of(db, link_id)}
+    assert [k for k, e in events.items() if e["payload"] == payload] == ["done-new", "pending-old"]
+    assert events["dead-old"]["thin"] == 1  # retried, it reads its record from the CRM
+    assert [r["record_id"] for r in db.query("SELECT record_id FROM records ORDER BY 1")] == [
+        "new",
+        "old-writing",
+    ]
+    matched = {t["id"]: t["contact_guid"] for t in server_store.transactions_of(db, org_id)}
+    assert matched == {"t-old": "", "t-new": "C-AVA"}
+    assert jobs.retention(db, NOW, payload_days=7, transaction_days=30) == (
+        "blanked 0 webhook payloads, deleted 0 cached records, "
+        "cleared the matched contact of 0 transactions"
+    )
+
+
+def test_retention_runs_with_the_configured_periods(
+    db: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_RETENTION_PAYLOAD_DAYS", "1")
+    link = _hubspot(db, "hs", _org(db, "Acme", "pro"))
+    old = iso(NOW - timedelta(days=2))  # the command runs on the real clock: long ago
+    event = {"connection_id": link.row["id"], "event_key": "e", "record_id": "501", "thin": 0,
+             "payload": json.dumps({"email": AVA}), "received_at": old}  # fmt: skip
+    store.add_events(db, [event])
+    db.execute("UPDATE events SET status = 'done'")
+    ran = _cli("jobs", "run", "retention", "--db", str(db_path))
+    assert ran.exit_code == 0, ran.output
+    assert ran.output.startswith("blanked 1 webhook payloads")
 
 
 def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: Database) -> None:
@@ -295,6 +355,7 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
         "retry_deliveries",
         "renew_subscriptions",
         "purge_deliveries",
+        "retention",
         "advance_backfills",
     ]
     assert rows["reenrich"]["last_run"]["result"] == "1 records queued for refresh"
@@ -310,7 +371,7 @@ def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     result = _cli("jobs", "run", "reenrich_everything", "--db", str(db_path))
     assert result.exit_code == 1
     assert "no job 'reenrich_everything'" in result.output
-    named = "reenrich, retry_deliveries, renew_subscriptions, purge_deliveries, advance_backfills"
+    named = "renew_subscriptions, purge_deliveries, retention, advance_backfills"
     assert named in result.output
 
 

@@ -32,6 +32,7 @@ from server import (
     pg,
     privacy,
     records,
+    store,
     usage,
     wire,
 )
@@ -71,6 +72,10 @@ MEANINGS = {
     "create_app": server.http.app.create_app,
     "decode_json": wire.decode_json,
     "enrich_with_key": enrich.enrich_with_key,
+    "forget_matched_contacts": store.forget_matched_contacts,
+    "privacy": privacy,
+    "suppressed": store.suppressed,
+    "suppression_hashes": store.suppression_hashes,
     "parse_input": enrich.parse_input,
     "get_db": server.http.access.get_db,
     "iso": clock.iso,
