@@ -6,14 +6,14 @@ written back or refreshed), and the connector's part of an erasure (`erase`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from sqlite_utils import Database
 
 import server
 from connector import mappings, store
 
-Identifier = Any  # server.privacy.Identifier
+Identifier = server.privacy.Identifier
 INPUT_NAMES: dict[str, str] = {**server.OLDER_NAMES, **server.NEWER_NAMES}  # field -> attribute
 SUPPRESSED = "suppressed: nothing written back"  # a suppressed person's event's last_error
 PROFILE_HOST = "https://www."  # the stored profile URL's start, left out when searching text
@@ -74,18 +74,7 @@ def any_suppressed(db: Database, secret: bytes, found: Sequence[Identifier]) -> 
     return bool(server.suppressed(db, hashes(secret, found)))
 
 
-class Erasure(Protocol):
-    """What an erasure names (server/privacy.py's Erasure): the person's identifiers, in
-    the clear and in memory only, their hashes, and the contacts found for them."""
-
-    @property
-    def identifiers(self) -> Sequence[Identifier]: ...
-
-    @property
-    def contact_guids(self) -> Sequence[str]: ...
-
-
-def erase(db: Database, erasure: Erasure) -> dict[str, int]:
+def erase(db: Database, erasure: server.Erasure) -> dict[str, int]:
     """The connector's part of `contactdata privacy erase`, in the command's write
     transaction: the stored webhook payloads naming the person (by e-mail or profile URL) or
     of the CRM records matched to their contacts, the answers kept for replayed deliveries,

@@ -5,7 +5,8 @@ erasure deletes its stored copies of their data."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import subprocess
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from server.clock import iso
 from tests.helpers.constants import AVA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.events import hubspot_event
+from tests.servers import CONTACTDATA
 
 pytestmark = pytest.mark.both_backends
 
@@ -126,15 +128,6 @@ def test_reenrich_skips_records_whose_input_names_a_suppressed_person(worker_set
     assert [event["record_id"] for event in store.events_of(db, link.row["id"])] == ["502"]
 
 
-@dataclass(frozen=True)
-class Erasure:
-    """What `contactdata privacy erase` hands the connector (server/privacy.py's Erasure)."""
-
-    identifiers: list[privacy.Identifier]
-    hashes: list[str]
-    contact_guids: list[str]
-
-
 def _event(db: Database, link: Any, key: str, record: str, payload: dict[str, Any]) -> None:
     hubspot_event(db, link, key, record=record, payload=payload)
     db.execute("UPDATE events SET status = 'done' WHERE event_key = ?", [key])
@@ -158,11 +151,11 @@ def test_the_eraser_deletes_the_connectors_copies_of_the_persons_data(worker_set
             "VALUES (?, ?, ?, 200, ?)",
             [link_id, webhook_id, iso(NOW), body],
         )
-    erasure = Erasure(
-        [privacy.email(AVA), privacy.profile(AVA_PROFILE), privacy.name_at("Ava Adams", "x.com")],
-        ["hashes are not the connector's concern"],
-        ["C-AVA"],
-    )  # type: ignore[list-item]
+    erasure = privacy.Erasure(
+        (privacy.email(AVA), privacy.profile(AVA_PROFILE), privacy.name_at("Ava Adams", "x.com")),
+        ("hashes are not the connector's concern",),
+        ("C-AVA",),
+    )  # type: ignore[arg-type]
     with store.server.write(db):
         erased = suppression.erase(db, erasure)
     assert erased == {"webhook payloads": 3, "kept delivery answers": 1, "previews": 0,
@@ -191,6 +184,21 @@ def test_the_eraser_finds_an_address_literally(worker_setup: Any) -> None:
     _event(db, link, "hers", "701", {"email": "ava_adams@x.com"})
     _event(db, link, "look-alike", "702", {"email": "avaXadams@x.com"})
     with store.server.write(db):
-        erased = suppression.erase(db, Erasure([privacy.email("ava_adams@x.com")], [], []))  # type: ignore[list-item]
+        erasure = privacy.Erasure((privacy.email("ava_adams@x.com"),), (), ())  # type: ignore[arg-type]
+        erased = suppression.erase(db, erasure)
     assert erased["webhook payloads"] == 1
     assert [e["event_key"] for e in store.events_of(db, link.row["id"])] == ["look-alike"]
+
+
+def test_contactdata_privacy_erase_runs_the_connectors_part(
+    worker_setup: Any, db_path: Any
+) -> None:
+    db, _, link, _ = worker_setup
+    _event(db, link, "hers", "801", {"properties": {"email": {"value": AVA}}})
+    _event(db, link, "other", "802", {"email": "ben_brown@lonestar-discover.com"})
+    command = [CONTACTDATA, "privacy", "erase", "--db", str(db_path), "--email", AVA]
+    done = subprocess.run(command, capture_output=True, text=True, check=False,
+                          env={**os.environ, "CONTACTDATA_KEY_SECRET": SECRET})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "webhook payloads=1" in done.stdout
+    assert [e["event_key"] for e in store.events_of(db, link.row["id"])] == ["other"]
