@@ -23,7 +23,7 @@ LONESTAR, BLUEBONNET, CEDAR = "A1A1A1A1A1A1A1A1", "B2B2B2B2B2B2B2B2", "C3C3C3C3C
 AVA_EMAIL = {"contactEmail": "ava.stone@lonestar-works.com"}
 BEN_OLD_EMAIL = {"contactEmail": "ben.ode@lonestar-works.com"}
 NOBODY = {"contactEmail": "nobody@unknown-company.example"}
-SECRET = b"secret"  # the server secret the dataset's keys and suppression hashes use
+REQUESTER_SECRET = b"secret"  # the server secret of make_requester's keys and suppression hash
 
 
 def load_dataset(database: Database) -> None:
@@ -60,20 +60,22 @@ def copy_dataset(template: Path, db_path: Path | str) -> Database:
 def make_requester(database: Database, tier: str, credit_balance: int | None = None) -> Requester:
     org, _ = accounts.create_organization(
         database,
-        SECRET,
+        REQUESTER_SECRET,
         NOW,
         name=f"{tier}-{uuid.uuid4().hex[:6]}",
         website="https://example.org",
         tier=tier,
         credits=credit_balance,
     )
-    return enrich.requester_for(database, org["id"], "/v7/enrich", SECRET)
+    return enrich.requester_for(database, org["id"], "/v7/enrich", REQUESTER_SECRET)
 
 
-def suppress(database: Database, *people: Identifier | None) -> None:
-    """Put these identifiers on the suppression list under SECRET (the rows of `privacy
-    suppress`; the people's contact rows are left, as a duplicate record's would be)."""
-    hash_of = privacy.hasher(SECRET)
+def suppress(
+    database: Database, *people: Identifier | None, secret: bytes = REQUESTER_SECRET
+) -> None:
+    """Put these identifiers on the suppression list, hashed under `secret` (the rows `privacy
+    suppress` adds; the people's contact rows are left, as a duplicate record's would be)."""
+    hash_of = privacy.hasher(secret)
     rows = [
         {
             "hash": hash_of(found),
