@@ -342,7 +342,7 @@ def input_identifiers(query: Query) -> list[privacy.Identifier | None]:
     found = [privacy.email(query.email), privacy.profile(query.contact_profile_url)]
     if person:
         domains = (query.company_website, query.email if "@" in query.email else "")
-        found += [privacy.name_keys_at(person.first, person.last, d) for d in domains if d]
+        found += privacy.names_at(person.first, person.last, domains)
     return found
 
 
@@ -351,12 +351,12 @@ def own_identifiers(
 ) -> tuple[privacy.Identifier | None, ...]:
     """A contact's own identifiers: its profile URL, its e-mail at each employment, and its
     name at each of its companies' domains."""
-    first, last = contact["first_key"], contact["last_key"]
-    found = [privacy.profile(contact["profile_url"])]
-    for job, company in jobs_and_companies:
-        found.append(privacy.email(job["email"]))
-        found.append(privacy.name_keys_at(first, last, company.get("domain") or ""))
-    return tuple(found)
+    domains = [company.get("domain") or "" for _, company in jobs_and_companies]
+    return (
+        privacy.profile(contact["profile_url"]),
+        *(privacy.email(job["email"]) for job, _ in jobs_and_companies),
+        *privacy.names_at(contact["first_key"], contact["last_key"], domains),
+    )
 
 
 def _view(db: Database, match: Match, tier: str) -> _View | None:
