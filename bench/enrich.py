@@ -534,14 +534,14 @@ def suppression_report(
                 per_round[part, name].append(percentile(sorted(ns), 50))
     p50 = {key: percentile(sorted(ns), 50) for key, ns in timings.items()}
     first, last = next(iter(variants)), list(variants)[-1]
-    lines = [f"{'in-process, ms':<40} {'p50':>6} {'vs none':>8}  p50 per round"]
+    lines = [f"{'in-process, ms':<46} {'p50':>6} {'vs none':>8}  p50 per round"]
     for part, label in (("lookup", "enrich.lookup()"), ("enrich", "enrich.enrich()")):
         for name in variants:
             base, rounds_shown = (
                 p50[part, first],
                 " ".join(f"{v:.3f}" for v in per_round[part, name]),
             )
-            lines.append(f"{label + ' ' + name:<40} {p50[part, name]:6.3f} "
+            lines.append(f"{label + ' ' + name:<46} {p50[part, name]:6.3f} "
                          f"{p50[part, name] / base - 1:+8.1%}  {rounds_shown}")  # fmt: skip
     listed_people = set(people)
     lines.append(
