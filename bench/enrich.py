@@ -27,6 +27,13 @@ app under gunicorn (server/http/serve.py settings, bench/hello_app.py adds GET /
 of the database with one unlimited enterprise_plus organization, driven by wrk: hello, then
 enrich (POSTs rotating over 500 known queries), then hello again, 2 connections per worker.
 
+Suppression list (issue 24): the read side of an enrich call (`enrich.lookup`: find, the
+tier's view, the suppression check) timed in-process on two copies of the database, rounds
+alternating: without the check (as before issue 24), with it and an empty list, and with it and
+a `--suppressions`-entry list (random hashes plus the e-mails of a few real people, who must
+then come back without their contact). Target: p50 with the list within 5% of p50 without
+the check.
+
 Targets (issue 4), printed with pass/FAIL: A+ precision >= 99.5%; precision over all returned
 >= 99%; recall >= 97% on queries with an e-mail or a name with a company name or website;
 false matches on absent records <= 0.5%; latency p50 <= 1 ms and p99 <= 5 ms; enrich
@@ -39,12 +46,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import secrets
 import sqlite3
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from enrich_queries import (
@@ -57,6 +66,7 @@ from enrich_queries import (
 from rapidfuzz.distance import Levenshtein
 from serving import (
     DEFAULT_DBS,
+    SECRET,
     baseline_rps,
     between_baselines,
     copy_with_org,
@@ -73,7 +83,9 @@ from serving import (
 )
 
 from server import db as database
-from server import matching
+from server import enrich, matching, privacy, store
+from server.clock import iso, utcnow
+from server.enrich import Requester
 from server.matching import Match, Query
 from server.names import first_keys
 from server.normalize import company_key, fold, person_key, registrable_domain
@@ -85,6 +97,7 @@ RESULTS = HERE / "results" / "enrich.txt"
 CONTACT_QUERIES, COMPANY_QUERIES, ABSENT_QUERIES = 9_000, 3_000, 2_000
 WARM_UP = 1_000
 HTTP_BODIES = 500
+SUPPRESSIONS, SUPPRESSION_ROUNDS, LISTED_PEOPLE = 100_000, 3, 50
 GRADES = ("A+", "A", "A-", "B")
 
 # --- data ------------------------------------------------------------------------------------
@@ -438,6 +451,109 @@ def write_failures(
     return len(failed)
 
 
+# --- the suppression list's cost ---------------------------------------------------------------
+
+
+def listed_copy(path: Path, target: Path, entries: int, people: Sequence[str]) -> str:
+    """A migrated copy of the database with an unlimited organization (its id returned) and
+    a suppression list of `entries` hashes: the e-mails of the contacts `people` (hashed
+    under the bench secret), the rest random."""
+    copy_with_org(path, target, "Suppression bench")
+    db = database.connect(target)
+    sql = "SELECT email FROM employments WHERE contact_guid = ? AND email != ''"
+    emails = [row[0] for guid in people for row in db.execute(sql, [guid])]
+    hashes = privacy.hashes(privacy.hasher(SECRET.encode()), map(privacy.email, emails))
+    hashes += [secrets.token_hex(16) for _ in range(entries - len(hashes))]
+    row = {"kind": "email", "action": "suppress", "reason": "", "actor": "bench"}
+    rows = [{**row, "hash": value, "created_at": iso(utcnow())} for value in hashes]
+    with database.write(db):
+        store.add_suppressions(db, rows)
+    [org_id] = [org["id"] for org in db["organizations"].rows]
+    db.conn.close()
+    return org_id
+
+
+def time_calls(
+    db: database.Database, who: Requester, cases: Sequence[BenchQuery]
+) -> tuple[list[Match | None], list[int], list[int]]:
+    """Each query through `enrich.lookup` (match, view, suppression check) and then through
+    a whole `enrich.enrich` call (charged and recorded): the matches and both timings."""
+    matches, looked_up, enriched = [], [], []
+    for case in cases:
+        started = time.perf_counter_ns()
+        match, _ = enrich.lookup(db, case.query, who)
+        between = time.perf_counter_ns()
+        enrich.enrich(db, who, case.body(), utcnow(), str(uuid.uuid4()))
+        matches.append(match)
+        looked_up.append(between - started)
+        enriched.append(time.perf_counter_ns() - between)
+    return matches, looked_up, enriched
+
+
+def contacts_found(
+    cases: Sequence[BenchQuery], matches: Sequence[Match | None], people: set[str]
+) -> int:
+    """How many queries for `people` came back with their contact."""
+    pairs = zip(cases, matches, strict=True)
+    return sum(
+        1 for c, m in pairs if c.contact_guid in people and m and m.contact_guid == c.contact_guid
+    )
+
+
+def suppression_report(
+    path: Path, cases: Sequence[BenchQuery], entries: int, rounds: int, work: Path
+) -> tuple[list[str], float]:
+    """p50 of `enrich.lookup` and of `enrich.enrich` without the check, with it and an empty
+    list, and with it and an `entries`-hash list, in alternating rounds; the lines and the
+    last's enrich p50 / the first's."""
+    people = [case.contact_guid for case in cases if case.contact_guid][:LISTED_PEOPLE]
+    plain, listed = work / "plain.db", work / "listed.db"
+    plain_org, listed_org = (
+        listed_copy(path, plain, 0, []),
+        listed_copy(path, listed, entries, people),
+    )
+    plain_db, listed_db = database.connect(plain), database.connect(listed)
+    secret = SECRET.encode()
+    variants = {
+        "no check (as before issue 24)": (plain_db, replace(
+            enrich.requester_for(plain_db, plain_org, "bench", secret), hash_of=None)),
+        "check, empty list": (plain_db, enrich.requester_for(plain_db, plain_org, "bench", secret)),
+        f"check, {entries:,}-entry list": (
+            listed_db, enrich.requester_for(listed_db, listed_org, "bench", secret)),
+    }  # fmt: skip
+    for db, requester in variants.values():
+        time_calls(db, requester, cases[:WARM_UP])
+    timings: dict[tuple[str, str], list[int]] = defaultdict(list)
+    per_round: dict[tuple[str, str], list[float]] = defaultdict(list)
+    matches: dict[str, list[Match | None]] = {}
+    for _ in range(rounds):
+        for name, (db, requester) in variants.items():
+            matches[name], *both = time_calls(db, requester, cases)
+            for part, ns in zip(("lookup", "enrich"), both, strict=True):
+                timings[part, name] += ns
+                per_round[part, name].append(percentile(sorted(ns), 50))
+    p50 = {key: percentile(sorted(ns), 50) for key, ns in timings.items()}
+    first, last = next(iter(variants)), list(variants)[-1]
+    lines = [f"{'in-process, ms':<46} {'p50':>6} {'vs none':>8}  p50 per round"]
+    for part, label in (("lookup", "enrich.lookup()"), ("enrich", "enrich.enrich()")):
+        for name in variants:
+            base, rounds_shown = (
+                p50[part, first],
+                " ".join(f"{v:.3f}" for v in per_round[part, name]),
+            )
+            lines.append(f"{label + ' ' + name:<46} {p50[part, name]:6.3f} "
+                         f"{p50[part, name] / base - 1:+8.1%}  {rounds_shown}")  # fmt: skip
+    listed_people = set(people)
+    lines.append(
+        f"queries for the {len(people)} listed people answered with their contact: "
+        f"{contacts_found(cases, matches[first], listed_people)} without the list, "
+        f"{contacts_found(cases, matches[last], listed_people)} with it"
+    )
+    plain_db.conn.close()
+    listed_db.conn.close()
+    return lines, p50["enrich", last] / p50["enrich", first]
+
+
 # --- HTTP throughput --------------------------------------------------------------------------
 
 
@@ -503,7 +619,7 @@ def target_lines(figures: dict[str, float | None], speed: dict[str, float]) -> l
         return "-" if value is None else f"{value * 100:.{digits}f}%"
 
     a_plus, precision, recall = figures["a_plus"], figures["precision"], figures["recall"]
-    false, ratio = figures["false"], figures.get("http")
+    false, ratio, listed = figures["false"], figures.get("http"), figures.get("suppressed")
     return [
         check("A+ precision", a_plus, as_pct("a_plus"), ">= 99.5%", (a_plus or 0) >= 0.995),
         check("precision over all returned matches", precision, as_pct("precision"), ">= 99%",
@@ -518,6 +634,8 @@ def target_lines(figures: dict[str, float | None], speed: dict[str, float]) -> l
               speed["p99"] <= 5),
         check("HTTP enrich throughput / hello", ratio, as_pct("http", 0), ">= 50%",
               (ratio or 0) >= 0.5),
+        check("enrich p50 with the suppression list / without", listed,
+              "-" if listed is None else f"{listed - 1:+.1%}", "<= +5%", (listed or 9) <= 1.05),
     ]  # fmt: skip
 
 
@@ -532,6 +650,14 @@ def main() -> None:
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP throughput part")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--suppressions",
+        type=int,
+        default=SUPPRESSIONS,
+        help="entries of the suppression list timed (0: skip that part)",
+    )
+    parser.add_argument("--rounds", type=int, default=SUPPRESSION_ROUNDS,
+                        help="alternating rounds of the suppression timing")  # fmt: skip
     options = parser.parse_args()
     size = "small" if options.small else "full"
     path = options.db or DEFAULT_DBS[size]
@@ -571,6 +697,13 @@ def main() -> None:
     )
     n_failed = write_failures(options.failures, conn, cases, results)
     print("\n".join(lines[3:]), flush=True)
+    if options.suppressions:
+        with tempfile.TemporaryDirectory(prefix="bench-suppress-") as work:
+            listed_lines, figures["suppressed"] = suppression_report(
+                path, cases, options.suppressions, options.rounds, Path(work)
+            )
+        lines += ["", *listed_lines]
+        print("\n".join(lines[-len(listed_lines) - 1 :]), flush=True)
     if not options.no_http:
         with tempfile.TemporaryDirectory(prefix="bench-enrich-") as work:
             http_lines, figures["http"] = http_report(
@@ -583,7 +716,7 @@ def main() -> None:
         lines += ["", heading, *http_lines]
         print("\n".join(lines[-len(http_lines) - 1 :]), flush=True)
     lines += ["", *target_lines(figures, speed)]
-    print("\n".join(lines[-7:]))
+    print("\n".join(lines[-8:]))
     print(f"{n_failed:,} failures written to {options.failures}")
     if size == "full":
         RESULTS.parent.mkdir(exist_ok=True)

@@ -62,7 +62,7 @@ from serving import (
     top_functions,
 )
 
-from server import accounts, auth, config, discover, enrich, limits, matching, pg
+from server import accounts, auth, config, discover, enrich, limits, matching, pg, privacy
 from server import db as database
 from server.clock import utcnow
 from server.matching import Query
@@ -111,7 +111,10 @@ def enrich_call(target: Target, body: dict[str, str]) -> enrich.Outcome:
         ]
         if not target.limiter.hit(checked, now).allowed:
             raise RuntimeError("the bench's organization was rate-limited")
-        who = enrich.Requester(caller.org_id, caller.tier, caller.key_id, "/v7/enrich")
+        who = enrich.Requester(
+            caller.org_id, caller.tier, caller.key_id, "/v7/enrich",
+            hash_of=privacy.hasher(target.secret),
+        )  # fmt: skip
         return enrich.enrich(db, who, body, now, str(uuid.uuid4()))
     finally:
         database.done(target.db)

@@ -1,7 +1,8 @@
 """Enrich: an input record in, the vendor's flat result out, charged and recorded (contract §4).
 
 Owns input parsing (both naming schemes), the tier's view of a matched record, the credit
-rule and the transaction row of every call; `matching.find` decides what matched.
+rule and the transaction row of every call; `matching.find` decides what matched. A person on
+the suppression list (server/privacy.py) is never shown: their company alone, when it matches.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import auth, credits, matching, metrics, records, store, titles
+from server import auth, credits, matching, metrics, names, privacy, records, store, titles
 from server.clock import iso
 from server.db import write
 from server.errors import (
@@ -104,13 +105,16 @@ class Input:
 
 @dataclass(frozen=True)
 class Requester:
-    """Who enriches: the organization and its tier, the key (None from the CLI), and where."""
+    """Who enriches: the organization and its tier, the key (None from the CLI), and where;
+    and `hash_of`, the suppression list's hash (privacy.hasher of the server secret): without
+    it the list cannot be consulted, so every caller that holds the secret passes it."""
 
     org_id: str
     tier: str
     key_id: str | None
     endpoint: str
     request_id: str = ""
+    hash_of: privacy.Hasher | None = None
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,15 @@ class Failure:
 
 @dataclass(frozen=True)
 class _View:
-    """What the caller's tier sees of a match: record status and the rows shown."""
+    """What the caller's tier sees of a match: record status and the rows shown; and for a
+    contact, its own identifiers (e-mails, profile URL, name at its companies' domains)."""
 
     status: str
     company: Row
     contact: Row
     job: Row
     dials: bool
+    identifiers: tuple[privacy.Identifier | None, ...] = ()
 
 
 # --- input -----------------------------------------------------------------------------------
@@ -243,8 +249,7 @@ def enrich(
         given = parse_input(body)
         if refuse_charges:
             raise InsufficientCredits("Insufficient credits to process the request.")
-        match = matching.find(db, given.query)
-        view = _view(db, match, who.tier) if match else None
+        match, view = lookup(db, given.query, who)
         outcome = _deliver(db, who, given, match, view, now, transaction_id)
     except ServiceError as error:
         record_failure(db, who, error.code, now, transaction_id)
@@ -313,6 +318,47 @@ def _transaction_row(
 # --- what a tier sees ------------------------------------------------------------------------
 
 
+def lookup(db: Database, query: Query, who: Requester) -> tuple[Match | None, _View | None]:
+    """What `query` matched and what `who` sees of it (None, None: No Match).
+
+    A matched contact is checked against the suppression list, by the identifiers the input
+    gave and by the contact's own, in one statement; a suppressed person gives way to the
+    company-only match of the input (None when it names no company)."""
+    match = matching.find(db, query)
+    view = _view(db, match, who.tier) if match else None
+    if view is None or not view.contact or who.hash_of is None:
+        return match, view
+    found = (*input_identifiers(query), *view.identifiers)
+    if not store.any_suppressed(db, privacy.hashes(who.hash_of, found)):
+        return match, view
+    company = matching.find_company(db, query)
+    return company, _view(db, company, who.tier) if company else None
+
+
+def input_identifiers(query: Query) -> list[privacy.Identifier | None]:
+    """The identifiers of the person an input names: its e-mail, its profile URL, and its
+    name at the company's website and at its e-mail's domain (None where there is none)."""
+    person = names.parse(query.full_name, query.first_name, query.middle_name, query.last_name)
+    found = [privacy.email(query.email), privacy.profile(query.contact_profile_url)]
+    if person:
+        domains = (query.company_website, query.email if "@" in query.email else "")
+        found += privacy.names_at(person.first, person.last, domains)
+    return found
+
+
+def own_identifiers(
+    contact: Row, jobs_and_companies: Sequence[tuple[Row, Row]]
+) -> tuple[privacy.Identifier | None, ...]:
+    """A contact's own identifiers: its profile URL, its e-mail at each employment, and its
+    name at each of its companies' domains."""
+    domains = [company.get("domain") or "" for _, company in jobs_and_companies]
+    return (
+        privacy.profile(contact["profile_url"]),
+        *(privacy.email(job["email"]) for job, _ in jobs_and_companies),
+        *privacy.names_at(contact["first_key"], contact["last_key"], domains),
+    )
+
+
 def _view(db: Database, match: Match, tier: str) -> _View | None:
     """The rows shown for a match under `tier` (contract §4.3); None if they vanished."""
     if not match.contact_guid:
@@ -326,7 +372,8 @@ def _view(db: Database, match: Match, tier: str) -> _View | None:
     matched = matched_employment(jobs, match.company_guid)
     job = shown_employment(jobs, matched, tier)
     company = companies[job["company_guid"]]
-    return _View(matched["status"], company, contact, job, dials=tier in DIAL_TIERS)
+    identifiers = own_identifiers(contact, jobs_and_companies)
+    return _View(matched["status"], company, contact, job, tier in DIAL_TIERS, identifiers)
 
 
 def matched_employment(jobs: Sequence[Row], company_guid: str) -> Row:
@@ -468,15 +515,20 @@ def enrich_with_key(
     sending the events sets the pace."""
     caller = auth.authenticate(db, secret, api_key, now)
     auth.require_active_organization(caller)
-    who = Requester(caller.org_id, caller.tier, caller.key_id, endpoint)
+    hash_of = privacy.hasher(secret)
+    who = Requester(caller.org_id, caller.tier, caller.key_id, endpoint, hash_of=hash_of)
     return enrich(db, who, body, now, transaction_id)
 
 
-def requester_for(db: Database, org_id: str, endpoint: str) -> Requester:
-    """The organization as a requester without a key (the operator's CLI)."""
+def requester_for(
+    db: Database, org_id: str, endpoint: str, secret: bytes | None = None
+) -> Requester:
+    """The organization as a requester without a key (the operator's CLI); with the server
+    `secret`, so that the suppression list is honoured."""
     org = store.organization(db, org_id)
     if org is None:
         raise NotFound(f"No organization with id {org_id}.")
     if org["status"] != "active":
         raise Forbidden("organization_inactive", f"The organization {org['name']} is inactive.")
-    return Requester(org_id=org_id, tier=org["tier"], key_id=None, endpoint=endpoint)
+    hash_of = privacy.hasher(secret) if secret is not None else None
+    return Requester(org["id"], org["tier"], None, endpoint, hash_of=hash_of)

@@ -91,6 +91,11 @@ def find(db: Database, query: Query) -> Match | None:
     return _find_company(db, probe)
 
 
+def find_company(db: Database, query: Query) -> Match | None:
+    """The best company-only match for `query`, its person left out, or None."""
+    return _find_company(db, Probe.of(query))
+
+
 T = TypeVar("T")
 
 

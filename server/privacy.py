@@ -62,11 +62,17 @@ def name_at(name: str, domain: str) -> Identifier | None:
 
 def name_keys_at(first: str, last: str, domain: str) -> Identifier | None:
     """`name_at` for a name already split in first and last."""
+    return next(iter(names_at(first, last, [domain])), None)
+
+
+def names_at(first: str, last: str, domains: Iterable[str]) -> list[Identifier]:
+    """`name_keys_at` at each of `domains` that has a registrable domain (the name keyed once:
+    enrich checks a person at several companies)."""
     first_key, last_key = person_key(first), person_key(last)
-    registrable = registrable_domain(domain) if domain else ""
-    if not (first_key and last_key and registrable):
-        return None
-    return Identifier("name_domain", f"{first_key} {last_key}@{registrable}")
+    if not (first_key and last_key):
+        return []
+    registrable = (registrable_domain(domain) for domain in domains if domain)
+    return [Identifier("name_domain", f"{first_key} {last_key}@{r}") for r in registrable if r]
 
 
 def identifiers(

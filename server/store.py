@@ -1013,6 +1013,14 @@ def suppressed(db: Database, hashes: Sequence[str]) -> list[Row]:
     return _rows(db, f"SELECT * FROM suppressions WHERE hash IN ({_marks(hashes)})", hashes)
 
 
+def any_suppressed(db: Database, hashes: Sequence[str]) -> bool:
+    """Whether any of these hashes is on the suppression list (one index probe per hash)."""
+    if not hashes:
+        return False
+    sql = f"SELECT EXISTS (SELECT 1 FROM suppressions WHERE hash IN ({_marks(hashes)}))"
+    return bool(db.execute(sql, list(hashes)).fetchone()[0])
+
+
 def suppression_hashes(db: Database) -> set[str]:
     """Every hash on the suppression list (for checking many people at once: an import)."""
     return {row[0] for row in db.execute("SELECT hash FROM suppressions")}

@@ -11,10 +11,17 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
-from server import credits, csv_enrich, enrich, store
+from server import credits, csv_enrich, enrich, privacy, store
 from server.cli import main
 from server.enrich import OUTPUT_FIELDS
-from tests.helpers.enrich_data import AVA, NOW, copy_dataset, make_requester
+from tests.helpers.enrich_data import (
+    AVA,
+    LONESTAR,
+    NOW,
+    copy_dataset,
+    make_requester,
+    suppress,
+)
 
 ROWS = [
     # recordId, contactEmail, conEmail, companyGuid, note
@@ -87,6 +94,18 @@ def test_enrich_writes_input_columns_and_every_output_field(
     assert balance(database, org_id) == 100 - DELIVERED
     transactions = store.transactions_of(database, org_id)
     assert len(transactions) == 6 and {t["endpoint"] for t in transactions} == {"cli:enrich"}
+
+
+def test_a_file_honours_the_suppression_list(
+    database: Database, source: Path, tmp_path: Path
+) -> None:
+    who = make_requester(database, "pro", 100)
+    suppress(database, privacy.email("ava.stone@lonestar-works.com"))
+    target = tmp_path / "out.csv"
+    report = csv_enrich.enrich_csv(database, who, source, target, lambda: NOW)
+    ava = read(target)[0]
+    assert (ava["recordStatus"], ava["compGUID"], ava["conGUID"]) == ("Active", LONESTAR, "")
+    assert report.credits == DELIVERED  # Ava's row, company-only, still costs its credit
 
 
 def test_an_interrupted_run_resumes_without_charging_twice(

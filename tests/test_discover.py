@@ -10,13 +10,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlite_utils import Database
 
 from server import db as database
-from server import discover, importer
+from server import discover, importer, privacy, store
+from server.clock import iso
 from server.errors import InvalidParameter, MissingIdentifier, NotFound
 from tests.helpers.constants import DATA
 from tests.helpers.discover_data import EVERYONE, HILL_COUNTRY, LONESTAR, TEXAS
@@ -233,6 +236,42 @@ def test_stats_counts_by_level_and_function(db: Database) -> None:
         "Engineering and Development": 2,
     }
     assert len(stats["by_level"]) == 9 and len(stats["by_function"]) == 17
+
+
+# --- the suppression list --------------------------------------------------------------------
+
+ADAMS = "D15C00000000000000000000000000C1"  # Ava Adams, Austin, TX
+
+
+def _suppress(db: Database, contact_guid: str, email: str) -> None:
+    """What `privacy suppress --email` does: the person's rows deleted and the hash listed."""
+    found = privacy.email(email)
+    assert found is not None
+    row = {"hash": privacy.hasher(b"secret")(found), "kind": found.kind, "action": "suppress"}
+    row |= {"reason": "", "actor": "test", "created_at": iso(datetime(2025, 4, 10, tzinfo=UTC))}
+    with database.write(db):
+        db.execute("DELETE FROM employments WHERE contact_guid = ?", [contact_guid])
+        db.execute("DELETE FROM contacts WHERE guid = ?", [contact_guid])
+        store.add_suppressions(db, [row])
+
+
+@pytest.mark.both_backends
+def test_a_suppressed_person_is_neither_listed_nor_counted(db_path: Path) -> None:
+    fresh = database.connect(db_path)
+    importer.import_files(
+        fresh, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    before = _discover(fresh, mode="stats", location=["TX"])
+    _suppress(fresh, ADAMS, "ava.adams@lonestar-discover.com")
+    assert _found(fresh) == set(EVERYONE) - {"Adams"}
+    assert _found(fresh, location=["TX"]) == TEXAS - {"Adams"}
+    first_page = _discover(fresh, pagination=True, page_size=5, page_number=1)["contacts"]
+    assert [c["contact_last_name"] for c in first_page] == ["Fox", "King", "Irwin", "Moore", "Park"]
+    after = _discover(fresh, mode="stats", location=["TX"])
+    assert (before["total_count"], after["total_count"]) == (len(TEXAS), len(TEXAS) - 1)
+    assert after["by_level"]["VP"] == before["by_level"]["VP"] - 1  # Adams: VP of Sales
+    assert _discover(fresh, mode="stats")["total_count"] == len(EVERYONE) - 1
+    fresh.close()
 
 
 # --- the contact, by tier --------------------------------------------------------------------

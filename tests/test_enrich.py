@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlite_utils import Database
 
-from server import accounts, credits, db, enrich, store
+from server import accounts, credits, db, enrich, privacy, store
 from server.enrich import Failure, Outcome, Requester
 from server.errors import (
     Forbidden,
@@ -34,6 +34,7 @@ from tests.helpers.enrich_data import (
     NOW,
     copy_dataset,
     make_requester,
+    suppress,
 )
 
 pytestmark = pytest.mark.both_backends
@@ -408,6 +409,88 @@ def test_a_refused_transaction_retried_is_charged_and_a_delivered_one_keeps_its_
     (row,) = store.transactions_of(loaded, who.org_id)
     assert delivered.credits == 1 and balance(loaded, who) == 1
     assert (row["record_status"], row["credits"]) == ("Active", 1)
+
+
+# --- the suppression list --------------------------------------------------------------------
+
+AVA_PROFILE = "https://www.linkedin.com/in/ava-stone"
+AVA_AT_LONESTAR = {"contactFullName": "Ava Stone", "companyWebAddress": "lonestar-works.com"}
+
+
+def assert_company_only(outcome: Outcome, company_guid: str) -> None:
+    result = outcome.result
+    assert (result["recordStatus"], result["compGUID"]) == ("Active", company_guid)
+    assert all(result[name] == "" for name in (*enrich.CONTACT_FIELDS, *enrich.DIAL_FIELDS))
+
+
+def test_a_suppressed_e_mail_gives_the_company_alone_charged_as_company_only(
+    loaded: Database,
+) -> None:
+    who = make_requester(loaded, "enterprise_plus", credit_balance=5)
+    assert run(loaded, who, AVA_EMAIL).result["conGUID"] == AVA  # 1 credit
+    suppress(loaded, privacy.email(AVA_EMAIL["contactEmail"]))
+    outcome = run(loaded, who, AVA_EMAIL)
+    assert_company_only(outcome, LONESTAR)
+    assert outcome.result["matchedOn"] == "contactEmail"  # its domain named the company
+    # No free refresh: a company-only match costs its credit, as any company-only match does.
+    assert outcome.credits == 1 and balance(loaded, who) == 3
+    row = store.transaction(loaded, outcome.transaction_id)
+    assert row is not None and (row["company_guid"], row["contact_guid"]) == (LONESTAR, "")
+
+
+def test_a_suppressed_profile_url_without_a_company_is_no_match(loaded: Database) -> None:
+    who = make_requester(loaded, "pro", credit_balance=5)
+    body = {"contactUrl": AVA_PROFILE}
+    assert run(loaded, who, body).result["conGUID"] == AVA
+    suppress(loaded, privacy.profile(AVA_PROFILE))
+    outcome = run(loaded, who, body)
+    assert outcome.result["recordStatus"] == "No Match" and outcome.result["compGUID"] == ""
+    assert outcome.credits == 0 and balance(loaded, who) == 4
+
+
+def test_a_suppressed_name_at_the_companys_domain_gives_the_company_alone(
+    loaded: Database,
+) -> None:
+    who = make_requester(loaded, "pro")
+    assert run(loaded, who, AVA_AT_LONESTAR).result["conGUID"] == AVA
+    suppress(loaded, privacy.name_at("Ava Stone", "https://www.lonestar-works.com/"))
+    assert_company_only(run(loaded, who, AVA_AT_LONESTAR), LONESTAR)
+    by_company_name = {"contactFullName": "Ava Stone", "companyName": "Lonestar Works"}
+    assert_company_only(run(loaded, who, by_company_name), LONESTAR)  # her own name at its domain
+
+
+@pytest.mark.parametrize(
+    ("listed", "body", "company"),
+    [
+        (privacy.profile(AVA_PROFILE), AVA_EMAIL, LONESTAR),
+        (privacy.email("ben@bluebonnet-labs.io"), BEN_OLD_EMAIL, LONESTAR),
+        (privacy.name_at("Ben Ode", "bluebonnet-labs.io"), BEN_OLD_EMAIL, LONESTAR),
+    ],
+)
+def test_a_matched_contact_whose_own_identifier_is_listed_is_not_returned(
+    loaded: Database, listed: privacy.Identifier, body: dict[str, str], company: str
+) -> None:
+    who = make_requester(loaded, "pro")
+    suppress(loaded, listed)
+    assert_company_only(run(loaded, who, body), company)
+
+
+def test_people_not_on_the_list_are_returned_as_before(loaded: Database) -> None:
+    who = make_requester(loaded, "pro")
+    suppress(loaded, privacy.email("someone.else@lonestar-works.com"))
+    suppress(loaded, privacy.name_at("Ava Stone", "bluebonnet-labs.io"))
+    assert run(loaded, who, AVA_EMAIL).result["conGUID"] == AVA
+    assert run(loaded, who, AVA_AT_LONESTAR).result["conGUID"] == AVA
+    assert run(loaded, who, BEN_OLD_EMAIL).result["conGUID"] == BEN
+
+
+def test_bulk_honours_the_suppression_list(loaded: Database) -> None:
+    who = make_requester(loaded, "pro")
+    suppress(loaded, privacy.email(AVA_EMAIL["contactEmail"]))
+    answers = enrich.enrich_bulk(loaded, who, {"records": [AVA_EMAIL, BEN_OLD_EMAIL]}, NOW, "b")
+    assert all(isinstance(answer, Outcome) for answer in answers)
+    ava, ben = (answer.result for answer in answers if isinstance(answer, Outcome))
+    assert (ava["compGUID"], ava["conGUID"], ben["conGUID"]) == (LONESTAR, "", BEN)
 
 
 # --- transactions ----------------------------------------------------------------------------

@@ -11,16 +11,18 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from server import accounts, db, store
+from server import accounts, db, privacy, store
 from server.http.app import create_app
 from tests.helpers.constants import SECRET
 from tests.helpers.enrich_data import (
     AVA,
     AVA_EMAIL,
     BEN_OLD_EMAIL,
+    LONESTAR,
     NOBODY,
     NOW,
     copy_dataset,
+    suppress,
 )
 from tests.helpers.orgs import organization
 
@@ -87,6 +89,18 @@ def test_enrich_answers_the_flat_result_with_transaction_and_credit_headers(
     )
     assert row["endpoint"] == "/v7/enrich" and row["key_id"] is not None
     assert pro.credits() == 9
+
+
+def test_a_suppressed_person_is_answered_with_the_company_alone(
+    client: FlaskClient, pro: Org, db_path: Path
+) -> None:
+    listed = privacy.email(AVA_EMAIL["contactEmail"])
+    suppress(db.connect(db_path), listed, secret=SECRET.encode())
+    body = enrich(client, AVA_EMAIL, pro.key).get_json()
+    assert (body["recordStatus"], body["compGUID"], body["conGUID"]) == ("Active", LONESTAR, "")
+    bulk_body = bulk(client, {"records": [AVA_EMAIL]}, pro.key).get_json()
+    assert bulk_body["results"][0]["data"]["conGUID"] == ""
+    assert [row["contact_guid"] for row in pro.transactions()] == ["", ""]
 
 
 @pytest.mark.parametrize("header", ["apikey", "APIKEY", "Api-Key", "API_KEY"])

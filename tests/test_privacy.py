@@ -27,6 +27,15 @@ def test_a_name_nameparser_misreads_is_read_as_first_and_last_word() -> None:
     )
 
 
+def test_a_name_is_keyed_once_at_each_domain_that_has_a_registrable_one() -> None:
+    domains = ["https://www.lonestar-works.com/", "", "localhost", "ava@b.co.uk"]
+    assert privacy.names_at("Ava", "Stone", domains) == [
+        Identifier("name_domain", "ava stone@lonestar-works.com"),
+        Identifier("name_domain", "ava stone@b.co.uk"),
+    ]
+    assert privacy.names_at("", "Stone", domains) == []
+
+
 def test_what_names_no_one_is_no_identifier() -> None:
     assert privacy.email("ava at example") is None
     assert privacy.profile("https://example.com/ava") is None

@@ -10,9 +10,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask import Blueprint, Response, g, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
 
-from server import auth, enrich
+from server import auth, enrich, privacy
 from server.errors import ServiceError
 from server.http.access import admit, get_db, key_from_headers, now
 from server.http.body import json_body
@@ -81,6 +81,7 @@ def _requester(key: str | None, endpoint: str) -> enrich.Requester:
         key_id=caller.key_id,
         endpoint=endpoint,
         request_id=g.get("request_id", ""),
+        hash_of=privacy.hasher(current_app.config["KEY_SECRET_BYTES"]),
     )
 
 

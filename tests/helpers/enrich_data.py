@@ -10,8 +10,10 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from server import accounts, db, enrich, importer
+from server import accounts, db, enrich, importer, privacy, store
+from server.clock import iso
 from server.enrich import Requester
+from server.privacy import Identifier
 from tests.helpers.constants import DATA
 
 NOW = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)
@@ -21,6 +23,7 @@ LONESTAR, BLUEBONNET, CEDAR = "A1A1A1A1A1A1A1A1", "B2B2B2B2B2B2B2B2", "C3C3C3C3C
 AVA_EMAIL = {"contactEmail": "ava.stone@lonestar-works.com"}
 BEN_OLD_EMAIL = {"contactEmail": "ben.ode@lonestar-works.com"}
 NOBODY = {"contactEmail": "nobody@unknown-company.example"}
+REQUESTER_SECRET = b"secret"  # the server secret of make_requester's keys and suppression hash
 
 
 def load_dataset(database: Database) -> None:
@@ -57,11 +60,34 @@ def copy_dataset(template: Path, db_path: Path | str) -> Database:
 def make_requester(database: Database, tier: str, credit_balance: int | None = None) -> Requester:
     org, _ = accounts.create_organization(
         database,
-        b"secret",
+        REQUESTER_SECRET,
         NOW,
         name=f"{tier}-{uuid.uuid4().hex[:6]}",
         website="https://example.org",
         tier=tier,
         credits=credit_balance,
     )
-    return enrich.requester_for(database, org["id"], "/v7/enrich")
+    return enrich.requester_for(database, org["id"], "/v7/enrich", REQUESTER_SECRET)
+
+
+def suppress(
+    database: Database, *people: Identifier | None, secret: bytes = REQUESTER_SECRET
+) -> None:
+    """Put these identifiers on the suppression list, hashed under `secret` (the rows `privacy
+    suppress` adds; the people's contact rows are left, as a duplicate record's would be)."""
+    hash_of = privacy.hasher(secret)
+    rows = [
+        {
+            "hash": hash_of(found),
+            "kind": found.kind,
+            "action": "suppress",
+            "reason": "opted out",
+            "actor": "test",
+            "created_at": iso(NOW),
+        }
+        for found in people
+        if found is not None
+    ]
+    assert rows, "suppress names no one"
+    with db.write(database):
+        store.add_suppressions(database, rows)
