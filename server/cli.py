@@ -144,7 +144,8 @@ def enrich_command(db_path: Path, org_id: str, source: Path, target: Path) -> No
 
     database = db.connect(db_path)
     try:
-        who = enrich.requester_for(database, org_id, "cli:enrich")
+        secret = config.key_secret(config.load({"DB": str(db_path)}))
+        who = enrich.requester_for(database, org_id, "cli:enrich", secret)
         with _progress(lambda: max(_line_count(source) - 1, 0), "rows") as advance:
             report = csv_enrich.enrich_csv(database, who, source, target, utcnow, advance)
     except csv_enrich.OutputMismatch as error:

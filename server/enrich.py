@@ -136,15 +136,15 @@ class Failure:
 
 @dataclass(frozen=True)
 class _View:
-    """What the caller's tier sees of a match: record status and the rows shown; and for a
-    contact, its own identifiers (e-mails, profile URL, name at its companies' domains)."""
+    """What the caller's tier sees of a match: record status and the rows shown; and whether
+    the input named a person on the suppression list."""
 
     status: str
     company: Row
     contact: Row
     job: Row
     dials: bool
-    identifiers: tuple[privacy.Identifier | None, ...] = ()
+    listed: bool = False
 
 
 # --- input -----------------------------------------------------------------------------------
@@ -321,15 +321,17 @@ def _transaction_row(
 def lookup(db: Database, query: Query, who: Requester) -> tuple[Match | None, _View | None]:
     """What `query` matched and what `who` sees of it (None, None: No Match).
 
-    A matched contact is checked against the suppression list, by the identifiers the input
-    gave and by the contact's own, in one statement; a suppressed person gives way to the
-    company-only match of the input (None when it names no company)."""
+    When the input names a person on the suppression list (by its e-mail, profile URL or
+    name at its company's domain), a matched contact gives way to the input's company-only
+    match (None when it names no company): checked by the statement that reads the contact.
+    The list's people have no rows to match (suppressing deletes them, imports skip them):
+    the check keeps a look-alike of theirs from being shown for them."""
     match = matching.find(db, query)
-    view = _view(db, match, who.tier) if match else None
-    if view is None or not view.contact or who.hash_of is None:
-        return match, view
-    found = (*input_identifiers(query), *view.identifiers)
-    if not store.any_suppressed(db, privacy.hashes(who.hash_of, found)):
+    if match is None:
+        return None, None
+    named = input_identifiers(query) if who.hash_of and match.contact_guid else []
+    view = _view(db, match, who.tier, privacy.hashes(who.hash_of, named) if named else [])
+    if view is None or not view.listed:
         return match, view
     company = matching.find_company(db, query)
     return company, _view(db, company, who.tier) if company else None
@@ -346,25 +348,13 @@ def input_identifiers(query: Query) -> list[privacy.Identifier | None]:
     return found
 
 
-def own_identifiers(
-    contact: Row, jobs_and_companies: Sequence[tuple[Row, Row]]
-) -> tuple[privacy.Identifier | None, ...]:
-    """A contact's own identifiers: its profile URL, its e-mail at each employment, and its
-    name at each of its companies' domains."""
-    domains = [company.get("domain") or "" for _, company in jobs_and_companies]
-    return (
-        privacy.profile(contact["profile_url"]),
-        *(privacy.email(job["email"]) for job, _ in jobs_and_companies),
-        *privacy.names_at(contact["first_key"], contact["last_key"], domains),
-    )
-
-
-def _view(db: Database, match: Match, tier: str) -> _View | None:
-    """The rows shown for a match under `tier` (contract §4.3); None if they vanished."""
+def _view(db: Database, match: Match, tier: str, hashes: Sequence[str] = ()) -> _View | None:
+    """The rows shown for a match under `tier` (contract §4.3), and whether any of `hashes`
+    is on the suppression list; None if the rows vanished."""
     if not match.contact_guid:
         company = store.company(db, match.company_guid)
         return _View("Active", company, {}, {}, dials=False) if company else None
-    contact, jobs_and_companies = store.contact_with_jobs(db, match.contact_guid)
+    contact, jobs_and_companies, listed = store.contact_with_jobs(db, match.contact_guid, hashes)
     if contact is None:
         return None
     jobs = [job for job, _ in jobs_and_companies]
@@ -372,8 +362,7 @@ def _view(db: Database, match: Match, tier: str) -> _View | None:
     matched = matched_employment(jobs, match.company_guid)
     job = shown_employment(jobs, matched, tier)
     company = companies[job["company_guid"]]
-    identifiers = own_identifiers(contact, jobs_and_companies)
-    return _View(matched["status"], company, contact, job, tier in DIAL_TIERS, identifiers)
+    return _View(matched["status"], company, contact, job, tier in DIAL_TIERS, listed)
 
 
 def matched_employment(jobs: Sequence[Row], company_guid: str) -> Row:
@@ -520,15 +509,12 @@ def enrich_with_key(
     return enrich(db, who, body, now, transaction_id)
 
 
-def requester_for(
-    db: Database, org_id: str, endpoint: str, secret: bytes | None = None
-) -> Requester:
-    """The organization as a requester without a key (the operator's CLI); with the server
-    `secret`, so that the suppression list is honoured."""
+def requester_for(db: Database, org_id: str, endpoint: str, secret: bytes) -> Requester:
+    """The organization as a requester without a key (the operator's CLI); the server
+    `secret` hashes what the suppression list is checked by."""
     org = store.organization(db, org_id)
     if org is None:
         raise NotFound(f"No organization with id {org_id}.")
     if org["status"] != "active":
         raise Forbidden("organization_inactive", f"The organization {org['name']} is inactive.")
-    hash_of = privacy.hasher(secret) if secret is not None else None
-    return Requester(org["id"], org["tier"], None, endpoint, hash_of=hash_of)
+    return Requester(org["id"], org["tier"], None, endpoint, hash_of=privacy.hasher(secret))

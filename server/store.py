@@ -716,29 +716,37 @@ def contact(db: Database, guid: str) -> Row | None:
     return _first(db, "SELECT * FROM contacts WHERE guid = ?", [guid])
 
 
-# Marks where one table's columns end in a joined row (`_split`).
+# Marks where one table's columns end in a joined row (`contact_with_jobs`).
 _SEAM = "NULL AS _seam_"
+# How many hashes `contact_with_jobs` checks (the input's e-mail, profile URL and name at two
+# domains), always that many: one statement text, which PostgreSQL can prepare.
+LISTED_HASHES = 4
 _CONTACT_JOBS = (
-    f"SELECT c.*, {_SEAM}, e.*, {_SEAM}, co.* FROM contacts c "
+    f"SELECT c.*, {_SEAM}, e.*, {_SEAM}, co.*, {_SEAM}, EXISTS (SELECT 1 FROM suppressions "
+    f"WHERE {' OR '.join(['hash = ?'] * LISTED_HASHES)}) AS listed FROM contacts c "
     "JOIN employments e ON e.contact_guid = c.guid "
     "LEFT JOIN companies co ON co.guid = e.company_guid WHERE c.guid = ? "
     "ORDER BY e.status != 'Active', e.job_started_on DESC, e.company_guid"
 )
 
 
-def contact_with_jobs(db: Database, guid: str) -> tuple[Row | None, list[tuple[Row, Row]]]:
+def contact_with_jobs(
+    db: Database, guid: str, hashes: Sequence[str] = ()
+) -> tuple[Row | None, list[tuple[Row, Row]], bool]:
     """The contact with this GUID and its employments as `employments_of` orders them, each
-    with its company ({} if it is gone), in one statement; (None, []) without employments."""
-    cursor = db.conn.execute(_CONTACT_JOBS, [guid])
+    with its company ({} if it is gone), and whether any of `hashes` (at most LISTED_HASHES)
+    is on the suppression list, in one statement; (None, [], False) without employments."""
+    padded = [*hashes, *[""] * (LISTED_HASHES - len(hashes))]  # no hash is ""
+    cursor = db.conn.execute(_CONTACT_JOBS, [*padded, guid])
     names = [column[0] for column in cursor.description]
     seams = [i for i, name in enumerate(names) if name == "_seam_"]
-    spans = [(0, seams[0]), (seams[0] + 1, seams[1]), (seams[1] + 1, len(names))]
-    contact, jobs = None, []
+    spans = [(0, seams[0]), (seams[0] + 1, seams[1]), (seams[1] + 1, seams[2])]
+    contact, jobs, listed = None, [], False
     for values in cursor:
         person, job, company = (dict(zip(names[a:b], values[a:b], strict=True)) for a, b in spans)
-        contact = contact or person
+        contact, listed = contact or person, bool(values[-1])
         jobs.append((job, company if company["guid"] is not None else {}))
-    return contact, jobs
+    return contact, jobs, listed
 
 
 def employments_of(db: Database, contact_guid: str) -> list[Row]:
@@ -1011,14 +1019,6 @@ def suppressed(db: Database, hashes: Sequence[str]) -> list[Row]:
     if not hashes:
         return []
     return _rows(db, f"SELECT * FROM suppressions WHERE hash IN ({_marks(hashes)})", hashes)
-
-
-def any_suppressed(db: Database, hashes: Sequence[str]) -> bool:
-    """Whether any of these hashes is on the suppression list (one index probe per hash)."""
-    if not hashes:
-        return False
-    sql = f"SELECT EXISTS (SELECT 1 FROM suppressions WHERE hash IN ({_marks(hashes)}))"
-    return bool(db.execute(sql, list(hashes)).fetchone()[0])
 
 
 def suppression_hashes(db: Database) -> set[str]:

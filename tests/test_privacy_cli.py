@@ -3,6 +3,7 @@ erase a person, import a file of opt-outs, list and check the list, report on a 
 
 from __future__ import annotations
 
+import csv
 import json
 import uuid
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
 from connector.cli import main
-from server import discover, enrich, store
+from server import discover, enrich, privacy, store
 from server.privacy import Erasure
 from tests.helpers.enrich_data import (
     AVA,
@@ -24,6 +25,7 @@ from tests.helpers.enrich_data import (
     NOW,
     copy_dataset,
     make_requester,
+    suppress,
 )
 
 pytestmark = pytest.mark.both_backends
@@ -215,3 +217,19 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(
     for command in ("suppress", "erase"):
         assert message in invoke(command, *args, status=1).output
     assert store.suppression_count(loaded) == 0 and len(contact_guids(loaded)) == 3
+
+
+def test_the_enrich_command_checks_its_inputs_against_the_list(
+    loaded: Database, tmp_path: Path
+) -> None:
+    who = make_requester(loaded, "pro")
+    suppress(loaded, privacy.email(AVA_ADDRESS), secret=SECRET.encode())  # her rows stay
+    source, target = tmp_path / "in.csv", tmp_path / "out.csv"
+    source.write_text(f"contactEmail\n{AVA_ADDRESS}\n")
+    result = CliRunner().invoke(
+        main, ["enrich", "--org", who.org_id, str(source), "-o", str(target)]
+    )
+    assert result.exit_code == 0, result.output
+    with target.open(newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert (row["compGUID"], row["conGUID"], row["conEmail"]) == (LONESTAR, "", "")
