@@ -101,15 +101,19 @@ def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
 @click.option("--contacts", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> None:
     """Import companies and contacts from CSV or JSONL files (upsert by GUID)."""
-    from server import importer
+    from server import importer, suppression
 
     if not companies and not contacts:
         raise click.UsageError("give --companies, --contacts or both")
     files = [path for path in (companies, contacts) if path]
+    database = db.connect(db_path)
+    listed = suppression.screen(
+        database, lambda: config.key_secret(config.load({"DB": str(db_path)}))
+    )
     with _progress(lambda: sum(_line_count(path) for path in files), "rows") as advance:
         try:
             report = importer.import_files(
-                db.connect(db_path), companies=companies, contacts=contacts, progress=advance
+                database, companies=companies, contacts=contacts, progress=advance, screen=listed
             )
         except ValueError as error:  # unsupported file type, or a file that is not UTF-8
             raise click.ClickException(str(error)) from None
@@ -117,7 +121,7 @@ def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> Non
         click.echo(f"{error.file}:{error.line}: {error.reason}", err=True)
     click.echo(
         f"imported companies={report.companies} contacts={report.contacts} "
-        f"rejected={len(report.errors)}"
+        f"rejected={len(report.errors)} suppressed={report.suppressed}"
     )
 
 

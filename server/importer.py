@@ -34,7 +34,7 @@ from nameparser import HumanName
 from sqlite_utils import Database
 
 from server import db as database
-from server import facets, places, store, titles
+from server import facets, places, privacy, store, titles
 from server.clock import iso, utcnow
 from server.normalize import alias_keys, company_key, email_key, person_key, registrable_domain
 from server.records import (
@@ -102,6 +102,7 @@ class ImportReport:
     companies: int = 0
     contacts: int = 0
     errors: list[RowError] = field(default_factory=list)
+    suppressed: int = 0  # contact rows of people on the suppression list, left out
 
 
 class InvalidRow(ValueError):
@@ -120,12 +121,14 @@ def import_files(
     progress: Callable[[int], None] | None = None,
     batch_size: int = 5000,
     now: datetime | None = None,
+    screen: privacy.Screen | None = None,
 ) -> ImportReport:
     """Import a companies file, then a contacts file (one row per employment); either optional.
 
     A worker process reads and converts `batch_size` rows at a time while this one writes
     them, CHUNKS_PER_TRANSACTION batches per transaction. `progress` is called with the
-    number of lines read since its previous call.
+    number of lines read since its previous call. With `screen` (the suppression list), the
+    rows of the people on it are left out and counted.
     """
     for path in (companies, contacts):
         if path is not None and path.suffix.lower() not in SUFFIXES:
@@ -137,8 +140,9 @@ def import_files(
     form = store.row_form(db)
     files = [
         (companies, COMPANY_FIELDS, partial(_company_record, updated_at=stamp, form=form)),
-        (contacts, CONTACT_FIELDS, partial(_contact_record, updated_at=stamp, form=form)),
-    ]
+        (contacts, CONTACT_FIELDS,
+         partial(_contact_record, updated_at=stamp, form=form, screening=screen is not None)),
+    ]  # fmt: skip
     work = [file for file in files if file[0]]
     with _rare_collections(), _converted(work, batch_size) as converted:
         if companies is not None:
@@ -148,7 +152,11 @@ def import_files(
                 store.index_company_names(db)
         if contacts is not None:
             accepted = _accepted(next(converted), known.require, contacts, report.errors)
+            screened = _Screened(db, screen) if screen else None
+            if screened:
+                accepted = _accepted(accepted, screened.drop, contacts, report.errors)
             report.contacts = _load(db, accepted, _write_contacts, advance, _CONTACT_TABLES)
+            report.suppressed = screened.dropped if screened else 0
     return report
 
 
@@ -313,6 +321,33 @@ class _CompanyCheck:
             else:
                 kept.append(record)
         return kept, refused
+
+
+class _Screened:
+    """Leaves out the contact records of people on the suppression list (each screened record
+    ends with its e-mail, profile URL and name keys: `_contact_record`), by those or by the
+    name at the domain of its company or of its e-mail; counts them."""
+
+    def __init__(self, db: Database, screen: privacy.Screen) -> None:
+        self.db = db
+        self.screen = screen
+        self.domains: dict[str, str] = {}  # company GUID -> registrable domain
+        self.dropped = 0
+
+    def drop(self, records: list[Any]) -> tuple[list[Any], list[tuple[int, str]]]:
+        """The records of people not on the list (the others are counted, not refused)."""
+        unknown = set(map(_COMPANY, records)) - self.domains.keys()
+        if unknown:  # the companies are in the database: a companies file is written first
+            self.domains.update(store.company_domains(self.db, sorted(unknown)))
+        kept = [record for record in records if not self._listed(record)]
+        self.dropped += len(records) - len(kept)
+        return kept, []
+
+    def _listed(self, record: Any) -> bool:
+        email, profile_url, first_key, last_key = record[-1]
+        mail_domain = registrable_domain(email) if email else ""
+        domains = (self.domains.get(_COMPANY(record), ""), mail_domain)
+        return self.screen.names(email, profile_url, first_key, last_key, domains)
 
 
 # --- the worker process ----------------------------------------------------------------------
@@ -622,6 +657,10 @@ def _text(name: str, value: Any) -> str:
 _COMPANY_GUID = itemgetter(store.COMPANY_FIELDS.index("guid"))
 _CONTACT_GUID = itemgetter(store.CONTACT_FIELDS.index("guid"))
 _JOB_COMPANY = itemgetter(store.EMPLOYMENT_FIELDS.index("company_guid"))
+_JOB_EMAIL = itemgetter(store.EMPLOYMENT_FIELDS.index("email"))
+_CONTACT_SCREENED = itemgetter(
+    *(store.CONTACT_FIELDS.index(name) for name in ("profile_url", "first_key", "last_key"))
+)
 RowForm = Callable[..., Any]
 
 
@@ -632,13 +671,17 @@ def _company_record(values: Values, updated_at: str, form: RowForm) -> tuple[Any
     return _COMPANY_GUID(row), form(row), aliases
 
 
-def _contact_record(values: Values, updated_at: str, form: RowForm) -> tuple[Any, ...]:
+def _contact_record(
+    values: Values, updated_at: str, form: RowForm, screening: bool = False
+) -> tuple[Any, ...]:
     """A contact's record for the writer (after its line): its GUID, its company's, its
     contacts row, employments row and what the employment takes from the contact in `form`
-    (the employment's two parts joined make its row)."""
+    (the employment's two parts joined make its row); `screening`, then what the suppression
+    list is checked by (`_Screened`)."""
     contact, job, keys = contact_records(values, updated_at)
     guid, company_guid = _CONTACT_GUID(contact), _JOB_COMPANY(job)
-    return guid, company_guid, form(contact), form(job, "\t"), form(keys)
+    record = (guid, company_guid, form(contact), form(job, "\t"), form(keys))
+    return (*record, (_JOB_EMAIL(job), *_CONTACT_SCREENED(contact))) if screening else record
 
 
 def company_records(values: Values, updated_at: str) -> tuple[tuple[Any, ...], list[str]]:

@@ -148,3 +148,25 @@ class Erasure:
 # A component's part of an erasure (the connector's: its stored webhook payloads, deliveries and
 # transaction cache), run inside the erasure's write transaction; what it deleted, by name.
 Eraser = Callable[[Database, Erasure], dict[str, int]]
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The suppression list as it stood, to check many people against at once (an import):
+    the hashes listed and the hash that made them."""
+
+    hash_of: Hasher
+    listed: frozenset[str]
+
+    def names(self, email_key: str, profile_address: str, first_key: str, last_key: str,
+              domains: Iterable[str]) -> bool:  # fmt: skip
+        """Whether a contact row names a listed person: its e-mail (an e-mail key), its profile
+        URL, or its name keys at any of `domains` (registrable domains)."""
+        found: list[Identifier | None] = [
+            Identifier("email", email_key) if email_key else None,
+            profile(profile_address) if profile_address else None,
+        ]
+        if first_key and last_key:
+            name = f"{first_key} {last_key}@"
+            found += [Identifier("name_domain", name + domain) for domain in domains if domain]
+        return any(self.hash_of(i) in self.listed for i in found if i is not None)

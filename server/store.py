@@ -341,6 +341,16 @@ def companies_by_profile_url(db: Database, url: str) -> list[Row]:
     return _rows(db, f"{_COMPANY} WHERE profile_url = ?", [url])
 
 
+def company_domains(db: Database, guids: Sequence[str]) -> dict[str, str]:
+    """The registrable domain of each of these companies that exists, by GUID."""
+    found: dict[str, str] = {}
+    for start in range(0, len(guids), 500):
+        chunk = guids[start : start + 500]
+        sql = f"SELECT guid, domain FROM companies WHERE guid IN ({_marks(chunk)})"
+        found.update((guid, domain) for guid, domain in db.execute(sql, chunk))
+    return found
+
+
 def companies_by_domain(db: Database, domain: str) -> list[Row]:
     """The companies whose registrable domain is `domain`."""
     return _rows(db, f"{_COMPANY} WHERE domain = ?", [domain])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +48,13 @@ def person(
         email_address=email, profile_address=profile_url, name=name, company_domain=company_domain
     )
     return Person(tuple(found), privacy.reason_text(reason))
+
+
+def screen(database: Database, secret: Callable[[], bytes]) -> privacy.Screen | None:
+    """The suppression list for an import to check its rows against; None when it is empty
+    (then the server secret, `secret()`, is not needed)."""
+    listed = store.suppression_hashes(database)
+    return privacy.Screen(privacy.hasher(secret()), frozenset(listed)) if listed else None
 
 
 def act(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import importer, titles
+from server import importer, privacy, titles
 from server.importer import ImportReport, RowError, import_files
 from server.records import GRADES, JOIN, RECORD_STATUSES
 from tests.helpers.constants import DATA
@@ -522,3 +522,42 @@ def test_a_bulk_load_keeps_the_last_row_of_a_key_repeated_within_and_across_batc
     jobs = [(job["contact_guid"][0], job["job_title"], job["first_key"])
             for job in rows(database, "employments", "contact_guid")]  # fmt: skip
     assert jobs == [("1", "Director", "adele"), ("2", "Engineer", "bo")]
+
+
+SCREEN_SECRET = b"import-secret"
+
+
+def screen_listing(*found: privacy.Identifier | None) -> privacy.Screen:
+    hash_of = privacy.hasher(SCREEN_SECRET)
+    return privacy.Screen(hash_of, frozenset(hash_of(i) for i in found if i is not None))
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize(
+    "listed",
+    [
+        privacy.email("ava.stone@lonestar-works.com"),
+        privacy.name_at("Ava Stone", "lonestar-works.com"),  # her company's domain
+        privacy.name_at("Ben Ode", "https://www.lonestar-works.com"),  # Ben has no e-mail
+    ],
+)
+def test_people_on_the_suppression_list_are_left_out_and_counted(
+    database: Database, csv_files: dict[str, Path], listed: privacy.Identifier
+) -> None:
+    run(database, companies=csv_files["companies"])  # imported before the contacts, as a file
+    report = import_files(database, contacts=csv_files["contacts"], companies=None, now=NOW,
+                          screen=screen_listing(listed))  # fmt: skip
+    kept = [row["first_name"] for row in rows(database, "contacts", "guid")]
+    assert (report.contacts, report.suppressed, report.errors) == (1, 1, [])
+    assert kept == (["Ben"] if "ava" in listed.value else ["Ava"])
+
+
+@pytest.mark.both_backends
+def test_a_suppression_list_naming_no_one_in_the_file_changes_nothing(
+    database: Database, csv_files: dict[str, Path]
+) -> None:
+    screen = screen_listing(
+        privacy.email("someone@else.example"), privacy.profile("linkedin.com/in/x")
+    )
+    report = import_files(database, now=NOW, screen=screen, **csv_files)
+    assert report == ImportReport(companies=2, contacts=2, errors=[], suppressed=0)

@@ -233,3 +233,22 @@ def test_the_enrich_command_checks_its_inputs_against_the_list(
     with target.open(newline="") as handle:
         (row,) = csv.DictReader(handle)
     assert (row["compGUID"], row["conGUID"], row["conEmail"]) == (LONESTAR, "", "")
+
+
+def test_an_erased_person_stays_absent_when_the_same_file_is_imported_again(
+    loaded: Database, tmp_path: Path
+) -> None:
+    files = [str(tmp_path / "companies.csv"), str(tmp_path / "contacts.csv")]
+    runner = CliRunner()
+    exported = runner.invoke(main, ["export", "--companies", files[0], "--contacts", files[1]])
+    assert exported.exit_code == 0, exported.output
+    invoke("erase", "--email", AVA_ADDRESS)
+    assert AVA not in contact_guids(loaded)
+
+    again = runner.invoke(main, ["import", "--companies", files[0], "--contacts", files[1]])
+
+    assert again.exit_code == 0, again.output
+    assert "rejected=0 suppressed=1" in again.output
+    assert AVA not in contact_guids(loaded) and BEN in contact_guids(loaded)
+    who = make_requester(loaded, "pro")
+    assert enrich.enrich(loaded, who, AVA_EMAIL, NOW, "after").result["conGUID"] == ""
