@@ -83,7 +83,7 @@ from serving import (
 )
 
 from server import db as database
-from server import enrich, matching, privacy, store
+from server import enrich, matching, privacy, store, suppression
 from server.clock import iso, utcnow
 from server.enrich import Requester
 from server.matching import Match, Query
@@ -456,16 +456,20 @@ def write_failures(
 
 def listed_copy(path: Path, target: Path, entries: int, people: Sequence[str]) -> str:
     """A migrated copy of the database with an unlimited organization (its id returned) and
-    a suppression list of `entries` hashes: the e-mails of the contacts `people` (hashed
-    under the bench secret), the rest random."""
+    a suppression list of `entries` hashes: the contacts `people` suppressed by their
+    e-mails as `contactdata privacy suppress` does (their rows deleted), the rest random."""
     copy_with_org(path, target, "Suppression bench")
     db = database.connect(target)
     sql = "SELECT email FROM employments WHERE contact_guid = ? AND email != ''"
     emails = [row[0] for guid in people for row in db.execute(sql, [guid])]
-    hashes = privacy.hashes(privacy.hasher(SECRET.encode()), map(privacy.email, emails))
-    hashes += [secrets.token_hex(16) for _ in range(entries - len(hashes))]
+    hash_of = privacy.hasher(SECRET.encode())
+    suppressing = [suppression.person(email=email) for email in emails]
+    listed = (
+        suppression.act(db, hash_of, utcnow(), suppressing, "suppress")["listed"] if emails else 0
+    )
     row = {"kind": "email", "action": "suppress", "reason": "", "actor": "bench"}
-    rows = [{**row, "hash": value, "created_at": iso(utcnow())} for value in hashes]
+    rows = [{**row, "hash": secrets.token_hex(16), "created_at": iso(utcnow())}
+            for _ in range(entries - listed)]  # fmt: skip
     with database.write(db):
         store.add_suppressions(db, rows)
     [org_id] = [org["id"] for org in db["organizations"].rows]
