@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import auth, credits, matching, metrics, names, privacy, records, store, titles
+from server import auth, credits, matching, metrics, privacy, records, store, titles
 from server.clock import iso
 from server.db import write
 from server.errors import (
@@ -27,6 +27,7 @@ from server.errors import (
     ServiceError,
 )
 from server.matching import Match, Query
+from server.normalize import person_key
 
 Row = dict[str, Any]
 Result = dict[str, str]
@@ -326,26 +327,25 @@ def lookup(db: Database, query: Query, who: Requester) -> tuple[Match | None, _V
     match (None when it names no company): checked by the statement that reads the contact.
     The list's people have no rows to match (suppressing deletes them, imports skip them):
     the check keeps a look-alike of theirs from being shown for them."""
-    match = matching.find(db, query)
+    probe = matching.Probe.of(query)
+    match = matching.find_probed(db, probe)
     if match is None:
         return None, None
-    named = input_identifiers(query) if who.hash_of and match.contact_guid else []
+    named = input_identifiers(probe) if who.hash_of and match.contact_guid else []
     view = _view(db, match, who.tier, privacy.hashes(who.hash_of, named) if named else [])
     if view is None or not view.listed:
         return match, view
-    company = matching.find_company(db, query)
+    company = matching.find_company(db, probe)
     return company, _view(db, company, who.tier) if company else None
 
 
-def input_identifiers(query: Query) -> list[privacy.Identifier | None]:
-    """The identifiers of the person an input names: its e-mail, its profile URL, and its
-    name at the company's website and at its e-mail's domain (None where there is none)."""
-    person = names.parse(query.full_name, query.first_name, query.middle_name, query.last_name)
-    found = [privacy.email(query.email), privacy.profile(query.contact_profile_url)]
-    if person:
-        domains = (query.company_website, query.email if "@" in query.email else "")
-        found += privacy.names_at(person.first, person.last, domains)
-    return found
+def input_identifiers(probe: matching.Probe) -> list[privacy.Identifier]:
+    """The identifiers of the person an input names, from the forms matching looked it up
+    by: its e-mail, its profile URL, and its name at the company's website's domain and at
+    its e-mail's (a free mail domain names no company)."""
+    first = person_key(probe.person.first) if probe.person else ""
+    domains = (probe.domain, probe.email_domain)
+    return privacy.named(probe.email, probe.contact_url, first, probe.last_key, domains)
 
 
 def _view(db: Database, match: Match, tier: str, hashes: Sequence[str] = ()) -> _View | None:

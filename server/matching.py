@@ -83,7 +83,11 @@ class Match:
 
 def find(db: Database, query: Query) -> Match | None:
     """The best match for `query`, or None (No Match) when nothing is sure enough."""
-    probe = Probe.of(query)
+    return find_probed(db, Probe.of(query))
+
+
+def find_probed(db: Database, probe: Probe) -> Match | None:
+    """`find` for a query already in its looked-up forms."""
     if probe.wants_contact:
         found = _find_contact(db, probe)
         if found is not None:
@@ -91,9 +95,9 @@ def find(db: Database, query: Query) -> Match | None:
     return _find_company(db, probe)
 
 
-def find_company(db: Database, query: Query) -> Match | None:
-    """The best company-only match for `query`, its person left out, or None."""
-    return _find_company(db, Probe.of(query))
+def find_company(db: Database, probe: Probe) -> Match | None:
+    """The best company-only match for a query, its person left out, or None."""
+    return _find_company(db, probe)
 
 
 T = TypeVar("T")

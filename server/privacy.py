@@ -75,6 +75,20 @@ def names_at(first: str, last: str, domains: Iterable[str]) -> list[Identifier]:
     return [Identifier("name_domain", f"{first_key} {last_key}@{r}") for r in registrable if r]
 
 
+def named(
+    email_key: str, stored_url: str, first_key: str, last_key: str, domains: Iterable[str]
+) -> list[Identifier]:
+    """The identifiers of a person already in the looked-up forms: an e-mail key, a stored
+    profile URL, and name keys at each of `domains` (registrable domains); "" for none."""
+    found = [Identifier("email", email_key)] if email_key else []
+    if stored_url:
+        found.append(Identifier("profile_url", stored_url))
+    if first_key and last_key:
+        name = f"{first_key} {last_key}@"
+        found += [Identifier("name_domain", name + domain) for domain in domains if domain]
+    return found
+
+
 def identifiers(
     *, email_address: str = "", profile_address: str = "", name: str = "", company_domain: str = ""
 ) -> list[Identifier]:
@@ -162,11 +176,6 @@ class Screen:
               domains: Iterable[str]) -> bool:  # fmt: skip
         """Whether a contact row names a listed person: its e-mail (an e-mail key), its profile
         URL, or its name keys at any of `domains` (registrable domains)."""
-        found: list[Identifier | None] = [
-            Identifier("email", email_key) if email_key else None,
-            profile(profile_address) if profile_address else None,
-        ]
-        if first_key and last_key:
-            name = f"{first_key} {last_key}@"
-            found += [Identifier("name_domain", name + domain) for domain in domains if domain]
-        return any(self.hash_of(i) in self.listed for i in found if i is not None)
+        stored_url = profile_url(profile_address) if profile_address else ""
+        found = named(email_key, stored_url, first_key, last_key, domains)
+        return any(self.hash_of(i) in self.listed for i in found)
