@@ -14,10 +14,10 @@ from sqlite_utils import Database
 
 from connector import jobs, store, suppression
 from server import privacy
-from server import store as server_store
 from server.clock import iso
 from tests.helpers.constants import AVA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot
+from tests.helpers.enrich_data import suppress
 from tests.helpers.events import hubspot_event
 from tests.servers import CONTACTDATA
 
@@ -27,22 +27,8 @@ AVA_PROFILE = "https://www.linkedin.com/in/ava-adams"
 
 
 def _suppress(db: Database, *found: privacy.Identifier | None) -> None:
-    """Put these identifiers on the suppression list, as `contactdata privacy suppress` does."""
-    hash_of = privacy.hasher(SECRET.encode())
-    rows = [
-        {
-            "hash": hash_of(i),
-            "kind": i.kind,
-            "action": "suppress",
-            "reason": "opt-out",
-            "actor": "operator",
-            "created_at": iso(NOW),
-        }
-        for i in found
-        if i is not None
-    ]
-    with store.server.write(db):
-        server_store.add_suppressions(db, rows)
+    """Put these identifiers on the suppression list (under the worker's secret)."""
+    suppress(db, *found, secret=SECRET.encode())
 
 
 def _credits(db: Database) -> int:
