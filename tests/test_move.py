@@ -95,7 +95,11 @@ def test_a_moved_database_answers_charges_and_authenticates_as_the_sqlite_file(
 ) -> None:
     twin = _twin(used["path"])
     moved = move.move(used["path"], target, [MOVED])
-    assert moved["transactions"] == 2 and moved["events"] == 2 and moved["apscheduler_jobs"] == 5
+    assert (
+        moved["transactions"] == 2
+        and moved["events"] == 2
+        and moved["apscheduler_jobs"] == len(scheduler.DEFAULTS)
+    )
     sqlite_db, pg_db = db.connect(twin), db.connect(target)
     assert credits.ledger(pg_db, used["org"]) == credits.ledger(sqlite_db, used["org"])
     for path, body in (("/v7/enrich", ENRICH), ("/v1/discover", DISCOVER)):
@@ -129,7 +133,8 @@ def test_the_command_prints_each_table_and_refuses_a_target_with_rows(
     first = subprocess.run(command, capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr
     counts = dict(line.split() for line in first.stdout.splitlines() if len(line.split()) == 2)
-    assert counts["organizations"] == "1" and counts["apscheduler_jobs"] == "5", first.stdout
+    jobs = str(len(scheduler.DEFAULTS))
+    assert counts["organizations"] == "1" and counts["apscheduler_jobs"] == jobs, first.stdout
     assert counts["events"] == "2" and f"moved and verified {len(counts)} tables" in first.stdout
     assert f"CONTACTDATA_KEY_SECRET=$(cat {used['path']}.secret)" in first.stdout
     again = subprocess.run(command, capture_output=True, text=True, check=False)
