@@ -17,7 +17,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import backfill, outbound, store, subscriptions, suppression, worker
+from connector import backfill, outbound, store, subscriptions, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import STANDARD_WEBHOOKS_REPLAY_WINDOW
 from server import SETTING_DEFAULTS, load_settings, utcnow
@@ -83,8 +83,8 @@ def reenrich(
 
 def _suppressed(record: Row, secret: bytes, listed: set[str]) -> bool:
     """Whether a cached record's last enrich input names a person on the list `listed`."""
-    found = suppression.of_input(json.loads(record["input_fingerprint"]))
-    return not listed.isdisjoint(suppression.hashes(secret, found))
+    found = server.named_in_input(json.loads(record["input_fingerprint"]))
+    return not listed.isdisjoint(server.privacy.hashes(server.privacy.hasher(secret), found))
 
 
 def _crm_connections(db: Database) -> dict[str, list[Row]]:

@@ -289,7 +289,7 @@ class Worker:
         event, cached, ours = triaged.event, triaged.cached, triaged.ours
         if triaged.resume is not None:
             held = suppression.of_intent(mapping, triaged.resume)
-            if self.suppressed([*suppression.of_input(mapping.enrich_input(current)), *held]):
+            if self.suppressed([*server.named_in_input(mapping.enrich_input(current)), *held]):
                 return suppression.SUPPRESSED  # the pending write is cancelled
             return Planned(event, triaged.record_id, triaged.resume, current)
         # what the event carries wins; the rest (a Salesforce Outbound Message without the
@@ -336,15 +336,16 @@ class Worker:
 
     def suppressed(self, found: list[Any]) -> bool:
         """Whether any of these identifiers of a person is on the suppression list."""
-        return suppression.any_suppressed(self.db, self.secret, found)
+        hashes = server.privacy.hashes(server.privacy.hasher(self.secret), found)
+        return bool(server.suppressed(self.db, hashes))
 
     def _enrich_allowed(self, link: Row, event: Row, given: Row) -> server.Outcome | None:
         """`_enrich`, unless the input or the person found is on the suppression list: then
         None (not enriched when the input names them, nothing returned when the result does)."""
-        if self.suppressed(suppression.of_input(given)):
+        if self.suppressed(server.named_in_input(given)):
             return None
         outcome = self._enrich(link, event, given)
-        return None if self.suppressed(suppression.of_result(outcome.result)) else outcome
+        return None if self.suppressed(server.named_in_result(outcome.result)) else outcome
 
     def _enrich(self, link: Row, event: Row, given: Row) -> server.Outcome:
         """Enrich as the connection's organization; the transaction id comes from the event,

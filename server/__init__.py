@@ -55,6 +55,8 @@ _HOMES = {
     "add_metrics_collector": "server.http.metrics_api:add_collector",
     "configure_logging": "server.logs:configure",
     "load_settings": "server.config:load",
+    "named_in_input": "server.enrich:named_in_input",
+    "named_in_result": "server.enrich:named_in_result",
     "now": "server.http.access:now",
     "organization": "server.accounts:organization",
     "privacy": "server.privacy",

@@ -26,8 +26,8 @@ from server.errors import (
     NotFound,
     ServiceError,
 )
-from server.matching import Match, Query
-from server.normalize import person_key
+from server.matching import Match, Query, profile_url
+from server.normalize import email_key, person_key, registrable_domain
 
 Row = dict[str, Any]
 Result = dict[str, str]
@@ -346,6 +346,29 @@ def input_identifiers(probe: matching.Probe) -> list[privacy.Identifier]:
     first = person_key(probe.person.first) if probe.person else ""
     domains = (probe.domain, probe.email_domain)
     return privacy.named(probe.email, probe.contact_url, first, probe.last_key, domains)
+
+
+def named_in_input(body: Mapping[str, Any]) -> list[privacy.Identifier]:
+    """The identifiers of the person an enrich input names, as enrich checks them against
+    the suppression list (none when it is no valid input)."""
+    try:
+        query = parse_input(body).query
+    except ServiceError:
+        return []
+    return input_identifiers(matching.Probe.of(query))
+
+
+def named_in_result(result: Mapping[str, Any]) -> list[privacy.Identifier]:
+    """The identifiers of the person an enrich result delivered: its e-mail, its profile URL
+    and its name at its company's website's domain (none for a company-only result)."""
+    text = {name: str(result.get(name) or "") for name in _NAMED_IN_RESULT}
+    email = email_key(text["conEmail"]) if "@" in text["conEmail"] else ""
+    domain = registrable_domain(text["compWebsite"]) if text["compWebsite"] else ""
+    first, last = person_key(text["conFirstName"]), person_key(text["conLastName"])
+    return privacy.named(email, profile_url(text["conPubProfileUrl"]), first, last, [domain])
+
+
+_NAMED_IN_RESULT = ("conEmail", "conPubProfileUrl", "conFirstName", "conLastName", "compWebsite")
 
 
 def _view(db: Database, match: Match, tier: str, hashes: Sequence[str] = ()) -> _View | None:

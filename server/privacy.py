@@ -85,7 +85,8 @@ def named(
         found.append(Identifier("profile_url", stored_url))
     if first_key and last_key:
         name = f"{first_key} {last_key}@"
-        found += [Identifier("name_domain", name + domain) for domain in domains if domain]
+        unique = dict.fromkeys(domain for domain in domains if domain)
+        found += [Identifier("name_domain", name + domain) for domain in unique]
     return found
 
 

@@ -72,6 +72,8 @@ MEANINGS = {
     "create_app": server.http.app.create_app,
     "decode_json": wire.decode_json,
     "enrich_with_key": enrich.enrich_with_key,
+    "named_in_input": enrich.named_in_input,
+    "named_in_result": enrich.named_in_result,
     "forget_matched_contacts": store.forget_matched_contacts,
     "privacy": privacy,
     "suppressed": store.suppressed,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlite_utils import Database
 
+import server
 from connector import jobs, store, suppression
 from server import privacy
 from server.clock import iso
@@ -44,17 +45,17 @@ def test_identifiers_are_read_from_an_input_in_either_naming_and_from_a_result()
     newer = {"conEmail": " Ava.Adams@Lonestar-Discover.com ", "conFirstName": "Ava",
              "conLastName": "Adams", "compWebsite": "lonestar-discover.com"}  # fmt: skip
     older = {"contactEmail": AVA, "contactFullName": "Ava Adams", "companyWebAddress": "x.com"}
-    assert suppression.of_input(newer) == [
+    assert server.named_in_input(newer) == [
         privacy.Identifier("email", AVA),
         privacy.Identifier("name_domain", "ava adams@lonestar-discover.com"),
     ]
-    assert suppression.of_input(older)[1] == privacy.Identifier("name_domain", "ava adams@x.com")
+    assert server.named_in_input(older)[1] == privacy.Identifier("name_domain", "ava adams@x.com")
     result = {"conEmail": AVA, "conPubProfileUrl": "linkedin.com/in/Ava-Adams/", "compName": "L"}
-    assert suppression.of_result(result) == [
+    assert server.named_in_result(result) == [
         privacy.Identifier("email", AVA),
         privacy.Identifier("profile_url", AVA_PROFILE),
     ]
-    assert suppression.of_result({"compName": "Lonestar"}) == []
+    assert server.named_in_result({"compName": "Lonestar"}) == []
 
 
 def test_a_suppressed_person_is_neither_enriched_nor_written_back(
