@@ -189,7 +189,8 @@ def test_a_killed_workers_events_are_claimed_again_after_its_lease_and_done_once
 
         second = workers.start("--batch", "50", "--lease", LEASE)
         _until(lambda: _all_done(workers.db), f"{EVENTS} events done", workers)
-        assert workers.done(second) == EVENTS
+        # it reports a round after committing it: wait for the report of the last one
+        _until(lambda: workers.done(second) == EVENTS, "the second worker's report", workers)
         assert {crm.writes[key] for key in crm.contacts["hubspot"]} == {1}  # none written twice
         assert _query(workers.db, CHARGED_TWICE) == []
         unclaimed = "SELECT count(*) FROM events WHERE claimed_by != '' OR lease_until != ''"
