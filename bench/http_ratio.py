@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from dataset import process_stats
 from enrich import HTTP_BODIES
 from enrich_workers import bodies_for
 from serving import (
@@ -150,15 +151,8 @@ def _bracketed(
 def _group_cpu(group: int) -> float:
     """CPU seconds (user and system) of the living processes of session `group` (a server
     started by serving.start_server: its master and workers)."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        if int(fields[3]) == group:  # fields[3] is the session id
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    ticks = sum(int(f[11]) + int(f[12]) for _, f in process_stats() if int(f[3]) == group)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def summary(figures: dict[str, Figures]) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from bench.dataset import SIZES, machine, run_step
+from bench.dataset import SIZES, machine, process_stats, run_step
 from tests.helpers.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results" / "import_pg.txt"
@@ -103,13 +103,8 @@ def cluster_cpu(server: PostgresServer) -> float:
     that has exited is counted by its parent)."""
     postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
     total = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        pid = int(stat.parent.name)
-        if pid == postmaster or int(fields[1]) == postmaster:  # fields[1] is the parent
+    for pid, fields in process_stats():
+        if pid == postmaster or int(fields[1]) == postmaster:
             times = fields[11:15] if pid == postmaster else fields[11:13]
             total += sum(int(ticks) for ticks in times)
     return total / os.sysconf("SC_CLK_TCK")

@@ -68,11 +68,8 @@ def name_keys_at(first: str, last: str, domain: str) -> Identifier | None:
 def names_at(first: str, last: str, domains: Iterable[str]) -> list[Identifier]:
     """`name_keys_at` at each of `domains` that has a registrable domain (the name keyed once:
     enrich checks a person at several companies)."""
-    first_key, last_key = person_key(first), person_key(last)
-    if not (first_key and last_key):
-        return []
-    registrable = (registrable_domain(domain) for domain in domains if domain)
-    return [Identifier("name_domain", f"{first_key} {last_key}@{r}") for r in registrable if r]
+    registrable = [registrable_domain(domain) for domain in domains if domain]
+    return named("", "", person_key(first), person_key(last), registrable)
 
 
 def named(
@@ -131,13 +128,11 @@ def reason_text(reason: str) -> str:
 Hasher = Callable[[Identifier], str]
 
 
+@lru_cache(maxsize=8)  # made once per secret: callers ask for it per request or event
 def hasher(secret: bytes) -> Hasher:
     """The keyed hash of identifiers under the server secret `secret`."""
-    return _hasher(hashlib.sha256(b"contactdata suppression list\0" + secret).digest())
+    key = hashlib.sha256(b"contactdata suppression list\0" + secret).digest()
 
-
-@lru_cache(maxsize=8)
-def _hasher(key: bytes) -> Hasher:
     def hash_of(identifier: Identifier) -> str:
         data = f"{identifier.kind}\0{identifier.value}".encode()
         return hashlib.blake2b(data, key=key, digest_size=16).hexdigest()

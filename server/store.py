@@ -294,6 +294,14 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
+# Values bound per statement when acting on many rows (well under either backend's limit).
+_CHUNK = 500
+
+
+def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    return (values[i : i + _CHUNK] for i in range(0, len(values), _CHUNK))
+
+
 def people_by_guid(db: Database, guid: str) -> list[Row]:
     """Every employment of the contact with this GUID, with the contact's names."""
     return _rows(db, f"{_PERSON} WHERE e.contact_guid = ?", [guid])
@@ -344,8 +352,7 @@ def companies_by_profile_url(db: Database, url: str) -> list[Row]:
 def company_domains(db: Database, guids: Sequence[str]) -> dict[str, str]:
     """The registrable domain of each of these companies that exists, by GUID."""
     found: dict[str, str] = {}
-    for start in range(0, len(guids), 500):
-        chunk = guids[start : start + 500]
+    for chunk in _chunks(guids):
         sql = f"SELECT guid, domain FROM companies WHERE guid IN ({_marks(chunk)})"
         found.update((guid, domain) for guid, domain in db.execute(sql, chunk))
     return found
@@ -721,11 +728,6 @@ def company(db: Database, guid: str) -> Row | None:
     return _first(db, "SELECT * FROM companies WHERE guid = ?", [guid])
 
 
-def contact(db: Database, guid: str) -> Row | None:
-    """The contact with this GUID, or None."""
-    return _first(db, "SELECT * FROM contacts WHERE guid = ?", [guid])
-
-
 # Marks where one table's columns end in a joined row (`contact_with_jobs`).
 _SEAM = "NULL AS _seam_"
 # How many hashes `contact_with_jobs` checks (the input's e-mail, profile URL and name at two
@@ -737,7 +739,7 @@ _CONTACT_JOBS = (
     "JOIN employments e ON e.contact_guid = c.guid "
     "LEFT JOIN companies co ON co.guid = e.company_guid WHERE c.guid = ? "
     "ORDER BY e.status != 'Active', e.job_started_on DESC, e.company_guid"
-)
+)  # the order of employments_of
 
 
 def contact_with_jobs(
@@ -1041,15 +1043,9 @@ def suppression_list(db: Database) -> list[Row]:
     return _rows(db, "SELECT * FROM suppressions ORDER BY created_at, hash")
 
 
-# Values bound per statement when acting on many people (well under either backend's limit).
-_CHUNK = 500
 # An index seek on transactions (org_id, contact_guid) for a contact of any organization: the
 # organizations are few, so naming them all lets both backends seek instead of scanning.
 _ANY_ORG = "org_id IN (SELECT id FROM organizations)"
-
-
-def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    return (values[i : i + _CHUNK] for i in range(0, len(values), _CHUNK))
 
 
 def contact_guids_by_emails(db: Database, emails: Sequence[str]) -> set[str]:
