@@ -10,6 +10,7 @@ import fcntl
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
         return pg.connect(str(path), migrate=migrate)  # type: ignore[return-value]
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _use_wal(conn)
     # NORMAL in WAL mode survives a killed process; only a power cut may lose the last commits.
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -61,6 +62,22 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
         with write(db):
             MIGRATIONS.apply(db)
     return db
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL (once per file; a no-op after). The switch needs the file to
+    itself and SQLite answers "database is locked" at once, without the busy handler, while
+    another connection opening the new file switches it too (a server and a worker started
+    together): try again until the busy timeout, as a writer would wait."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def database(path: str | Path) -> Database:

@@ -24,6 +24,29 @@ def test_connection_uses_wal_foreign_keys_and_a_busy_timeout(database: Database)
     assert pragma(database, "busy_timeout") == db.BUSY_TIMEOUT_MS
 
 
+def test_processes_opening_a_new_file_at_once_all_get_wal(tmp_path: Path) -> None:
+    """Switching a new file to WAL needs it alone: whoever finds it switching waits."""
+    failures: list[Exception] = []
+    for round_ in range(40):
+        path, start = tmp_path / f"new-{round_}.db", threading.Barrier(3)
+
+        def open_it(path: Path = path, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                opened = db.connect(path, migrate=False)
+                assert opened.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+                opened.close()
+            except Exception as error:  # collected for the assertion
+                failures.append(error)
+
+        threads = [threading.Thread(target=open_it) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []
+
+
 def test_migrations_apply_once_and_are_recorded(db_path: Path) -> None:
     first = db.connect(db_path)
     again = db.connect(db_path)
