@@ -24,8 +24,10 @@ from server.normalize import (
     company_key,
     email_key,
     fold,
+    name_forms,
     person_key,
     registrable_domain,
+    stored_forms,
 )
 
 
@@ -235,7 +237,10 @@ def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
         exact = _plain(q.company_name)
         add((row for row in named if _plain(row["name"]) == exact), EXACT_NAME, "company_name")
         add((row for row in named if row["alias"]), ALIAS, "company_name")
-        if not named:
+        alike = [] if named else _written_alike(db, probe.company_key)
+        for row, score in alike:
+            add([row], score, "company_name")
+        if not named and max((score for _, score in alike), default=0) < WRITTEN_SURE:
             for row, similarity in _near_names(db, probe.company_key):
                 add([row], NEAR_NAME_WEIGHT * similarity, "company_name")
     for candidate in found.values():
@@ -247,8 +252,9 @@ def _check_name_and_country(candidate: CompanyCandidate, probe: Probe) -> None:
     """A name given beside another identifier must agree with it; a country may disagree."""
     if probe.company_key and "company_name" not in candidate.on:
         similarity = company_name_similarity(probe.company_key, candidate.row)
-        if similarity >= NEAR_NAME:
-            candidate.support(NEAR_NAME_WEIGHT * similarity, "company_name")
+        written = _form_score(_Written.of(probe.company_key), candidate.row)
+        if similarity >= NEAR_NAME or written:
+            candidate.support(max(NEAR_NAME_WEIGHT * similarity, written), "company_name")
         elif similarity < 0.5:
             candidate.penalty += CONFLICT
     if probe.country and _country(candidate.row["country"]) not in ("", probe.country):
@@ -269,6 +275,79 @@ def company_name_similarity(key: str, row: dict[str, Any]) -> float:
     """How alike a company key is to the company's name or one of its aliases, 0..1."""
     keys = [row["name_key"], *alias_keys(row["aka"])]
     return max(fuzz.ratio(key, other) for other in keys) / 100
+
+
+# A name written another way (server.normalize.NameForms): the score of each pair of the
+# query's form and a company's form with the same value; an alias's forms score ALIAS_COST less.
+FORM_SCORES: dict[tuple[str, str], float] = {
+    ("core", "core"): 0.93,  # generic words, legal forms, "&"/"und", spacing, transliteration
+    ("unled", "core"): 0.92,  # a legal form leading the query ("AB Volvo")
+    ("core", "unled"): 0.92,  # a legal form leading the company's name
+    ("bag", "bag"): 0.91,  # the same words in another order ("Bank of X", "X Bank")
+    ("core", "acronym"): 0.90,  # the company's initials ("IBM")
+    ("core", "lead"): 0.89,  # the company's brand without its last word ("Zentrix")
+    ("initials", "core"): 0.88,  # the query spells out the initials a company is named by
+}
+# Pairs that stand only for a query of no generic words ("Zentrix Group" is not "Zentrix
+# Analytics"), and the pair that stands only for a company's own name of none.
+_BARE_QUERY = {("core", "acronym"), ("core", "lead")}
+_BARE_COMPANY = ("initials", "core")
+ALIAS_COST = 0.02
+WRITTEN_SURE = 0.92  # a name written alike with less is looked for misspelt too
+FORMS_READ = 50  # rows of companies written alike read at most: more are rivals all the same
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A query's company key in its forms: each value with the forms it is the value of."""
+
+    values: dict[str, set[str]]
+    generic: frozenset[str]
+
+    @classmethod
+    def of(cls, key: str) -> _Written:
+        forms = name_forms(key)
+        values: dict[str, set[str]] = {}
+        for form in ("core", "unled", "bag", "initials"):
+            if value := getattr(forms, form):
+                values.setdefault(value, set()).add(form)
+        return cls(values, forms.generic)
+
+    def score(self, key: str, alias: int) -> float:
+        """The best score of a company's name (alias 0) or alias key against these forms:
+        its generic words dropped or added, never others in their place."""
+        theirs = name_forms(key)
+        apart = self.generic <= theirs.generic or theirs.generic <= self.generic
+        best = 0.0
+        for form, value in stored_forms(key):
+            for mine in self.values.get(value, ()):
+                pair = (mine, form)
+                if pair in _BARE_QUERY and self.generic:
+                    continue
+                if pair == _BARE_COMPANY and (alias or theirs.generic):
+                    continue
+                if pair in _BARE_QUERY or pair == _BARE_COMPANY or apart:
+                    best = max(best, FORM_SCORES.get(pair, 0.0))
+        return best - ALIAS_COST * alias if best else 0.0
+
+
+def _written_alike(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
+    """Companies whose name or an alias is `key` written another way, with their score: one
+    index read of at most FORMS_READ rows."""
+    written = _Written.of(key)
+    if not written.values:
+        return []
+    rows = store.companies_by_name_forms(db, sorted(written.values), FORMS_READ)
+    unique = {row["guid"]: row for row in rows}
+    scored = [(row, _form_score(written, row)) for row in unique.values()]
+    return [(row, score) for row, score in scored if score]
+
+
+def _form_score(written: _Written, row: dict[str, Any]) -> float:
+    """The best score of a query's forms against a company's name and alias forms (0: none
+    agrees)."""
+    keys = [(row["name_key"], 0), *((key, 1) for key in alias_keys(row["aka"]))]
+    return max(written.score(key, alias) for key, alias in keys)
 
 
 def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:

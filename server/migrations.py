@@ -257,7 +257,7 @@ def m006_company_keys_without_partnership_forms(db: Database) -> None:
     aliased = [(guid, aka) for guid, _, _, aka in rows if aka]
     keys = {guid: alias_keys(aka) for guid, aka in aliased}
     store.replace_company_aliases(db, keys, [(guid, k) for guid, ks in keys.items() for k in ks])
-    store.index_company_names(db)
+    store.index_company_words(db)
 
 
 @MIGRATIONS()
@@ -325,5 +325,26 @@ CREATE TABLE suppressions (
     reason TEXT NOT NULL DEFAULT '',
     actor TEXT NOT NULL,
     created_at TEXT NOT NULL
+)
+"""
+
+
+@MIGRATIONS()
+def m009_company_name_forms(db: Database) -> None:
+    """Company names as people write them: each name and alias key in the forms its variants
+    share (`normalize.stored_forms`), filled by `store.index_company_names`."""
+    from server import store  # here, not at the top: normalize loads tldextract's suffix list
+
+    _run(db, f"{COMPANY_NAME_FORMS} WITHOUT ROWID")
+    store.index_company_forms(db)
+
+
+COMPANY_NAME_FORMS = """
+CREATE TABLE company_name_forms (
+    key TEXT NOT NULL,
+    form TEXT NOT NULL,
+    company_guid TEXT NOT NULL,
+    alias INTEGER NOT NULL,
+    PRIMARY KEY (key, form, company_guid, alias)
 )
 """

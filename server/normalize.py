@@ -5,9 +5,12 @@ Pure functions: the store indexes these keys and the matcher compares them.
 
 from __future__ import annotations
 
+import csv
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 
 import tldextract
 from cleanco.clean import normalized, prepare_default_terms, strip_punct
@@ -120,3 +123,149 @@ def registrable_domain(address: str) -> str:
 def email_key(email: str) -> str:
     """An e-mail address trimmed and lower-cased (the form stored and looked up)."""
     return email.strip().casefold()
+
+
+# --- name forms: a company name as people write it --------------------------------------------
+
+# Words that add nothing to which company a name means; dropped from a name's core form.
+GENERIC_WORDS = frozenset(
+    "group groups groupe gruppe grupo gruppo holding holdings international intl corporation "
+    "corp company companies co technologies technology systems industries royal koninklijke "
+    "the".split()
+)
+# Words that join others: "&" (folded to "and"), "+" and their translations.
+CONJUNCTIONS = frozenset("and und et y e of".split())
+# Two letters that transliterate one (Müller as Mueller, Åhléns as Aahlens), read as that one.
+_TRANSLITERATED = re.compile(r"(?<=[a-z])([aou])e|(a)a")
+SHORTEST_LEAD = 4  # letters of the least brand (name but its last word) that is a name form
+
+
+# Countries whose full legal forms are English words ("Company", "Limited"): a name may begin
+# with those ("Limited Editions"), so only the others are dropped where a name begins.
+_ENGLISH = frozenset("US GB IE CA AU NZ IN SG HK PH ZA".split())
+
+
+@dataclass(frozen=True)
+class _LegalForms:
+    """server/data/legal_forms.csv as folded word tuples."""
+
+    short: frozenset[tuple[str, ...]]  # abbreviations; with dots also run together ("s a", "sa")
+    ending: frozenset[tuple[str, ...]]  # every form, for the end of a name
+    leading: frozenset[tuple[str, ...]]  # full forms that may begin a name
+    longest: int  # most words in a form
+
+
+@cache
+def _legal_forms() -> _LegalForms:
+    path = Path(__file__).parent / "data" / "legal_forms.csv"
+    with path.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(line for line in file if not line.startswith("#")))
+    short: set[tuple[str, ...]] = set()
+    full: set[tuple[str, ...]] = set()
+    leading: set[tuple[str, ...]] = set()
+    for row in rows:
+        for text in row["abbreviations"].split("|"):
+            words = tuple(fold(text).split())
+            short |= {words, ("".join(words),)} if words else set()
+        forms = {tuple(fold(text).split()) for text in row["full"].split("|")} - {()}
+        full |= forms
+        leading |= {f for f in forms if len(f) > 1 or row["country"] not in _ENGLISH}
+    ending = short | full
+    return _LegalForms(
+        frozenset(short), frozenset(ending), frozenset(leading), max(map(len, ending))
+    )
+
+
+def _strip_legal(words: list[str], leading: bool) -> list[str]:
+    """`words` without the legal forms that end them (or, when `leading`, the full forms that
+    begin them), as many as there are; never all of them."""
+    legal = _legal_forms()
+    forms, longest = (legal.leading if leading else legal.ending), legal.longest
+    while True:
+        cut = next(
+            (
+                size
+                for size in range(min(longest, len(words) - 1), 0, -1)
+                if tuple(words[:size] if leading else words[-size:]) in forms
+            ),
+            0,
+        )
+        if not cut:
+            return words
+        words = words[cut:] if leading else words[:-cut]
+
+
+@dataclass(frozen=True)
+class NameForms:
+    """A company key in the forms its variants share (each "" when it has none).
+
+    - core: its words without legal forms, generic words or conjunctions, transliterated
+      letters as one, run together: "Koninklijke Philips N.V." and "Philips" are "philips";
+      "Coca-Cola", "CocaCola" and "Coca Cola" are "cocacola"; "Mueller & Söhne" and
+      "Müller und Söhne" are "mullersohne".
+    - unled: the core without a leading legal abbreviation ("AB Volvo" -> "volvo").
+    - bag: the core's words in alphabetical order, when it has two or more ("Bank of Ireland"
+      and "Ireland Bank" -> "bank ireland").
+    - initials: the first letters of its words but conjunctions and legal forms, when it has
+      three or more ("International Business Machines" -> "ibm").
+    - acronym: the initials of the core's words when it has three or more and they differ.
+    - lead: the core but its last word (its brand: "Zentrix Analytics" -> "zentrix").
+    - generic: the generic words the core leaves out.
+    """
+
+    core: str = ""
+    unled: str = ""
+    bag: str = ""
+    initials: str = ""
+    acronym: str = ""
+    lead: str = ""
+    generic: frozenset[str] = frozenset()
+
+
+def _transliterated(word: str) -> str:
+    return _TRANSLITERATED.sub(lambda m: m[1] or m[2], word)
+
+
+def _core_words(words: list[str]) -> list[str]:
+    words = [word for word in words if word not in CONJUNCTIONS]
+    kept = [word for word in words if word not in GENERIC_WORDS] or words
+    return [_transliterated(word) for word in kept]
+
+
+@lru_cache(maxsize=131_072)
+def name_forms(key: str) -> NameForms:
+    """The forms of a company key (`company_key`'s output)."""
+    words = _strip_legal(_strip_legal(key.split(), leading=False), leading=True)
+    if not words:
+        return NameForms()
+    core = _core_words(words)
+    unled = _core_words(words[1:]) if len(words) > 1 and (words[0],) in _legal_forms().short else []
+    named = [word for word in words if word not in CONJUNCTIONS]
+    initials = "".join(word[0] for word in named) if len(named) >= 3 else ""
+    acronym = "".join(word[0] for word in core) if len(core) >= 3 else ""
+    lead = "".join(core[:-1])
+    generic = {_transliterated(word) for word in named} - set(core)
+    return NameForms(
+        core="".join(core),
+        unled="".join(unled),
+        bag=" ".join(sorted(core)) if len(core) >= 2 else "",
+        initials=initials,
+        acronym=acronym if acronym != initials else "",
+        lead=lead if len(lead) >= SHORTEST_LEAD else "",
+        generic=frozenset(generic),
+    )
+
+
+def stored_forms(key: str) -> set[tuple[str, str]]:
+    """The (form, value) pairs a company key is indexed by: its core, unled, bag, lead, and
+    both its initials and its acronym as "acronym"."""
+    forms = name_forms(key)
+    pairs = {
+        ("core", forms.core),
+        ("unled", forms.unled),
+        ("bag", forms.bag),
+        ("acronym", forms.initials),
+        ("acronym", forms.acronym),
+        ("lead", forms.lead),
+    }
+    return {(form, value) for form, value in pairs if value}

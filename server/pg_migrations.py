@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from server.migrations import DISCOVER_INDEX, SUPPRESSIONS
+from server.migrations import COMPANY_NAME_FORMS, DISCOVER_INDEX, SUPPRESSIONS
 from server.pg import PostgresDatabase
 
 MIGRATION_SET = "contactdata"
@@ -337,6 +337,15 @@ $$
 def p004_suppressions(db: PostgresDatabase) -> None:
     """The suppression list, as m008_suppressions."""
     _run(db, SUPPRESSIONS)
+
+
+@migration
+def p005_company_name_forms(db: PostgresDatabase) -> None:
+    """Company names as people write them, as m009_company_name_forms."""
+    from server import store  # here, not at the top: normalize loads tldextract's suffix list
+
+    _run(db, COMPANY_NAME_FORMS)
+    store.index_company_forms(db)
 
 
 def apply(

@@ -18,6 +18,7 @@ from sqlite_utils import Database
 
 from server import pg
 from server.db import is_postgres
+from server.normalize import stored_forms
 
 Row = dict[str, Any]
 
@@ -393,16 +394,52 @@ def company_words_like(
     return db.execute(sql, [first, following, shortest, longest]).fetchall()
 
 
-def index_company_names(db: Database) -> None:
-    """Rebuild the table of company name words (after companies changed)."""
-    keys = db.execute(
-        "SELECT guid, name_key FROM companies UNION SELECT company_guid, alias_key "
-        "FROM company_aliases"
+def companies_by_name_forms(db: Database, keys: Sequence[str], limit: int) -> list[Row]:
+    """The companies with a name or alias form (`normalize.stored_forms`) whose value is one of
+    `keys`: each row with the `form_key`, `form` and `alias` (0 or 1) it was found by; at most
+    `limit` rows."""
+    sql = (
+        "SELECT f.key AS form_key, f.form, f.alias, c.* FROM company_name_forms f "
+        f"JOIN ({_COMPANY}) AS c ON c.guid = f.company_guid WHERE f.key IN ({_marks(keys)}) "
+        "LIMIT ?"
     )
-    words = Counter(word for _, key in keys for word in set(key.split()))
+    return _rows(db, sql, [*keys, limit])
+
+
+def index_company_names(db: Database) -> None:
+    """Rebuild the tables of company name words and name forms (after companies changed)."""
+    index_company_words(db)
+    index_company_forms(db)
+
+
+def _company_keys(db: Database) -> list[tuple[str, str, int]]:
+    """(company GUID, name or alias key, 1 for an alias) of every company."""
+    return db.execute(
+        "SELECT guid, name_key, 0 FROM companies UNION SELECT company_guid, alias_key, 1 "
+        "FROM company_aliases"
+    ).fetchall()
+
+
+def index_company_words(db: Database) -> None:
+    """Rebuild the table of company name words."""
+    words = Counter(word for _, key, _ in _company_keys(db) for word in set(key.split()))
     db.execute("DELETE FROM company_name_words")
     db.conn.executemany(
         "INSERT INTO company_name_words (word, companies) VALUES (?, ?)", sorted(words.items())
+    )
+
+
+def index_company_forms(db: Database) -> None:
+    """Rebuild the table of company name forms."""
+    forms = {
+        (value, form, guid, alias)
+        for guid, key, alias in _company_keys(db)
+        for form, value in stored_forms(key)
+    }
+    db.execute("DELETE FROM company_name_forms")
+    db.conn.executemany(
+        "INSERT INTO company_name_forms (key, form, company_guid, alias) VALUES (?, ?, ?, ?)",
+        sorted(forms),
     )
 
 
