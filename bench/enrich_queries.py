@@ -28,23 +28,52 @@ its former employer) gets one query, of a kind drawn by weight among the kinds t
   or, where it has none, added.
 - `alias`: one of the company's other names (its `aka`) instead of its name.
 
+- `company variant`: the name with the company name as people type it: one of the company-name
+  variants below, drawn by weight among those that apply.
+
+Company-name variants (VARIANT_KINDS; each also a company kind, "company: <kind>"):
+
+- `generic words`: a generic word dropped ("Koninklijke Philips N.V." -> "Philips N.V.", never
+  the last distinctive word) or added ("The X", "X Group", "X Holding", "X International";
+  "Royal X" in the Netherlands and Belgium); Koninklijke <-> Royal.
+- `acronym`: the initials of 3+ significant words ("International Business Machines
+  Corporation" -> "IBM", one time in three "I.B.M."); leading initials dotted or spaced
+  ("ABC Logistics" -> "A.B.C. Logistics", "A B C Logistics").
+- `legal form`: the legal form (LEGAL_FORMS, 30 countries) in full or abbreviated ("Deutsche
+  Telekom AG" -> "Deutsche Telekom Aktiengesellschaft"), without dots ("Philips NV"), in
+  another case, or moved where the country writes it leading ("Volvo AB" -> "AB Volvo").
+- `and/&`: "&", "and", "+", "und", "et", "y" for one another ("Procter and Gamble Co.").
+- `transliteration`: accented letters as people type them ("Müller" -> "Mueller").
+- `word order`: "Bank of Zenith" <-> "Zenith Bank", "Rock University" -> "University of Rock".
+- `spacing`: "Coca-Cola" -> "CocaCola", "Coca Cola"; "L'Oréal" -> "L Oréal"; "Blue Point
+  Analytics" -> "BluePoint Analytics"; "Bluepoint" -> "Blue Point", "Blue-Point".
+- `brand`: the brand alone ("Zentrix Analytics GmbH" -> "Zentrix").
+- `two typos`: a typo (as `company typo`) in each of two words ("Zentirx Analytisc GmbH").
+
+The benchmark rejects a variant that fits another company as well, by the normal forms
+below (`query_keys`, `company_keys`: core words without legal forms, generic words and links;
+sorted; run together; initials; brand), independent of the matcher's.
+
 Names go as first + last name, or one time in four as a full name (with the middle name half
 the time). Websites go as URL variants: scheme or none, `www.` or another subdomain, a path,
 a query string, a trailing slash, upper case. Each known company gets one query of a kind:
-`name`, `website`, `typo`, `legal suffix`, `case/accent` or `alias`, as above.
+`name`, `website`, `typo`, `legal suffix`, `case/accent`, `alias`, as above, or one of the
+company-name variants.
 
 Absent records, round robin over their kinds: a made-up person (a first name and a last name
 of two different sampled contacts) at an existing company, given with its name, its website,
-or as an e-mail at its domain; a made-up company (two words of two different sampled company
-names, a legal suffix half the time, a domain made of the words) by name or by website; a
-made-up person at a made-up company; an e-mail at a made-up domain.
+or as an e-mail at its domain; a made-up company (two distinctive words of two different
+sampled company names, a legal suffix half the time, a domain made of the words) by name or
+by website; a made-up person at a made-up company; an e-mail at a made-up domain.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import random
 import unicodedata
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -87,6 +116,7 @@ class BenchQuery:
 
     `contact_guid` is "" for a company query; both are "" for a made-up company. `absent`
     marks records that are not in the database (any contact returned for them is false).
+    `variant` names the company-name variant kind its company name is, if any.
     """
 
     kind: str
@@ -95,6 +125,7 @@ class BenchQuery:
     contact_guid: str
     absent: bool = False
     former: bool = False
+    variant: str = ""  # the company-name variant kind (VARIANT_KINDS) the query uses, if any
 
     def body(self) -> dict[str, str]:
         """The query as a `/v7/enrich` JSON body (contract §4.1 names)."""
@@ -331,6 +362,482 @@ def suffix_variant(rng: random.Random, name: str) -> tuple[str, str]:
     return "change", f"{base} {rng.choice(other)}"
 
 
+# --- company-name variants --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LegalForm:
+    """A legal form: its abbreviations and written-out forms (the usual one first), the
+    countries that use it, and whether they also write it before the name (AB Volvo)."""
+
+    short: tuple[str, ...]
+    full: tuple[str, ...]
+    countries: tuple[str, ...]
+    leading: bool = False
+
+
+_DE, _NL = ("Germany", "Austria", "Switzerland"), ("The Netherlands", "Netherlands", "Belgium")
+LEGAL_FORMS: tuple[LegalForm, ...] = (
+    LegalForm(("GmbH & Co. KG", "GmbH & Co KG"), (), _DE),
+    LegalForm(("AG",), ("Aktiengesellschaft",), _DE),
+    LegalForm(("GmbH",), ("Gesellschaft mit beschränkter Haftung",), _DE),
+    LegalForm(("KG",), ("Kommanditgesellschaft",), _DE),
+    LegalForm(("e.V.",), ("eingetragener Verein",), _DE),
+    LegalForm(("SE",), ("Societas Europaea",), (*_DE, "France", "Luxembourg")),
+    LegalForm(("S.A.", "SA"), ("Société Anonyme",), ("France", "Belgium", "Luxembourg")),
+    LegalForm(("S.A.", "SA"), ("Sociedad Anónima",), ("Spain", "Argentina", "Chile", "Peru")),
+    LegalForm(("S.A.", "SA"), ("Sociedade Anônima",), ("Brazil", "Portugal")),
+    LegalForm(("S.A. de C.V.",), ("Sociedad Anónima de Capital Variable",), ("Mexico",)),
+    LegalForm(("S. de R.L. de C.V.",),
+              ("Sociedad de Responsabilidad Limitada de Capital Variable",), ("Mexico",)),
+    LegalForm(("SAS",), ("Société par actions simplifiée",), ("France",)),
+    LegalForm(("SARL",), ("Société à responsabilité limitée",), ("France", "Luxembourg")),
+    LegalForm(("S.L.",), ("Sociedad Limitada",), ("Spain",)),
+    LegalForm(("Ltda.",), ("Limitada",), ("Brazil", "Portugal", "Colombia")),
+    LegalForm(("N.V.",), ("Naamloze Vennootschap",), _NL, leading=True),
+    LegalForm(("B.V.",), ("Besloten Vennootschap",), _NL),
+    LegalForm(("S.p.A.",), ("Società per Azioni",), ("Italy",)),
+    LegalForm(("S.r.l.",), ("Società a responsabilità limitata",), ("Italy",)),
+    LegalForm(("K.K.",), ("Kabushiki Kaisha",), ("Japan",), leading=True),
+    LegalForm(("G.K.",), ("Godo Kaisha",), ("Japan",)),
+    LegalForm(("Co., Ltd.",), ("Company Limited",), ("Japan", "China", "South Korea", "Thailand")),
+    LegalForm(("AB",), ("Aktiebolag",), ("Sweden", "Finland"), leading=True),
+    LegalForm(("Oyj",), ("Julkinen osakeyhtiö",), ("Finland",)),
+    LegalForm(("Oy",), ("Osakeyhtiö",), ("Finland",)),
+    LegalForm(("A/S",), ("Aktieselskab",), ("Denmark",)),
+    LegalForm(("ApS",), ("Anpartsselskab",), ("Denmark",)),
+    LegalForm(("AS",), ("Aksjeselskap",), ("Norway",)),
+    LegalForm(("ASA",), ("Allmennaksjeselskap",), ("Norway",)),
+    LegalForm(("Sp. z o.o.",), ("spółka z ograniczoną odpowiedzialnością",), ("Poland",)),
+    LegalForm(("s.r.o.",), ("společnost s ručením omezeným",), ("Czech Republic",)),
+    LegalForm(("Kft.",), ("Korlátolt felelősségű társaság",), ("Hungary",)),
+    LegalForm(("A.Ş.",), ("Anonim Şirketi",), ("Turkey",)),
+    LegalForm(("PT",), ("Perseroan Terbatas",), ("Indonesia",), leading=True),
+    LegalForm(("Sdn. Bhd.",), ("Sendirian Berhad",), ("Malaysia",)),
+    LegalForm(("Pty Ltd", "Pty. Ltd."), ("Proprietary Limited",), ("Australia", "South Africa")),
+    LegalForm(("Pvt. Ltd.", "Pvt Ltd"), ("Private Limited",), ("India",)),
+    LegalForm(("Pte. Ltd.", "Pte Ltd"), ("Private Limited",), ("Singapore",)),
+    LegalForm(("plc", "PLC"), ("Public Limited Company",), ("United Kingdom", "Ireland")),
+    LegalForm(("Ltd", "Ltd."), ("Limited",), ("United Kingdom", "Ireland", "Canada")),
+    LegalForm(("LLP",), ("Limited Liability Partnership",), ("United Kingdom", "United States")),
+    LegalForm(("L.P.",), ("Limited Partnership",), ("United States",)),
+    LegalForm(("Inc.", "Inc"), ("Incorporated",), ("United States", "Canada")),
+    LegalForm(("LLC", "L.L.C."), ("Limited Liability Company",), ("United States",)),
+    LegalForm(("Corp.", "Corp"), ("Corporation",), ("United States", "Canada")),
+    LegalForm(("Co.",), ("Company",), ("United States",)),
+)  # fmt: skip
+# Words that say little about which company is meant, dropped or added by "generic words".
+GENERIC_WORDS = frozenset(
+    "group holding holdings international corporation company technologies systems "
+    "industries royal koninklijke the".split()
+)
+CONJUNCTIONS = ("&", "and", "+", "und", "et", "y")
+# Words that are not part of an acronym or a name's core ("Bank of X", "X and Y").
+_LINKS = frozenset("of and und et y the for de du des der die das la le el di da".split())
+_ALWAYS_LINKS = frozenset(("of", "and", "the", "for"))
+# "<Type> of X" <-> "X <Type>"
+INSTITUTION_WORDS = frozenset("bank university college institute school academy museum".split())
+# Letters as people write them without their accents (Müller -> Mueller, Ørsted -> Oersted).
+TRANSLITERATIONS = {
+    "ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "ø": "oe", "å": "aa", "æ": "ae", "œ": "oe",
+    "é": "e", "è": "e", "ê": "e", "ë": "e", "á": "a", "à": "a", "â": "a", "ã": "a", "í": "i",
+    "ì": "i", "î": "i", "ï": "i", "ó": "o", "ò": "o", "ô": "o", "õ": "o", "ő": "oe", "ú": "u",
+    "ù": "u", "û": "u", "ű": "ue", "ç": "c", "ñ": "n", "ł": "l", "ś": "s", "ź": "z", "ż": "z",
+    "ć": "c", "ń": "n", "ą": "a", "ę": "e", "č": "c", "š": "s", "ž": "z", "ř": "r", "ý": "y",
+    "ş": "s", "ğ": "g", "ı": "i", "đ": "d",
+}  # fmt: skip
+_ROYAL_COUNTRIES = ("The Netherlands", "Netherlands", "Belgium")
+
+
+@cache
+def dataset_words() -> dict[str, object]:
+    """The dataset generator's word lists (server/data/dataset_words.json)."""
+    import server
+
+    path = Path(server.__file__).parent / "data" / "dataset_words.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@cache
+def industry_nouns() -> frozenset[tuple[str, ...]]:
+    """Folded word tuples of the generator's industry nouns ("Analytics", "Savings Bank")."""
+    words = dataset_words()
+    phrases: list[str] = [n for group in words["nouns"].values() for n in group]  # type: ignore[union-attr]
+    for country in words["local_nouns"].values():  # type: ignore[union-attr]
+        phrases += [n for group in country.values() for n in group]
+    phrases += words["division_words"]  # type: ignore[operator]
+    return frozenset(tuple(fold(p).split()) for p in phrases if fold(p))
+
+
+@cache
+def brand_parts() -> tuple[frozenset[str], frozenset[str]]:
+    """Folded brand roots and the tails a compound brand may end with (roots too)."""
+    words = dataset_words()
+    roots = frozenset(fold(r) for r in words["brand_roots"])  # type: ignore[union-attr]
+    tails = frozenset(fold(t) for t in words["brand_tails"]) | roots  # type: ignore[union-attr]
+    return roots, tails
+
+
+def _folded_forms() -> dict[str, list[LegalForm]]:
+    forms: dict[str, list[LegalForm]] = defaultdict(list)
+    for form in LEGAL_FORMS:
+        for spelling in (*form.short, *form.full):
+            for text in {spelling, spelling.replace(".", ""), transliterate(spelling) or ""}:
+                if fold(text) and form not in forms[fold(text)]:
+                    forms[fold(text)].append(form)
+    for suffix in LEGAL_SUFFIXES:
+        forms.setdefault(fold(suffix), [])
+    return dict(forms)
+
+
+@cache
+def folded_legal_forms() -> dict[str, list[LegalForm]]:
+    """Folded spelling (dots or none) -> the legal forms spelled so; LEGAL_SUFFIXES too."""
+    return _folded_forms()
+
+
+@dataclass(frozen=True)
+class NameParts:
+    """A company name as its leading legal form, its base and its trailing legal form."""
+
+    lead: str
+    base: str
+    trail: str
+    separator: str = " "  # before the trailing form (", " in "Acme, Inc.")
+
+    def join(self, base: str | None = None) -> str:
+        text = (base if base is not None else self.base).strip()
+        if self.lead:
+            text = f"{self.lead} {text}"
+        return f"{text}{self.separator}{self.trail}" if self.trail else text
+
+
+def name_parts(name: str) -> NameParts:
+    """The longest trailing legal form, then a leading one of a form written leading."""
+    forms = folded_legal_forms()
+    words = name.split()
+    lead = trail = ""
+    separator = " "
+    for size in range(min(6, len(words) - 1), 0, -1):
+        if fold(" ".join(words[-size:])) in forms:
+            trail = " ".join(words[-size:])
+            words = words[:-size]
+            if words[-1].endswith(","):
+                words[-1], separator = words[-1][:-1], ", "
+            break
+    for size in range(min(3, len(words) - 1), 0, -1):
+        found = forms.get(fold(" ".join(words[:size])), [])
+        if any(form.leading for form in found):
+            lead, words = " ".join(words[:size]), words[size:]
+            break
+    return NameParts(lead, " ".join(words), trail, separator)
+
+
+def _bare(word: str) -> str:
+    return fold(word).replace(" ", "")
+
+
+def _link(word: str) -> bool:
+    """ "of", "and", "&"..., and "de", "der", "la"... written in lower case."""
+    bare = _bare(word)
+    return word in ("&", "+") or bare in _ALWAYS_LINKS or (bare in _LINKS and word.islower())
+
+
+def _distinctive(word: str) -> bool:
+    return bool(_bare(word)) and _bare(word) not in GENERIC_WORDS and not _link(word)
+
+
+def generic_variant(rng: random.Random, co: Company) -> str | None:
+    """A generic word dropped ("Koninklijke Philips N.V." -> "Philips N.V."; never the last
+    distinctive one) or added ("The X", "X Group", "X Holding", "X International"; "Royal X"
+    in the Netherlands, Belgium and the UK); Koninklijke <-> Royal."""
+    parts = name_parts(co.name)
+    words = parts.base.split()
+    changes: list[str] = []
+    for i, word in enumerate(words):
+        bare = _bare(word)
+        if bare in GENERIC_WORDS and (bare != "the" or i == 0):
+            rest = words[:i] + words[i + 1 :]
+            if any(_distinctive(w) for w in rest):
+                changes.append(parts.join(" ".join(rest)))
+        if bare in ("koninklijke", "royal"):
+            other = "Royal" if bare == "koninklijke" else "Koninklijke"
+            changes.append(parts.join(" ".join([*words[:i], other, *words[i + 1 :]])))
+    if not any(_bare(w) in GENERIC_WORDS for w in words):
+        if not parts.lead:
+            changes.append(f"The {co.name}")
+        changes += [parts.join(f"{parts.base} {w}") for w in ("Group", "Holding", "International")]
+        if co.country in _ROYAL_COUNTRIES and "&" not in words:
+            changes.append(parts.join(f"Royal {parts.base}"))
+    return rng.choice(changes) if changes else None
+
+
+def _significant(base: str) -> list[str]:
+    return [w for w in base.split() if _bare(w) and not _link(w)]
+
+
+def initials(base: str) -> str:
+    """The upper-case initials of a name's significant words ("" for fewer than 3)."""
+    words = _significant(base)
+    return "".join(_bare(w)[0] for w in words).upper() if len(words) >= 3 else ""
+
+
+def acronym_variant(rng: random.Random, co: Company) -> str | None:
+    """The initials of the name's significant words when there are 3+ ("International
+    Business Machines Corporation" -> "IBM", one time in three "I.B.M."); a name that starts
+    with initials written dotted or spaced ("ABC Logistics" -> "A.B.C. Logistics",
+    "A B C Logistics"), or undotted ("A.B.C. Logistics" -> "ABC Logistics")."""
+    parts = name_parts(co.name)
+    words = parts.base.split()
+    head = words[0] if words else ""
+    letters = head.replace(".", "")
+    if len(words) >= 2 and 2 <= len(letters) <= 4 and letters.isalpha() and letters.isupper():
+        forms = {letters, ".".join(letters) + ".", " ".join(letters)} - {head}
+        return parts.join(" ".join([rng.choice(sorted(forms)), *words[1:]]))
+    short = initials(parts.base)
+    if not short:
+        return None
+    return ".".join(short) + "." if rng.random() < 1 / 3 else short
+
+
+def _spellings(form: LegalForm, current: str) -> list[str]:
+    options = {*form.short, *form.full}
+    options |= {s.replace(".", "") for s in form.short} | {s.upper() for s in form.short}
+    options |= {f.lower() for f in form.full}
+    return sorted(o for o in options if o != current)
+
+
+def legal_form_variant(rng: random.Random, co: Company) -> str | None:
+    """The name's legal form (LEGAL_FORMS) written another way: abbreviated or in full
+    ("Deutsche Telekom AG" -> "Deutsche Telekom Aktiengesellschaft", "Philips Naamloze
+    Vennootschap" -> "Philips N.V."), without dots or upper-cased ("Philips NV"), or moved
+    where the country writes it leading ("Volvo AB" -> "AB Volvo", "K.K. Sony" -> "Sony
+    K.K."); None for a name without one."""
+    parts = name_parts(co.name)
+    current = parts.lead or parts.trail
+    found = folded_legal_forms().get(fold(current), []) if current else []
+    if not found:
+        return None
+    local = [f for f in found if co.country in f.countries]
+    form = (local or found)[0]
+    spelling = rng.choice(_spellings(form, current) + ([current] if form.leading else []))
+    moved = form.leading and (rng.random() < 0.5 or spelling == current)
+    if moved == bool(parts.lead):
+        return f"{parts.base} {spelling}"
+    return f"{spelling} {parts.base}"
+
+
+_CONJUNCTION_BY_COUNTRY = {
+    "Germany": "und", "Austria": "und", "Switzerland": "und", "France": "et", "Belgium": "et",
+    "Luxembourg": "et", "Spain": "y", "Mexico": "y", "Argentina": "y", "Colombia": "y",
+}  # fmt: skip
+
+
+def conjunction_variant(rng: random.Random, co: Company) -> str | None:
+    """ "&", "and", "+" and the country's own word ("und", "et", "y") for one another
+    ("Procter & Gamble" -> "Procter and Gamble", "Müller und Söhne" -> "Müller & Söhne");
+    None for a name without one between two words."""
+    words = co.name.split(" ")
+    found = [i for i in range(1, len(words) - 1) if words[i].casefold() in CONJUNCTIONS]
+    if not found:
+        return None
+    i = found[0]
+    if words[i].casefold() in ("y", "et") and not words[i + 1][:1].isupper():
+        return None
+    others = ["&", "and", "+", _CONJUNCTION_BY_COUNTRY.get(co.country, "and")]
+    words[i] = rng.choice(sorted({o for o in others if o != words[i].casefold()}))
+    return " ".join(words)
+
+
+def transliterate(name: str) -> str | None:
+    """`name` with its accented letters written as people type them without (Müller ->
+    Mueller, Ørsted -> Oersted, Société -> Societe); None when it has none."""
+    out = []
+    for i, char in enumerate(name):
+        plain = TRANSLITERATIONS.get(char.lower())
+        if plain is None:
+            out.append(char)
+        elif char.islower():
+            out.append(plain)
+        else:
+            upper_next = i + 1 < len(name) and name[i + 1].isupper()
+            out.append(plain.upper() if upper_next else plain.capitalize())
+    text = "".join(out)
+    return text if text != name else None
+
+
+def transliteration_variant(rng: random.Random, co: Company) -> str | None:
+    """`transliterate` of the name ("Müller Präzisionstechnik GmbH" -> "Mueller
+    Praezisionstechnik GmbH"); None for a name in plain ASCII."""
+    return transliterate(co.name)
+
+
+def _institution(words: list[str]) -> int:
+    """Where the trailing institution noun of `words` starts ("Savings Bank" in "Zenith
+    Savings Bank"), or -1."""
+    if not words or _bare(words[-1]) not in INSTITUTION_WORDS:
+        return -1
+    nouns = industry_nouns()
+    for size in range(min(3, len(words) - 1), 1, -1):
+        if tuple(fold(" ".join(words[-size:])).split()) in nouns:
+            return len(words) - size
+    return len(words) - 1
+
+
+def word_order_variant(rng: random.Random, co: Company) -> str | None:
+    """ "Bank of X" <-> "X Bank", "University of X" <-> "X University" (and other
+    institutions: INSTITUTION_WORDS; "Zenith Savings Bank" -> "Savings Bank of Zenith"),
+    the legal form kept; None for names of another shape."""
+    parts = name_parts(co.name)
+    words = parts.base.split()
+    if len(words) >= 3 and words[1] == "of" and _bare(words[0]) in INSTITUTION_WORDS:
+        if "of" in words[2:]:
+            return None
+        return parts.join(" ".join([*words[2:], words[0]]))
+    start = _institution(words)
+    if start < 1 or "of" in words or not all(_distinctive(w) for w in words[:start]):
+        return None
+    return parts.join(" ".join([*words[start:], "of", *words[:start]]))
+
+
+def _split_compound(word: str) -> tuple[str, str] | None:
+    roots, tails = brand_parts()
+    low = word.lower()
+    for cut in range(2, len(word) - 2):
+        if low[:cut] in roots and low[cut:] in tails and word.isalpha():
+            return word[:cut], word[cut:]
+    return None
+
+
+def spacing_variant(rng: random.Random, co: Company) -> str | None:
+    """Punctuation and spaces as people type them: a hyphen or apostrophe dropped or made a
+    space ("Coca-Cola" -> "CocaCola", "Coca Cola"; "L'Oréal" -> "L Oréal"), two brand words
+    joined ("Blue Point Analytics" -> "BluePoint Analytics"), a compound brand split ("Bluepoint"
+    -> "Blue Point", "Blue-Point"); None for a name with none of these."""
+    roots, tails = brand_parts()
+    parts = name_parts(co.name)
+    words = parts.base.split()
+    changes: list[list[str]] = []
+    for i, word in enumerate(words):
+        for mark in ("-", "'", "’"):
+            if mark in word.strip(mark):
+                changes += [[*words[:i], word.replace(mark, join), *words[i + 1 :]]
+                            for join in ("", " ")]  # fmt: skip
+        split = _split_compound(word)
+        if split:
+            changes += [[*words[:i], f"{split[0]}{join}{split[1].capitalize()}",
+                         *words[i + 1 :]] for join in (" ", "-")]  # fmt: skip
+        if i + 1 < len(words) and word.lower() in roots and words[i + 1].lower() in tails:
+            changes.append([*words[:i], word + words[i + 1], *words[i + 2 :]])
+    return parts.join(" ".join(rng.choice(changes))) if changes else None
+
+
+def _trailing_noun(words: list[str]) -> int:
+    """How many words the industry noun that ends `words` has (0: none), the first kept."""
+    nouns = industry_nouns()
+    for size in range(min(3, len(words) - 1), 0, -1):
+        if tuple(fold(" ".join(words[-size:])).split()) in nouns:
+            return size
+    return 0
+
+
+def brand(name: str) -> str:
+    """The name's distinctive leading word(s) without its trailing industry nouns, generic
+    words and legal forms ("Zentrix" for "Zentrix Analytics GmbH"); "" when that leaves
+    nothing or the whole name."""
+    words = name_parts(name).base.split()
+    end = len(words)
+    while end > 1:
+        size = _trailing_noun(words[:end])
+        if not size and _bare(words[end - 1]) in GENERIC_WORDS:
+            size = 1
+        if not size:
+            break
+        end -= size
+    head = words[:end]
+    if (
+        _institution(words) >= 0
+        or end == len(words)
+        or not all(_distinctive(w) for w in head)
+        or "of" in words[:end]
+    ):
+        return ""
+    return " ".join(head)
+
+
+def brand_variant(rng: random.Random, co: Company) -> str | None:
+    """The brand alone (`brand`: "Zentrix Analytics GmbH" -> "Zentrix"); None for names
+    that are not a brand and an industry noun."""
+    return brand(co.name) or None
+
+
+def two_typos_variant(rng: random.Random, co: Company) -> str | None:
+    """A typo (`typo`) in each of two different words of 4+ letters outside the legal form
+    ("Zentrix Analytics GmbH" -> "Zentirx Analytisc GmbH"); None for fewer such words."""
+    parts = name_parts(co.name)
+    words = parts.base.split(" ")
+    long_enough = [i for i, w in enumerate(words) if sum(c.isalpha() for c in w) >= 4]
+    if len(long_enough) < 2:
+        return None
+    for i in rng.sample(long_enough, 2):
+        wrong = typo(rng, words[i])
+        if wrong is None:  # pragma: no cover - typo changes a 4+ letter word
+            return None
+        words[i] = wrong
+    return parts.join(" ".join(words))
+
+
+# kind -> (weight as a company kind, name maker); a maker returns None when it does not apply.
+# Kinds of rare shapes ("&", accents, "Bank of X") weigh so much that nearly every company
+# of that shape gets one: drawn first, they give way to the others where they do not apply.
+VARIANT_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], str | None]]] = {
+    "generic words": (8, generic_variant),
+    "acronym": (40, acronym_variant),
+    "legal form": (8, legal_form_variant),
+    "and/&": (400, conjunction_variant),
+    "transliteration": (800, transliteration_variant),
+    "word order": (150, word_order_variant),
+    "spacing": (30, spacing_variant),
+    "brand": (15, brand_variant),
+    "two typos": (8, two_typos_variant),
+}
+
+
+# --- the bench's normal forms of company names (ground truth for the variants) ------------------
+
+
+def core_words(name: str) -> list[str]:
+    """Folded words of a name without its legal forms, generic words, "of"/"and"-like links
+    and punctuation ("The Procter & Gamble Company" -> ["procter", "gamble"]); the words
+    left when that would leave none."""
+    words = name_parts(name).base.split()
+    kept = [w for w in words if _distinctive(w)]
+    return fold(" ".join(kept or words)).split() or fold(name).split()
+
+
+def query_keys(name: str) -> set[str]:
+    """What a typed name is looked up by: its core words ("core"), sorted ("bag": word
+    order), and run together ("compact": spacing)."""
+    words = core_words(name)
+    return {"c:" + " ".join(words), "c:" + " ".join(sorted(words)), "c:" + "".join(words)}
+
+
+def company_keys(name: str) -> set[str]:
+    """Every key a variant of `name` may have: `query_keys` of the name and of its
+    transliteration, its initials, its brand."""
+    keys = query_keys(name)
+    plain = transliterate(name)
+    if plain:
+        keys |= query_keys(plain)
+    short = initials(name_parts(name).base)
+    if short:
+        keys.add("c:" + short.lower())
+    label = brand(name)
+    if label:
+        keys |= query_keys(label)
+    return keys
+
+
 SUBDOMAINS = ("careers", "shop", "blog", "eu", "investors")
 PATHS = ("/", "/about", "/en-us/contact", "/index.html", "/?utm_source=crm")
 
@@ -459,6 +966,28 @@ def _alias(rng: random.Random, c: Contact) -> Fields | None:
     return {**_name_fields(rng, c.first, c.last), "company_name": rng.choice(c.company.aka)}
 
 
+VARIANT_CONTACT_KIND = "company variant"
+
+
+def company_variant(rng: random.Random, co: Company) -> tuple[str, str] | None:
+    """(kind, name): a variant of the company's name of a kind drawn by weight among the
+    VARIANT_KINDS that apply; None when none does."""
+    kinds = dict(VARIANT_KINDS)
+    while kinds:
+        kind = rng.choices(list(kinds), weights=[w for w, _ in kinds.values()])[0]
+        name = kinds.pop(kind)[1](rng, co)
+        if name and name != co.name:
+            return kind, name
+    return None
+
+
+def _company_variant(rng: random.Random, c: Contact) -> Fields | None:
+    found = company_variant(rng, c.company)
+    if not found:
+        return None
+    return {**_name_fields(rng, c.first, c.last), "company_name": found[1], "variant": found[0]}
+
+
 # kind -> (weight, fields maker); a maker returns None when the kind does not apply.
 CONTACT_KINDS: dict[str, tuple[int, Callable[[random.Random, Contact], Fields | None]]] = {
     "email": (10, _email),
@@ -473,6 +1002,7 @@ CONTACT_KINDS: dict[str, tuple[int, Callable[[random.Random, Contact], Fields | 
     "case/accent": (6, _case_accent),
     "legal suffix": (6, _legal_suffix),
     "alias": (5, _alias),
+    VARIANT_CONTACT_KIND: (6, _company_variant),
 }
 
 
@@ -511,6 +1041,21 @@ COMPANY_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], Fields | 
 }
 
 
+def _variant_maker(kind: str) -> Callable[[random.Random, Company], Fields | None]:
+    make = VARIANT_KINDS[kind][1]
+
+    def fields(rng: random.Random, co: Company) -> Fields | None:
+        name = make(rng, co)
+        return {"company_name": name, "variant": kind} if name and name != co.name else None
+
+    return fields
+
+
+COMPANY_KINDS |= {
+    kind: (weight, _variant_maker(kind)) for kind, (weight, _) in VARIANT_KINDS.items()
+}
+
+
 def _query(fields: Fields) -> Query:
     return Query(**{name: value.strip() for name, value in fields.items() if value.strip()})
 
@@ -527,15 +1072,24 @@ def contact_query(rng: random.Random, contact: Contact, kind: str) -> BenchQuery
     if not fields:
         return None
     former = contact.status == "No Longer"
+    variant = fields.pop("variant", "")
     return BenchQuery(
-        f"contact: {kind}", _query(fields), contact.company.guid, contact.guid, former=former
+        f"contact: {kind}",
+        _query(fields),
+        contact.company.guid,
+        contact.guid,
+        former=former,
+        variant=variant,
     )
 
 
 def company_query(rng: random.Random, company: Company, kind: str) -> BenchQuery | None:
     """A query of `kind` (COMPANY_KINDS) for the company; None if it does not apply."""
     fields = COMPANY_KINDS[kind][1](rng, company)
-    return fields and BenchQuery(f"company: {kind}", _query(fields), company.guid, "")
+    if not fields:
+        return None
+    variant = fields.pop("variant", "")
+    return BenchQuery(f"company: {kind}", _query(fields), company.guid, "", variant=variant)
 
 
 Rejected = Callable[[BenchQuery], bool]
@@ -582,6 +1136,19 @@ def known_queries(
 TLDS = (".com", ".com", ".com", ".io", ".co", ".de", ".co.uk", ".net", ".fr", ".com.au")
 
 
+def distinctive_words(name: str) -> list[str]:
+    """The capitalised words of 3+ letters of a name that are neither legal forms, generic
+    words, links nor industry nouns: what a made-up company name is made of, so that it is
+    no variant of a real one."""
+    nouns = industry_nouns()
+    return [
+        w
+        for w in name_parts(name).base.split()
+        if len(fold(w)) >= 3 and w[:1].isupper() and _distinctive(w)
+        and tuple(fold(w).split()) not in nouns and fold(w) not in folded_legal_forms()
+    ]  # fmt: skip
+
+
 def made_up_person(rng: random.Random, contacts: Sequence[Contact]) -> tuple[str, str]:
     """(first, last): the first name of one sampled contact, the last name of another."""
     a, b = rng.sample(range(len(contacts)), 2)
@@ -589,12 +1156,12 @@ def made_up_person(rng: random.Random, contacts: Sequence[Contact]) -> tuple[str
 
 
 def made_up_company(rng: random.Random, companies: Sequence[Company]) -> tuple[str, str]:
-    """(name, domain): a word of one sampled company's name then one of another's, a legal
-    suffix half the time, and a domain made of the two words."""
+    """(name, domain): a distinctive word of one sampled company's name then one of
+    another's (`distinctive_words`), a legal suffix half the time, and a domain made of the
+    two words."""
     words = []
     for index in rng.sample(range(len(companies)), 2):
-        base, _ = split_suffix(companies[index].name)
-        candidates = [w for w in base.split() if len(fold(w)) >= 3 and w[:1].isupper()]
+        candidates = distinctive_words(companies[index].name)
         words.append(rng.choice(candidates or ["North", "Vale", "Summit"]))
     if fold(words[0]) == fold(words[1]):
         words[1] = rng.choice(("Partners", "Works", "Labs", "Systems"))

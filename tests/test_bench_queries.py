@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -12,23 +13,40 @@ from bench.enrich_queries import (
     ABSENT_KINDS,
     COMPANY_KINDS,
     CONTACT_KINDS,
+    LEGAL_FORMS,
     NICKNAMES,
+    VARIANT_KINDS,
     BenchQuery,
     Company,
     Contact,
     absent_queries,
+    acronym_variant,
+    brand,
+    brand_variant,
     case_change,
+    company_keys,
     company_query,
+    conjunction_variant,
     contact_query,
+    distinctive_words,
+    generic_variant,
+    initials,
     known_queries,
+    legal_form_variant,
     misspell,
     nickname,
     nickname_table,
+    query_keys,
+    spacing_variant,
     split_suffix,
     strip_accents,
     suffix_variant,
+    transliterate,
+    transliteration_variant,
+    two_typos_variant,
     typo,
     url_variant,
+    word_order_variant,
 )
 from server.normalize import fold, registrable_domain
 
@@ -181,6 +199,8 @@ def test_company_kinds_ask_for_the_company_alone() -> None:
     for rng in rngs(20):
         for kind in COMPANY_KINDS:
             case = company_query(rng, ACME, kind)
+            if case is None and kind in VARIANT_KINDS:
+                continue
             assert case and case.kind == f"company: {kind}"
             assert (case.company_guid, case.contact_guid) == (ACME.guid, "")
             assert set(case.body()) in ({"companyName"}, {"companyWebAddress"})
@@ -218,3 +238,145 @@ def test_the_body_uses_the_contract_names() -> None:
     body = case.body()
     assert {"companyName", "companyWebAddress", "contactEmail", "contactJobTitle"} <= set(body)
     assert all(isinstance(value, str) and value for value in body.values())
+
+
+def _co(name: str, country: str = "United States") -> Company:
+    return Company("C" * 16, name, (), "example.com", country)
+
+
+def _variants(make: Callable[[random.Random, Company], str | None], co: Company) -> set[str]:
+    return {v for rng in rngs(60) if (v := make(rng, co)) is not None}
+
+
+def test_generic_words_are_dropped_or_added_but_never_the_last_distinctive_one() -> None:
+    philips = _variants(generic_variant, _co("Koninklijke Philips N.V.", "The Netherlands"))
+    assert philips == {"Philips N.V.", "Royal Philips N.V."}
+    added = _variants(generic_variant, _co("Zentrix Analytics GmbH", "Germany"))
+    assert added == {
+        "The Zentrix Analytics GmbH",
+        "Zentrix Analytics Group GmbH",
+        "Zentrix Analytics Holding GmbH",
+        "Zentrix Analytics International GmbH",
+    }
+    assert "Royal Volker B.V." in _variants(generic_variant, _co("Volker B.V.", "The Netherlands"))
+    assert _variants(generic_variant, _co("The Group", "United Kingdom")) == set()
+
+
+def test_acronyms_both_ways() -> None:
+    ibm = _co("International Business Machines Corporation")
+    assert _variants(acronym_variant, ibm) == {"IBM", "I.B.M."}
+    assert _variants(acronym_variant, _co("ABC Logistics Inc.")) == {
+        "A.B.C. Logistics Inc.",
+        "A B C Logistics Inc.",
+    }
+    assert _variants(acronym_variant, _co("Bank of Zenith")) == set()
+    assert initials("Des Moines Department of Public Works") == "DMDPW"
+
+
+def test_legal_forms_are_written_in_full_abbreviated_or_moved() -> None:
+    assert len({country for form in LEGAL_FORMS for country in form.countries}) >= 20
+    telekom = _variants(legal_form_variant, _co("Deutsche Telekom AG", "Germany"))
+    assert "Deutsche Telekom Aktiengesellschaft" in telekom
+    volvo = _variants(legal_form_variant, _co("Volvo AB", "Sweden"))
+    assert {"AB Volvo", "Volvo Aktiebolag", "Aktiebolag Volvo"} <= volvo
+    assert "Sony K.K." in _variants(legal_form_variant, _co("Kabushiki Kaisha Sony", "Japan"))
+    assert "Philips NV" in _variants(legal_form_variant, _co("Philips N.V.", "The Netherlands"))
+    assert "Acme Incorporated" in _variants(legal_form_variant, _co("Acme, Inc."))
+    assert _variants(legal_form_variant, _co("Zentrix Analytics")) == set()
+
+
+def test_and_ampersand_plus_und_et() -> None:
+    assert _variants(conjunction_variant, _co("Procter & Gamble Co.")) == {
+        "Procter and Gamble Co.",
+        "Procter + Gamble Co.",
+    }
+    german = _variants(conjunction_variant, _co("Müller und Söhne GmbH", "Germany"))
+    assert german == {"Müller & Söhne GmbH", "Müller and Söhne GmbH", "Müller + Söhne GmbH"}
+    assert "Potier et Gaillard SCP" in _variants(
+        conjunction_variant, _co("Potier & Gaillard SCP", "France")
+    )
+    assert _variants(conjunction_variant, _co("Zentrix Analytics")) == set()
+
+
+def test_transliteration_writes_letters_as_people_type_them() -> None:
+    assert transliterate("Müller Präzisionstechnik GmbH") == "Mueller Praezisionstechnik GmbH"
+    assert transliterate("Ørsted A/S") == "Oersted A/S"
+    assert transliterate("Großhandel Åberg") == "Grosshandel Aaberg"
+    assert transliterate("L'Oréal S.A.") == "L'Oreal S.A."
+    assert _variants(transliteration_variant, MULLER) == {"Mueller Praezisionstechnik GmbH"}
+    assert transliterate("Acme") is None
+
+
+def test_word_order_of_institutions() -> None:
+    assert _variants(word_order_variant, _co("Bank of Zenith")) == {"Zenith Bank"}
+    assert _variants(word_order_variant, _co("Rock University")) == {"University of Rock"}
+    assert _variants(word_order_variant, _co("Zenith Savings Bank LLC")) == {
+        "Savings Bank of Zenith LLC"
+    }
+    assert _variants(word_order_variant, _co("Martinez Institute of Technology")) == set()
+
+
+def test_spacing_and_punctuation() -> None:
+    assert _variants(spacing_variant, _co("Coca-Cola Company")) == {
+        "CocaCola Company",
+        "Coca Cola Company",
+    }
+    assert _variants(spacing_variant, _co("Blue Point Analytics")) == {"BluePoint Analytics"}
+    assert _variants(spacing_variant, _co("Bluepoint Inc.")) == {
+        "Blue Point Inc.",
+        "Blue-Point Inc.",
+    }
+    assert "L Oréal S.A." in _variants(spacing_variant, _co("L'Oréal S.A.", "France"))
+    assert _variants(spacing_variant, _co("Zentrix Analytics")) == set()
+
+
+def test_brand_alone() -> None:
+    assert _variants(brand_variant, _co("Zentrix Analytics GmbH", "Germany")) == {"Zentrix"}
+    assert brand("Zenith Savings Bank LLC") == ""
+    assert brand("Blue Point IT Solutions Group Inc.") == "Blue Point"
+    assert brand("Procter & Gamble") == brand("Deutsche Telekom AG") == ""
+
+
+def test_two_typos_in_two_words() -> None:
+    for rng in rngs(50):
+        wrong = two_typos_variant(rng, _co("Zentrix Analytics GmbH"))
+        assert wrong and wrong.endswith(" GmbH")
+        words = wrong.split()
+        assert words[0] != "Zentrix" and words[1] != "Analytics"
+        assert words[0][0] == "Z" and words[1][0] == "A"
+    assert two_typos_variant(random.Random(1), _co("Zentrix AG")) is None
+
+
+def test_variant_kinds_are_company_kinds_and_one_contact_kind() -> None:
+    co = _co("International Business Machines Corporation")
+    for kind in VARIANT_KINDS:
+        assert f"{kind}" in COMPANY_KINDS
+    case = company_query(random.Random(1), co, "acronym")
+    assert case and case.variant == "acronym" and case.query.company_name in {"IBM", "I.B.M."}
+    contact = contact_query(random.Random(1), ROBERT, "company variant")
+    assert contact and contact.variant in VARIANT_KINDS and contact.contact_guid == ROBERT.guid
+    assert contact.query.company_name != ACME.name
+    assert contact_query(random.Random(1), replace(ROBERT, company=_co("Acme")), "company variant")
+
+
+def test_the_bench_normal_forms_meet_in_one_key() -> None:
+    pairs = [
+        ("Koninklijke Philips N.V.", "Philips"),
+        ("International Business Machines Corporation", "I.B.M."),
+        ("Procter & Gamble Co.", "The Procter and Gamble Company"),
+        ("Müller Präzisionstechnik GmbH", "Mueller Praezisionstechnik"),
+        ("Bank of Zenith", "Zenith Bank"),
+        ("Coca-Cola Company", "Coca Cola"),
+        ("Bluepoint Inc.", "Blue Point"),
+        ("Zentrix Analytics GmbH", "Zentrix"),
+        ("Volvo AB", "AB Volvo"),
+        ("Deutsche Telekom AG", "Deutsche Telekom Aktiengesellschaft"),
+    ]
+    for name, variant in pairs:
+        assert company_keys(name) & query_keys(variant), (name, variant)
+    assert not company_keys("Zentrix Analytics GmbH") & query_keys("Zentrix Medical")
+
+
+def test_made_up_companies_use_distinctive_words() -> None:
+    assert distinctive_words("The Zentrix Analytics Group GmbH") == ["Zentrix"]
+    assert distinctive_words("Fletcher & North LLP") == ["Fletcher", "North"]
