@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from rapidfuzz import fuzz, process
-from rapidfuzz.distance import OSA
+from rapidfuzz.distance import DamerauLevenshtein
 from sqlite_utils import Database
 
 from server import names, places, store
@@ -183,10 +183,12 @@ NEAR_NAME_WEIGHT = 0.95  # a name with typos scores NEAR_NAME_WEIGHT * similarit
 EXACT_NAME = 0.97  # the name as the company has it, legal suffix and all
 CONFLICT = 0.12  # taken off when a given company name plainly is not the candidate's
 # Misspelt company names: words of FUZZY_WORD letters may hold one typo, of LONG_WORD two (a
-# typo may leave SHORTEST_TYPO); at most MAX_EDITS in a name, each costing TYPO_COST.
-FUZZY_WORD, LONG_WORD, SHORTEST_TYPO, MAX_EDITS, TYPO_COST = 4, 6, 3, 2, 0.04
-CORRECTIONS = 3  # known words tried in place of a misspelt one
-CORRECTED_KEYS = 9  # corrected names looked up
+# typo may leave SHORTEST_TYPO); at most MISSPELT_WORDS words of a name are misspelt, MAX_EDITS
+# edits in all, each costing TYPO_COST (a name of MAX_EDITS typos still grades B).
+FUZZY_WORD, LONG_WORD, SHORTEST_TYPO, MAX_EDITS, TYPO_COST = 4, 6, 3, 4, 0.035
+MISSPELT_WORDS = 2
+CORRECTIONS = 10  # known words tried in place of a misspelt one
+CORRECTED_KEYS = 60  # corrected names looked up (each one index seek)
 
 
 @dataclass
@@ -352,31 +354,50 @@ def _form_score(written: _Written, row: dict[str, Any]) -> float:
 
 def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     """Companies whose name or an alias is `key` with its misspelt words corrected, with the
-    similarity of `typo_similarity`.
+    similarity 1 - TYPO_COST per edit (as `typo_similarity`).
 
-    A word of `key` that no company name has is misspelt. Each costs an edit at least, so a
-    key with more than MAX_EDITS misspelt words has no near name and is not searched. Else
-    each misspelt word is replaced by its `_corrections` and the `cheapest_spellings` are
-    looked up exactly. The work is bounded whatever the key's length: one statement for the
-    known words, at most MAX_EDITS for corrections and CORRECTED_KEYS for lookups.
+    A word of `key` that no company name has is misspelt; a key with more than MISSPELT_WORDS
+    of them has no near name and is not searched. (A typo that makes a word some other company
+    has, "Parma" for "Pharma", is not corrected: a made-up name of known words is as near to
+    some company's.) Each misspelt word is replaced by its `_corrections`, each within its own
+    `allowed_edits`, and the `cheapest_spellings` (keyed again when the last word is
+    corrected: it may be one that keys drop, "Groul" for "Group") are looked up exactly, all
+    of them up to the fewest edits of one left out (corrections beyond CORRECTIONS, lookups
+    beyond CORRECTED_KEYS): as cheap a spelling unseen could be as good a rival. The work is
+    bounded whatever the key's length: one statement for the known words, at most
+    MISSPELT_WORDS for corrections and CORRECTED_KEYS for lookups.
     """
     words = key.split()
     fuzzy = sorted({word for word in words if len(word) >= SHORTEST_TYPO})
-    known = store.known_company_words(db, fuzzy) if fuzzy else set()
-    misspelt = [word for word in words if len(word) >= SHORTEST_TYPO and word not in known]
-    if not misspelt or len(misspelt) > MAX_EDITS:
+    known = store.known_company_words(db, fuzzy) if fuzzy else {}
+    misspelt = [word for word in fuzzy if word not in known]
+    if not misspelt or len(misspelt) > MISSPELT_WORDS:
         return []
     options: list[list[tuple[str, int]]] = []
+    dropped: list[tuple[int, int]] = []  # (word's place, edits of its first correction left out)
     for word in words:
         if word not in misspelt:
             options.append([(word, 0)])
-        elif fixes := _corrections(db, word):
-            options.append(fixes)
-        else:
+            continue
+        fixes = _corrections(db, word, CORRECTIONS + 1)
+        if len(fixes) > CORRECTIONS:
+            dropped.append((len(options), fixes.pop()[1]))
+        if not fixes:
             return []
+        options.append(fixes)
+    fewest = [min(edits for _, edits in choices) for choices in options]
+    # The fewest edits of a spelling not looked up: one with a correction left out...
+    unseen = min((sum(fewest) - fewest[i] + edits for i, edits in dropped), default=MAX_EDITS + 1)
+    spellings = cheapest_spellings(options, limit=CORRECTED_KEYS + 1)
+    if len(spellings) > CORRECTED_KEYS:  # ...or one past the lookups
+        unseen = min(unseen, spellings.pop()[0])
     found: dict[str, tuple[dict[str, Any], float]] = {}
-    for edits, corrected in cheapest_spellings(options):
-        for row in store.companies_by_name_key(db, corrected):
+    for edits, spelling in spellings:
+        if edits >= unseen:
+            break  # a spelling as cheap was not looked up: it could be as good a rival
+        # A corrected last word may be one that keys drop: "Grop" for "Group".
+        respelt = spelling if spelling.rsplit(" ", 1)[-1] == words[-1] else company_key(spelling)
+        for row in store.companies_by_name_key(db, respelt):
             found.setdefault(row["guid"], (row, 1 - TYPO_COST * edits))
     return list(found.values())
 
@@ -404,19 +425,23 @@ def cheapest_spellings(
     return heapq.nsmallest(limit, ((edits, name[1:]) for edits, name in spellings if edits))
 
 
-def _corrections(db: Database, word: str) -> list[tuple[str, int]]:
-    """Known company name words that `word` may be a misspelling of, with their edits: the
-    closest first, then the most used (CORRECTIONS at most). One read, however long `word` is:
-    the index range of the known words with its first letter, those within two letters of its
-    length kept."""
+def _corrections(db: Database, word: str, limit: int = CORRECTIONS) -> list[tuple[str, int]]:
+    """Known company name words that `word` may be a misspelling of, with their edits
+    (Damerau-Levenshtein: two typos may overlap, "Digail" for "Digital"): the closest first,
+    then the most used (`limit` at most). One read, however long `word` is: the index
+    range of the known words with its first letter, those within two letters of its length
+    kept."""
     choices = dict(store.company_words_like(db, word[0], len(word) - 2, len(word) + 2))
-    close = process.extract(word, choices.keys(), scorer=OSA.distance, score_cutoff=2, limit=None)
+    choices.pop(word, None)
+    close = process.extract(
+        word, choices.keys(), scorer=DamerauLevenshtein.distance, score_cutoff=2, limit=None
+    )
     fits = [
         (int(edits), -choices[choice], choice)
         for choice, edits, _ in close
         if edits <= allowed_edits(word, choice)
     ]
-    return [(choice, edits) for edits, _, choice in sorted(fits)[:CORRECTIONS]]
+    return [(choice, edits) for edits, _, choice in sorted(fits)[:limit]]
 
 
 def allowed_edits(word: str, other: str) -> int:
@@ -430,22 +455,24 @@ def typo_similarity(key: str, other: str) -> float:
     """How alike two company keys are when one may be the other with typos, 0..1.
 
     1 when equal; 1 - TYPO_COST per edit when they have the same words but for misspellings
-    that keep each word's first letter, fit `allowed_edits` and add up to MAX_EDITS; else 0.
+    that keep each word's first letter, fit `allowed_edits` word by word, touch at most
+    MISSPELT_WORDS words and add up to MAX_EDITS; else 0.
     """
     if key == other:
         return 1.0
     words, others = key.split(), other.split()
     if len(words) != len(others):
         return 0.0
-    total = 0
+    total = misspelt = 0
     for word, stored in zip(words, others, strict=True):
         if word != stored:
             allowed = allowed_edits(word, stored)
-            edits = OSA.distance(word, stored, score_cutoff=allowed)
+            edits = DamerauLevenshtein.distance(word, stored, score_cutoff=allowed)
             if word[0] != stored[0] or edits > allowed:
                 return 0.0
             total += edits
-    return 1 - TYPO_COST * total if total <= MAX_EDITS else 0.0
+            misspelt += 1
+    return 1 - TYPO_COST * total if total <= MAX_EDITS and misspelt <= MISSPELT_WORDS else 0.0
 
 
 def _typo_similarity_to(key: str, row: dict[str, Any]) -> float:

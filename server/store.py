@@ -375,10 +375,11 @@ def companies_by_name_key(db: Database, key: str) -> list[Row]:
     return _rows(db, sql, {"key": key})
 
 
-def known_company_words(db: Database, words: Sequence[str]) -> set[str]:
-    """Those of `words` that are a word of some company's name or alias key."""
-    sql = f"SELECT word FROM company_name_words WHERE word IN ({_marks(words)})"
-    return {word for (word,) in db.execute(sql, list(words))}
+def known_company_words(db: Database, words: Sequence[str]) -> dict[str, int]:
+    """Those of `words` that are a word of some company's name or alias key, with how many
+    names and aliases hold each."""
+    sql = f"SELECT word, companies FROM company_name_words WHERE word IN ({_marks(words)})"
+    return dict(db.execute(sql, list(words)).fetchall())
 
 
 def company_words_like(
