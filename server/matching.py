@@ -242,7 +242,7 @@ def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
         alike = [] if named else _written_alike(db, probe.company_key)
         for row, score in alike:
             add([row], score, "company_name")
-        if not named and max((score for _, score in alike), default=0) < WRITTEN_SURE:
+        if not named and not alike:
             for row, similarity in _near_names(db, probe.company_key):
                 add([row], NEAR_NAME_WEIGHT * similarity, "company_name")
     for candidate in found.values():
@@ -295,7 +295,6 @@ FORM_SCORES: dict[tuple[str, str], float] = {
 _BARE_QUERY = {("core", "acronym"), ("core", "lead")}
 _BARE_COMPANY = ("initials", "core")
 ALIAS_COST = 0.02
-WRITTEN_SURE = 0.92  # a name written alike with less is looked for misspelt too
 FORMS_READ = 50  # rows of companies written alike read at most: more are rivals all the same
 
 
@@ -576,7 +575,8 @@ def _find_contact(db: Database, probe: Probe) -> Match | None:
         return None
     people = _people_at(db, probe, companies[:COMPANIES_SEARCHED])
     if not people or people[0].score < GRADES[-1][1]:
-        people = sorted([*people, *_namesakes(db, probe)], key=_rank)
+        elsewhere = _people_at(db, probe, _also_written_alike(db, probe, companies))
+        people = sorted([*people, *elsewhere, *_namesakes(db, probe)], key=_rank)
     if not people:
         return None
     rivals = [(p, p.score) for p in people if p.contact_guid != people[0].contact_guid]
@@ -586,6 +586,22 @@ def _find_contact(db: Database, probe: Probe) -> Match | None:
     return Match(
         chosen.row["company_guid"], chosen.contact_guid, found, chosen.score, _in_order(chosen.on)
     )
+
+
+def _also_written_alike(
+    db: Database, probe: Probe, companies: Sequence[CompanyCandidate]
+) -> list[CompanyCandidate]:
+    """The companies written like the query's company name that `companies` left out (those
+    were found by the name itself: "Falcon" is one company's alias and another's brand)."""
+    if not probe.company_key:
+        return []
+    known = {c.guid for c in companies}
+    found = []
+    for row, score in _written_alike(db, probe.company_key):
+        if row["guid"] not in known:
+            found.append(CompanyCandidate(row))
+            found[-1].support(score, "company_name")
+    return sorted(found, key=lambda c: (-c.score, c.guid))[:COMPANIES_SEARCHED]
 
 
 def _rank(person: PersonCandidate) -> tuple[float, str]:

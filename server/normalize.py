@@ -137,12 +137,16 @@ GENERIC_WORDS = frozenset(
 CONJUNCTIONS = frozenset("and und et y e of".split())
 # Two letters that transliterate one (Müller as Mueller, Åhléns as Aahlens), read as that one.
 _TRANSLITERATED = re.compile(r"(?<=[a-z])([aou])e|(a)a")
-SHORTEST_LEAD = 4  # letters of the least brand (name but its last word) that is a name form
+SHORTEST_LEAD = 2  # letters of the least brand (name but its last word) that is a name form
 
 
 # Countries whose full legal forms are English words ("Company", "Limited"): a name may begin
 # with those ("Limited Editions"), so only the others are dropped where a name begins.
 _ENGLISH = frozenset("US GB IE CA AU NZ IN SG HK PH ZA".split())
+
+
+# Words `company_key` cuts from the end of a name, which may have ended a legal form.
+_KEY_CUTS = frozenset("company limited co corporation incorporated".split())
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,15 @@ def _legal_forms() -> _LegalForms:
             words = tuple(fold(text).split())
             short |= {words, ("".join(words),)} if words else set()
         forms = {tuple(fold(text).split()) for text in row["full"].split("|")} - {()}
-        full |= forms
+        full |= (
+            forms
+            | {
+                form[:size]  # what company_key leaves of it ("limited liability company")
+                for form in forms
+                for size in range(1, len(form))
+                if set(form[size:]) <= _KEY_CUTS
+            }
+        )
         leading |= {f for f in forms if len(f) > 1 or row["country"] not in _ENGLISH}
     ending = short | full
     return _LegalForms(
@@ -177,8 +189,9 @@ def _legal_forms() -> _LegalForms:
 
 
 def _strip_legal(words: list[str], leading: bool) -> list[str]:
-    """`words` without the legal forms that end them (or, when `leading`, the full forms that
-    begin them), as many as there are; never all of them."""
+    """`words` without the legal forms that end them and the conjunctions between those
+    ("GmbH und Co. KG"), or, when `leading`, the full forms that begin them; as many as there
+    are, never all of them."""
     legal = _legal_forms()
     forms, longest = (legal.leading if leading else legal.ending), legal.longest
     while True:
@@ -190,6 +203,8 @@ def _strip_legal(words: list[str], leading: bool) -> list[str]:
             ),
             0,
         )
+        if not leading and not cut and len(words) > 1 and words[-1] in CONJUNCTIONS:
+            cut = 1
         if not cut:
             return words
         words = words[cut:] if leading else words[:-cut]
@@ -226,8 +241,24 @@ def _transliterated(word: str) -> str:
     return _TRANSLITERATED.sub(lambda m: m[1] or m[2], word)
 
 
+def _joining(words: list[str], at: int) -> bool:
+    """Whether the word at `at` is a conjunction: "e" and "y" only between two longer words
+    ("Silva e Filhos", not the initials "P E Networks")."""
+    word = words[at]
+    if word not in CONJUNCTIONS:
+        return False
+    if len(word) > 1:
+        return True
+    inside = 0 < at < len(words) - 1
+    return inside and len(words[at - 1]) > 1 and len(words[at + 1]) > 1
+
+
+def _unjoined(words: list[str]) -> list[str]:
+    return [word for at, word in enumerate(words) if not _joining(words, at)]
+
+
 def _core_words(words: list[str]) -> list[str]:
-    words = [word for word in words if word not in CONJUNCTIONS]
+    words = _unjoined(words)
     kept = [word for word in words if word not in GENERIC_WORDS] or words
     return [_transliterated(word) for word in kept]
 
@@ -240,7 +271,7 @@ def name_forms(key: str) -> NameForms:
         return NameForms()
     core = _core_words(words)
     unled = _core_words(words[1:]) if len(words) > 1 and (words[0],) in _legal_forms().short else []
-    named = [word for word in words if word not in CONJUNCTIONS]
+    named = _unjoined(words)
     initials = "".join(word[0] for word in named) if len(named) >= 3 else ""
     acronym = "".join(word[0] for word in core) if len(core) >= 3 else ""
     lead = "".join(core[:-1])
