@@ -137,7 +137,8 @@ GENERIC_WORDS = frozenset(
 CONJUNCTIONS = frozenset("and und et y e of".split())
 # Two letters that transliterate one (Müller as Mueller, Åhléns as Aahlens), read as that one.
 _TRANSLITERATED = re.compile(r"(?<=[a-z])([aou])e|(a)a")
-SHORTEST_LEAD = 2  # letters of the least brand (name but its last word) that is a name form
+SHORTEST_LEAD = 2  # letters of the least brand (a name's first words) that is a name form
+SHORTEST_TRANSLITERATED = 4
 
 
 # Countries whose full legal forms are English words ("Company", "Limited"): a name may begin
@@ -190,16 +191,17 @@ def _legal_forms() -> _LegalForms:
 
 def _strip_legal(words: list[str], leading: bool) -> list[str]:
     """`words` without the legal forms that end them and the conjunctions between those
-    ("GmbH und Co. KG"), or, when `leading`, the full forms that begin them; as many as there
-    are, never all of them."""
+    ("GmbH und Co. KG"), or, when `leading`, the `forms` that begin them; as many as there
+    are, never all of them, and never the end of a run of initials ("G.S.C." is no "S.C.")."""
     legal = _legal_forms()
-    forms, longest = (legal.leading if leading else legal.ending), legal.longest
+    forms = legal.leading if leading else legal.ending
     while True:
         cut = next(
             (
                 size
-                for size in range(min(longest, len(words) - 1), 0, -1)
+                for size in range(min(legal.longest, len(words) - 1), 0, -1)
                 if tuple(words[:size] if leading else words[-size:]) in forms
+                and (leading or len(words[-size - 1]) > 1)
             ),
             0,
         )
@@ -210,21 +212,30 @@ def _strip_legal(words: list[str], leading: bool) -> list[str]:
         words = words[cut:] if leading else words[:-cut]
 
 
+def _unled(words: list[str]) -> list[str]:
+    """`words` without the legal abbreviations that begin them ("AB Volvo", "K.K. Ikeda")."""
+    legal = _legal_forms()
+    for size in range(min(legal.longest, len(words) - 1), 0, -1):
+        if tuple(words[:size]) in legal.short:
+            return words[size:]
+    return []
+
+
 @dataclass(frozen=True)
 class NameForms:
     """A company key in the forms its variants share (each "" when it has none).
 
-    - core: its words without legal forms, generic words or conjunctions, transliterated
-      letters as one, run together: "Koninklijke Philips N.V." and "Philips" are "philips";
-      "Coca-Cola", "CocaCola" and "Coca Cola" are "cocacola"; "Mueller & Söhne" and
-      "Müller und Söhne" are "mullersohne".
-    - unled: the core without a leading legal abbreviation ("AB Volvo" -> "volvo").
+    - core: its words without legal forms, generic words, conjunctions or a possessive "s",
+      transliterated letters as one, run together: "Koninklijke Philips N.V." and "Philips"
+      are "philips"; "Coca-Cola", "CocaCola" and "Coca Cola" are "cocacola"; "Mueller & Söhne"
+      and "Müller und Söhne" are "mullersohne".
+    - unled: the core without leading legal abbreviations ("AB Volvo" -> "volvo").
     - bag: the core's words in alphabetical order, when it has two or more ("Bank of Ireland"
       and "Ireland Bank" -> "bank ireland").
     - initials: the first letters of its words but conjunctions and legal forms, when it has
       three or more ("International Business Machines" -> "ibm").
-    - acronym: the initials of the core's words when it has three or more and they differ.
-    - lead: the core but its last word (its brand: "Zentrix Analytics" -> "zentrix").
+    - leads: the core's first words, one to all but the last (its brand: "Almeida IT
+      Solutions" -> "almeida", "almeidait").
     - generic: the generic words the core leaves out.
     """
 
@@ -232,19 +243,25 @@ class NameForms:
     unled: str = ""
     bag: str = ""
     initials: str = ""
-    acronym: str = ""
-    lead: str = ""
+    leads: tuple[str, ...] = ()
     generic: frozenset[str] = frozenset()
 
 
 def _transliterated(word: str) -> str:
+    """Two letters that stand for one as that one, in a word of SHORTEST_TRANSLITERATED
+    letters or more ("mueller" -> "muller"; "saa" stays initials)."""
+    if len(word) < SHORTEST_TRANSLITERATED:
+        return word
     return _TRANSLITERATED.sub(lambda m: m[1] or m[2], word)
 
 
 def _joining(words: list[str], at: int) -> bool:
-    """Whether the word at `at` is a conjunction: "e" and "y" only between two longer words
-    ("Silva e Filhos", not the initials "P E Networks")."""
+    """Whether the word at `at` only joins others: a conjunction ("e" and "y" only between
+    two longer words: "Silva e Filhos", not the initials "P E Networks"), or the "s" of a
+    possessive ("Children's")."""
     word = words[at]
+    if word == "s":
+        return at > 0 and len(words[at - 1]) > 1
     if word not in CONJUNCTIONS:
         return False
     if len(word) > 1:
@@ -270,33 +287,28 @@ def name_forms(key: str) -> NameForms:
     if not words:
         return NameForms()
     core = _core_words(words)
-    unled = _core_words(words[1:]) if len(words) > 1 and (words[0],) in _legal_forms().short else []
+    unled = _core_words(_unled(words))
     named = _unjoined(words)
-    initials = "".join(word[0] for word in named) if len(named) >= 3 else ""
-    acronym = "".join(word[0] for word in core) if len(core) >= 3 else ""
-    lead = "".join(core[:-1])
-    generic = {_transliterated(word) for word in named} - set(core)
+    leads = ("".join(core[:size]) for size in range(1, len(core)))
     return NameForms(
         core="".join(core),
         unled="".join(unled),
         bag=" ".join(sorted(core)) if len(core) >= 2 else "",
-        initials=initials,
-        acronym=acronym if acronym != initials else "",
-        lead=lead if len(lead) >= SHORTEST_LEAD else "",
-        generic=frozenset(generic),
+        initials="".join(word[0] for word in named) if len(named) >= 3 else "",
+        leads=tuple(lead for lead in leads if len(lead) >= SHORTEST_LEAD),
+        generic=frozenset(_transliterated(word) for word in named) - set(core),
     )
 
 
 def stored_forms(key: str) -> set[tuple[str, str]]:
-    """The (form, value) pairs a company key is indexed by: its core, unled, bag, lead, and
-    both its initials and its acronym as "acronym"."""
+    """The (form, value) pairs a company key is indexed by: its core, unled, bag, leads (as
+    "lead") and initials (as "acronym")."""
     forms = name_forms(key)
     pairs = {
         ("core", forms.core),
         ("unled", forms.unled),
         ("bag", forms.bag),
         ("acronym", forms.initials),
-        ("acronym", forms.acronym),
-        ("lead", forms.lead),
+        *(("lead", lead) for lead in forms.leads),
     }
     return {(form, value) for form, value in pairs if value}
