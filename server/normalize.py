@@ -133,6 +133,16 @@ GENERIC_WORDS = frozenset(
     "corp company companies co technologies technology systems industries royal koninklijke "
     "the".split()
 )
+# Generic words that are another's translation or short form, as that one.
+_GENERIC_AS = {"koninklijke": "royal", "groupe": "group", "gruppe": "group", "grupo": "group"}
+_GENERIC_AS |= {
+    "gruppo": "group",
+    "groups": "group",
+    "holdings": "holding",
+    "intl": "international",
+}
+_GENERIC_AS |= {"corp": "corporation", "co": "company", "companies": "company"}
+_GENERIC_AS |= {"technology": "technologies"}
 # Words that join others: "&" (folded to "and"), "+" and their translations.
 CONJUNCTIONS = frozenset("and und et y e of".split())
 # Two letters that transliterate one (Müller as Mueller, Åhléns as Aahlens), read as that one.
@@ -225,10 +235,10 @@ def _unled(words: list[str]) -> list[str]:
 class NameForms:
     """A company key in the forms its variants share (each "" when it has none).
 
-    - core: its words without legal forms, generic words, conjunctions or a possessive "s",
-      transliterated letters as one, run together: "Koninklijke Philips N.V." and "Philips"
-      are "philips"; "Coca-Cola", "CocaCola" and "Coca Cola" are "cocacola"; "Mueller & Söhne"
-      and "Müller und Söhne" are "mullersohne".
+    - core: its words without legal forms, generic words or conjunctions, a possessive's "s"
+      on its word, transliterated letters as one, run together: "Koninklijke Philips N.V."
+      and "Philips" are "philips"; "Coca-Cola", "CocaCola" and "Coca Cola" are "cocacola";
+      "Mueller & Söhne" and "Müller und Söhne" are "mullersohne".
     - unled: the core without leading legal abbreviations ("AB Volvo" -> "volvo").
     - bag: the core's words in alphabetical order, when it has two or more ("Bank of Ireland"
       and "Ireland Bank" -> "bank ireland").
@@ -236,7 +246,8 @@ class NameForms:
       three or more ("International Business Machines" -> "ibm").
     - leads: the core's first words, one to all but the last (its brand: "Almeida IT
       Solutions" -> "almeida", "almeidait").
-    - generic: the generic words the core leaves out.
+    - generic: the generic words the core leaves out, each in one language and form
+      ("Koninklijke" as "royal").
     """
 
     core: str = ""
@@ -256,12 +267,9 @@ def _transliterated(word: str) -> str:
 
 
 def _joining(words: list[str], at: int) -> bool:
-    """Whether the word at `at` only joins others: a conjunction ("e" and "y" only between
-    two longer words: "Silva e Filhos", not the initials "P E Networks"), or the "s" of a
-    possessive ("Children's")."""
+    """Whether the word at `at` is a conjunction: "e" and "y" only between two longer words
+    ("Silva e Filhos", not the initials "P E Networks")."""
     word = words[at]
-    if word == "s":
-        return at > 0 and len(words[at - 1]) > 1
     if word not in CONJUNCTIONS:
         return False
     if len(word) > 1:
@@ -280,10 +288,21 @@ def _core_words(words: list[str]) -> list[str]:
     return [_transliterated(word) for word in kept]
 
 
+def _possessives(words: list[str]) -> list[str]:
+    """The "s" of a possessive put back on its word ("children s" -> "childrens")."""
+    joined: list[str] = []
+    for word in words:
+        if word == "s" and joined and len(joined[-1]) > 1:
+            joined[-1] += word
+        else:
+            joined.append(word)
+    return joined
+
+
 @lru_cache(maxsize=131_072)
 def name_forms(key: str) -> NameForms:
     """The forms of a company key (`company_key`'s output)."""
-    words = _strip_legal(_strip_legal(key.split(), leading=False), leading=True)
+    words = _strip_legal(_strip_legal(_possessives(key.split()), leading=False), leading=True)
     if not words:
         return NameForms()
     core = _core_words(words)
@@ -296,7 +315,7 @@ def name_forms(key: str) -> NameForms:
         bag=" ".join(sorted(core)) if len(core) >= 2 else "",
         initials="".join(word[0] for word in named) if len(named) >= 3 else "",
         leads=tuple(lead for lead in leads if len(lead) >= SHORTEST_LEAD),
-        generic=frozenset(_transliterated(word) for word in named) - set(core),
+        generic=frozenset(_GENERIC_AS.get(word, word) for word in named if word in GENERIC_WORDS),
     )
 
 

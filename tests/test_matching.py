@@ -532,3 +532,102 @@ def test_cheapest_spellings_of_many_misspelt_words_are_none() -> None:
         (2, "bart bert"),
         (2, "bart bort"),
     ]
+
+
+# --- company names as people write them ---------------------------------------------------------
+
+WRITTEN = [
+    _company(f"F{number:015X}", name, "", aka=aka)
+    for number, (name, aka) in enumerate(
+        [
+            ("International Business Machines Corporation", ""),
+            ("Koninklijke Philips N.V.", ""),
+            ("Zentrix Analytics GmbH", ""),
+            ("Bank of Ireland", ""),
+            ("Müller und Söhne GmbH", ""),
+            ("Coca-Cola Company", ""),
+            ("Volvo AB", ""),
+            ("Mesa Systems Inc.", ""),
+            ("Brightwave Systems Ltd", ""),
+            ("Brightwave Technologies Ltd", ""),
+            ("Falcon Technologies Corp.", "Falcon"),
+            ("Falcon Semiconductor Corp.", ""),
+            ("ABM Ltd", ""),
+        ]
+    )
+]
+FALCON_SEMI = WRITTEN[11][0]["guid"]
+NADIA = f"{99:032X}"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    people = [_person(NADIA, "Nadia", "Okafor", [(FALCON_SEMI, "Active", "")])]
+    connection = _database(tmp_path_factory.mktemp("written") / "w.db", WRITTEN, people)
+    yield connection
+    connection.close()
+
+
+def _meant(name: str) -> str:
+    return next(row["guid"] for row, _ in WRITTEN if row["name"] == name)
+
+
+@pytest.mark.parametrize(
+    ("typed", "name", "grade"),
+    [
+        ("IBM", "International Business Machines Corporation", "A-"),
+        ("I.B.M.", "International Business Machines Corporation", "A-"),
+        ("Philips", "Koninklijke Philips N.V.", "A"),
+        ("Royal Philips Naamloze Vennootschap", "Koninklijke Philips N.V.", "A"),
+        ("Zentrix", "Zentrix Analytics GmbH", "A-"),
+        ("Ireland Bank", "Bank of Ireland", "A-"),
+        ("Mueller & Soehne", "Müller und Söhne GmbH", "A"),
+        ("CocaCola", "Coca-Cola Company", "A"),
+        ("AB Volvo", "Volvo AB", "A-"),
+        ("Aktiebolaget Volvo", "Volvo AB", "A"),
+        ("Mesa Systems Group", "Mesa Systems Inc.", "A"),
+        ("ABM Limited", "ABM Ltd", "A"),
+    ],
+)
+def test_a_name_written_another_way_is_found(
+    written: Database, typed: str, name: str, grade: str
+) -> None:
+    found = matching.find(written, Query(company_name=typed))
+    assert found is not None, typed
+    assert (found.company_guid, found.grade) == (_meant(name), grade)
+    assert found.matched_on == ("company_name",)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "Mesa Industries",  # a generic word put in another's place is another name
+        "Brightwave",  # Brightwave Systems or Brightwave Technologies
+        "Brightwave Group",
+        "Falcon Analytics",  # one company's alias and another's brand, plus a word of neither
+        "Zentrix International",  # a brand with a generic word is not the brand
+    ],
+)
+def test_a_name_that_fits_two_ways_or_none_is_no_match(written: Database, typed: str) -> None:
+    assert matching.find(written, Query(company_name=typed)) is None
+
+
+def test_a_person_is_found_at_the_company_their_brand_names(written: Database) -> None:
+    found = matching.find(
+        written, Query(first_name="Nadia", last_name="Okafor", company_name="Falcon")
+    )
+    assert found is not None and (found.company_guid, found.contact_guid) == (FALCON_SEMI, NADIA)
+
+
+def test_a_name_written_another_way_costs_two_statements(written: Database) -> None:
+    with statement_budget(written, 2) as run:
+        assert matching.find(written, Query(company_name="Royal Philips Holding")) is not None
+    assert len(run) == 2
+
+
+def test_a_known_website_with_the_name_written_another_way_agrees(written: Database) -> None:
+    row = WRITTEN[0][0]
+    candidate = matching.CompanyCandidate(row)
+    probe = matching.Probe.of(Query(company_name="IBM"))
+    matching._check_name_and_country(candidate, probe)
+    assert candidate.on == {"company_name"} and candidate.penalty == 0

@@ -11,8 +11,10 @@ from server.normalize import (
     company_key,
     email_key,
     fold,
+    name_forms,
     person_key,
     registrable_domain,
+    stored_forms,
     strip_legal_suffixes,
     strip_tail,
 )
@@ -78,3 +80,64 @@ def test_fold_and_person_key() -> None:
     assert person_key("José") == "jose"
     assert fold("Øberg Łukasz Æsir Tromsø") == "oberg lukasz aesir tromso"
     assert email_key("  Jane.Doe@Acme.COM ") == "jane.doe@acme.com"
+
+
+def _forms(name: str) -> dict[str, object]:
+    forms = name_forms(company_key(name))
+    return {field: value for field, value in vars(forms).items() if value}
+
+
+@pytest.mark.parametrize(
+    ("names", "core"),
+    [
+        (["Koninklijke Philips N.V.", "Philips", "Royal Philips"], "philips"),
+        (["Coca-Cola Company", "CocaCola", "Coca Cola"], "cocacola"),
+        (["Müller und Söhne GmbH", "Mueller & Soehne", "Müller + Söhne"], "mullersohne"),
+        (["Procter & Gamble", "Procter and Gamble Co.", "Procter et Gamble"], "proctergamble"),
+        (["Deutsche Telekom AG", "Deutsche Telekom Aktiengesellschaft"], "deutschetelekom"),
+        (["Noblefield LLC", "Noblefield Limited Liability Company"], "noblefield"),
+        (["Coryx Bank GmbH & Co. KG", "Coryx Bank GmbH und Co. KG"], "coryxbank"),
+        (["Volvo AB", "Aktiebolaget Volvo", "Kabushiki Kaisha Volvo"], "volvo"),
+        (["L'Oréal S.A.", "L Oreal", "LOreal Société Anonyme"], "loreal"),
+        (["Acme Holdings Group", "The Acme International Company"], "acme"),
+        (["PE Networks Inc.", "P E Networks", "P.E. Networks"], "penetworks"),
+        (["Silva e Filhos Ltda.", "Silva Filhos"], "silvafilhos"),
+        (["Red Children's Fund", "Red Childrens Fund"], "redchildrensfund"),
+    ],
+)
+def test_variants_of_a_name_share_its_core(names: list[str], core: str) -> None:
+    assert {name_forms(company_key(name)).core for name in names} == {core}
+
+
+def test_the_forms_of_a_name() -> None:
+    assert _forms("International Business Machines Corporation") == {
+        "core": "businessmachines",
+        "bag": "business machines",
+        "initials": "ibm",
+        "leads": ("business",),
+        "generic": frozenset({"international"}),
+    }
+    assert _forms("Bank of Ireland") == _forms("Bank of Ireland") | {"bag": "bank ireland"}
+    assert _forms("Ireland Bank")["bag"] == "bank ireland"
+    assert _forms("AB Volvo")["unled"] == "volvo"
+    assert _forms("K.K. Ikeda Finance")["unled"] == "ikedafinance"
+    assert _forms("Almeida IT Solutions S.A.")["leads"] == ("almeida", "almeidait")
+    # Initials keep what would otherwise be a legal form or a conjunction, and stay short.
+    assert _forms("G.S.C.") == {"core": "gsc", "bag": "c g s", "initials": "gsc", "leads": ("gs",)}
+    assert _forms("Y.L.F.F.")["core"] == "ylff"
+    assert _forms("SAA")["core"] == "saa"
+
+
+def test_a_name_that_is_all_legal_form_or_generic_keeps_its_words() -> None:
+    assert name_forms(company_key("Gesellschaft mit beschränkter Haftung")).core
+    assert _forms("International Systems Group")["core"] == "internationalsystems"
+    assert name_forms("") == name_forms("   ")
+
+
+def test_stored_forms_name_each_form_once() -> None:
+    assert stored_forms(company_key("International Business Machines Corporation")) == {
+        ("core", "businessmachines"),
+        ("bag", "business machines"),
+        ("acronym", "ibm"),
+        ("lead", "business"),
+    }
