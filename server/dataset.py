@@ -805,21 +805,24 @@ def _generic_shape(
 
 def _formal_shape(
     rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
-) -> tuple[str, str]:
+) -> tuple[str, str] | None:
     """A long formal name people abbreviate: "Nippon Telegraph and Telephone", "Bayerische
-    Maschinenbau Werke", "Compagnie Générale d'Assurances"."""
+    Maschinenbau Werke", "Compagnie Générale d'Assurances"; none for an industry without
+    such words (schools, clinics)."""
     formal = _words()["formal"]
     spec = formal.get(plan.country, formal["en"])
     _, local = _nouns(plan.country, plan.industry.name)
     text = _weighted(spec["formats"]).pick(rng)
     if "noun" in text and not local:
         spec, text = formal["en"], "{adj} {phrase}"
-    phrases = _words()["formal_phrases"]
+    phrases = _words()["formal_phrases"].get(plan.industry.name)
+    if "phrase" in text and not phrases:
+        return None
     local_noun = rng.choice(local) if local else ""
     name = text.format(
         adj=rng.choice(spec["adjectives"]),
         head=rng.choice(spec.get("heads") or [""]),
-        phrase=rng.choice(phrases.get(plan.industry.name) or phrases["default"]),
+        phrase=rng.choice(phrases or [""]),
         noun=local_noun,
         noun2=rng.choice(local) if local else "",
         de_noun=_french_de(local_noun),

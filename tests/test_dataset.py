@@ -440,6 +440,15 @@ def test_banks_and_universities_are_named_after_their_city(
     assert made == expected
 
 
+def test_schools_get_no_formal_industrial_name() -> None:
+    plan, people = _plan("US", "Primary and Secondary Education"), _people("US")
+    made = {
+        dataset._formal_shape(random.Random(seed), plan, "Austin", people, "Learning")
+        for seed in range(50)
+    }
+    assert made == {None}
+
+
 def test_an_apostrophe_does_not_add_an_s_to_a_name_ending_in_s() -> None:
     plan, people = _plan("US", "Retail"), _people("US")
     made = {
