@@ -12,6 +12,7 @@ import importlib
 import json
 import math
 import random
+import re
 from bisect import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +102,7 @@ ENGLISH_NAMED = frozenset({"US", "GB", "CA", "AU", "IE", "IN", "SG"})
 # Their names follow English forms ("City of Austin", "Austin Community Foundation").
 ENGLISH_ONLY_INDUSTRIES = frozenset({"Government Administration", "Nonprofit Organizations"})
 ROMANCE = frozenset({"fr", "es", "br", "it", "mx"})
+FRENCH_NAMED = frozenset({"FR"})
 NON_PROFIT_SHARE = {
     "Nonprofit Organizations": 1.0,
     "Higher Education": 0.6,
@@ -112,6 +114,9 @@ INSTITUTION_INDUSTRIES = frozenset(
 )
 GOVERNMENT_KEPT = 0.3  # a city has only so many agencies: fewer than the industry weight says
 PARTNERSHIP_INDUSTRIES = frozenset({"Legal Services", "Accounting", "Management Consulting"})
+# Companies named in a real-world shape ("X Holding", "Bank of X", "X & Söhne") besides
+# the plain "Surname Noun" and brand names.
+REAL_SHAPE_SHARE = 0.33
 
 
 # --- sampling helpers ------------------------------------------------------------------------
@@ -539,6 +544,7 @@ class _Company:
     scopes: tuple[str, ...]
     small: bool
     contacts: int
+    kind: str
     emails: set[str] = field(default_factory=set)
 
 
@@ -703,6 +709,8 @@ def _base_name(rng: random.Random, plan: _Plan, city: str, names: _Names) -> tup
         text = rng.choice(words["nonprofit_formats"])
         root = rng.choice(words["brand_roots"])
         return text.format(city=city, surname=names.last.pick(rng), root=root), "institution"
+    if named := _city_institution(rng, plan, city):
+        return named, "institution" if plan.status == "Non-Profit" else "city"
     english, local = _nouns(plan.country, plan.industry.name)
     noun = rng.choice(local) if local and rng.random() < 0.5 else rng.choice(english)
     surname = names.last.pick(rng)
@@ -710,7 +718,19 @@ def _base_name(rng: random.Random, plan: _Plan, city: str, names: _Names) -> tup
         first = rng.choice((surname, city, rng.choice(words["brand_roots"]), _brand(rng)))
         return f"{first} {rng.choice(english)}", "institution"
     if plan.industry.name in PARTNERSHIP_INDUSTRIES and rng.random() < 0.5:
-        return f"{surname} & {names.last.pick(rng)}", "partners"
+        return _joint(rng, plan, names), "partners"
+    if rng.random() < REAL_SHAPE_SHARE:
+        shape = _SHAPES[_shape_weights().pick(rng)]
+        if shaped := shape(rng, plan, city, names, noun):
+            return shaped
+    return _plain_name(rng, plan, city, surname, noun, local)
+
+
+def _plain_name(
+    rng: random.Random, plan: _Plan, city: str, surname: str, noun: str, local: list[str]
+) -> tuple[str, str]:
+    """A surname, brand, coined, city or initials name with an industry noun ("Acme Analytics")."""
+    words = _words()
     roll = rng.random()
     if roll < 0.3:
         if noun in local and plan.country.lower() in ROMANCE:
@@ -730,6 +750,160 @@ def _base_name(rng: random.Random, plan: _Plan, city: str, names: _Names) -> tup
     return f"{surname} {rng.choice(words['brand_roots'])} {noun}", "surname"
 
 
+# --- real-world name shapes ("X Holding AG", "Bank of X", "L'X", "X & Söhne") ---------------
+
+
+@cache
+def _by_country(section: str, country: str) -> _Weighted:
+    """The [format, weight] table of a dataset_words section for a country, else its default."""
+    table = _words()[section]
+    return _weighted(table.get(country) or table["default"])
+
+
+@cache
+def _city_formats(industry_name: str, country: str) -> tuple[float, _Weighted] | None:
+    spec = _words()["city_formats"].get(industry_name)
+    if spec is None:
+        return None
+    return spec["share"], _weighted(spec.get(country) or spec["default"])
+
+
+@cache
+def _shape_weights() -> _Weighted:
+    return _weighted(_words()["shape_weights"])
+
+
+def _city_institution(rng: random.Random, plan: _Plan, city: str) -> str | None:
+    """ "Bank of Austin", "Universität Köln", "Stadtwerke Bonn": named after its city."""
+    found = _city_formats(plan.industry.name, plan.country)
+    if found is None or rng.random() >= found[0]:
+        return None
+    name = found[1].pick(rng).format(city=city)
+    return _elide(name) if plan.country in FRENCH_NAMED else name
+
+
+def _elide(text: str) -> str:
+    """French "de" before a vowel: "Université d'Orléans", "Banque d'Amiens"."""
+    return re.sub(r"\bde (?=[AEIOUYÉÈÊÂÎÔ])", "d'", text)
+
+
+def _core(rng: random.Random, names: _Names) -> str:
+    """A distinctive first word: a surname, a brand or a coined word."""
+    roll = rng.random()
+    if roll < 0.5:
+        return names.last.pick(rng)
+    return _brand(rng) if roll < 0.85 else rng.choice(_words()["brand_roots"])
+
+
+def _generic_shape(
+    rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
+) -> tuple[str, str]:
+    """ "Meyer Holding", "Grupo Ortega", "The Baxter Company", "Koninklijke Visser"."""
+    text = _by_country("generic_formats", plan.country).pick(rng)
+    return text.format(core=_core(rng, names)), "generic"
+
+
+def _formal_shape(
+    rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
+) -> tuple[str, str] | None:
+    """A long formal name people abbreviate: "Nippon Telegraph and Telephone", "Bayerische
+    Maschinenbau Werke", "Compagnie Générale d'Assurances"; none for an industry without
+    such words (schools, clinics)."""
+    formal = _words()["formal"]
+    spec = formal.get(plan.country, formal["en"])
+    _, local = _nouns(plan.country, plan.industry.name)
+    text = _weighted(spec["formats"]).pick(rng)
+    if "noun" in text and not local:
+        spec, text = formal["en"], "{adj} {phrase}"
+    phrases = _words()["formal_phrases"].get(plan.industry.name)
+    if "phrase" in text and not phrases:
+        return None
+    local_noun = rng.choice(local) if local else ""
+    name = text.format(
+        adj=rng.choice(spec["adjectives"]),
+        head=rng.choice(spec.get("heads") or [""]),
+        phrase=rng.choice(phrases or [""]),
+        noun=local_noun,
+        noun2=rng.choice(local) if local else "",
+        de_noun=_french_de(local_noun),
+        city=city,
+    )
+    return " ".join(name.split()), "formal"
+
+
+def _french_de(noun: str) -> str:
+    """ "de Transports", "d'Assurances": "de" elided before a vowel."""
+    return _elide(f"de {noun}")
+
+
+def _joint(rng: random.Random, plan: _Plan, names: _Names) -> str:
+    """ "Weber & Söhne", "Dupont et Associés", "Ortega y Asociados", "Holt + Lund"."""
+    words = _words()
+    if plan.industry.name in words["design_industries"] and rng.random() < words["design_share"]:
+        text = "{s1} + {s2}"
+    else:
+        text = _by_country("joint_formats", plan.country).pick(rng)
+    first, second = names.last.pick(rng), names.last.pick(rng)
+    roots = words["brand_roots"]
+    return text.format(s1=first, s2=second, r1=rng.choice(roots), r2=rng.choice(roots))
+
+
+def _joint_shape(
+    rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
+) -> tuple[str, str]:
+    return _joint(rng, plan, names), "joint"
+
+
+def _hyphen_shape(
+    rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
+) -> tuple[str, str]:
+    """ "Rolls-Royce", "Coca-Cola": two surnames or two roots joined by a hyphen."""
+    if rng.random() < 0.6:
+        joined = f"{names.last.pick(rng)}-{names.last.pick(rng)}"
+    else:
+        joined = f"{rng.choice(_words()['brand_roots'])}-{rng.choice(_words()['brand_roots'])}"
+    return (f"{joined} {noun}" if rng.random() < 0.4 else joined), "brand"
+
+
+def _camel_shape(
+    rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
+) -> tuple[str, str]:
+    """ "BluePoint", "NovaBridge Analytics": a brand written in camel case."""
+    words = _words()
+    root, tail = rng.choice(words["brand_roots"]), rng.choice(words["brand_tails"])
+    if root.lower() == tail:
+        tail = rng.choice(words["coined_tails"])
+    camel = root + tail[:1].upper() + tail[1:]
+    return (f"{camel} {noun}" if rng.random() < 0.5 else camel), "brand"
+
+
+def _apostrophe_shape(
+    rng: random.Random, plan: _Plan, city: str, names: _Names, noun: str
+) -> tuple[str, str] | None:
+    """ "L'Atelier Conseil" in French, "Baxter's" for shops and food in English; else none."""
+    words = _words()
+    if plan.country in ("FR", "CH") or (plan.country == "CA" and rng.random() < 0.3):
+        article = f"L'{rng.choice(words['article_words'])}"
+        return (f"{article} {noun}" if rng.random() < 0.5 else article), "brand"
+    usual = plan.industry.name in words["possessive_industries"]
+    if plan.country in ENGLISH_NAMED and (usual or rng.random() < 0.3):
+        surname = names.last.pick(rng)
+        owner = f"{surname}'" if surname.endswith("s") else f"{surname}'s"
+        return (f"{owner} {noun}" if rng.random() < 0.3 else owner), "possessive"
+    return None
+
+
+_Shape = Callable[[random.Random, _Plan, str, _Names, str], tuple[str, str] | None]
+_SHAPES: dict[str, _Shape] = {
+    "generic": _generic_shape,
+    "formal": _formal_shape,
+    "joint": _joint_shape,
+    "hyphen": _hyphen_shape,
+    "camel": _camel_shape,
+    "apostrophe": _apostrophe_shape,
+}
+
+
 def _legal_suffix(rng: random.Random, plan: _Plan, kind: str) -> str:
     legal = _country(plan.country).legal
     if plan.status == "Government":
@@ -743,12 +917,40 @@ def _legal_suffix(rng: random.Random, plan: _Plan, kind: str) -> str:
     return legal["public" if plan.status == "Public" else "private"].pick(rng)
 
 
-def _with_suffix(rng: random.Random, base: str, suffix: str) -> str:
+@cache
+def _leading_legal(country: str) -> dict[str, tuple[str, float]]:
+    """Legal forms a country also writes in front ("AB Volvo"): form -> (as written, share)."""
+    pairs = _words()["leading_legal"].get(country, [])
+    return {form: (written, float(share)) for form, written, share in pairs}
+
+
+def _with_suffix(rng: random.Random, base: str, suffix: str, country: str) -> str:
+    """The full name: the legal form after the base ("Acme Inc.", "Acme, Inc."), or before it
+    where the country writes it so ("AB Volvo", "Kabushiki Kaisha Toshiba")."""
     if not suffix:
         return base
     if suffix == "Inc." and rng.random() < 0.2:
         return f"{base}, Inc."
+    leading = _leading_legal(country).get(suffix)
+    if leading and rng.random() < leading[1]:
+        return f"{leading[0]} {base}"
     return f"{base} {suffix}"
+
+
+_MINOR_WORDS = frozenset(
+    {"&", "+", "of", "and", "und", "et", "y", "e", "i", "en", "de", "des", "del", "di", "do"}
+)
+
+
+def _acronym(base: str) -> str:
+    """ "International Business Machines" -> "IBM", "Compagnie Générale d'Assurances" -> "CGA",
+    "Rheinisch-Westfälische Werke" -> "RWW"; minor words and "The" left out."""
+    letters = []
+    for word in base.replace("-", " ").split():
+        word = word.split("'")[-1] if word[:2].lower() in ("d'", "l'") else word
+        if word[:1].isupper() and word not in _MINOR_WORDS and word != "The":
+            letters.append(word[0])
+    return "".join(letters)
 
 
 def _aliases(rng: random.Random, base: str, kind: str, taken: set[str]) -> list[str]:
@@ -758,9 +960,9 @@ def _aliases(rng: random.Random, base: str, kind: str, taken: set[str]) -> list[
     parts = base.split()
     if kind == "brand" and len(parts) > 1 and rng.random() < 0.4:
         found.append(parts[0])
-    significant = [p for p in parts if p[:1].isupper() and p not in ("&", "of", "and")]
-    if len(significant) >= 3 and rng.random() < 0.5:
-        found.append("".join(p[0] for p in significant))
+    acronym = _acronym(base)
+    if len(acronym) >= 3 and rng.random() < 0.5:
+        found.append(acronym)
     if kind == "brand" and rng.random() < 0.05:
         found.append(f"{_brand(rng)} {parts[-1]}")
     if kind == "surname" and rng.random() < 0.08:
@@ -769,6 +971,38 @@ def _aliases(rng: random.Random, base: str, kind: str, taken: set[str]) -> list[
     fresh = {key: alias for key, alias in unique.items() if key and key not in taken}
     taken.update(fresh)
     return list(fresh.values())
+
+
+_LEADING_GENERIC = frozenset({"The", "Royal", "Koninklijke", "Grupo", "Gruppo", "Grupa", "Groupe"})
+
+
+def _short_name(base: str, kind: str) -> str:
+    """What a group's divisions are named after: "IBM" of "International Business Machines",
+    "Siemens" of "Siemens Holding", "NovaBridge" of "NovaBridge Analytics"; else the base."""
+    if kind == "formal":
+        acronym = _acronym(base)
+        return acronym if len(acronym) >= 3 else base
+    words = [w for w in base.split() if w not in _LEADING_GENERIC]
+    if kind == "surname" and len(words) > 1 and words[0] in _local_noun_words():
+        return words[-1]  # "Construcciones Cordero"
+    if kind in ("surname", "generic", "coined", "possessive") or (
+        kind == "brand" and words and words[0] not in _words()["brand_roots"]
+    ):
+        return words[0] if words else base
+    return base
+
+
+@cache
+def _local_noun_words() -> frozenset[str]:
+    nouns = _words()["local_nouns"].values()
+    return frozenset(word for by_industry in nouns for ws in by_industry.values() for word in ws)
+
+
+def _division(rng: random.Random, parent: _Company, plan: _Plan) -> str:
+    """A division at home: "Siemens Healthcare", "IBM Services", "Weber & Söhne Logistics"."""
+    english, _ = _nouns(plan.country, plan.industry.name)
+    words = english if rng.random() < 0.5 else _words()["division_words"]
+    return f"{_short_name(parent.base, parent.kind)} {rng.choice(words)}"
 
 
 def _tld(rng: random.Random, plan: _Plan) -> str:
@@ -927,7 +1161,7 @@ class _Generator:
         small = plan.size <= SMALL_COMPANY
         company = _Company(
             row["guid"], name, name_key, base, domain, pattern, plan.country, offices, scopes,
-            small, plan.contacts,
+            small, plan.contacts, kind,
         )  # fmt: skip
         self.companies.append(company)
         return row, [company_key(alias) for alias in aliases]
@@ -936,30 +1170,38 @@ class _Generator:
         self, plan: _Plan, city: str, names: _Names, parents: dict[int, _Company]
     ) -> tuple[str, str, str]:
         """(base, kind, full name) with a name key no other company has (brands excepted)."""
-        rng, keys, brands = self.rng, self.registry.keys, self.registry.brands
+        rng, brands = self.rng, self.registry.brands
         parent = parents.get(plan.parent)
         if plan.brand and parent is not None:
             # The group's name in another country ("Siemens Ltd"), or a division at home.
-            base = parent.base
+            base, kind = parent.base, parent.kind
             if plan.country == parent.country:
-                base = f"{base} {rng.choice(_words()['division_words'])}"
-            name = _with_suffix(rng, base, _legal_suffix(rng, plan, "brand"))
+                base, kind = _division(rng, parent, plan), "division"
+            name = _with_suffix(rng, base, _legal_suffix(rng, plan, "brand"), plan.country)
             key = company_key(name)
-            if (key, plan.country) not in brands and (key == parent.key or key not in keys):
-                keys.add(key)
+            own = {parent.key, company_key(parent.base)}
+            if (key, plan.country) not in brands and self._claim(base, name, own):
                 brands.add((key, plan.country))
-                return base, "brand", name
+                return base, kind, name
         for attempt in range(200):
             base, kind = _base_name(rng, plan, city, names)
             if attempt >= 100:
                 base = f"{base} {_brand(rng)}"
-            name = _with_suffix(rng, base, _legal_suffix(rng, plan, kind))
-            key = company_key(name)
-            if key and key not in keys:
-                keys.add(key)
-                brands.add((key, plan.country))
+            name = _with_suffix(rng, base, _legal_suffix(rng, plan, kind), plan.country)
+            if self._claim(base, name):
+                brands.add((company_key(name), plan.country))
                 return base, kind, name
         raise RuntimeError("no free company name")  # pragma: no cover
+
+    def _claim(self, base: str, name: str, shared: Iterable[str] = ()) -> bool:
+        """Take the keys of a name and of its base (so "AB Volvo" also holds "Volvo AB") unless
+        another company has one of them; `shared` are keys a brand may share with its group."""
+        keys, allowed = self.registry.keys, set(shared)
+        wanted = {key for key in (company_key(name), company_key(base)) if key}
+        if not company_key(name) or any(key in keys and key not in allowed for key in wanted):
+            return False
+        keys.update(wanted)
+        return True
 
 
 # --- contacts ----------------------------------------------------------------------------------

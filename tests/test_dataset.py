@@ -169,13 +169,17 @@ def test_country_mix_is_mostly_us_then_many_others(
 def test_names_carry_the_legal_suffix_of_their_country(
     companies: dict[str, dict[str, Any]],
 ) -> None:
-    spec = json.loads((dataset.DATA / "dataset_words.json").read_text())["countries"]
+    words = json.loads((dataset.DATA / "dataset_words.json").read_text())
     for row in companies.values():
         if row["legal_status"] not in ("Private", "Public", "Subsidiary"):
             continue
-        legal = spec[places.country_code(row["country"])]["legal"]
+        code = places.country_code(row["country"])
+        legal = words["countries"][code]["legal"]
         suffixes = {suffix for pairs in legal.values() for suffix, _ in pairs}
-        assert any(row["name"].endswith(" " + suffix) for suffix in suffixes), row["name"]
+        leading = {written for _, written, _ in words["leading_legal"].get(code, [])}
+        assert any(row["name"].endswith(" " + suffix) for suffix in suffixes) or any(
+            row["name"].startswith(form + " ") for form in leading
+        ), row["name"]
         assert row["name_key"] == company_key(row["name"])
 
 
@@ -363,3 +367,141 @@ def test_contacts_are_spread_with_three_big_companies_once_there_are_many(
 def test_refuses_contacts_without_companies(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         dataset.generate(db.connect(tmp_path / "x.db"), companies=0, contacts=5, seed=1)
+
+
+# --- real-world name shapes ----------------------------------------------------------------------
+
+REAL_SHAPES = re.compile(
+    r"\b(Group|Groupe|Grupo|Gruppo|Grupa|Gruppe|Groep|Holdings?|International|Technologies"
+    r"|Systems|Industries|Company)\b| (&|\+|and|und|et|y|e) |\w-\w|[a-z][A-Z]|'"
+    r"|^(Bank|University|Universit\w+|Banco|Banca|Sparkasse|Caja|Cassa) |^(AB|N\.V\.) "
+)
+
+
+def _plan(country: str, industry_name: str) -> dataset._Plan:
+    chosen = next(i for i in industry.industries() if i.name == industry_name)
+    return dataset._Plan(country, chosen, 100, "Private")
+
+
+def _people(country: str) -> dataset._Names:
+    return dataset._names(dataset._country(country).name_locales.items[0])
+
+
+@pytest.mark.parametrize(
+    ("shape", "country", "industry_name", "seed", "expected"),
+    [
+        ("generic", "NL", "Wholesale", 2, "Koninklijke Next"),
+        ("generic", "US", "Retail", 2, "The Next Company"),
+        ("generic", "ES", "Retail", 4, "Grupo Gallego"),
+        ("generic", "DE", "Chemicals", 9, "Dörschner Holding"),
+        ("formal", "US", "Computer Hardware", 1, "National Business Machines"),
+        ("formal", "JP", "Telecommunications", 7, "Dai Nippon Telegraph and Telephone"),
+        ("formal", "DE", "Automotive", 5, "Thüringer Automobil Werke"),
+        ("formal", "FR", "Insurance", 1, "Société Industrielle d'Assurances"),
+        ("joint", "DE", "Wholesale", 5, "Schacht & Söhne"),
+        ("joint", "DE", "Wholesale", 9, "Hübel und Dörschner"),
+        ("joint", "FR", "Legal Services", 0, "Allain et Associés"),
+        ("joint", "FR", "Legal Services", 7, "Lemaire et Fils"),
+        ("joint", "MX", "Legal Services", 1, "Serrato y Asociados"),
+        ("joint", "US", "Architecture and Engineering", 1, "Boone + Gallagher"),
+        ("hyphen", "GB", "Automotive", 3, "Dunn-Charlton"),
+        ("camel", "US", "Computer Software", 1, "CedarWater"),
+        ("camel", "US", "Computer Software", 0, "SandHill Analytics"),
+        ("apostrophe", "FR", "Consumer Goods", 7, "L'Artisan"),
+        ("apostrophe", "US", "Retail", 0, "Richard's"),
+    ],
+)
+def test_name_shapes_are_real_world_ones(
+    shape: str, country: str, industry_name: str, seed: int, expected: str
+) -> None:
+    made = dataset._SHAPES[shape](
+        random.Random(seed), _plan(country, industry_name), "Austin", _people(country), "Analytics"
+    )
+    assert made is not None and made[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("country", "industry_name", "city", "seed", "expected"),
+    [
+        ("US", "Banking", "Austin", 4, "Bank of Austin"),
+        ("US", "Banking", "Austin", 3, "Austin Savings Bank"),
+        ("DE", "Banking", "Köln", 4, "Sparkasse Köln"),
+        ("IT", "Banking", "Bologna", 3, "Cassa di Risparmio di Bologna"),
+        ("ES", "Banking", "Sevilla", 1, "Caja de Ahorros de Sevilla"),
+        ("FR", "Higher Education", "Orléans", 3, "Université d'Orléans"),
+        ("GB", "Higher Education", "Leeds", 4, "University of Leeds"),
+        ("GB", "Higher Education", "Leeds", 1, "Leeds University"),
+    ],
+)
+def test_banks_and_universities_are_named_after_their_city(
+    country: str, industry_name: str, city: str, seed: int, expected: str
+) -> None:
+    made = dataset._city_institution(random.Random(seed), _plan(country, industry_name), city)
+    assert made == expected
+
+
+def test_schools_get_no_formal_industrial_name() -> None:
+    plan, people = _plan("US", "Primary and Secondary Education"), _people("US")
+    made = {
+        dataset._formal_shape(random.Random(seed), plan, "Austin", people, "Learning")
+        for seed in range(50)
+    }
+    assert made == {None}
+
+
+def test_an_apostrophe_does_not_add_an_s_to_a_name_ending_in_s() -> None:
+    plan, people = _plan("US", "Retail"), _people("US")
+    made = {
+        dataset._apostrophe_shape(random.Random(seed), plan, "Austin", people, "Stores")
+        for seed in range(300)
+    }
+    owners = [name.split()[0] for name, _ in filter(None, made)]
+    assert any(owner.endswith("s'") for owner in owners)
+    assert not any(owner.endswith("s's") for owner in owners)
+
+
+def test_acronyms_leave_out_minor_words_and_read_through_elisions() -> None:
+    assert dataset._acronym("International Business Machines") == "IBM"
+    assert dataset._acronym("Nippon Telegraph and Telephone") == "NTT"
+    assert dataset._acronym("Compagnie Générale d'Assurances") == "CGA"
+    assert dataset._acronym("Rheinisch-Westfälische Werke") == "RWW"
+    assert dataset._acronym("The Baxter Company") == "BC"
+    assert dataset._acronym("Bank of Austin") == "BA"
+
+
+def test_some_countries_write_the_legal_form_in_front() -> None:
+    def written(base: str, suffix: str, country: str) -> set[str]:
+        return {dataset._with_suffix(random.Random(n), base, suffix, country) for n in range(60)}
+
+    assert written("Volvo", "AB", "SE") == {"AB Volvo", "Volvo AB"}
+    assert written("Toshiba", "K.K.", "JP") == {"Kabushiki Kaisha Toshiba", "Toshiba K.K."}
+    assert written("Philips", "N.V.", "NL") == {"N.V. Philips", "Philips N.V."}
+    assert written("Siemens", "AG", "DE") == {"Siemens AG"}
+
+
+def test_a_leading_legal_form_holds_the_name_in_both_places(tmp_path: Path) -> None:
+    generator = dataset._Generator(db.connect(tmp_path / "x.db"), 1, random.Random(1))
+    assert generator._claim("Volvo", "AB Volvo")
+    assert not generator._claim("Volvo", "Volvo AB")
+    assert generator._claim("Volvo Cars", "Volvo Cars AB")
+
+
+def test_divisions_are_named_after_the_group_s_short_name() -> None:
+    assert dataset._short_name("International Business Machines", "formal") == "IBM"
+    assert dataset._short_name("Koninklijke Visser", "generic") == "Visser"
+    assert dataset._short_name("The Baxter Company", "generic") == "Baxter"
+    assert dataset._short_name("Construcciones Cordero", "surname") == "Cordero"
+    assert dataset._short_name("NovaBridge Analytics", "brand") == "NovaBridge"
+    assert dataset._short_name("Bank of Austin", "city") == "Bank of Austin"
+
+
+def test_a_third_or_more_of_company_names_have_a_real_world_shape(
+    companies: dict[str, dict[str, Any]],
+) -> None:
+    names = [
+        row["name"]
+        for row in companies.values()
+        if row["legal_status"] in ("Private", "Public", "Subsidiary")
+    ]
+    shaped = [name for name in names if REAL_SHAPES.search(name)]
+    assert 0.28 < len(shaped) / len(names) < 0.6
