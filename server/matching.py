@@ -27,6 +27,7 @@ from server.normalize import (
     name_forms,
     person_key,
     registrable_domain,
+    split_aka,
     stored_forms,
 )
 
@@ -239,7 +240,7 @@ def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
         exact = _plain(q.company_name)
         add((row for row in named if _plain(row["name"]) == exact), EXACT_NAME, "company_name")
         add((row for row in named if row["alias"]), ALIAS, "company_name")
-        alike = [] if named else _written_alike(db, probe.company_key)
+        alike = [] if named else _written_alike(db, q.company_name)
         for row, score in alike:
             add([row], score, "company_name")
         if not named and not alike:
@@ -254,7 +255,7 @@ def _check_name_and_country(candidate: CompanyCandidate, probe: Probe) -> None:
     """A name given beside another identifier must agree with it; a country may disagree."""
     if probe.company_key and "company_name" not in candidate.on:
         similarity = company_name_similarity(probe.company_key, candidate.row)
-        written = _form_score(_Written.of(probe.company_key), candidate.row)
+        written = _form_score(_Written.of(probe.query.company_name), candidate.row)
         if similarity >= NEAR_NAME or written:
             candidate.support(max(NEAR_NAME_WEIGHT * similarity, written), "company_name")
         elif similarity < 0.5:
@@ -306,21 +307,21 @@ class _Written:
     generic: frozenset[str]
 
     @classmethod
-    def of(cls, key: str) -> _Written:
-        forms = name_forms(key)
+    def of(cls, name: str) -> _Written:
+        forms = name_forms(name)
         values: dict[str, set[str]] = {}
         for form in ("core", "unled", "bag", "initials"):
             if value := getattr(forms, form):
                 values.setdefault(value, set()).add(form)
         return cls(values, forms.generic)
 
-    def score(self, key: str, alias: int) -> float:
-        """The best score of a company's name (alias 0) or alias key against these forms:
-        its generic words dropped or added, never others in their place."""
-        theirs = name_forms(key)
+    def score(self, name: str, alias: int) -> float:
+        """The best score of a company's name (alias 0) or alias against these forms: its
+        generic words dropped or added, never others in their place."""
+        theirs = name_forms(name)
         apart = self.generic <= theirs.generic or theirs.generic <= self.generic
         best = 0.0
-        for form, value in stored_forms(key):
+        for form, value in stored_forms(name):
             for mine in self.values.get(value, ()):
                 pair = (mine, form)
                 if pair in _BARE_QUERY and self.generic:
@@ -332,10 +333,10 @@ class _Written:
         return best - ALIAS_COST * alias if best else 0.0
 
 
-def _written_alike(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
-    """Companies whose name or an alias is `key` written another way, with their score: one
+def _written_alike(db: Database, name: str) -> list[tuple[dict[str, Any], float]]:
+    """Companies whose name or an alias is `name` written another way, with their score: one
     index read of at most FORMS_READ rows."""
-    written = _Written.of(key)
+    written = _Written.of(name)
     if not written.values:
         return []
     rows = store.companies_by_name_forms(db, sorted(written.values), FORMS_READ)
@@ -347,8 +348,8 @@ def _written_alike(db: Database, key: str) -> list[tuple[dict[str, Any], float]]
 def _form_score(written: _Written, row: dict[str, Any]) -> float:
     """The best score of a query's forms against a company's name and alias forms (0: none
     agrees)."""
-    keys = [(row["name_key"], 0), *((key, 1) for key in alias_keys(row["aka"]))]
-    return max(written.score(key, alias) for key, alias in keys)
+    names = [(row["name"], 0), *((name, 1) for name in split_aka(row["aka"]))]
+    return max(written.score(name, alias) for name, alias in names)
 
 
 def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
@@ -597,11 +598,11 @@ def _also_written_alike(
         return []
     known = {c.guid for c in companies}
     found = []
-    for row, score in _written_alike(db, probe.company_key):
+    for row, score in _written_alike(db, probe.query.company_name):
         if row["guid"] not in known:
             found.append(CompanyCandidate(row))
             found[-1].support(score, "company_name")
-    return sorted(found, key=lambda c: (-c.score, c.guid))[:COMPANIES_SEARCHED]
+    return found
 
 
 def _rank(person: PersonCandidate) -> tuple[float, str]:

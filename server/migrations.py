@@ -331,12 +331,13 @@ CREATE TABLE suppressions (
 
 @MIGRATIONS()
 def m009_company_name_forms(db: Database) -> None:
-    """Company names as people write them: each name and alias key in the forms its variants
-    share (`normalize.stored_forms`), filled by `store.index_company_names`."""
+    """Company names as people write them: each name and alias in the forms its variants
+    share (`normalize.stored_forms`), filled by `store.index_company_names`, which now also
+    counts the words of names as written among the name words."""
     from server import store  # here, not at the top: normalize loads tldextract's suffix list
 
     _run(db, f"{COMPANY_NAME_FORMS} WITHOUT ROWID")
-    store.index_company_forms(db)
+    store.index_company_names(db)
 
 
 COMPANY_NAME_FORMS = """

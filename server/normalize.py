@@ -90,10 +90,15 @@ def company_key(name: str) -> str:
         folded = shorter
 
 
+def split_aka(aka: str) -> list[str]:
+    """The names in a `' | '`-joined list of other names."""
+    return [name.strip() for name in aka.split("|") if name.strip()]
+
+
 @lru_cache(maxsize=65_536)
 def alias_keys(aka: str) -> tuple[str, ...]:
     """Distinct company keys of each name in a `' | '`-joined list of other names."""
-    keys = (company_key(name.strip()) for name in aka.split("|") if name.strip())
+    keys = (company_key(name) for name in split_aka(aka))
     return tuple(dict.fromkeys(key for key in keys if key))
 
 
@@ -145,6 +150,11 @@ _GENERIC_AS |= {"corp": "corporation", "co": "company", "companies": "company"}
 _GENERIC_AS |= {"technology": "technologies"}
 # Words that join others: "&" (folded to "and"), "+" and their translations.
 CONJUNCTIONS = frozenset("and und et y e of".split())
+_ELISIONS = frozenset("d l".split())  # "d'Orléans", "l'Écrin": joined to their word
+# Words that initials leave out ("Hospital Universitario de Zaragoza" is "HUZ").
+PARTICLES = frozenset(
+    "the a an for de d du des del della di da do dos das la le les l van von der den het".split()
+)
 # Two letters that transliterate one (Müller as Mueller, Åhléns as Aahlens), read as that one.
 _TRANSLITERATED = re.compile(r"(?<=[a-z])([aou])e|(a)a")
 SHORTEST_LEAD = 2  # letters of the least brand (a name's first words) that is a name form
@@ -215,8 +225,8 @@ def _strip_legal(words: list[str], leading: bool) -> list[str]:
             ),
             0,
         )
-        if not leading and not cut and len(words) > 1 and words[-1] in CONJUNCTIONS:
-            cut = 1
+        if not leading and not cut and len(words) > 1 and len(words[-1]) > 1:
+            cut = 1 if words[-1] in CONJUNCTIONS else 0
         if not cut:
             return words
         words = words[cut:] if leading else words[:-cut]
@@ -242,8 +252,9 @@ class NameForms:
     - unled: the core without leading legal abbreviations ("AB Volvo" -> "volvo").
     - bag: the core's words in alphabetical order, when it has two or more ("Bank of Ireland"
       and "Ireland Bank" -> "bank ireland").
-    - initials: the first letters of its words but conjunctions and legal forms, when it has
-      three or more ("International Business Machines" -> "ibm").
+    - initials: the first letters of its words but conjunctions, particles and legal forms,
+      when it has three or more ("International Business Machines Corp." -> "ibm";
+      "Reynolds Insurance Group" -> "rig"); unled_initials those of the unled words.
     - leads: the core's first words, one to all but the last (its brand: "Almeida IT
       Solutions" -> "almeida", "almeidait").
     - generic: the generic words the core leaves out, each in one language and form
@@ -254,6 +265,7 @@ class NameForms:
     unled: str = ""
     bag: str = ""
     initials: str = ""
+    unled_initials: str = ""
     leads: tuple[str, ...] = ()
     generic: frozenset[str] = frozenset()
 
@@ -267,10 +279,11 @@ def _transliterated(word: str) -> str:
 
 
 def _joining(words: list[str], at: int) -> bool:
-    """Whether the word at `at` is a conjunction: "e" and "y" only between two longer words
-    ("Silva e Filhos", not the initials "P E Networks")."""
+    """Whether the word at `at` only joins two others: a conjunction or an elided article
+    ("d'Orléans"); one of a single letter only between two longer words ("Silva e Filhos",
+    "Université d'Orléans", not the initials "P E Networks" or "L.C.E.")."""
     word = words[at]
-    if word not in CONJUNCTIONS:
+    if word not in CONJUNCTIONS and word not in _ELISIONS:
         return False
     if len(word) > 1:
         return True
@@ -299,35 +312,46 @@ def _possessives(words: list[str]) -> list[str]:
     return joined
 
 
+def _initials(words: list[str]) -> str:
+    """The first letters of words but conjunctions and particles, when there are three or
+    more ("Hospital Universitario de Zaragoza" -> "huz")."""
+    named = [word for word in _unjoined(words) if word not in PARTICLES]
+    return "".join(word[0] for word in named) if len(named) >= 3 else ""
+
+
 @lru_cache(maxsize=131_072)
-def name_forms(key: str) -> NameForms:
-    """The forms of a company key (`company_key`'s output)."""
-    words = _strip_legal(_strip_legal(_possessives(key.split()), leading=False), leading=True)
+def name_forms(name: str) -> NameForms:
+    """The forms of a company name (as given, or a `company_key`)."""
+    folded = fold((strip_legal_suffixes(name) or name).replace("&", " and "))
+    words = _strip_legal(_strip_legal(_possessives(folded.split()), leading=False), leading=True)
     if not words:
         return NameForms()
     core = _core_words(words)
-    unled = _core_words(_unled(words))
+    unled_words = _unled(words)
+    unled = _core_words(unled_words)
     named = _unjoined(words)
     leads = ("".join(core[:size]) for size in range(1, len(core)))
     return NameForms(
         core="".join(core),
         unled="".join(unled),
         bag=" ".join(sorted(core)) if len(core) >= 2 else "",
-        initials="".join(word[0] for word in named) if len(named) >= 3 else "",
+        initials=_initials(words),
+        unled_initials=_initials(unled_words),
         leads=tuple(lead for lead in leads if len(lead) >= SHORTEST_LEAD),
         generic=frozenset(_GENERIC_AS.get(word, word) for word in named if word in GENERIC_WORDS),
     )
 
 
-def stored_forms(key: str) -> set[tuple[str, str]]:
-    """The (form, value) pairs a company key is indexed by: its core, unled, bag, leads (as
+def stored_forms(name: str) -> set[tuple[str, str]]:
+    """The (form, value) pairs a company name is indexed by: its core, unled, bag, leads (as
     "lead") and initials (as "acronym")."""
-    forms = name_forms(key)
+    forms = name_forms(name)
     pairs = {
         ("core", forms.core),
         ("unled", forms.unled),
         ("bag", forms.bag),
         ("acronym", forms.initials),
+        ("acronym", forms.unled_initials),
         *(("lead", lead) for lead in forms.leads),
     }
     return {(form, value) for form, value in pairs if value}

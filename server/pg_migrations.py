@@ -345,7 +345,7 @@ def p005_company_name_forms(db: PostgresDatabase) -> None:
     from server import store  # here, not at the top: normalize loads tldextract's suffix list
 
     _run(db, COMPANY_NAME_FORMS)
-    store.index_company_forms(db)
+    store.index_company_names(db)
 
 
 def apply(

@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from server import pg
 from server.db import is_postgres
-from server.normalize import stored_forms
+from server.normalize import alias_keys, fold, split_aka, stored_forms
 
 Row = dict[str, Any]
 
@@ -413,17 +413,21 @@ def index_company_names(db: Database) -> None:
     index_company_forms(db)
 
 
-def _company_keys(db: Database) -> list[tuple[str, str, int]]:
-    """(company GUID, name or alias key, 1 for an alias) of every company."""
-    return db.execute(
-        "SELECT guid, name_key, 0 FROM companies UNION SELECT company_guid, alias_key, 1 "
-        "FROM company_aliases"
-    ).fetchall()
-
-
 def index_company_words(db: Database) -> None:
-    """Rebuild the table of company name words."""
-    words = Counter(word for _, key, _ in _company_keys(db) for word in set(key.split()))
+    """Rebuild the table of company name words: those of the names and aliases as written
+    (folded) and of their keys, so that a misspelt word a key leaves out ("Gorup") is
+    corrected too."""
+    rows = db.execute("SELECT name, name_key, aka FROM companies")
+    words = Counter(
+        word
+        for name, key, aka in rows
+        for word in {
+            *key.split(),
+            *fold(name).split(),
+            *(word for other in split_aka(aka) for word in fold(other).split()),
+            *(word for other in alias_keys(aka) for word in other.split()),
+        }
+    )
     db.execute("DELETE FROM company_name_words")
     db.conn.executemany(
         "INSERT INTO company_name_words (word, companies) VALUES (?, ?)", sorted(words.items())
@@ -435,8 +439,9 @@ def index_company_forms(db: Database) -> None:
     has half a million)."""
     forms = {
         (value, form, guid, alias)
-        for guid, key, alias in _company_keys(db)
-        for form, value in stored_forms(key)
+        for guid, name, aka in db.execute("SELECT guid, name, aka FROM companies").fetchall()
+        for alias, other in [(0, name), *((1, other) for other in split_aka(aka))]
+        for form, value in stored_forms(other)
     }
     db.execute("DELETE FROM company_name_forms")
     columns = ("key", "form", "company_guid", "alias")
