@@ -553,6 +553,9 @@ WRITTEN = [
             ("Falcon Technologies Corp.", "Falcon"),
             ("Falcon Semiconductor Corp.", ""),
             ("ABM Ltd", ""),
+            ("Reynolds Insurance Group Pty Ltd", ""),
+            ("Hospital Universitario de Zaragoza S.L.", ""),
+            ("Telon Group Inc.", ""),
         ]
     )
 ]
@@ -587,6 +590,9 @@ def _meant(name: str) -> str:
         ("Aktiebolaget Volvo", "Volvo AB", "A"),
         ("Mesa Systems Group", "Mesa Systems Inc.", "A"),
         ("ABM Limited", "ABM Ltd", "A"),
+        ("RIG", "Reynolds Insurance Group Pty Ltd", "A-"),  # a word keys cut is an initial
+        ("H.U.Z.", "Hospital Universitario de Zaragoza S.L.", "A-"),
+        ("Telon Gorup Inc.", "Telon Group Inc.", "A-"),  # a misspelt word keys cut
     ],
 )
 def test_a_name_written_another_way_is_found(
