@@ -429,7 +429,8 @@ LEGAL_FORMS: tuple[LegalForm, ...] = (
 # Words that say little about which company is meant, dropped or added by "generic words".
 GENERIC_WORDS = frozenset(
     "group holding holdings international corporation company technologies systems "
-    "industries royal koninklijke the".split()
+    "industries royal koninklijke the technology system industry groups groupe gruppe grupo "
+    "gruppo intl corp co companies".split()
 )
 CONJUNCTIONS = ("&", "and", "+", "und", "et", "y")
 # Words that are not part of an acronym or a name's core ("Bank of X", "X and Y").
@@ -1164,7 +1165,7 @@ def made_up_company(rng: random.Random, companies: Sequence[Company]) -> tuple[s
         candidates = distinctive_words(companies[index].name)
         words.append(rng.choice(candidates or ["North", "Vale", "Summit"]))
     if fold(words[0]) == fold(words[1]):
-        words[1] = rng.choice(("Partners", "Works", "Labs", "Systems"))
+        words[1] = rng.choice(("Partners", "Works", "Labs", "Studio"))
     name = " ".join(words)
     if rng.random() < 0.5:
         name = f"{name} {rng.choice(ADDED_SUFFIXES)}"

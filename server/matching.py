@@ -395,8 +395,11 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     for edits, spelling in spellings:
         if edits >= unseen:
             break  # a spelling as cheap was not looked up: it could be as good a rival
-        # A corrected last word may be one that keys drop: "Grop" for "Group".
+        # A corrected last word may be one that keys drop: "Grop" for "Group"; but not a
+        # short one, a legal form's abbreviation ("West Saet" is no "West SAE").
         respelt = spelling if spelling.rsplit(" ", 1)[-1] == words[-1] else company_key(spelling)
+        if len(respelt.split()) < len(words) and len(spelling.rsplit(" ", 1)[-1]) < FUZZY_WORD:
+            continue
         for row in store.companies_by_name_key(db, respelt):
             found.setdefault(row["guid"], (row, 1 - TYPO_COST * edits))
     return list(found.values())
@@ -576,8 +579,7 @@ def _find_contact(db: Database, probe: Probe) -> Match | None:
         return None
     people = _people_at(db, probe, companies[:COMPANIES_SEARCHED])
     if not people or people[0].score < GRADES[-1][1]:
-        elsewhere = _people_at(db, probe, _also_written_alike(db, probe, companies))
-        people = sorted([*people, *elsewhere, *_namesakes(db, probe)], key=_rank)
+        people = sorted([*people, *_namesakes(db, probe)], key=_rank)
     if not people:
         return None
     rivals = [(p, p.score) for p in people if p.contact_guid != people[0].contact_guid]
@@ -587,22 +589,6 @@ def _find_contact(db: Database, probe: Probe) -> Match | None:
     return Match(
         chosen.row["company_guid"], chosen.contact_guid, found, chosen.score, _in_order(chosen.on)
     )
-
-
-def _also_written_alike(
-    db: Database, probe: Probe, companies: Sequence[CompanyCandidate]
-) -> list[CompanyCandidate]:
-    """The companies written like the query's company name that `companies` left out (those
-    were found by the name itself: "Falcon" is one company's alias and another's brand)."""
-    if not probe.company_key:
-        return []
-    known = {c.guid for c in companies}
-    found = []
-    for row, score in _written_alike(db, probe.query.company_name):
-        if row["guid"] not in known:
-            found.append(CompanyCandidate(row))
-            found[-1].support(score, "company_name")
-    return found
 
 
 def _rank(person: PersonCandidate) -> tuple[float, str]:
@@ -677,18 +663,21 @@ def _people_at(
 
 
 def _namesakes(db: Database, probe: Probe) -> list[PersonCandidate]:
-    """People with the query's exact name at companies named like the query's (typos in the
-    company name that found no company)."""
+    """People with the query's exact name at companies named like the query's: with typos,
+    or written another way (a company the name did not find, or not among the first found:
+    "Falcon" is one company's alias and another's brand)."""
     if not probe.company_key or not probe.first_keys:
         return []
     rows = store.people_named(db, probe.last_key, sorted(probe.first_keys), NAMESAKES)
     guids = sorted({row["company_guid"] for row in rows})
     companies = {c["guid"]: c for c in store.companies_by_guids(db, guids)} if guids else {}
+    written = _Written.of(probe.query.company_name)
     people = []
     for row in rows:
-        similarity = _typo_similarity_to(probe.company_key, companies[row["company_guid"]])
-        if similarity:
-            score = NEAR_NAME_WEIGHT * similarity
+        company = companies[row["company_guid"]]
+        typos = NEAR_NAME_WEIGHT * _typo_similarity_to(probe.company_key, company)
+        score = max(typos, _form_score(written, company))
+        if score:
             people.extend(_candidate(probe, row, score, {"company_name"}))
     return people
 

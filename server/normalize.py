@@ -150,15 +150,16 @@ _GENERIC_AS |= {"corp": "corporation", "co": "company", "companies": "company"}
 _GENERIC_AS |= {"technology": "technologies"}
 # Words that join others: "&" (folded to "and"), "+" and their translations.
 CONJUNCTIONS = frozenset("and und et y e of".split())
-_ELISIONS = frozenset("d l".split())  # "d'Orléans", "l'Écrin": joined to their word
+_ELISIONS = frozenset("d l".split())  # "d'Orléans", "L'Écrin": written with their word
 # Words that initials leave out ("Hospital Universitario de Zaragoza" is "HUZ").
 PARTICLES = frozenset(
-    "the a an for de d du des del della di da do dos das la le les l van von der den het".split()
+    "the for de du des del della di da do dos das la le les van von der den het".split()
 )
 # Two letters that transliterate one (Müller as Mueller, Åhléns as Aahlens), read as that one.
 _TRANSLITERATED = re.compile(r"(?<=[a-z])([aou])e|(a)a")
 SHORTEST_LEAD = 2  # letters of the least brand (a name's first words) that is a name form
 SHORTEST_TRANSLITERATED = 4
+SHORTEST_PLURAL = 5
 
 
 # Countries whose full legal forms are English words ("Company", "Limited"): a name may begin
@@ -246,15 +247,19 @@ class NameForms:
     """A company key in the forms its variants share (each "" when it has none).
 
     - core: its words without legal forms, generic words or conjunctions, a possessive's "s"
-      on its word, transliterated letters as one, run together: "Koninklijke Philips N.V."
-      and "Philips" are "philips"; "Coca-Cola", "CocaCola" and "Coca Cola" are "cocacola";
-      "Mueller & Söhne" and "Müller und Söhne" are "mullersohne".
+      on its word, transliterated letters as one, a last word's plural singular, run
+      together:
+      "Koninklijke Philips N.V." and "Philips" are "philips"; "Coca-Cola", "CocaCola" and
+      "Coca Cola" are "cocacola"; "Mueller & Söhne" and "Müller und Söhne" are "mullersohne".
     - unled: the core without leading legal abbreviations ("AB Volvo" -> "volvo").
     - bag: the core's words in alphabetical order, when it has two or more ("Bank of Ireland"
       and "Ireland Bank" -> "bank ireland").
     - initials: the first letters of its words but conjunctions, particles and legal forms,
       when it has three or more ("International Business Machines Corp." -> "ibm";
-      "Reynolds Insurance Group" -> "rig"); unled_initials those of the unled words.
+      "Reynolds Insurance Group" -> "rig").
+    - acronyms: the initials, and those with particles ("van Duivenvoorde Crystal Design"
+      -> "vdcd"), without a leading legal form, and of hyphenated words as one ("Tri-Cities
+      Mutual Life" -> "tml").
     - leads: the core's first words, one to all but the last (its brand: "Almeida IT
       Solutions" -> "almeida", "almeidait").
     - generic: the generic words the core leaves out, each in one language and form
@@ -265,7 +270,7 @@ class NameForms:
     unled: str = ""
     bag: str = ""
     initials: str = ""
-    unled_initials: str = ""
+    acronyms: tuple[str, ...] = ()
     leads: tuple[str, ...] = ()
     generic: frozenset[str] = frozenset()
 
@@ -279,11 +284,10 @@ def _transliterated(word: str) -> str:
 
 
 def _joining(words: list[str], at: int) -> bool:
-    """Whether the word at `at` only joins two others: a conjunction or an elided article
-    ("d'Orléans"); one of a single letter only between two longer words ("Silva e Filhos",
-    "Université d'Orléans", not the initials "P E Networks" or "L.C.E.")."""
+    """Whether the word at `at` is a conjunction: one of a single letter only between two
+    longer words ("Silva e Filhos", not the initials "P E Networks")."""
     word = words[at]
-    if word not in CONJUNCTIONS and word not in _ELISIONS:
+    if word not in CONJUNCTIONS:
         return False
     if len(word) > 1:
         return True
@@ -295,48 +299,94 @@ def _unjoined(words: list[str]) -> list[str]:
     return [word for at, word in enumerate(words) if not _joining(words, at)]
 
 
+def _singular(word: str) -> str:
+    """A word without the "s" of a plural ("foods" -> "food"; not "glass" or "bus")."""
+    plural = len(word) >= SHORTEST_PLURAL and word[-1] == "s" and word[-2] != "s"
+    return word[:-1] if plural else word
+
+
 def _core_words(words: list[str]) -> list[str]:
     words = _unjoined(words)
     kept = [word for word in words if word not in GENERIC_WORDS] or words
-    return [_transliterated(word) for word in kept]
+    return [_singular(_transliterated(word)) for word in kept]
 
 
-def _possessives(words: list[str]) -> list[str]:
-    """The "s" of a possessive put back on its word ("children s" -> "childrens")."""
+def _joined(words: list[str]) -> list[str]:
+    """Words as written together: a possessive's "s" on its word ("children s" -> "childrens")
+    and an elided article on the next ("d avocats" -> "davocats"), but no letter of a run of
+    initials ("L.C.E.")."""
     joined: list[str] = []
     for word in words:
-        if word == "s" and joined and len(joined[-1]) > 1:
+        possessive = word == "s" and joined and len(joined[-1]) > 1
+        if possessive or (joined and joined[-1] in _ELISIONS and len(word) > 1 and _elided(joined)):
             joined[-1] += word
         else:
             joined.append(word)
     return joined
 
 
-def _initials(words: list[str]) -> str:
-    """The first letters of words but conjunctions and particles, when there are three or
-    more ("Hospital Universitario de Zaragoza" -> "huz")."""
-    named = [word for word in _unjoined(words) if word not in PARTICLES]
+def _elided(joined: list[str]) -> bool:
+    """Whether the last of `joined`, a single letter, is an article: not after another."""
+    return len(joined) < 2 or len(joined[-2]) > 1
+
+
+def _initials(words: list[str], particles: bool = False) -> str:
+    """The first letters of words but conjunctions (and particles unless `particles`), when
+    there are three or more ("Hospital Universitario de Zaragoza" -> "huz")."""
+    named = [word for word in _unjoined(words) if particles or word not in PARTICLES]
     return "".join(word[0] for word in named) if len(named) >= 3 else ""
+
+
+def _singular(words: list[str]) -> list[str]:
+    """The last word without the "s" of a plural ("Montero Foods" as "Montero Food"; not a
+    short word, a word of no vowel, "glass" or "sons")."""
+    if not words:
+        return words
+    last = words[-1]
+    plural = len(last) >= SHORTEST_PLURAL and last[-1] == "s" and last[-2] != "s"
+    if plural and any(letter in "aeiouy" for letter in last[:-1]):
+        return [*words[:-1], last[:-1]]
+    return words
+
+
+def _core_words(words: list[str]) -> list[str]:
+    words = _unjoined(words)
+    kept = [word for word in words if word not in GENERIC_WORDS] or words
+    return [_transliterated(word) for word in kept]
+
+
+def _words(name: str) -> list[str]:
+    """The folded words of a name without its legal forms at either end (a name of initials
+    keeps them all: "S.A.G." is no "S" A.G.)."""
+    folded = fold(name.replace("&", " and ")).split()
+    if all(len(word) == 1 for word in folded):
+        return folded
+    cut = fold((strip_legal_suffixes(name) or name).replace("&", " and ")).split()
+    return _strip_legal(_strip_legal(_joined(cut), leading=False), leading=True)
 
 
 @lru_cache(maxsize=131_072)
 def name_forms(name: str) -> NameForms:
     """The forms of a company name (as given, or a `company_key`)."""
-    folded = fold((strip_legal_suffixes(name) or name).replace("&", " and "))
-    words = _strip_legal(_strip_legal(_possessives(folded.split()), leading=False), leading=True)
-    if not words:
-        return NameForms()
+    words = _words(name)
+    if all(len(word) == 1 for word in words):  # initials, or nothing
+        return NameForms(core="".join(words))
     core = _core_words(words)
     unled_words = _unled(words)
-    unled = _core_words(unled_words)
     named = _unjoined(words)
-    leads = ("".join(core[:size]) for size in range(1, len(core)))
+    leads = ("".join(_singular(core[:size])) for size in range(1, len(core)))
+    acronyms = (
+        _initials(words),
+        _initials(words, particles=True),
+        _initials(unled_words),
+        _initials(_words(name.replace("-", ""))),
+    )
     return NameForms(
-        core="".join(core),
-        unled="".join(unled),
+        core="".join(_singular(core)),
+        unled="".join(_singular(_core_words(unled_words))),
         bag=" ".join(sorted(core)) if len(core) >= 2 else "",
-        initials=_initials(words),
-        unled_initials=_initials(unled_words),
+        initials=acronyms[0],
+        acronyms=tuple(dict.fromkeys(a for a in acronyms if a)),
         leads=tuple(lead for lead in leads if len(lead) >= SHORTEST_LEAD),
         generic=frozenset(_GENERIC_AS.get(word, word) for word in named if word in GENERIC_WORDS),
     )
@@ -350,8 +400,7 @@ def stored_forms(name: str) -> set[tuple[str, str]]:
         ("core", forms.core),
         ("unled", forms.unled),
         ("bag", forms.bag),
-        ("acronym", forms.initials),
-        ("acronym", forms.unled_initials),
+        *(("acronym", acronym) for acronym in forms.acronyms),
         *(("lead", lead) for lead in forms.leads),
     }
     return {(form, value) for form, value in pairs if value}
