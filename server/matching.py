@@ -301,7 +301,7 @@ FORMS_READ = 50  # rows of companies written alike read at most: more are rivals
 
 @dataclass(frozen=True)
 class _Written:
-    """A query's company key in its forms: each value with the forms it is the value of."""
+    """A query's company name in its forms: each value with the forms it is the value of."""
 
     values: dict[str, set[str]]
     generic: frozenset[str]

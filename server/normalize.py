@@ -139,15 +139,20 @@ GENERIC_WORDS = frozenset(
     "the".split()
 )
 # Generic words that are another's translation or short form, as that one.
-_GENERIC_AS = {"koninklijke": "royal", "groupe": "group", "gruppe": "group", "grupo": "group"}
-_GENERIC_AS |= {
+_GENERIC_AS = {
+    "koninklijke": "royal",
+    "groupe": "group",
+    "gruppe": "group",
+    "grupo": "group",
     "gruppo": "group",
     "groups": "group",
     "holdings": "holding",
     "intl": "international",
+    "corp": "corporation",
+    "co": "company",
+    "companies": "company",
+    "technology": "technologies",
 }
-_GENERIC_AS |= {"corp": "corporation", "co": "company", "companies": "company"}
-_GENERIC_AS |= {"technology": "technologies"}
 # Words that join others: "&" (folded to "and"), "+" and their translations.
 CONJUNCTIONS = frozenset("and und et y e of".split())
 _ELISIONS = frozenset("d l".split())  # "d'Orléans", "L'Écrin": written with their word
@@ -160,13 +165,9 @@ _TRANSLITERATED = re.compile(r"(?<=[a-z])([aou])e|(a)a")
 SHORTEST_LEAD = 2  # letters of the least brand (a name's first words) that is a name form
 SHORTEST_TRANSLITERATED = 4
 SHORTEST_PLURAL = 5
-
-
 # Countries whose full legal forms are English words ("Company", "Limited"): a name may begin
 # with those ("Limited Editions"), so only the others are dropped where a name begins.
 _ENGLISH = frozenset("US GB IE CA AU NZ IN SG HK PH ZA".split())
-
-
 # Words `company_key` cuts from the end of a name, which may have ended a legal form.
 _KEY_CUTS = frozenset("company limited co corporation incorporated".split())
 
@@ -244,7 +245,7 @@ def _unled(words: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class NameForms:
-    """A company key in the forms its variants share (each "" when it has none).
+    """A company name in the forms its variants share (each "" when it has none).
 
     - core: its words without legal forms, generic words or conjunctions, a possessive's "s"
       on its word, transliterated letters as one, a last word's plural singular, run
@@ -297,18 +298,6 @@ def _joining(words: list[str], at: int) -> bool:
 
 def _unjoined(words: list[str]) -> list[str]:
     return [word for at, word in enumerate(words) if not _joining(words, at)]
-
-
-def _singular(word: str) -> str:
-    """A word without the "s" of a plural ("foods" -> "food"; not "glass" or "bus")."""
-    plural = len(word) >= SHORTEST_PLURAL and word[-1] == "s" and word[-2] != "s"
-    return word[:-1] if plural else word
-
-
-def _core_words(words: list[str]) -> list[str]:
-    words = _unjoined(words)
-    kept = [word for word in words if word not in GENERIC_WORDS] or words
-    return [_singular(_transliterated(word)) for word in kept]
 
 
 def _joined(words: list[str]) -> list[str]:
@@ -379,7 +368,7 @@ def name_forms(name: str) -> NameForms:
         _initials(words),
         _initials(words, particles=True),
         _initials(unled_words),
-        _initials(_words(name.replace("-", ""))),
+        _initials(_words(name.replace("-", ""))) if "-" in name else "",
     )
     return NameForms(
         core="".join(_singular(core)),
