@@ -266,6 +266,13 @@ def test_a_company_only_match_fills_company_fields_and_costs_a_credit(loaded: Da
     assert balance(loaded, who) == 3
 
 
+def test_a_company_name_written_another_way_is_found_on_either_backend(loaded: Database) -> None:
+    who = make_requester(loaded, "enterprise_plus")
+    result = run(loaded, who, {"companyName": "The CedarAnalytics International"}).result
+    assert (result["recordStatus"], result["compGUID"]) == ("Active", CEDAR)
+    assert result["matchedOn"] == "companyName" and result["accuracy"] in ("A", "A-")
+
+
 # --- tiers -----------------------------------------------------------------------------------
 
 
