@@ -672,11 +672,13 @@ def _namesakes(db: Database, probe: Probe) -> list[PersonCandidate]:
     guids = sorted({row["company_guid"] for row in rows})
     companies = {c["guid"]: c for c in store.companies_by_guids(db, guids)} if guids else {}
     written = _Written.of(probe.query.company_name)
+    keys = sorted(written.values)
+    alike = store.companies_with_name_forms(db, keys, guids) if keys and guids else set()
     people = []
     for row in rows:
         company = companies[row["company_guid"]]
         typos = NEAR_NAME_WEIGHT * _typo_similarity_to(probe.company_key, company)
-        score = max(typos, _form_score(written, company))
+        score = max(typos, _form_score(written, company) if company["guid"] in alike else 0)
         if score:
             people.extend(_candidate(probe, row, score, {"company_name"}))
     return people

@@ -407,6 +407,15 @@ def companies_by_name_forms(db: Database, keys: Sequence[str], limit: int) -> li
     return _rows(db, sql, [*keys, limit])
 
 
+def companies_with_name_forms(db: Database, keys: Sequence[str], guids: Sequence[str]) -> set[str]:
+    """Those of the companies `guids` with a name or alias form whose value is one of `keys`."""
+    sql = (
+        "SELECT DISTINCT company_guid FROM company_name_forms "
+        f"WHERE key IN ({_marks(keys)}) AND company_guid IN ({_marks(guids)})"
+    )
+    return {guid for (guid,) in db.execute(sql, [*keys, *guids])}
+
+
 def index_company_names(db: Database) -> None:
     """Rebuild the tables of company name words and name forms (after companies changed)."""
     index_company_words(db)
