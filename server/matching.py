@@ -365,7 +365,7 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     of them up to the fewest edits of one left out (corrections beyond CORRECTIONS, lookups
     beyond CORRECTED_KEYS): as cheap a spelling unseen could be as good a rival. The work is
     bounded whatever the key's length: one statement for the known words, at most
-    MISSPELT_WORDS for corrections and CORRECTED_KEYS for lookups.
+    MISSPELT_WORDS for corrections and one for the lookups of at most CORRECTED_KEYS names.
     """
     words = key.split()
     fuzzy = sorted({word for word in words if len(word) >= SHORTEST_TYPO})
@@ -391,7 +391,7 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     spellings = cheapest_spellings(options, limit=CORRECTED_KEYS + 1)
     if len(spellings) > CORRECTED_KEYS:  # ...or one past the lookups
         unseen = min(unseen, spellings.pop()[0])
-    found: dict[str, tuple[dict[str, Any], float]] = {}
+    fewest_edits: dict[str, int] = {}  # spelling as keyed -> its edits
     for edits, spelling in spellings:
         if edits >= unseen:
             break  # a spelling as cheap was not looked up: it could be as good a rival
@@ -400,8 +400,11 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
         respelt = spelling if spelling.rsplit(" ", 1)[-1] == words[-1] else company_key(spelling)
         if len(respelt.split()) < len(words) and len(spelling.rsplit(" ", 1)[-1]) < FUZZY_WORD:
             continue
-        for row in store.companies_by_name_key(db, respelt):
-            found.setdefault(row["guid"], (row, 1 - TYPO_COST * edits))
+        fewest_edits.setdefault(respelt, edits)
+    found: dict[str, tuple[dict[str, Any], float]] = {}
+    rows = store.companies_by_name_keys(db, list(fewest_edits)) if fewest_edits else []
+    for row in sorted(rows, key=lambda row: fewest_edits[row["matched_key"]]):
+        found.setdefault(row["guid"], (row, 1 - TYPO_COST * fewest_edits[row["matched_key"]]))
     return list(found.values())
 
 

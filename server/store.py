@@ -367,12 +367,20 @@ def companies_by_domain(db: Database, domain: str) -> list[Row]:
 def companies_by_name_key(db: Database, key: str) -> list[Row]:
     """The companies whose name key is `key`, then those with `key` as an alias key; each row
     has `alias` 0 or 1."""
+    return companies_by_name_keys(db, [key])
+
+
+def companies_by_name_keys(db: Database, keys: Sequence[str]) -> list[Row]:
+    """The companies whose name key is one of `keys`, then those with one of them as an alias
+    key (one statement); each row has `alias` 0 or 1 and the `matched_key`."""
+    marks = _marks(keys)
     sql = (
-        f"SELECT *, 0 AS alias FROM ({_COMPANY} WHERE name_key = :key) AS named UNION ALL "
-        f"SELECT *, 1 AS alias FROM ({_COMPANY} WHERE guid IN "
-        "(SELECT company_guid FROM company_aliases WHERE alias_key = :key)) AS aliased"
+        f"SELECT *, 0 AS alias, name_key AS matched_key FROM ({_COMPANY} "
+        f"WHERE name_key IN ({marks})) AS named UNION ALL "
+        "SELECT c.*, 1 AS alias, a.alias_key AS matched_key FROM company_aliases a "
+        f"JOIN ({_COMPANY}) AS c ON c.guid = a.company_guid WHERE a.alias_key IN ({marks})"
     )
-    return _rows(db, sql, {"key": key})
+    return _rows(db, sql, [*keys, *keys])
 
 
 def known_company_words(db: Database, words: Sequence[str]) -> dict[str, int]:

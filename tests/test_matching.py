@@ -459,6 +459,16 @@ def test_a_misspelt_name_is_found_among_near_namesakes(crowded: Database) -> Non
     assert found.score == pytest.approx(matching.NEAR_NAME_WEIGHT * (1 - 2 * matching.TYPO_COST))
 
 
+def test_the_corrected_spellings_of_a_name_are_looked_up_in_one_statement(
+    crowded: Database,
+) -> None:
+    # The name key, its forms, its known words, a correction read per misspelt word, then
+    # every corrected spelling at once.
+    with statement_budget(crowded, 6) as run:
+        assert matching.find(crowded, Query(company_name="Pharmaceutcal Laboratoires"))
+    assert sum("name_key IN" in statement for statement in run) == 2  # exact, corrected
+
+
 @pytest.mark.parametrize(
     ("name", "meant"),
     [
@@ -486,10 +496,10 @@ def test_a_long_name_of_misspelt_words_costs_a_bounded_number_of_statements(
     # As many misspelt words as the API accepts, each with 1 to 3 corrections: 2**60 spellings
     name = " ".join(MISSPELT * 100)[: enrich.MAX_VALUE_CHARS].rsplit(" ", 1)[0]
     assert len(name.split()) > 70 and len(name) > 990
-    most = 1 + matching.MISSPELT_WORDS + matching.CORRECTED_KEYS
+    most = 4 + matching.MISSPELT_WORDS  # key, forms, known words, corrections, one lookup
     with statement_budget(crowded, most) as run:
         assert matching.find(crowded, Query(company_name=name)) is None
-    assert len(run) <= 3  # the name key, then which of its words are known: no more
+    assert len(run) <= 3  # the name key, its forms, which of its words are known: no more
 
 
 def _old_cheapest_spellings(options: list[list[tuple[str, int]]]) -> list[tuple[int, str]]:
