@@ -36,7 +36,14 @@ from sqlite_utils import Database
 from server import db as database
 from server import facets, places, privacy, store, titles
 from server.clock import iso, utcnow
-from server.normalize import alias_keys, company_key, email_key, person_key, registrable_domain
+from server.normalize import (
+    alias_keys,
+    company_forms,
+    company_key,
+    email_key,
+    person_key,
+    registrable_domain,
+)
 from server.records import (
     COMPANY_COLUMNS,
     COMPANY_EXTRA_COLUMNS,
@@ -149,7 +156,7 @@ def import_files(
             accepted = _accepted(next(converted), known.add, companies, report.errors)
             report.companies = _load(db, accepted, _write_companies, advance, _COMPANY_TABLES)
             with database.write(db):
-                store.index_company_names(db)
+                store.index_company_words(db)
         if contacts is not None:
             accepted = _accepted(next(converted), known.require, contacts, report.errors)
             screened = _Screened(db, screen) if screen else None
@@ -173,10 +180,11 @@ def _rare_collections() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-_COMPANY_TABLES = ("companies", "company_aliases")
+_COMPANY_TABLES = ("companies", "company_aliases", "company_name_forms")
 _CONTACT_TABLES = ("contacts", "employments")
 # The tables whose secondary indexes a load into empty tables drops and builds again at the
-# end. company_aliases keeps its index: replacing a company's aliases deletes them by company.
+# end. company_aliases and company_name_forms keep theirs: replacing a company's aliases and
+# forms deletes them by company.
 _REBUILT = ("companies", "contacts", "employments")
 
 
@@ -255,7 +263,8 @@ def _accepted(
         yield batch._replace(records=records)
 
 
-# A record is (line, guid, ...): for companies (line, guid, row, alias keys), for contacts
+# A record is (line, guid, ...): for companies (line, guid, row, alias keys, name forms as
+# (key, form, alias)), for contacts
 # (line, contact guid, company guid, contact row, employment row, what the employment takes
 # from its contact), the rows in the form of store.row_form.
 _GUID, _COMPANY, _ROW = itemgetter(1), itemgetter(2), itemgetter(3)
@@ -263,12 +272,18 @@ _JOB, _KEYS, _JOB_KEY, _SECOND = itemgetter(4), itemgetter(5), itemgetter(1, 2),
 
 
 def _write_companies(
-    db: Database, records: list[tuple[int, str, Any, list[str]]], new_keys: bool = False
+    db: Database, records: list[tuple[int, str, Any, list[str], Any]], new_keys: bool = False
 ) -> None:
-    aliases = {guid: keys for _, guid, _, keys in records}  # the last row of a GUID wins
-    store.upsert_company_values(db, [row for _, _, row, _ in records], new_keys=new_keys)
+    aliases = {guid: keys for _, guid, _, keys, _ in records}  # the last row of a GUID wins
+    forms = {guid: rows for _, guid, _, _, rows in records}
+    store.upsert_company_values(db, [row for _, _, row, _, _ in records], new_keys=new_keys)
     store.replace_company_aliases(
         db, aliases, [(guid, key) for guid, keys in aliases.items() for key in keys]
+    )
+    store.replace_company_forms(
+        db,
+        forms,
+        [(key, form, guid, alias) for guid, rows in forms.items() for key, form, alias in rows],
     )
 
 
@@ -655,6 +670,8 @@ def _text(name: str, value: Any) -> str:
 
 
 _COMPANY_GUID = itemgetter(store.COMPANY_FIELDS.index("guid"))
+_COMPANY_NAME = itemgetter(store.COMPANY_FIELDS.index("name"))
+_COMPANY_AKA = itemgetter(store.COMPANY_FIELDS.index("aka"))
 _CONTACT_GUID = itemgetter(store.CONTACT_FIELDS.index("guid"))
 _JOB_COMPANY = itemgetter(store.EMPLOYMENT_FIELDS.index("company_guid"))
 _JOB_EMAIL = itemgetter(store.EMPLOYMENT_FIELDS.index("email"))
@@ -666,9 +683,10 @@ RowForm = Callable[..., Any]
 
 def _company_record(values: Values, updated_at: str, form: RowForm) -> tuple[Any, ...]:
     """A company's record for the writer (after its line): its GUID, its row in `form`,
-    its alias keys."""
+    its alias keys and its name forms (made here, in the converting processes)."""
     row, aliases = company_records(values, updated_at)
-    return _COMPANY_GUID(row), form(row), aliases
+    names = company_forms(_COMPANY_NAME(row), _COMPANY_AKA(row))
+    return _COMPANY_GUID(row), form(row), aliases, names
 
 
 def _contact_record(

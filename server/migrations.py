@@ -336,7 +336,7 @@ def m009_company_name_forms(db: Database) -> None:
     counts the words of names as written among the name words."""
     from server import store  # here, not at the top: normalize loads tldextract's suffix list
 
-    _run(db, f"{COMPANY_NAME_FORMS} WITHOUT ROWID")
+    _run(db, f"{COMPANY_NAME_FORMS} WITHOUT ROWID;\n{COMPANY_NAME_FORMS_INDEX}")
     store.index_company_names(db)
 
 
@@ -349,3 +349,7 @@ CREATE TABLE company_name_forms (
     PRIMARY KEY (key, form, company_guid, alias)
 )
 """
+# Importing replaces a company's forms by its GUID.
+COMPANY_NAME_FORMS_INDEX = (
+    "CREATE INDEX company_name_forms_company ON company_name_forms (company_guid)"
+)

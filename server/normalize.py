@@ -396,3 +396,10 @@ def stored_forms(name: str) -> set[tuple[str, str]]:
         *(("lead", lead) for lead in forms.leads),
     }
     return {(form, value) for form, value in pairs if value}
+
+
+def company_forms(name: str, aka: str) -> list[tuple[str, str, int]]:
+    """(value, form, alias) of a company's name (alias 0) and each of its other names (1)."""
+    names = [(0, name), *((1, other) for other in split_aka(aka))]
+    found = {(value, form, alias) for alias, other in names for form, value in stored_forms(other)}
+    return sorted(found)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from server.migrations import COMPANY_NAME_FORMS, DISCOVER_INDEX, SUPPRESSIONS
+from server.migrations import (
+    COMPANY_NAME_FORMS,
+    COMPANY_NAME_FORMS_INDEX,
+    DISCOVER_INDEX,
+    SUPPRESSIONS,
+)
 from server.pg import PostgresDatabase
 
 MIGRATION_SET = "contactdata"
@@ -344,7 +349,7 @@ def p005_company_name_forms(db: PostgresDatabase) -> None:
     """Company names as people write them, as m009_company_name_forms."""
     from server import store  # here, not at the top: normalize loads tldextract's suffix list
 
-    _run(db, COMPANY_NAME_FORMS)
+    _run(db, f"{COMPANY_NAME_FORMS};\n{COMPANY_NAME_FORMS_INDEX}")
     store.index_company_names(db)
 
 

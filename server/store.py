@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from server import pg
 from server.db import is_postgres
-from server.normalize import alias_keys, fold, split_aka, stored_forms
+from server.normalize import alias_keys, company_forms, fold, split_aka
 
 Row = dict[str, Any]
 
@@ -453,20 +453,45 @@ def index_company_words(db: Database) -> None:
 
 def index_company_forms(db: Database) -> None:
     """Rebuild the table of company name forms (on PostgreSQL with one COPY: a full dataset
-    has half a million)."""
-    forms = {
+    has a third of a million)."""
+    rows = db.execute("SELECT guid, name, aka FROM companies").fetchall()
+    forms = sorted(
         (value, form, guid, alias)
-        for guid, name, aka in db.execute("SELECT guid, name, aka FROM companies").fetchall()
-        for alias, other in [(0, name), *((1, other) for other in split_aka(aka))]
-        for form, value in stored_forms(other)
-    }
+        for guid, name, aka in rows
+        for value, form, alias in company_forms(name, aka)
+    )
     db.execute("DELETE FROM company_name_forms")
-    columns = ("key", "form", "company_guid", "alias")
     if is_postgres(db):
-        copy_rows(db, "company_name_forms", columns, sorted(forms))
+        copy_rows(db, "company_name_forms", _FORM_COLUMNS, forms)
     else:
-        sql = f"INSERT INTO company_name_forms ({', '.join(columns)}) VALUES (?, ?, ?, ?)"
-        db.conn.executemany(sql, sorted(forms))
+        db.conn.executemany(_INSERT_FORMS, forms)
+
+
+_FORM_COLUMNS = ("key", "form", "company_guid", "alias")
+_INSERT_FORMS = (
+    f"INSERT OR IGNORE INTO company_name_forms ({', '.join(_FORM_COLUMNS)}) VALUES (?, ?, ?, ?)"
+)
+
+
+def replace_company_forms(
+    db: Database, guids: Iterable[str], forms: Iterable[tuple[str, str, str, int]]
+) -> None:
+    """Set the name forms of these companies to the (key, form, company_guid, alias) rows
+    given (`normalize.company_forms`); every company in `guids` loses its old ones."""
+    if is_postgres(db):  # two statements over arrays, not one per company and form
+        rows = list(forms)
+        raw = db.conn.raw  # type: ignore[attr-defined]
+        raw.execute("DELETE FROM company_name_forms WHERE company_guid = ANY(%s)", [list(guids)])
+        raw.execute(
+            "INSERT INTO company_name_forms (key, form, company_guid, alias) SELECT * FROM "
+            "unnest(%s::text[], %s::text[], %s::text[], %s::int[]) ON CONFLICT DO NOTHING",
+            [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], []],
+        )
+        return
+    db.conn.executemany(
+        "DELETE FROM company_name_forms WHERE company_guid = ?", [(g,) for g in set(guids)]
+    )
+    db.conn.executemany(_INSERT_FORMS, forms)
 
 
 # --- companies and contacts ------------------------------------------------------------------

@@ -223,6 +223,30 @@ def test_reimport_is_idempotent_and_updates_values(
     assert database.table("company_aliases").count == 0
 
 
+def forms(database: Database) -> set[tuple[str, str, str, int]]:
+    table = rows(database, "company_name_forms", "1, 2, 3, 4")
+    return {(r["key"], r["form"], r["company_guid"], r["alias"]) for r in table}
+
+
+@pytest.mark.both_backends
+def test_an_import_writes_each_companys_name_forms_and_replaces_them(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)  # into empty tables: one bulk load
+    lonestar = "A0A0A0A0A0A0A0A1"
+    assert {("lonestarwork", "core", lonestar, 0), ("lonestar", "lead", lonestar, 0)} <= forms(
+        database
+    )
+    assert ("lsw", "core", lonestar, 1) in forms(database)  # an alias's forms
+    renamed = csv_files["companies"].read_text().replace("Lonestar Works Inc.", "Texan Works")
+    run(database, companies=write(tmp_path, "renamed.csv", renamed))  # into tables with rows
+    assert {row for row in forms(database) if row[2] == lonestar and not row[3]} == {
+        ("texanwork", "core", lonestar, 0),
+        ("texan works", "bag", lonestar, 0),
+        ("texan", "lead", lonestar, 0),
+    }
+
+
 @pytest.mark.both_backends
 def test_levels_and_functions_come_from_the_title_unless_given(
     tmp_path: Path, database: Database, csv_files: dict[str, Path]
