@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from apscheduler.job import Job
+from apscheduler.jobstores.base import BaseJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlite_utils import Database
 
@@ -224,13 +225,7 @@ def reschedule(db_path: str | Path, job_id: str, **trigger: Any) -> dict[str, An
 def _opened(db_path: str | Path) -> BackgroundScheduler:
     """A paused scheduler on the job store of `db_path`, holding every default job: stored
     jobs as they are, missing ones added with their default trigger."""
-    # Imported here: SQLAlchemy takes a third of a second to import, which every other
-    # command of `contactdata` would pay.
-    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
-
-    scheduler = BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(url=_job_store_url(db_path))}, timezone=UTC
-    )
+    scheduler = BackgroundScheduler(jobstores={"default": _job_store(db_path)}, timezone=UTC)
     scheduler.start(paused=True)
     for default in DEFAULTS:
         if scheduler.get_job(default.id) is None:
@@ -247,6 +242,25 @@ def _opened(db_path: str | Path) -> BackgroundScheduler:
                 **default.fields,
             )
     return scheduler
+
+
+def _job_store(db_path: str | Path) -> BaseJobStore:
+    """The SQLAlchemyJobStore of `db_path`, its table made. APScheduler makes it when the
+    scheduler starts, by asking whether it exists and then creating it: two processes starting
+    at once on a new `<db>.jobs` both ask, and one's CREATE fails. Here that one finds the
+    table made, which it wanted."""
+    # Imported here: SQLAlchemy takes a third of a second to import, which every other
+    # command of `contactdata` would pay.
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from sqlalchemy.exc import DBAPIError
+
+    store = SQLAlchemyJobStore(url=_job_store_url(db_path))
+    try:
+        store.jobs_t.create(store.engine, checkfirst=True)
+    except DBAPIError as error:
+        if "already exists" not in str(error):
+            raise
+    return store
 
 
 def _job_store_url(db_path: str | Path) -> str:

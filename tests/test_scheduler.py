@@ -4,6 +4,7 @@ status the settings page shows. No test waits for a schedule: jobs are called di
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -56,6 +57,29 @@ def test_the_default_jobs_are_stored_in_their_own_file_or_the_postgresql_databas
         assert list(job.args) == [job.id, where]
         assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, 6 * 3600)
     assert stored["reenrich"].next_run_time.astimezone(UTC).hour == 2
+
+
+def test_schedulers_started_together_on_a_new_database_all_start(tmp_path: Path) -> None:
+    # APScheduler makes its table by asking whether it exists, then creating it: started at
+    # once, every scheduler but one failed with "table apscheduler_jobs already exists".
+    failures: list[str] = []
+
+    def start(path: Path, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            scheduler._opened(path).shutdown(wait=False)
+        except Exception as error:  # what failed is the finding
+            failures.append(repr(error))
+
+    for round_ in range(5):
+        barrier = threading.Barrier(4)
+        path = tmp_path / f"race{round_}.db"
+        threads = [threading.Thread(target=start, args=(path, barrier)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []
 
 
 def test_scheduled_jobs_persist_across_a_restart(
