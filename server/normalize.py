@@ -78,10 +78,18 @@ def strip_legal_suffixes(name: str) -> str:
         after += 1
 
 
+@lru_cache(maxsize=16_384)
+def _folded_base(name: str) -> str:
+    """A name without the legal suffixes cleanco finds, "&" as "and", folded: where its key and
+    its forms (`name_forms`) start; kept a while, as a company's key and forms are made one
+    after the other."""
+    return fold((strip_legal_suffixes(name) or name).replace("&", " and "))
+
+
 @lru_cache(maxsize=131_072)
 def company_key(name: str) -> str:
     """A company name without legal suffixes, a leading "The", case, accents and punctuation."""
-    folded = fold((strip_legal_suffixes(name) or name).replace("&", " and "))
+    folded = _folded_base(name)
     folded = re.sub(r"^the\s+", "", folded)
     while True:
         shorter = _EXTRA_SUFFIXES.sub("", folded)
@@ -319,11 +327,11 @@ def _elided(joined: list[str]) -> bool:
     return len(joined) < 2 or len(joined[-2]) > 1
 
 
-def _initials(words: list[str], particles: bool = False) -> str:
-    """The first letters of words but conjunctions (and particles unless `particles`), when
-    there are three or more ("Hospital Universitario de Zaragoza" -> "huz")."""
-    named = [word for word in _unjoined(words) if particles or word not in PARTICLES]
-    return "".join(word[0] for word in named) if len(named) >= 3 else ""
+def _initials(named: list[str], particles: bool = False) -> str:
+    """The first letters of words without conjunctions (and particles unless `particles`),
+    when there are three or more ("Hospital Universitario de Zaragoza" -> "huz")."""
+    kept = [word for word in named if particles or word not in PARTICLES]
+    return "".join(word[0] for word in kept) if len(kept) >= 3 else ""
 
 
 def _singular(words: list[str]) -> list[str]:
@@ -338,44 +346,45 @@ def _singular(words: list[str]) -> list[str]:
     return words
 
 
-def _core_words(words: list[str]) -> list[str]:
-    words = _unjoined(words)
-    kept = [word for word in words if word not in GENERIC_WORDS] or words
+def _core_words(named: list[str]) -> list[str]:
+    """Words without conjunctions, then without generic words (unless that leaves none),
+    transliterated."""
+    kept = [word for word in named if word not in GENERIC_WORDS] or named
     return [_transliterated(word) for word in kept]
 
 
 def _words(name: str) -> list[str]:
     """The folded words of a name without its legal forms at either end (a name of initials
     keeps them all: "S.A.G." is no "S" A.G.)."""
-    folded = fold(name.replace("&", " and ")).split()
-    if all(len(word) == 1 for word in folded):
-        return folded
-    cut = fold((strip_legal_suffixes(name) or name).replace("&", " and ")).split()
+    cut = _folded_base(name).split()
+    if all(len(word) == 1 for word in cut):
+        folded = fold(name.replace("&", " and ")).split()
+        if all(len(word) == 1 for word in folded):
+            return folded
     return _strip_legal(_strip_legal(_joined(cut), leading=False), leading=True)
 
 
-# Forms are read from the index; the names made into forms at query time are the query's and
-# those of the few candidates it finds. A small cache: a large one is millions of objects for
-# the garbage collector to walk (a 170 ms pause with 131,072 entries).
+# Forms are read from the index: the names made into forms at query time are the query's and
+# those of the few candidates it finds, so a small cache does.
 @lru_cache(maxsize=16_384)
 def name_forms(name: str) -> NameForms:
     """The forms of a company name (as given, or a `company_key`)."""
     words = _words(name)
     if all(len(word) == 1 for word in words):  # initials, or nothing
         return NameForms(core="".join(words))
-    core = _core_words(words)
-    unled_words = _unled(words)
     named = _unjoined(words)
+    unled = _unjoined(_unled(words))
+    core = _core_words(named)
     leads = ("".join(_singular(core[:size])) for size in range(1, len(core)))
     acronyms = (
-        _initials(words),
-        _initials(words, particles=True),
-        _initials(unled_words),
-        _initials(_words(name.replace("-", ""))) if "-" in name else "",
+        _initials(named),
+        _initials(named, particles=True),
+        _initials(unled),
+        _initials(_unjoined(_words(name.replace("-", "")))) if "-" in name else "",
     )
     return NameForms(
         core="".join(_singular(core)),
-        unled="".join(_singular(_core_words(unled_words))),
+        unled="".join(_singular(_core_words(unled))),
         bag=" ".join(sorted(core)) if len(core) >= 2 else "",
         initials=acronyms[0],
         acronyms=tuple(dict.fromkeys(a for a in acronyms if a)),
