@@ -1,8 +1,9 @@
 """Find the company and contact an enrich input describes, and grade how sure the match is.
 
 Candidates come from the store's indexes (e-mail, GUID, profile URL, domain, company name and
-aliases, near names, contact by company and last name); each is scored with field weights
-and graded A+/A/A-/B, or dropped when two candidates are too close to tell apart.
+aliases, names written another way, near names, contact by company and last name); each is
+scored with field weights and graded A+/A/A-/B, or dropped when two candidates are too close
+to tell apart.
 """
 
 from __future__ import annotations
