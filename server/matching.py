@@ -236,7 +236,7 @@ def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
     if probe.email_domain:
         add(store.companies_by_domain(db, probe.email_domain), MAIL_DOMAIN, "email")
     if probe.company_key:
-        named = store.companies_by_name_key(db, probe.company_key)
+        named = store.companies_by_name_keys(db, [probe.company_key])
         add((row for row in named if not row["alias"]), NAME, "company_name")
         exact = _plain(q.company_name)
         add((row for row in named if _plain(row["name"]) == exact), EXACT_NAME, "company_name")

@@ -364,12 +364,6 @@ def companies_by_domain(db: Database, domain: str) -> list[Row]:
     return _rows(db, f"{_COMPANY} WHERE domain = ?", [domain])
 
 
-def companies_by_name_key(db: Database, key: str) -> list[Row]:
-    """The companies whose name key is `key`, then those with `key` as an alias key; each row
-    has `alias` 0 or 1."""
-    return companies_by_name_keys(db, [key])
-
-
 def companies_by_name_keys(db: Database, keys: Sequence[str]) -> list[Row]:
     """The companies whose name key is one of `keys`, then those with one of them as an alias
     key (one statement); each row has `alias` 0 or 1 and the `matched_key`."""
@@ -451,6 +445,9 @@ def index_company_words(db: Database) -> None:
     )
 
 
+_FORM_COLUMNS = ("key", "form", "company_guid", "alias")
+
+
 def index_company_forms(db: Database) -> None:
     """Rebuild the table of company name forms (on PostgreSQL with one COPY: a full dataset
     has a third of a million)."""
@@ -464,13 +461,9 @@ def index_company_forms(db: Database) -> None:
     if is_postgres(db):
         copy_rows(db, "company_name_forms", _FORM_COLUMNS, forms)
     else:
-        db.conn.executemany(_INSERT_FORMS, forms)
-
-
-_FORM_COLUMNS = ("key", "form", "company_guid", "alias")
-_INSERT_FORMS = (
-    f"INSERT OR IGNORE INTO company_name_forms ({', '.join(_FORM_COLUMNS)}) VALUES (?, ?, ?, ?)"
-)
+        names = ", ".join(_FORM_COLUMNS)
+        sql = f"INSERT INTO company_name_forms ({names}) VALUES ({_marks(_FORM_COLUMNS)})"
+        db.conn.executemany(sql, forms)
 
 
 def replace_company_forms(
@@ -478,20 +471,35 @@ def replace_company_forms(
 ) -> None:
     """Set the name forms of these companies to the (key, form, company_guid, alias) rows
     given (`normalize.company_forms`); every company in `guids` loses its old ones."""
-    if is_postgres(db):  # two statements over arrays, not one per company and form
-        rows = list(forms)
+    _replace_by_company(db, "company_name_forms", _FORM_COLUMNS, "text text text int", guids, forms)
+
+
+def _replace_by_company(
+    db: Database,
+    table: str,
+    columns: Sequence[str],
+    types: str,
+    guids: Iterable[str],
+    rows: Iterable[Sequence[Any]],
+) -> None:
+    """Delete the rows of `table` of these companies (by its company_guid) and insert `rows`
+    (tuples of `columns`, whose PostgreSQL `types` are space-separated), skipping duplicates.
+
+    On PostgreSQL two statements over arrays, not one per company and row."""
+    names = ", ".join(columns)
+    if is_postgres(db):
+        rows = list(rows)
+        arrays = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in columns]
+        unnest = ", ".join(f"%s::{kind}[]" for kind in types.split())
         raw = db.conn.raw  # type: ignore[attr-defined]
-        raw.execute("DELETE FROM company_name_forms WHERE company_guid = ANY(%s)", [list(guids)])
+        raw.execute(f"DELETE FROM {table} WHERE company_guid = ANY(%s)", [list(guids)])
         raw.execute(
-            "INSERT INTO company_name_forms (key, form, company_guid, alias) SELECT * FROM "
-            "unnest(%s::text[], %s::text[], %s::text[], %s::int[]) ON CONFLICT DO NOTHING",
-            [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], [], []],
+            f"INSERT INTO {table} ({names}) SELECT * FROM unnest({unnest}) ON CONFLICT DO NOTHING",
+            arrays,
         )
         return
-    db.conn.executemany(
-        "DELETE FROM company_name_forms WHERE company_guid = ?", [(g,) for g in set(guids)]
-    )
-    db.conn.executemany(_INSERT_FORMS, forms)
+    db.conn.executemany(f"DELETE FROM {table} WHERE company_guid = ?", [(g,) for g in set(guids)])
+    db.conn.executemany(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({_marks(columns)})", rows)
 
 
 # --- companies and contacts ------------------------------------------------------------------
@@ -509,22 +517,8 @@ def replace_company_aliases(
 
     Every company in `guids` loses its old aliases, also one that has no pair any more.
     """
-    if is_postgres(db):  # two statements over arrays, not one per company and alias
-        pairs = list(aliases)
-        raw = db.conn.raw  # type: ignore[attr-defined]
-        raw.execute("DELETE FROM company_aliases WHERE company_guid = ANY(%s)", [list(guids)])
-        raw.execute(
-            "INSERT INTO company_aliases (company_guid, alias_key) SELECT * FROM "
-            "unnest(%s::text[], %s::text[]) ON CONFLICT DO NOTHING",
-            [[guid for guid, _ in pairs], [key for _, key in pairs]],
-        )
-        return
-    db.conn.executemany(
-        "DELETE FROM company_aliases WHERE company_guid = ?", [(g,) for g in set(guids)]
-    )
-    db.conn.executemany(
-        "INSERT OR IGNORE INTO company_aliases (company_guid, alias_key) VALUES (?, ?)", aliases
-    )
+    columns = ("company_guid", "alias_key")
+    _replace_by_company(db, "company_aliases", columns, "text text", guids, aliases)
 
 
 def upsert_contacts(db: Database, rows: Iterable[Row]) -> None:
