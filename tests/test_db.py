@@ -12,6 +12,7 @@ from sqlite_utils import Database
 
 from server import db
 from server.migrations import MIGRATIONS
+from tests.helpers.threads import at_once
 
 
 def pragma(database: Database, name: str) -> object:
@@ -26,24 +27,16 @@ def test_connection_uses_wal_foreign_keys_and_a_busy_timeout(database: Database)
 
 def test_processes_opening_a_new_file_at_once_all_get_wal(tmp_path: Path) -> None:
     """Switching a new file to WAL needs it alone: whoever finds it switching waits."""
-    failures: list[Exception] = []
+    failures: list[BaseException] = []
     for round_ in range(40):
-        path, start = tmp_path / f"new-{round_}.db", threading.Barrier(3)
+        path = tmp_path / f"new-{round_}.db"
 
-        def open_it(path: Path = path, start: threading.Barrier = start) -> None:
-            start.wait()
-            try:
-                opened = db.connect(path, migrate=False)
-                assert opened.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-                opened.close()
-            except Exception as error:  # collected for the assertion
-                failures.append(error)
+        def open_it(path: Path = path) -> None:
+            opened = db.connect(path, migrate=False)
+            assert opened.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            opened.close()
 
-        threads = [threading.Thread(target=open_it) for _ in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        failures += at_once(open_it, 3)
     assert failures == []
 
 
@@ -81,24 +74,15 @@ def test_concurrent_read_then_write_transactions_never_see_locked(db_path: Path)
     setup = db.connect(db_path)
     setup.execute("CREATE TABLE counter (n INTEGER)")
     setup.execute("INSERT INTO counter VALUES (0)")
-    failures: list[BaseException] = []
 
     def work() -> None:
         mine = db.connect(db_path, migrate=False)
-        try:
-            for _ in range(50):
-                with db.write(mine):
-                    (n,) = mine.execute("SELECT n FROM counter").fetchone()
-                    mine.execute("UPDATE counter SET n = ?", [n + 1])
-        except BaseException as error:
-            failures.append(error)
+        for _ in range(50):
+            with db.write(mine):
+                (n,) = mine.execute("SELECT n FROM counter").fetchone()
+                mine.execute("UPDATE counter SET n = ?", [n + 1])
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert failures == []
+    assert at_once(work, 8) == []
     assert setup.execute("SELECT n FROM counter").fetchone()[0] == 400
 
 

@@ -4,7 +4,6 @@ status the settings page shows. No test waits for a schedule: jobs are called di
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,6 +15,7 @@ from apscheduler.schedulers.base import STATE_PAUSED, STATE_RUNNING, STATE_STOPP
 
 from connector import jobs, scheduler, store
 from tests.helpers.clock import Clock
+from tests.helpers.threads import at_once
 
 pytestmark = pytest.mark.both_backends
 
@@ -62,23 +62,10 @@ def test_the_default_jobs_are_stored_in_their_own_file_or_the_postgresql_databas
 def test_schedulers_started_together_on_a_new_database_all_start(tmp_path: Path) -> None:
     # APScheduler makes its table by asking whether it exists, then creating it: started at
     # once, every scheduler but one failed with "table apscheduler_jobs already exists".
-    failures: list[str] = []
-
-    def start(path: Path, barrier: threading.Barrier) -> None:
-        barrier.wait()
-        try:
-            scheduler._opened(path).shutdown(wait=False)
-        except Exception as error:  # what failed is the finding
-            failures.append(repr(error))
-
+    failures: list[BaseException] = []
     for round_ in range(5):
-        barrier = threading.Barrier(4)
         path = tmp_path / f"race{round_}.db"
-        threads = [threading.Thread(target=start, args=(path, barrier)) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        failures += at_once(lambda path=path: scheduler._opened(path).shutdown(wait=False), 4)
     assert failures == []
 
 
