@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
+# The demo's database is every command's default, var/contactdata.db (or CONTACTDATA_DB).
 demo: install
-	$(BIN)/contactdata demo --db var/demo.db --host 127.0.0.1 --port 8080
+	$(BIN)/contactdata demo --host 127.0.0.1 --port 8080
 
 lint: install
 	$(BIN)/ruff check .

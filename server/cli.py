@@ -4,33 +4,102 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
+from click.core import ParameterSource
 
 from server import accounts, config, db, demo, pg
 from server.clock import utcnow
 from server.errors import InsufficientCredits, ServiceError
 
+Command = TypeVar("Command", bound=Callable[..., Any])
 
-def _database(_: click.Context, __: click.Parameter, value: str) -> Path | str:
-    """A SQLite file's path, or a `postgresql://` URL as it is."""
-    return value if pg.is_url(value) else Path(value)
+# Where a command's --db value came from, as its messages say it; else the default.
+_ORIGINS = {
+    ParameterSource.COMMANDLINE: "given by --db",
+    ParameterSource.ENVIRONMENT: f"from {config.ENVIRONMENT['DB']}",
+}
 
 
-DB_OPTION = click.option(
-    "--db",
-    "db_path",
-    callback=_database,
-    envvar="CONTACTDATA_DB",
-    default="contactdata.db",
-    show_default=True,
-    help="SQLite database file (created and migrated when missing), or a postgresql:// URL.",
-)
+class _DatabaseOption:
+    """`--db PATH|URL`, else CONTACTDATA_DB, else the one default (config.DEFAULTS["DB"]).
+
+    `@DB_OPTION` goes on a command that reads the database, `@DB_OPTION.changing` on one that
+    changes it (it names the database on stderr), `@DB_OPTION.creating` on one whose purpose is
+    to make data (it may create a missing file). The others refuse a missing SQLite file rather
+    than create an empty one; a PostgreSQL URL is taken as it is.
+    """
+
+    def __call__(self, command: Command) -> Command:
+        return _db_option(creates=False, names=False)(command)
+
+    def changing(self, command: Command) -> Command:
+        """The option of a command that changes the database."""
+        return _db_option(creates=False, names=True)(command)
+
+    def creating(self, command: Command) -> Command:
+        """The option of a command that may create the database."""
+        return _db_option(creates=True, names=True)(command)
+
+
+def _db_option(*, creates: bool, names: bool) -> Callable[[Command], Command]:
+    made = "created and migrated when missing" if creates else "which must exist"
+    return click.option(
+        "--db",
+        "db_path",
+        callback=partial(_database, creates=creates, names=names),
+        envvar=config.ENVIRONMENT["DB"],
+        default=config.DEFAULTS["DB"],
+        show_default=True,
+        show_envvar=True,
+        help=f"SQLite database file ({made}), or a postgresql:// URL.",
+    )
+
+
+def _database(
+    ctx: click.Context, _: click.Parameter, value: str, *, creates: bool, names: bool
+) -> Path | str:
+    """A SQLite file's path, or a `postgresql://` URL as it is. A missing file is refused
+    unless the command `creates` data (its directory is made then)."""
+    origin = _ORIGINS.get(ctx.get_parameter_source("db_path"), f"the default, {value}")
+    database: Path | str = value if pg.is_url(value) else Path(value)
+    if isinstance(database, Path) and creates:
+        database.parent.mkdir(parents=True, exist_ok=True)
+    elif isinstance(database, Path) and not database.exists():
+        raise click.ClickException(_missing(database, origin, ctx))
+    if names:
+        click.echo(f"database: {_shown(database)} ({origin})", err=True)
+    return database
+
+
+def _missing(path: Path, origin: str, ctx: click.Context) -> str:
+    """Why a command stops on a missing file, how to name another and how to make this one."""
+    given = ctx.get_parameter_source("db_path") == ParameterSource.COMMANDLINE
+    init = "contactdata db init" + (f" --db {shlex.quote(str(path))}" if given else "")
+    return (
+        f"no database at {path.absolute()} ({origin}). Name another with --db PATH or "
+        f"{config.ENVIRONMENT['DB']}=PATH, or make this one: `{init}` creates an empty "
+        "database, `contactdata import` loads your data, `contactdata demo-data` generates some."
+    )
+
+
+def _shown(database: Path | str) -> str:
+    """The database as a line may show it: a file's absolute path, a URL without password."""
+    if isinstance(database, Path):
+        return str(database.absolute())
+    where = urlsplit(database)
+    return database.replace(f":{where.password}@", "@", 1) if where.password else database
+
+
+DB_OPTION = _DatabaseOption()
 
 
 class _Commands(click.Group):
@@ -64,7 +133,7 @@ def _fail(error: ServiceError) -> None:
 
 
 @main.command()
-@DB_OPTION
+@DB_OPTION.changing
 @click.option("--host", envvar="CONTACTDATA_HOST", default="127.0.0.1", show_default=True)
 @click.option("--port", envvar="CONTACTDATA_PORT", type=int, default=8080, show_default=True)
 @click.option("--workers", envvar="CONTACTDATA_WORKERS", type=int, default=2, show_default=True)
@@ -72,17 +141,52 @@ def serve(db_path: Path, host: str, port: int, workers: int) -> None:
     """Serve the API with gunicorn (sync workers)."""
     from server.http.serve import serve as run
 
-    settings = config.load({"DB": str(db_path)})
+    settings = _served_settings(db_path, host, port)
     config.key_secret(settings)  # missing: said here, not by each gunicorn worker failing
     db.connect(db_path).close()
     run(settings, host, port, workers, _app_factory())
 
 
+def _served_settings(db_path: Path | str, host: str, port: int) -> dict[str, Any]:
+    """The settings of `serve` and `demo` bound to `host`:`port`, which make their public URL
+    unless CONTACTDATA_PUBLIC_URL is set; said when that names another address."""
+    settings = config.load_served({"DB": str(db_path)}, host, port)
+    address = config.local_url(host, port)
+    if settings["PUBLIC_URL"].rstrip("/") != address:
+        click.echo(
+            f"{config.ENVIRONMENT['PUBLIC_URL']} is set: webhook URLs, installation steps and "
+            f"OAuth redirects use {settings['PUBLIC_URL']}, not {address}",
+            err=True,
+        )
+    return settings
+
+
+def _dataset_options(command: Command) -> Command:
+    """--companies, --contacts and --seed: the size and seed of a generated dataset."""
+    for option in reversed(
+        (
+            click.option(
+                "--companies",
+                type=click.IntRange(1),
+                default=demo.DEMO_COMPANIES,
+                show_default=True,
+            ),
+            click.option(
+                "--contacts",
+                type=click.IntRange(0),
+                default=demo.DEMO_CONTACTS,
+                show_default=True,
+            ),
+            click.option("--seed", type=int, default=demo.DEMO_SEED, show_default=True),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @main.command("demo-data")
-@DB_OPTION
-@click.option("--companies", type=click.IntRange(1), default=5000, show_default=True)
-@click.option("--contacts", type=click.IntRange(0), default=100_000, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@DB_OPTION.creating
+@_dataset_options
 def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
     """Generate a realistic demo dataset (deterministic for a seed)."""
     from server import dataset
@@ -96,7 +200,7 @@ def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
 
 
 @main.command("import")
-@DB_OPTION
+@DB_OPTION.creating
 @click.option("--companies", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--contacts", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def import_(db_path: Path, companies: Path | None, contacts: Path | None) -> None:
@@ -131,7 +235,7 @@ def _line_count(path: Path) -> int:
 
 
 @main.command("enrich")
-@DB_OPTION
+@DB_OPTION.changing
 @click.option("--org", "org_id", required=True, help="The organization's id (orgId).")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
@@ -193,7 +297,7 @@ def org() -> None:
 
 
 @org.command("create")
-@DB_OPTION
+@DB_OPTION.changing
 @click.option("--name", required=True)
 @click.option("--website", required=True)
 @click.option("--tier", required=True, type=click.Choice(accounts.TIERS))
@@ -262,7 +366,7 @@ def org_list(db_path: Path, as_json: bool) -> None:
 
 
 @org.command("set-status")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("org_id")
 @click.argument("status", type=click.Choice(accounts.ORG_STATUSES))
 def org_set_status(db_path: Path, org_id: str, status: str) -> None:
@@ -275,7 +379,7 @@ def org_set_status(db_path: Path, org_id: str, status: str) -> None:
 
 
 @org.command("credits")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("org_id")
 @click.option("--add", "amount", type=click.IntRange(1), help="Credits to add to the balance.")
 def org_credits(db_path: Path, org_id: str, amount: int | None) -> None:
@@ -372,7 +476,7 @@ def _summary(done: dict[str, int]) -> str:
 
 
 @privacy.command("suppress")
-@DB_OPTION
+@DB_OPTION.changing
 @_identity_options
 @click.option("--reason", default="", help="Why (kept on the list; no personal data).")
 def privacy_suppress(db_path: Path, **named: str) -> None:
@@ -381,7 +485,7 @@ def privacy_suppress(db_path: Path, **named: str) -> None:
 
 
 @privacy.command("erase")
-@DB_OPTION
+@DB_OPTION.changing
 @_identity_options
 @click.option("--reason", default="", help="Why (kept on the list; no personal data).")
 def privacy_erase(db_path: Path, **named: str) -> None:
@@ -400,7 +504,7 @@ def _privacy_action(db_path: Path, action: str, named: dict[str, str]) -> None:
 
 
 @privacy.command("import")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--reason", default="", help="The reason of rows without one.")
 @click.option("--erase", is_flag=True, help="Erase the people (default: suppress them).")
@@ -468,7 +572,7 @@ def privacy_check(db_path: Path, **named: str) -> None:
 
 
 @privacy.command("report")
-@DB_OPTION
+@DB_OPTION.changing
 @click.option("--email", required=True, help="The person's e-mail address.")
 def privacy_report(db_path: Path, email: str) -> None:
     """Print as JSON what the service holds about a person (for an access request)."""
@@ -485,7 +589,20 @@ def privacy_report(db_path: Path, email: str) -> None:
 
 @main.group("db")
 def db_group() -> None:
-    """Move the database from SQLite to PostgreSQL."""
+    """Create an empty database; move the database from SQLite to PostgreSQL."""
+
+
+@db_group.command("init")
+@DB_OPTION.creating
+def db_init(db_path: Path | str) -> None:
+    """Create and migrate an empty database (every component's tables), for a deployment that
+    starts from nothing; an existing one is migrated, its data kept."""
+    existed = pg.is_url(db_path) or Path(db_path).exists()
+    database = db.connect(db_path)
+    for schema in _entry_option("schemas", ()):
+        db.apply_migrations(database, schema.sqlite, schema.postgres)
+    database.close()
+    click.echo(f"{'migrated' if existed else 'created'} {_shown(db_path)}")
 
 
 @db_group.command("move")
@@ -513,31 +630,30 @@ def db_move(source: Path, target: str) -> None:
 
 
 @main.command("demo")
-@click.option(
-    "--db",
-    "db_path",
-    callback=_database,
-    envvar="CONTACTDATA_DB",
-    default="var/demo.db",
-    show_default=True,
-    help="SQLite database file, or a postgresql:// URL (CONTACTDATA_KEY_SECRET needed then).",
-)
+@DB_OPTION.creating
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--workers", type=int, default=2, show_default=True)
-def demo_command(db_path: Path | str, host: str, port: int, workers: int) -> None:
-    """Build the demo database if missing, make one organization per tier, print keys, serve."""
+@_dataset_options
+def demo_command(
+    db_path: Path | str, host: str, port: int, workers: int, companies: int, contacts: int,
+    seed: int,
+) -> None:  # fmt: skip
+    """Build a demo dataset (--companies, --contacts, --seed) unless the database holds one,
+    make one organization per tier, print keys, curl commands and pages to open, serve."""
     from server.http.serve import serve as run
 
-    settings = config.load({"DB": str(db_path)})
+    settings = _served_settings(db_path, host, port)
     config.key_secret(settings)  # before building: the organizations' keys need it
-    demo.ensure_database(db_path)
-    for line in demo.instructions(db_path, demo.ensure_organizations(db_path), host, port):
+    demo.ensure_database(db_path, companies, contacts, seed)
+    orgs = demo.ensure_organizations(db_path)
+    pages = _entry_option("demo_pages", ())
+    for line in demo.instructions(db_path, orgs, config.local_url(host, port), pages):
         click.echo(line)
-    alongside: Callable[[Path], AbstractContextManager[Any]] = _entry_option(
-        "demo_alongside", lambda _db_path: nullcontext()
+    alongside: Callable[[Path | str, str], AbstractContextManager[Any]] = _entry_option(
+        "demo_alongside", lambda _db_path, _public_url: nullcontext()
     )
-    with alongside(db_path):
+    with alongside(db_path, settings["PUBLIC_URL"]):
         run(settings, host, port, workers, _app_factory())
 
 
@@ -551,6 +667,8 @@ def _app_factory() -> str:
 
 def _entry_option(name: str, default: Any) -> Any:
     """What the entry point gave `main` as `obj[name]` (the connector's `contactdata` gives
-    `app_factory`, and `demo_alongside`: what runs beside the demo server while it serves)."""
+    `app_factory`; `demo_alongside`, what runs beside the demo server while it serves, given
+    the database and the public URL; `demo_pages`, the pages the demo names, as (label, path);
+    `schemas`, its tables, which `db init` and `db move` make; and `erasers`)."""
     options = click.get_current_context().find_root().obj or {}
     return options.get(name, default)

@@ -13,7 +13,8 @@ from server.pg import is_url
 MAX_BODY_BYTES = 1 << 20  # contract §1: bodies over 1 MiB answer 413
 
 DEFAULTS: dict[str, Any] = {
-    "DB": "contactdata.db",
+    # The one database of every command and `make demo`, unless --db or CONTACTDATA_DB says.
+    "DB": "var/contactdata.db",
     "KEY_SECRET": "",
     "LOG_LEVEL": "INFO",
     # "json": one JSON object per log line (time, level, logger, message, request id).
@@ -42,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}
+# Bind addresses that listen on every interface: this machine reaches them at the loopback.
+ANY_ADDRESS = ("0.0.0.0", "::")
 
 
 def load(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -52,6 +55,21 @@ def load(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
             settings[name] = type(DEFAULTS[name])(os.environ[variable])
     settings.update(overrides or {})
     return settings
+
+
+def local_url(host: str, port: int) -> str:
+    """Where this machine reaches a server bound to `host`:`port`."""
+    shown = "127.0.0.1" if host in ANY_ADDRESS else host
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
+def load_served(overrides: Mapping[str, Any], host: str, port: int) -> dict[str, Any]:
+    """The settings of a server bound to `host`:`port`: its PUBLIC_URL (the base of webhook
+    URLs, installation steps and OAuth redirects) is `local_url` unless CONTACTDATA_PUBLIC_URL
+    is set."""
+    if ENVIRONMENT["PUBLIC_URL"] in os.environ:
+        return load(overrides)
+    return load({**overrides, "PUBLIC_URL": local_url(host, port)})
 
 
 class MissingKeySecret(ValueError):

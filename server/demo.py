@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,15 +92,21 @@ def ensure_organizations(path: Path | str) -> list[dict[str, Any]]:
     return created
 
 
-def instructions(path: Path | str, orgs: list[dict[str, Any]], host: str, port: int) -> list[str]:
-    """What to paste into a terminal to try each organization, with a real contact of `path`."""
+def instructions(
+    path: Path | str,
+    orgs: list[dict[str, Any]],
+    base: str,
+    pages: Sequence[tuple[str, str]] = (),
+) -> list[str]:
+    """What to paste into a terminal to try each organization, with a real contact of `path`,
+    for a server at `base`; and each of `pages` (a label, a path) to open in a browser."""
     sample = store.sample_employment(db.connect(path)) or {
         "email": "someone@example.com",
         "company_guid": "0000000000000000",
         "company_name": "Example Inc.",
     }
-    base = f"http://{host}:{port}"
-    lines = [f"Serving on {base}", f"  curl {base}/healthz", ""]
+    lines = [f"Serving on {base}", f"  curl {base}/healthz"]
+    lines += [f"  {label}: {base}{page}" for label, page in pages] + [""]
     for org in orgs:
         key = org["adminApiKey"]
         lines += [

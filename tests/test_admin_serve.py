@@ -31,7 +31,7 @@ def create_org(db: Path, name: str, qps: int) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     db = tmp_path_factory.mktemp("admin") / "admin.db"
-    subprocess.run([CONTACTDATA, "org", "list", "--db", str(db)], check=True, capture_output=True)
+    subprocess.run([CONTACTDATA, "db", "init", "--db", str(db)], check=True, capture_output=True)
     port = free_port()
     process = serve(db, port)
     yield f"http://127.0.0.1:{port}", db

@@ -1,4 +1,5 @@
 import json
+import subprocess
 from pathlib import Path
 
 import click
@@ -9,14 +10,23 @@ from connector.cli import main
 from server import keys, store
 from server.db import connect
 from tests.helpers.constants import DATA
+from tests.servers import CONTACTDATA, free_port
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def run(*args: str) -> str:
+    """What a command printed on stdout (where the database a change went to is not)."""
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
+
+
+@pytest.fixture
+def db_path(db_path: Path | str) -> Path | str:
+    """The test's database, made as a deployment makes one: `contactdata db init`."""
+    run("db", "init", "--db", str(db_path))
+    return db_path
 
 
 def create_org(db_path: Path, name: str, website: str, tier: str, *extra: str) -> dict:
@@ -210,3 +220,94 @@ def test_a_postgresql_database_without_a_key_secret_is_a_clear_error(
         result = CliRunner().invoke(main, command)
         assert result.exit_code == 1, result.output
         assert "set CONTACTDATA_KEY_SECRET (the same on every machine)" in result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["privacy", "suppress", "--email", "someone@example.com"],
+        ["org", "create", "--name", "Acme", "--website", "acme.example", "--tier", "pro"],
+        ["org", "list"],
+        ["connection", "list"],
+        ["export", "--companies", "companies.csv"],
+        ["worker", "--once"],
+    ],
+)
+def test_a_command_refuses_a_missing_default_database_and_creates_nothing(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CONTACTDATA_DB", raising=False)
+
+    result = CliRunner().invoke(main, command)
+
+    assert result.exit_code == 1, result.output
+    message = " ".join(result.output.split())
+    assert f"no database at {tmp_path / 'var' / 'contactdata.db'} (the default" in message
+    assert "--db PATH or CONTACTDATA_DB=PATH" in message and "`contactdata db init`" in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_refuses_a_missing_database_before_it_listens(tmp_path: Path) -> None:
+    """In a process of its own: a server that did start would serve until stopped."""
+    typo = tmp_path / "typo.db"
+    command = [CONTACTDATA, "serve", "--db", str(typo), "--port", str(free_port())]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and f"no database at {typo} (given by --db)" in refused.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_contactdata_db_names_the_database_unless_db_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    chosen = tmp_path / "chosen.db"
+    monkeypatch.setenv("CONTACTDATA_DB", str(chosen))
+    missing = CliRunner().invoke(main, ["org", "list"])
+    assert missing.exit_code == 1 and f"{chosen} (from CONTACTDATA_DB)" in missing.output
+
+    assert run("db", "init") == f"created {chosen}\n"
+    created = CliRunner().invoke(main, ["org", "create", "--name", "Acme", "--website",
+                                        "acme.example", "--tier", "pro", "--json"])  # fmt: skip
+    assert created.stderr == f"database: {chosen} (from CONTACTDATA_DB)\n"
+    assert json.loads(created.stdout)["orgName"] == "Acme"  # stdout: the JSON alone
+    assert "Acme" in run("org", "list") and not (tmp_path / "var").exists()
+
+    other = CliRunner().invoke(main, ["org", "list", "--db", "other.db"])
+    assert other.exit_code == 1 and f"{tmp_path / 'other.db'} (given by --db)" in other.output
+    assert "`contactdata db init --db other.db`" in other.output
+
+
+def test_the_commands_that_make_data_create_the_default_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CONTACTDATA_DB", raising=False)
+    default = tmp_path / "var" / "contactdata.db"
+
+    made = CliRunner().invoke(main, ["demo-data", "--companies", "3", "--contacts", "5"])
+
+    assert made.exit_code == 0, made.output
+    assert made.stderr == f"database: {default} (the default, var/contactdata.db)\n"
+    assert "contacts=5" in made.stdout and default.is_file()
+    assert run("db", "init") == f"migrated {default}\n"
+    assert run("org", "list") == ""
+
+
+def test_serve_says_when_contactdata_public_url_is_not_its_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Said before anything else can stop it: here the missing key secret of a PostgreSQL
+    database, refused before connecting (so that no server starts)."""
+    monkeypatch.setenv("CONTACTDATA_PUBLIC_URL", "https://hooks.acme.example")
+    monkeypatch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
+    url = "postgresql://nobody:hunter2@127.0.0.1:9/none"
+
+    result = CliRunner().invoke(main, ["serve", "--db", url, "--port", "9123"])
+
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[:2] == [
+        "database: postgresql://nobody@127.0.0.1:9/none (given by --db)",
+        "CONTACTDATA_PUBLIC_URL is set: webhook URLs, installation steps and OAuth redirects use "
+        "https://hooks.acme.example, not http://127.0.0.1:9123",
+    ]

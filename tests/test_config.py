@@ -31,3 +31,22 @@ def test_no_proxy_is_trusted_unless_the_environment_says_how_many(
     assert config.load()["TRUSTED_PROXIES"] == 0
     monkeypatch.setenv("CONTACTDATA_TRUSTED_PROXIES", "2")
     assert config.load()["TRUSTED_PROXIES"] == 2
+
+
+@pytest.mark.parametrize(
+    ("host", "public_url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:9123"),
+        ("0.0.0.0", "http://127.0.0.1:9123"),
+        ("::", "http://127.0.0.1:9123"),
+        ("::1", "http://[::1]:9123"),
+        ("hooks.internal", "http://hooks.internal:9123"),
+    ],
+)
+def test_a_server_is_public_at_its_host_and_port_unless_the_environment_says(
+    host: str, public_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONTACTDATA_PUBLIC_URL", raising=False)
+    assert config.load_served({"DB": "x.db"}, host, 9123)["PUBLIC_URL"] == public_url
+    monkeypatch.setenv("CONTACTDATA_PUBLIC_URL", "https://hooks.acme.example")
+    assert config.load_served({}, host, 9123)["PUBLIC_URL"] == "https://hooks.acme.example"

@@ -45,7 +45,7 @@ def _add(db_path: Path, key: str, *args: str) -> Result:
 def test_add_prints_the_id_secret_and_urls_once(db_path: Path, key: str) -> None:
     result = _add(db_path, key, "--name", "Zaps", "--platform", "zapier", "--json")
     assert result.exit_code == 0, result.output
-    added = json.loads(result.output)
+    added = json.loads(result.stdout)
     assert set(added) == {"id", "secret", "enrichUrl", "eventsUrl"}
     assert added["secret"].startswith("whsec_")
     assert added["enrichUrl"] == f"https://hooks.acme.example/hooks/{added['id']}/enrich"
@@ -57,7 +57,7 @@ def test_add_prints_the_id_secret_and_urls_once(db_path: Path, key: str) -> None
     assert store.unseal(SECRET.encode(), row["secret_sealed"]) == added["secret"]
     listed = _run(db_path, "connection", "list", "--json")
     assert added["secret"] not in listed.output and key not in listed.output
-    assert json.loads(listed.output)[0]["secret_hint"] == "…" + added["secret"][-4:]
+    assert json.loads(listed.stdout)[0]["secret_hint"] == "…" + added["secret"][-4:]
 
 
 def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: Any) -> None:
@@ -67,9 +67,9 @@ def test_salesforce_urls_carry_the_secret(db_path: Path, key: str, monkeypatch: 
         "--crm-base-url", "http://127.0.0.1:9", "--crm-token", "tok",
         "--salesforce-org-id", "00D000000000062",
     )  # fmt: skip
-    added = json.loads(result.output)
+    added = json.loads(result.stdout)
     assert added["eventsUrl"].endswith(f"/events?key={added['secret']}")
-    shown = json.loads(_run(db_path, "connection", "show", added["id"]).output)
+    shown = json.loads(_run(db_path, "connection", "show", added["id"]).stdout)
     assert shown["eventsUrl"].endswith("/events?key=<secret>")
     assert shown["allowed_organizations"] == "00D000000000062"
 
@@ -137,7 +137,7 @@ def test_add_refuses_a_standard_webhooks_secret_it_could_not_use(
     result = _add(db_path, key, "--name", "x", "--platform", "zapier", "--secret", secret)
     assert result.exit_code != 0 and "secret: a Standard Webhooks secret" in result.output
     assert words in result.output, result.output
-    assert json.loads(_run(db_path, "connection", "list", "--json").output) == []
+    assert json.loads(_run(db_path, "connection", "list", "--json").stdout) == []
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_add_takes_a_standard_webhooks_secret_padded_or_not(
 ) -> None:
     result = _add(db_path, key, "--name", "x", "--platform", "n8n", "--secret", secret, "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["secret"] == secret
+    assert json.loads(result.stdout)["secret"] == secret
 
 
 def test_add_needs_a_valid_key_and_a_new_name(db_path: Path, key: str) -> None:
@@ -164,10 +164,10 @@ def test_add_needs_a_valid_key_and_a_new_name(db_path: Path, key: str) -> None:
 
 @pytest.mark.both_backends
 def test_remove(db_path: Path, key: str) -> None:
-    added = json.loads(_add(db_path, key, "--name", "a", "--platform", "n8n", "--json").output)
+    added = json.loads(_add(db_path, key, "--name", "a", "--platform", "n8n", "--json").stdout)
     assert _run(db_path, "connection", "remove", added["id"]).exit_code == 0
     assert _run(db_path, "connection", "remove", added["id"]).exit_code == 1
-    assert json.loads(_run(db_path, "connection", "list", "--json").output) == []
+    assert json.loads(_run(db_path, "connection", "list", "--json").stdout) == []
 
 
 def test_register_webhooks_registers_where_the_crm_allows_and_else_prints_the_steps(
@@ -178,14 +178,14 @@ def test_register_webhooks_registers_where_the_crm_allows_and_else_prints_the_st
         db_path, key, "--name", "sf", "--platform", "salesforce", "--json",
         "--crm-base-url", "http://127.0.0.1:9", "--crm-token", "sf-token-value",
         "--salesforce-org-id", "00D5e000000abcD",
-    ).output)  # fmt: skip
+    ).stdout)  # fmt: skip
     steps = _run(db_path, "connection", "register-webhooks", salesforce["id"])
     assert steps.exit_code == 0 and "Outbound Message" in steps.output
     assert "https://hooks.acme.example/hooks/" in steps.output
     pipedrive = json.loads(_add(
         db_path, key, "--name", "pd", "--platform", "pipedrive", "--json",
         "--crm-base-url", "http://127.0.0.1:9", "--crm-token", "pd-token-value",
-    ).output)  # fmt: skip
+    ).stdout)  # fmt: skip
     refused = _run(db_path, "connection", "register-webhooks", pipedrive["id"])
     assert refused.exit_code == 1 and "Could not register the webhook" in refused.output
     assert pipedrive["secret"] not in refused.output
@@ -221,7 +221,7 @@ def test_an_oauth_client_is_sealed_with_the_crm_token_endpoint_it_renews_at(
         "--crm-client-secret", "client-secret-value", "--crm-refresh-token", "1000.refresh.tok",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    row = store.connection(store.connect(db_path), json.loads(result.output)["id"])
+    row = store.connection(store.connect(db_path), json.loads(result.stdout)["id"])
     assert row is not None and row["crm_token_sealed"] == "" and row["crm_token_expires_at"] == ""
     stored = json.loads(store.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
     assert stored == {
@@ -244,7 +244,7 @@ def test_dynamics_client_credentials_ask_for_the_environment_scope(db_path: Path
         "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    row = store.connection(store.connect(db_path), json.loads(result.output)["id"])
+    row = store.connection(store.connect(db_path), json.loads(result.stdout)["id"])
     assert row is not None
     stored = json.loads(store.unseal(SECRET.encode(), row["crm_oauth_sealed"]))
     assert stored["scope"] == "https://acme.crm4.dynamics.com/.default"
@@ -259,7 +259,7 @@ def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path
         "--crm-base-url", "https://api.hubapi.com", "--crm-token", "pat-na1-old",
         "--secret", "app-secret",
     )  # fmt: skip
-    connection_id = json.loads(added.output)["id"]
+    connection_id = json.loads(added.stdout)["id"]
     database = store.connect(db_path)
     client = oauth.Credentials("https://api.hubapi.com/oauth/v1/token", "app", "s3cret", "r-1")
     expires = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -283,7 +283,7 @@ def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path
 def test_edit_pause_resume_rotate_secret_and_remove_from_the_cli(db_path: Path, key: str) -> None:
     added = _run(db_path, "connection", "add", "--name", "zap", "--platform", "zapier",
                  "--api-key", key, "--json")  # fmt: skip
-    found = json.loads(added.output)
+    found = json.loads(added.stdout)
     link_id, old = found["id"], found["secret"]
     db = store.connect(db_path)
     assert (
@@ -299,7 +299,7 @@ def test_edit_pause_resume_rotate_secret_and_remove_from_the_cli(db_path: Path, 
     assert connections.state(store.connection(db, link_id) or {}) == "paused"
     assert "resumed" in _run(db_path, "connection", "resume", link_id).output
     rotated = _run(db_path, "connection", "rotate-secret", link_id, "--grace-seconds", "600")
-    new = rotated.output.split(": ")[1].split()[0]
+    new = rotated.stdout.split(": ")[1].split()[0]
     row = store.connection(db, link_id) or {}
     assert new.startswith("whsec_") and new != old
     assert store.unseal(SECRET.encode(), row["secret_sealed"]) == new

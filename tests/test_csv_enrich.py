@@ -169,6 +169,7 @@ def test_an_output_with_other_columns_is_left_alone(
     assert target.read_text() == "something,else\n1,2\n"
 
 
+@pytest.mark.usefixtures("database")
 def test_an_unknown_organization_is_refused(db_path: Path, source: Path, tmp_path: Path) -> None:
     result = run(db_path, "nope", source, tmp_path / "o")
     assert result.exit_code == 1 and "No organization with id nope" in result.output

@@ -314,6 +314,7 @@ def test_under_gunicorn_the_workers_counts_are_summed_on_the_metrics_bind_only(
     monkeypatch.setenv("CONTACTDATA_METRICS_TOKEN", TOKEN)
     monkeypatch.setenv("CONTACTDATA_METRICS_BIND", f"127.0.0.1:{metrics_port}")
     monkeypatch.setenv("CONTACTDATA_LOG_FORMAT", "json")
+    db.connect(tmp_path / "served.db").close()  # serve refuses a missing database
     process = servers.serve(tmp_path / "served.db", port, workers=2)
     try:
         held = _hold_a_worker(port)  # so that the requests below go to the other worker

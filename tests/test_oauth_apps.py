@@ -23,6 +23,13 @@ def _server_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", raising=False)
 
 
+@pytest.fixture
+def db_path(db_path: Path) -> Path:
+    """The operator's database, made first: the commands refuse a missing file."""
+    store.connect(db_path).close()
+    return db_path
+
+
 def invoke(db_path: Path, *args: str) -> Result:
     """`contactdata oauth-app ARGS --db DB`."""
     return CliRunner().invoke(main, ["oauth-app", *args, "--db", str(db_path)])

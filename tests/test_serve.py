@@ -129,6 +129,7 @@ def test_a_chunked_body_within_the_limit_is_read_whole(probe_server: str) -> Non
 
 def test_contactdata_serve_answers_healthz(tmp_path: Path) -> None:
     port = free_port()
+    store.connect(tmp_path / "s.db").close()  # serve refuses a missing database
     process = serve(tmp_path / "s.db", port)
     try:
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"
