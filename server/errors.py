@@ -73,5 +73,17 @@ class AlreadyExists(ServiceError):
     status, code = 409, "already_exists"
 
 
+class RequestInProgress(ServiceError):
+    """A copy of this request (the same Idempotency-Key) is still being answered."""
+
+    status, code = 409, "request_in_progress"
+
+
+class IdempotencyKeyReused(ServiceError):
+    """An Idempotency-Key sent again with a different body."""
+
+    status, code = 422, "idempotency_key_reused"
+
+
 class RateLimitExceeded(ServiceError):
     status, code = 429, "rate_limit_exceeded"

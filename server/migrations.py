@@ -353,3 +353,27 @@ CREATE TABLE company_name_forms (
 COMPANY_NAME_FORMS_INDEX = (
     "CREATE INDEX company_name_forms_company ON company_name_forms (company_guid)"
 )
+
+
+@MIGRATIONS()
+def m010_idempotency_keys(db: Database) -> None:
+    """Idempotency-Key (server/http/enrich_api.py): each key an organization sent to an
+    endpoint, with the hash of the body it came with and, once answered, the answer (status
+    0 while the first request is being answered), kept 24 hours."""
+    _run(db, IDEMPOTENCY_KEYS)
+
+
+IDEMPOTENCY_KEYS = """
+CREATE TABLE idempotency_keys (
+    org_id TEXT NOT NULL REFERENCES organizations (id),
+    endpoint TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    claimed_at TEXT NOT NULL,
+    status INTEGER NOT NULL DEFAULT 0,
+    body TEXT NOT NULL DEFAULT '',
+    transaction_id TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (org_id, endpoint, idempotency_key)
+);
+CREATE INDEX idempotency_keys_claimed ON idempotency_keys (claimed_at)
+"""

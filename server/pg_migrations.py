@@ -13,6 +13,7 @@ from server.migrations import (
     COMPANY_NAME_FORMS,
     COMPANY_NAME_FORMS_INDEX,
     DISCOVER_INDEX,
+    IDEMPOTENCY_KEYS,
     SUPPRESSIONS,
 )
 from server.pg import PostgresDatabase
@@ -351,6 +352,12 @@ def p005_company_name_forms(db: PostgresDatabase) -> None:
 
     _run(db, f"{COMPANY_NAME_FORMS};\n{COMPANY_NAME_FORMS_INDEX}")
     store.index_company_names(db)
+
+
+@migration
+def p006_idempotency_keys(db: PostgresDatabase) -> None:
+    """The requests answered once by their Idempotency-Key, as m010_idempotency_keys."""
+    _run(db, IDEMPOTENCY_KEYS)
 
 
 def apply(

@@ -658,10 +658,12 @@ def iter_contact_employments(db: Database) -> Iterator[Row]:
 
 
 def sample_employment(db: Database) -> Row | None:
-    """One current employment with its company name, for examples (first by contact GUID)."""
+    """One current employment with the person's name and the company's, for examples (first
+    by contact GUID)."""
     sql = (
-        "SELECT e.email, e.company_guid, c.name AS company_name FROM employments e "
-        "JOIN companies c ON c.guid = e.company_guid "
+        "SELECT e.email, e.company_guid, c.name AS company_name, p.first_name, p.last_name "
+        "FROM employments e JOIN companies c ON c.guid = e.company_guid "
+        "JOIN contacts p ON p.guid = e.contact_guid "
         "WHERE e.status = 'Active' AND e.email != '' ORDER BY e.contact_guid LIMIT 1"
     )
     return _first(db, sql)
@@ -908,6 +910,13 @@ def transactions_per_day(db: Database, org_id: str, since: str) -> list[Row]:
         "FROM transactions WHERE org_id = ? AND created_at >= ? GROUP BY day ORDER BY day"
     )
     return _rows(db, sql, [org_id, since])
+
+
+def forget_answers_naming(db: Database, contact_guids: Sequence[str]) -> int:
+    """Erasure: delete the answers kept for Idempotency-Key copies that name one of these
+    contacts (a result holds its conGUID); how many."""
+    sql = "DELETE FROM idempotency_keys WHERE body LIKE ?"
+    return sum(db.execute(sql, [f"%{guid}%"]).rowcount for guid in contact_guids)
 
 
 def forget_matched_contacts(db: Database, before: str) -> int:
@@ -1206,3 +1215,53 @@ def deliveries_of(db: Database, guids: Sequence[str], delivered: Sequence[str]) 
         f"AND t.record_status IN ({_marks(delivered)}) ORDER BY t.created_at, t.id"
     )
     return _rows(db, sql, [*guids, *delivered])
+
+
+# --- idempotency keys (server/http/enrich_api.py) --------------------------------------------
+
+# Which request a key names: (organization id, endpoint, the Idempotency-Key as sent).
+KeyScope = tuple[str, str, str]
+_KEY_IS = "org_id = ? AND endpoint = ? AND idempotency_key = ?"
+
+
+def claim_idempotency_key(
+    db: Database, scope: KeyScope, fingerprint: str, now: str, forget_before: str, lapsed: str
+) -> Row | None:
+    """Claim a key for answering: None when it is new (the claim is made), else the row of
+    the request seen before with it. Keys claimed before `forget_before` are deleted first,
+    and this key's claim if still unanswered since before `lapsed` (its request died). Run it
+    in a write transaction, so two copies cannot both claim."""
+    forget_idempotency_keys(db, forget_before)
+    db.execute(
+        f"DELETE FROM idempotency_keys WHERE {_KEY_IS} AND status = 0 AND claimed_at < ?",
+        [*scope, lapsed],
+    )
+    claimed = db.execute(
+        "INSERT INTO idempotency_keys (org_id, endpoint, idempotency_key, fingerprint, "
+        "claimed_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [*scope, fingerprint, now],
+    )
+    if claimed.rowcount == 1:
+        return None
+    return _first(db, f"SELECT * FROM idempotency_keys WHERE {_KEY_IS}", scope)
+
+
+def forget_idempotency_keys(db: Database, before: str) -> int:
+    """Delete the keys (and answers kept) claimed before `before`; how many."""
+    return db.execute("DELETE FROM idempotency_keys WHERE claimed_at < ?", [before]).rowcount
+
+
+def answer_idempotency_key(
+    db: Database, scope: KeyScope, status: int, body: str, transaction_id: str
+) -> None:
+    """Keep the answer to a claimed key's request, for its copies."""
+    db.execute(
+        "UPDATE idempotency_keys SET status = ?, body = ?, transaction_id = ? "
+        f"WHERE {_KEY_IS} AND status = 0",
+        [status, body, transaction_id, *scope],
+    )
+
+
+def release_idempotency_key(db: Database, scope: KeyScope) -> None:
+    """Drop a claim whose request was not answered for good, so a copy is tried afresh."""
+    db.execute(f"DELETE FROM idempotency_keys WHERE {_KEY_IS} AND status = 0", scope)

@@ -105,7 +105,10 @@ def _erase(
     erasers: Iterable[Eraser],
 ) -> dict[str, int]:
     """Every other stored copy of these people's data deleted: what each eraser deleted."""
-    done = {"transactions": store.clear_transaction_contacts(database, guids)}
+    done = {
+        "transactions": store.clear_transaction_contacts(database, guids),
+        "kept enrich answers": store.forget_answers_naming(database, guids),
+    }
     identifiers = tuple(i for p in people for i in p.identifiers)
     erasure = Erasure(identifiers, tuple(row["hash"] for row in rows), tuple(guids))
     for eraser in erasers:

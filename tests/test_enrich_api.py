@@ -1,8 +1,12 @@
-"""`/v7/enrich` and `/v7/enrich/bulk` through the Flask app: keys, headers, bodies, bulk."""
+"""`/v7/enrich` and `/v7/enrich/bulk` through the Flask app: keys, headers, bodies, bulk, and
+requests answered once by their Idempotency-Key."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +15,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from server import accounts, db, privacy, store
+from server import accounts, credits, db, privacy, store
+from server.clock import iso
 from server.http.app import create_app
+from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.enrich_data import (
     AVA,
@@ -25,6 +31,7 @@ from tests.helpers.enrich_data import (
     suppress,
 )
 from tests.helpers.orgs import organization
+from tests.helpers.threads import at_once
 
 pytestmark = pytest.mark.both_backends
 
@@ -47,9 +54,14 @@ class Org:
 
 
 @pytest.fixture
-def app(db_path: Path, enrich_dataset: Path) -> Flask:
+def clock() -> Clock:
+    return Clock(NOW)
+
+
+@pytest.fixture
+def app(db_path: Path, enrich_dataset: Path, clock: Clock) -> Flask:
     copy_dataset(enrich_dataset, db_path).close()
-    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW})
+    return create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": clock})
 
 
 @pytest.fixture
@@ -262,3 +274,164 @@ def test_bulk_is_one_hit_on_the_rate_limits_and_takes_the_key_in_the_body(
     r = client.post("/v7/enrich/bulk", json=body)
     assert r.status_code == 200 and [e["status"] for e in r.get_json()["results"]] == [200] * 3
     assert_error(client.post("/v7/enrich/bulk", json=body), 429, "rate_limit_exceeded")
+
+
+# --- Idempotency-Key -------------------------------------------------------------------------
+
+
+def once(client: FlaskClient, path: str, body: Any, key: str, idempotency_key: str) -> TestResponse:
+    """A call with an Idempotency-Key, its body always serialized the same."""
+    headers = {"apikey": key, "Idempotency-Key": idempotency_key}
+    return client.post(
+        path, data=json.dumps(body), content_type="application/json", headers=headers
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/v7/enrich", AVA_EMAIL), ("/v7/enrich/bulk", {"records": [AVA_EMAIL, NOBODY]})],
+)
+def test_a_copy_with_the_same_key_gets_the_first_answer_again_for_nothing(
+    client: FlaskClient, pro: Org, path: str, body: Any
+) -> None:
+    first = once(client, path, body, pro.key, "retry-1")
+    again = once(client, path, body, pro.key, "retry-1")
+    assert first.status_code == again.status_code == 200, first.get_json()
+    assert again.get_json() == first.get_json()
+    assert again.headers["smarteTransactionId"] == first.headers["smarteTransactionId"]
+    assert (first.headers["credits-deducted"], again.headers["credits-deducted"]) == ("1", "0")
+    replayed = (first.headers["Idempotent-Replayed"], again.headers["Idempotent-Replayed"])
+    assert replayed == ("false", "true")
+    assert again.headers["X-Request-Id"] != first.headers["X-Request-Id"]
+    assert pro.credits() == 9
+    unkeyed = client.post(path, json=body, headers={"apikey": pro.key})
+    assert unkeyed.status_code == 200 and "Idempotent-Replayed" not in unkeyed.headers
+
+
+def test_the_same_key_with_another_body_is_422_and_keeps_the_first_answer(
+    client: FlaskClient, pro: Org
+) -> None:
+    first = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "retry-1")
+    other = once(client, "/v7/enrich", BEN_OLD_EMAIL, pro.key, "retry-1")
+    refused = assert_error(other, 422, "idempotency_key_reused")
+    assert "different body" in other.get_json()["error"]["message"]
+    again = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "retry-1")
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_json() == first.get_json()
+    statuses = {row["id"]: row["record_status"] for row in pro.transactions()}
+    assert statuses == {
+        first.get_json()["smarteTransactionId"]: "Active",
+        refused: "idempotency_key_reused",
+    }
+    assert pro.credits() == 9
+
+
+def test_a_key_belongs_to_one_organization_and_one_endpoint(
+    client: FlaskClient, pro: Org, db_path: Path
+) -> None:
+    other = Org(db_path, "pro", credits=10)
+    answers = [
+        once(client, "/v7/enrich", AVA_EMAIL, pro.key, "shared"),
+        once(client, "/v7/enrich", AVA_EMAIL, other.key, "shared"),
+        once(client, "/v7/enrich/bulk", {"records": [AVA_EMAIL]}, pro.key, "shared"),
+    ]
+    assert [r.status_code for r in answers] == [200, 200, 200]
+    assert [r.headers["Idempotent-Replayed"] for r in answers] == ["false"] * 3
+    assert len({r.headers["smarteTransactionId"] for r in answers}) == 3
+    assert (pro.credits(), other.credits()) == (8, 9)
+
+
+def test_a_refused_request_is_not_kept_so_its_copy_is_enriched_afresh(
+    client: FlaskClient, db_path: Path, app: Flask
+) -> None:
+    broke = Org(db_path, "pro", credits=0)
+    assert_error(once(client, "/v7/enrich", AVA_EMAIL, broke.key, "k"), 402, "insufficient_credits")
+    credits.top_up(db.connect(db_path), broke.id, 5, NOW)
+    paid = once(client, "/v7/enrich", AVA_EMAIL, broke.key, "k")
+    assert paid.status_code == 200 and paid.get_json()["conGUID"] == AVA
+    assert paid.headers["Idempotent-Replayed"] == "false" and broke.credits() == 4
+    empty = [once(client, "/v7/enrich", {"recordId": "1"}, broke.key, "e") for _ in range(2)]
+    ids = [assert_error(r, 400, "missing_identifier") for r in empty]
+    assert [r.headers["Idempotent-Replayed"] for r in empty] == ["false", "false"]
+    assert ids[0] != ids[1] and len(broke.transactions()) == 4
+
+
+@pytest.mark.parametrize("value", ["", "x" * 256, "tab\there", "caf\u00e9"])
+def test_a_bad_idempotency_key_is_400_naming_the_header(
+    client: FlaskClient, pro: Org, value: str
+) -> None:
+    r = once(client, "/v7/enrich", AVA_EMAIL, pro.key, value)
+    refused = assert_error(r, 400, "invalid_parameter")
+    assert "Idempotency-Key" in r.get_json()["error"]["message"]
+    assert "Idempotent-Replayed" not in r.headers
+    assert [row["id"] for row in pro.transactions()] == [refused] and pro.credits() == 10
+
+
+def test_a_key_of_255_printable_characters_in_the_drafts_quoted_form_is_taken(
+    client: FlaskClient, pro: Org
+) -> None:
+    for value in ('"' + "k" * 253 + '"', "~ !"):
+        again = [once(client, "/v7/enrich", AVA_EMAIL, pro.key, value) for _ in range(2)]
+        assert [r.headers["Idempotent-Replayed"] for r in again] == ["false", "true"]
+    assert pro.credits() == 8
+
+
+def test_a_copy_is_authenticated_and_rate_limited_before_it_is_replayed(
+    client: FlaskClient, db_path: Path, app: Flask, clock: Clock
+) -> None:
+    slow = Org(db_path, "pro", credits=10, qps=1)
+    assert once(client, "/v7/enrich", AVA_EMAIL, slow.key, "k").status_code == 200
+    assert_error(once(client, "/v7/enrich", AVA_EMAIL, slow.key, "k"), 429, "rate_limit_exceeded")
+    assert_error(once(client, "/v7/enrich", AVA_EMAIL, "cdk_nope", "k"), 401, "invalid_api_key")
+    clock.advance(1)
+    again = once(client, "/v7/enrich", AVA_EMAIL, slow.key, "k")
+    assert again.headers["Idempotent-Replayed"] == "true" and slow.credits() == 9
+
+
+def test_a_copy_while_the_first_is_being_answered_is_409_until_the_claim_lapses(
+    client: FlaskClient, pro: Org, db_path: Path, clock: Clock
+) -> None:
+    fingerprint = hashlib.sha256(json.dumps(AVA_EMAIL).encode()).hexdigest()  # the raw body's
+    database, scope, stamp = db.connect(db_path), (pro.id, "/v7/enrich", "k"), iso(NOW)
+    with db.write(database):  # the first request's claim, made as the app makes it
+        claimed = store.claim_idempotency_key(database, scope, fingerprint, stamp, stamp, stamp)
+    assert claimed is None
+    busy = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "k")
+    assert_error(busy, 409, "request_in_progress")
+    assert busy.headers["Retry-After"] == "2" and pro.credits() == 10
+    clock.advance(61)  # the first request died: its copy takes the key over
+    taken = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "k")
+    assert taken.status_code == 200 and taken.headers["credits-deducted"] == "1"
+    again = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "k")
+    assert again.headers["Idempotent-Replayed"] == "true" and pro.credits() == 9
+
+
+def test_copies_sent_at_once_are_charged_once(app: Flask, pro: Org) -> None:
+    answers: list[TestResponse] = []
+
+    def send() -> None:
+        answers.append(once(app.test_client(), "/v7/enrich", AVA_EMAIL, pro.key, "race"))
+
+    assert at_once(send, 6) == []
+    assert {r.status_code for r in answers} <= {200, 409}
+    assert sorted(r.headers["credits-deducted"] for r in answers) == ["0"] * 5 + ["1"]
+    ids = {r.headers["smarteTransactionId"] for r in answers if r.status_code == 200}
+    assert len(ids) == 1 and pro.credits() == 9
+
+
+def test_a_key_is_forgotten_after_24_hours(
+    client: FlaskClient, pro: Org, db_path: Path, clock: Clock
+) -> None:
+    first = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "daily")
+    clock.advance(timedelta(hours=24).total_seconds())
+    kept = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "daily")
+    assert kept.headers["smarteTransactionId"] == first.headers["smarteTransactionId"]
+    clock.advance(1)
+    fresh = once(client, "/v7/enrich", AVA_EMAIL, pro.key, "daily")
+    assert fresh.status_code == 200 and fresh.headers["Idempotent-Replayed"] == "false"
+    assert fresh.headers["smarteTransactionId"] != first.headers["smarteTransactionId"]
+    assert pro.credits() == 8
+    once(client, "/v7/enrich", NOBODY, pro.key, "another")
+    clock.advance(timedelta(hours=24, seconds=1).total_seconds())
+    once(client, "/v7/enrich", NOBODY, pro.key, "the last")
+    assert store.row_count(db.connect(db_path), "idempotency_keys") == 1

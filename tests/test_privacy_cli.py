@@ -15,7 +15,8 @@ from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
 from connector.cli import main
-from server import discover, enrich, privacy, store
+from server import db, discover, enrich, privacy, store
+from server.clock import iso
 from server.privacy import Erasure
 from tests.helpers.enrich_data import (
     AVA,
@@ -74,7 +75,7 @@ def test_suppress_removes_the_person_from_enrich_and_discover_at_once(loaded: Da
     assert AVA in discovered(loaded)[0]
     before = discovered(loaded)[1]
 
-    out = invoke("suppress", "--email", AVA_ADDRESS.upper(), "--reason", "opted out").output
+    out = invoke("suppress", "--email", AVA_ADDRESS.upper(), "--reason", "opted out").stdout
 
     assert out == "suppressed people=1 hashes=1 listed=1 contacts=1 employments=1\n"
     assert AVA not in contact_guids(loaded)
@@ -94,6 +95,10 @@ def test_erase_clears_transactions_and_runs_each_eraser_in_its_transaction(
 ) -> None:
     who = make_requester(loaded, "enterprise_standard")
     enrich.enrich(loaded, who, AVA_EMAIL, NOW, "ava-delivered")
+    kept = (who.org_id, "/v7/enrich", "retry-1")  # the answer kept for a copy of a request
+    with db.write(loaded):
+        store.claim_idempotency_key(loaded, kept, "digest", iso(NOW), "", "")
+        store.answer_idempotency_key(loaded, kept, 200, json.dumps({"conGUID": AVA}), "t-1")
     seen: list[tuple[Erasure, bool]] = []
 
     def eraser(database: Database, erasure: Erasure) -> dict[str, int]:
@@ -101,16 +106,16 @@ def test_erase_clears_transactions_and_runs_each_eraser_in_its_transaction(
         return {"payloads": 2}
 
     out = invoke("erase", "--email", AVA_ADDRESS, "--profile-url",
-                 "linkedin.com/in/ava-stone", obj={"erasers": [eraser]}).output  # fmt: skip
+                 "linkedin.com/in/ava-stone", obj={"erasers": [eraser]}).stdout  # fmt: skip
 
     assert out.startswith("erased people=1 hashes=2 listed=2 contacts=1 employments=1 ")
-    assert out.endswith("transactions=1 payloads=2\n")
+    assert out.endswith("transactions=1 kept enrich answers=1 payloads=2\n")
     [(erasure, in_transaction)] = seen
     assert in_transaction and erasure.contact_guids == (AVA,)
     assert [i.kind for i in erasure.identifiers] == ["email", "profile_url"]
     assert len(erasure.hashes) == 2 and AVA_ADDRESS not in erasure.hashes
     assert store.transaction(loaded, "ava-delivered")["contact_guid"] == ""
-    assert invoke("list", "--json").output.count('"erase"') == 2
+    assert invoke("list", "--json").stdout.count('"erase"') == 2
 
 
 def test_the_audit_log_and_the_list_hold_no_clear_values(loaded: Database) -> None:
@@ -119,16 +124,16 @@ def test_the_audit_log_and_the_list_hold_no_clear_values(loaded: Database) -> No
     invoke("report", "--email", AVA_ADDRESS)
 
     entries = audit_rows(loaded)
-    listed = invoke("list").output + invoke("list", "--json").output
-    listed += invoke("audit").output + invoke("audit", "--json").output
-    assert json.loads(invoke("audit", "--json").output) == entries
+    listed = invoke("list").stdout + invoke("list", "--json").stdout
+    listed += invoke("audit").stdout + invoke("audit", "--json").stdout
+    assert json.loads(invoke("audit", "--json").stdout) == entries
 
     assert [e["action"] for e in entries] == ["privacy.suppress", "privacy.erase", "privacy.report"]
     assert json.loads(entries[1]["detail"])["kinds"] == {"name_domain": 1}
     assert all(e["actor"] == "operator (command line)" for e in entries)
     for clear in (AVA_ADDRESS, "ava", "stone", "ben", "bluebonnet"):
         assert clear not in json.dumps(entries).casefold() and clear not in listed.casefold()
-    rows = json.loads(invoke("list", "--json").output)
+    rows = json.loads(invoke("list", "--json").stdout)
     assert [(r["kind"], r["action"], r["reason"]) for r in rows] == [
         ("email", "suppress", "GDPR art. 21"),
         ("name_domain", "erase", ""),
@@ -137,11 +142,11 @@ def test_the_audit_log_and_the_list_hold_no_clear_values(loaded: Database) -> No
 
 def test_check_says_who_is_listed_by_its_exit_status(loaded: Database) -> None:
     ben = ("--name", "Ben Ode", "--company-domain", "bluebonnet-labs.io")
-    assert invoke("check", "--email", AVA_ADDRESS, *ben).output == (
+    assert invoke("check", "--email", AVA_ADDRESS, *ben).stdout == (
         "email        not listed\nname_domain  not listed\n"
     )
     invoke("suppress", *ben)
-    out = invoke("check", "--email", AVA_ADDRESS, *ben, status=1).output
+    out = invoke("check", "--email", AVA_ADDRESS, *ben, status=1).stdout
     assert out.startswith("email        not listed\nname_domain  suppressed 20")
 
 
@@ -150,7 +155,7 @@ def test_report_shows_what_is_held_and_who_received_it(loaded: Database) -> None
     enrich.enrich(loaded, who, AVA_EMAIL, NOW, "ava-delivered")
     enrich.enrich(loaded, who, {"contactEmail": "nobody@lonestar-works.com"}, NOW, "no-match")
 
-    held = json.loads(invoke("report", "--email", AVA_ADDRESS).output)
+    held = json.loads(invoke("report", "--email", AVA_ADDRESS).stdout)
 
     assert held["suppressed"] is None
     [contact] = held["contacts"]
@@ -161,7 +166,7 @@ def test_report_shows_what_is_held_and_who_received_it(loaded: Database) -> None
     assert delivery["org_id"] == who.org_id and delivery["org_name"] == org["name"]
     assert delivery["record_status"] == "Active" and delivery["endpoint"] == "/v7/enrich"
     invoke("suppress", "--email", AVA_ADDRESS)
-    assert json.loads(invoke("report", "--email", AVA_ADDRESS).output)["suppressed"]["action"] == (
+    assert json.loads(invoke("report", "--email", AVA_ADDRESS).stdout)["suppressed"]["action"] == (
         "suppress"
     )
 
@@ -183,13 +188,17 @@ def test_import_lists_each_good_row_and_reports_the_bad_ones(
 
     assert "imported people=2 hashes=2 listed=2 contacts=2 employments=2 " in result.stdout
     assert result.stdout.rstrip().endswith("rejected=3")
-    assert result.stderr.splitlines() == [
+    database_line, *rejected = result.stderr.splitlines()
+    assert database_line.startswith("database: ") and database_line.endswith(
+        "(from CONTACTDATA_DB)"
+    )
+    assert rejected == [
         f"{source}:3: --email is not an e-mail address.",
         f"{source}:5: --name and --company-domain go together.",
         f"{source}:6: Name the person: --email, --profile-url, or --name with --company-domain.",
     ]
     assert contact_guids(loaded) == {BEN}
-    rows = json.loads(invoke("list", "--json").output)
+    rows = json.loads(invoke("list", "--json").stdout)
     assert sorted(r["reason"] for r in rows) == ["feed", "suppression feed"]
 
 

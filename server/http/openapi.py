@@ -47,7 +47,8 @@ class Operation:
 
     `key_header` is the header the endpoint's vendor documentation shows first (None: no
     key); `errors` the statuses of contract §2 the route can answer with, each rendered as
-    the one ErrorResponse shape.
+    the one ErrorResponse shape; `described` the route's own words for some of them, and
+    `retry_after` those of them, besides RETRY_AFTER_STATUSES, that say when to try again.
     """
 
     summary: str
@@ -61,6 +62,9 @@ class Operation:
     error_headers: tuple[str, ...] = ()
     other_media: dict[str, Schema] = field(default_factory=dict)  # body and answer, e.g. XML
     security: list[Schema] | None = None  # instead of the key headers'
+    parameters: tuple[Schema, ...] = ()  # header parameters
+    described: dict[int, str] = field(default_factory=dict)
+    retry_after: tuple[int, ...] = ()
 
 
 # --- components ------------------------------------------------------------------------------
@@ -323,6 +327,31 @@ HEADERS: dict[str, Schema] = {
         "required": True,
         "schema": {"type": "string", "pattern": "^[0-9]+$"},
     },
+    enrich_api.REPLAYED_HEADER: {
+        "description": f"On answers to a request with an {enrich_api.IDEMPOTENCY_HEADER}: true "
+        "when this is the answer kept for an earlier copy (given again, charged nothing), else "
+        "false.",
+        "schema": {"enum": ["true", "false"]},
+    },
+}
+
+IDEMPOTENCY_KEY: Schema = {
+    "name": enrich_api.IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "description": "Answer this request once (draft-ietf-httpapi-idempotency-key-header): a "
+    "copy sent within 24 hours by the same organization to the same endpoint, with the same "
+    "key and the same body (byte for byte), gets the first answer again, with its "
+    "smarteTransactionId, credits-deducted 0 and Idempotent-Replayed true. Only 2xx answers "
+    "are kept: a refused request's copy is tried afresh. A UUID will do.",
+    "schema": {"type": "string", "pattern": f"^{enrich_api.IDEMPOTENCY_KEY_PATTERN}$"},
+}
+# What an enrich route with an Idempotency-Key adds to ERROR_DESCRIPTIONS.
+IDEMPOTENCY_ERRORS = {
+    409: "request_in_progress: a copy with this Idempotency-Key is still being answered; send "
+    "it again after Retry-After.",
+    422: "idempotency_key_reused: this Idempotency-Key came with another body in the last 24 "
+    "hours.",
 }
 
 
@@ -383,6 +412,15 @@ def _admin_operations() -> dict[str, Operation]:
 def service_operations() -> dict[str, Operation]:
     """Every route of the service by its Flask endpoint name."""
     enrich_headers = ("smarteTransactionId", "credits-deducted")
+    enrich_answers: dict[str, Any] = {
+        "errors": tuple(sorted((*_KEYED, 402, *IDEMPOTENCY_ERRORS))),
+        "key_header": enrich_api.KEY_HEADER,
+        "ok_headers": (*enrich_headers, enrich_api.REPLAYED_HEADER),
+        "error_headers": enrich_headers,
+        "parameters": (IDEMPOTENCY_KEY,),
+        "described": IDEMPOTENCY_ERRORS,
+        "retry_after": (409,),
+    }
     return {
         "api.healthz": Operation(
             summary="Liveness and readiness: the database answers.",
@@ -400,10 +438,7 @@ def service_operations() -> dict[str, Operation]:
             tag="data",
             body=ref("EnrichInput"),
             ok=ref("EnrichResult"),
-            errors=tuple(sorted((*_KEYED, 402))),
-            key_header=enrich_api.KEY_HEADER,
-            ok_headers=enrich_headers,
-            error_headers=enrich_headers,
+            **enrich_answers,
         ),
         "enrich.enrich_bulk": Operation(
             summary=f"Enrich 1 to {enrich.MAX_BULK_RECORDS} records, each answered on its own.",
@@ -414,10 +449,7 @@ def service_operations() -> dict[str, Operation]:
                 "properties": {"results": {"type": "array", "items": ref("EnrichBulkEntry")}},
                 "required": ["results"],
             },
-            errors=tuple(sorted((*_KEYED, 402))),
-            key_header=enrich_api.KEY_HEADER,
-            ok_headers=enrich_headers,
-            error_headers=enrich_headers,
+            **enrich_answers,
         ),
         "discover.discover_people": Operation(
             summary="A company's people matching the filters (Discover), or their counts (Stats).",
@@ -454,6 +486,7 @@ def render(
     operation: Operation, operation_id: str, descriptions: Mapping[int, str] = ERROR_DESCRIPTIONS
 ) -> Schema:
     """The OpenAPI operation object of one route."""
+    descriptions = {**descriptions, **operation.described}
     rendered: Schema = {
         "operationId": operation_id,
         "summary": operation.summary,
@@ -465,11 +498,15 @@ def render(
                 "content": json_content(operation.ok, operation.other_media),
             },
             **{
-                str(status): error_response(status, descriptions[status], operation.error_headers)
+                str(status): error_response(
+                    status, descriptions[status], _error_headers(operation, status)
+                )
                 for status in operation.errors
             },
         },
     }
+    if operation.parameters:
+        rendered["parameters"] = list(operation.parameters)
     if operation.description:
         rendered["description"] = operation.description
     if operation.body is not None:
@@ -480,6 +517,11 @@ def render(
     else:
         rendered["security"] = security(operation.key_header) if operation.key_header else []
     return rendered
+
+
+def _error_headers(operation: Operation, status: int) -> tuple[str, ...]:
+    retry = ("Retry-After",) if status in operation.retry_after else ()
+    return (*operation.error_headers, *retry)
 
 
 def openapi_path(rule: str) -> tuple[str, list[Schema]]:
