@@ -211,9 +211,9 @@ class Worker:
             raise Permanent("the connection was removed")
         platform = PLATFORMS[link["platform"]]
         if not platform.crm:
-            raise Permanent(f"{platform.name} is not a CRM: nothing is written back")
+            raise Permanent(f"{platform.title} is not a CRM: nothing is written back")
         if kind not in platform.objects:
-            raise Permanent(f"{platform.name} has no {kind} the connector enriches")
+            raise Permanent(f"{platform.title} has no {kind} the connector enriches")
         mapping = store.mapping_in_use(self.db, link, platform.mapping_file_for(kind), kind)
         token = store.crm_token(self.secret, link)
         if connection_id not in auths:

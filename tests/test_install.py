@@ -23,6 +23,7 @@ from werkzeug.test import TestResponse
 
 from connector import connections, oauth, oauth_apps, outbound, store
 from connector.app import create_app
+from connector.views.settings import platform_title
 from server import accounts
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
@@ -146,7 +147,7 @@ def test_each_crm_connects_through_consent_and_the_callback(
 
     assert done.status_code == 303 and done.location == f"/settings/connections/{link_id}"
     page = source(client.get(done.location))
-    assert f"crm is connected to {fake.platform}." in page
+    assert f"crm is connected to {platform_title(fake.platform)}." in page
     form, _ = fake.seen.token_requests[-1]
     assert form["redirect_uri"] == CALLBACK and form["grant_type"] == "authorization_code"
     assert ("code_verifier" in form) == (fake.platform in PKCE)
@@ -309,7 +310,7 @@ def test_a_callback_without_the_session_cookie_asks_again_from_this_site(
     gone = cookieless.get(resumed)
     assert gone.status_code == 303 and gone.location == "/settings/sign-in"
     done = client.get(resumed)  # the page asking again, from the admin's browser with its cookie
-    assert done.status_code == 303 and "is connected to hubspot" in source(
+    assert done.status_code == 303 and "is connected to HubSpot" in source(
         client.get(done.location)
     )
 

@@ -24,6 +24,7 @@ from hubspot.utils.signature import Signature
 from sqlite_utils import Database
 
 from connector import connections, oauth_apps, store
+from connector.views.settings import platform_title
 from server import importer
 from tests.helpers.browser import LAPTOP, chromium, shoot
 from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
@@ -244,7 +245,7 @@ def test_an_admin_adds_a_connection_and_connects_it_through_consent(
     page.get_by_role("button", name="Connect with").click()
     page.wait_for_url(f"**/settings/connections/{link_id}")
 
-    assert f"{name} is connected to {platform}." in messages(page)
+    assert f"{name} is connected to {platform_title(platform)}." in messages(page)
     assert page.locator(".message-error").count() == 0, messages(page)  # webhooks registered too
     assert page.locator("p", has_text="Token:").locator(".badge").inner_text() == "valid"
     shoot(page, f"install-connected-{platform}")

@@ -163,7 +163,7 @@ def test_save_makes_versions_and_restore_saves_the_old_one_again(
     assert one and three and three["yaml"] == one["yaml"]
     assert "Version 3 is in use" in source(signed_in.get(_editor(link)))
     tab = source(signed_in.get("/settings/connections"))
-    assert "version 3: platform hubspot" in tab  # the summary is of the version in use
+    assert "version 3: platform HubSpot" in tab  # the summary is of the version in use
 
 
 def test_export_then_import_round_trips_as_a_new_version(

@@ -251,7 +251,7 @@ def test_an_event_about_another_hubspot_object_is_refused_not_read_as_a_contact(
     (event,) = _events(db, link)
     assert event["kind"] == "deal"
     assert work.run_due() == {"dead": 1}
-    assert _events(db, link)[0]["last_error"] == "hubspot has no deal the connector enriches"
+    assert _events(db, link)[0]["last_error"] == "HubSpot has no deal the connector enriches"
     assert crm.requests == [] and _credits(db) == 10
 
 
@@ -393,7 +393,7 @@ def test_a_custom_action_on_another_object_at_the_enrich_url_fails_naming_it(
     assert answer.status_code == 200, answer.get_data(as_text=True)
     assert answer.get_json()["outputFields"] == {
         "hs_execution_state": "FAIL_CONTINUE",
-        "contactdata_error": "hubspot has no deal the connector enriches",
+        "contactdata_error": "HubSpot has no deal the connector enriches",
     }
     assert answer.headers["credits-deducted"] == "0" and _credits(db) == 10
     request["object"]["objectType"] = "CONTACT"  # a contact's: the contacts mapping still

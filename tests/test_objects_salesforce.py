@@ -265,7 +265,7 @@ def test_an_sobject_type_the_connector_does_not_enrich_is_a_dead_letter_naming_i
     assert org.work.run_due() == {"dead": 1}
     (event,) = org.events()
     assert event["kind"] == "Opportunity"
-    assert "salesforce has no Opportunity the connector enriches" in event["last_error"]
+    assert "Salesforce has no Opportunity the connector enriches" in event["last_error"]
     assert org.crm.requests == [] and org.credits() == 10
 
 

@@ -676,7 +676,7 @@ def test_connections_show_urls_and_mapping(signed_in: FlaskClient, linked: dict[
     assert f"http://127.0.0.1:8080/hooks/{hubspot['id']}/events" in page
     mapping = mappings.load(hubspot["mapping"])
     assert (
-        f"platform hubspot, {len(mapping.input)} input fields, "
+        f"platform HubSpot, {len(mapping.input)} input fields, "
         f"{len(mapping.output)} output properties"
     ) in " ".join(page.split())
     assert "valid" in page and "Send test event" in page

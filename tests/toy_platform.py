@@ -87,6 +87,7 @@ class ToyCRM:
 @dataclass(frozen=True, kw_only=True)
 class Toy(Platform):
     name: str = "toy"
+    title: str = "Toy CRM"
     signing: str = "toy-hmac"
     adapter_class: Callable[..., Adapter] | None = ToyCRM
 

@@ -54,7 +54,8 @@ def oauth_callback() -> Response:
         page.change(save, "connection.oauth_connect", grant.link["name"], detail)
     except ServiceError as error:
         return page.failed(error, ".connections_page")
-    flash(f"{grant.link['name']} is connected to {grant.link['platform']}.", "success")
+    title = page.platform_title(grant.link["platform"])
+    flash(f"{grant.link['name']} is connected to {title}.", "success")
     webhooks.registered(page.own_connection(grant.link["id"]))
     return redirect(url_for(".connection", connection_id=grant.link["id"]), 303)
 

@@ -129,9 +129,16 @@ def init_app(app: Flask) -> None:
         WTF_CSRF_CHECK_DEFAULT=False,  # checked in the settings blueprint alone
     )
     CSRFProtect(app)
+    app.add_template_filter(platform_title)
     for page in PAGES:  # their routes join the blueprint before it is registered
         importlib.import_module(f"connector.views.{page}")
     app.register_blueprint(blueprint)
+
+
+def platform_title(name: str) -> str:
+    """A platform's name as the platform writes it ("HubSpot", "n8n"), for people to read."""
+    platform = PLATFORMS.get(name)
+    return platform.title if platform else name
 
 
 @blueprint.before_request
@@ -484,7 +491,8 @@ def send_test_event(connection_id: str) -> Response:
         link = own_connection(connection_id)
         if not PLATFORMS[link["platform"]].crm:
             raise InvalidParameter(
-                f"{link['name']} is a {link['platform']} connection, which takes no events."
+                f"{link['name']} is a {platform_title(link['platform'])} connection, which "
+                "takes no events."
             )
         mapping = mapping_versions.current(db(), link, "contacts")
         row = synthetic_event(link, mapping, server.iso(server.now()))
