@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -51,6 +52,7 @@ def run() -> None:
         obj={
             "app_factory": "connector.app:create_app",
             "demo_alongside": worker_alongside,
+            "demo_pages": [SETTINGS_PAGE],
             "schemas": [MOVED],
             "erasers": [suppression.erase],
         }
@@ -62,11 +64,18 @@ def run() -> None:
 MOVED = server.MoveSchema(store.MIGRATIONS, pg_migrations.MIGRATIONS, companions=(".jobs",))
 
 
+# The page the demo names beside its curl lines: where an admin manages the connections.
+SETTINGS_PAGE = ("settings page (sign in with an admin key)", "/settings")
+
+
 @contextmanager
-def worker_alongside(db_path: Path) -> Iterator[None]:
-    """The write-back worker (and its scheduled jobs) running until the block ends."""
+def worker_alongside(db_path: Path | str, public_url: str) -> Iterator[None]:
+    """The write-back worker (and its scheduled jobs) running until the block ends, with the
+    server's public URL (the base of the webhook URLs its jobs register)."""
     command = [sys.executable, "-m", "connector.cli", "worker", "--db", str(db_path)]
-    worker_process = subprocess.Popen(command)
+    worker_process = subprocess.Popen(
+        command, env={**os.environ, "CONTACTDATA_PUBLIC_URL": public_url}
+    )
     try:
         yield
     finally:
@@ -81,7 +90,7 @@ def connection() -> None:
 
 
 @connection.command("add")
-@DB_OPTION
+@DB_OPTION.changing
 @click.option("--name", required=True)
 @click.option("--platform", required=True, type=click.Choice(list(PLATFORMS)))
 @click.option("--api-key", required=True, help="An API key of the organization to enrich for.")
@@ -166,7 +175,7 @@ def connection_show(db_path: Path, connection_id: str) -> None:
 
 
 @connection.command("edit")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @click.option("--name", default=None, help="Its new name.")
 @click.option("--refresh-days", type=int, default=None, help="Its new refresh interval.")
@@ -185,7 +194,7 @@ def connection_edit(
 
 
 @connection.command("pause")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 def connection_pause(db_path: Path, connection_id: str) -> None:
     """Pause: its events are still verified, stored and acknowledged, but held (and its enrich
@@ -196,7 +205,7 @@ def connection_pause(db_path: Path, connection_id: str) -> None:
 
 
 @connection.command("resume")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 def connection_resume(db_path: Path, connection_id: str) -> None:
     """Resume a paused connection: the worker works off what it held."""
@@ -206,7 +215,7 @@ def connection_resume(db_path: Path, connection_id: str) -> None:
 
 
 @connection.command("rotate-secret")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @click.option(
     "--grace-seconds",
@@ -233,7 +242,7 @@ def connection_rotate_secret(
 
 
 @connection.command("remove")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 def connection_remove(db_path: Path, connection_id: str) -> None:
     """Remove a connection: the webhooks the connector registered in its CRM are deleted, its
@@ -252,7 +261,7 @@ def connection_remove(db_path: Path, connection_id: str) -> None:
 
 
 @connection.command("register-webhooks")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 def connection_register_webhooks(db_path: Path, connection_id: str) -> None:
     """Register the connection's events URL in its CRM where its API allows it (Pipedrive
@@ -266,7 +275,7 @@ def connection_register_webhooks(db_path: Path, connection_id: str) -> None:
         )
     if not outcome.ok:
         raise click.ClickException(outcome.message)
-    steps = webhook_setup.install(row, settings["PUBLIC_URL"])["steps"]
+    steps = webhook_setup.install(db, row, settings["PUBLIC_URL"])["steps"]
     click.echo(outcome.message or "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1)))
 
 
@@ -285,7 +294,7 @@ def oauth_app() -> None:
 
 
 @oauth_app.command("set")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("platform")
 @click.option("--client-id", required=True, help="The app's client id.")
 @click.option("--client-secret", required=True, help="The app's client secret (stored sealed).")
@@ -327,7 +336,7 @@ def oauth_app_list(db_path: Path, as_json: bool) -> None:
 
 
 @oauth_app.command("remove")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("platform")
 def oauth_app_remove(db_path: Path, platform: str) -> None:
     """Remove a platform's OAuth app: admins can no longer connect through it."""
@@ -449,7 +458,7 @@ def mapping_export(db_path: Path, connection_id: str, kind: str) -> None:
 
 
 @mapping.command("import")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @KIND_OPTION
@@ -494,7 +503,7 @@ def mapping_versions_command(db_path: Path, connection_id: str, kind: str) -> No
 
 
 @main.command("worker")
-@DB_OPTION
+@DB_OPTION.changing
 @click.option("--once", is_flag=True, help="Work off the events due now, then stop (no jobs).")
 @click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
               help="Seconds to wait when no event is due.")  # fmt: skip
@@ -570,7 +579,7 @@ def backfill_group() -> None:
 
 
 @backfill_group.command("run")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @click.option("--object", "kind", type=click.Choice(["contacts", "leads", "companies"]),
               default="contacts", show_default=True)  # fmt: skip
@@ -607,7 +616,7 @@ def backfill_run(
 
 
 @main.command("preview")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @click.option("--record", "record_id", default="", help="The CRM record's id.")
 @click.option("--email", default="", help="Or the record's e-mail (found through the CRM).")
@@ -643,7 +652,7 @@ KIND_OPTION = click.option(
 
 
 @backfill_group.command("stop")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @KIND_OPTION
 def backfill_stop(db_path: Path, connection_id: str, kind: str) -> None:
@@ -657,7 +666,7 @@ def backfill_stop(db_path: Path, connection_id: str, kind: str) -> None:
 
 
 @backfill_group.command("resume")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("connection_id")
 @KIND_OPTION
 @click.option("--max-credits", type=click.IntRange(1), default=None,
@@ -714,7 +723,7 @@ def jobs_list(db_path: Path, as_json: bool) -> None:
 
 
 @jobs_group.command("run")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("job_id")
 def jobs_run(db_path: Path, job_id: str) -> None:
     """Run a job now, in this process, recorded like a scheduled run; print its result
@@ -729,7 +738,7 @@ def jobs_run(db_path: Path, job_id: str) -> None:
 
 
 @jobs_group.command("reschedule")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("job_id")
 @click.option("--every", type=click.IntRange(1, 10_000), required=True,
               help="How many units apart.")  # fmt: skip
@@ -770,7 +779,7 @@ def deliveries_list(db_path: Path, status: str | None, limit: int, as_json: bool
 
 
 @deliveries.command("retry")
-@DB_OPTION
+@DB_OPTION.changing
 @click.argument("event_id", type=click.IntRange(1, store.LARGEST_ID))
 def deliveries_retry(db_path: Path, event_id: int) -> None:
     """Make a dead event due again now."""

@@ -19,7 +19,6 @@ from sqlite_utils import Database
 import server
 from connector import backfill, outbound, store, subscriptions, worker
 from connector.platforms import PLATFORMS
-from connector.platforms.base import STANDARD_WEBHOOKS_REPLAY_WINDOW
 from server import SETTING_DEFAULTS, load_settings, utcnow
 
 REFRESH_CREDIT_CAP: int = SETTING_DEFAULTS["REFRESH_CREDIT_CAP"]  # CONTACTDATA_REFRESH_CREDIT_CAP
@@ -170,13 +169,15 @@ def renew_subscriptions(
 
 def purge_deliveries(db: Database, now: datetime) -> str:
     """Delete done events older than PURGE_AFTER and job runs older than JOB_RUNS_KEPT, so
-    the tables hold what an operator still looks at, and the answers kept for replayed
-    webhook deliveries once no copy can pass (they hold enriched personal data)."""
-    replayable = STANDARD_WEBHOOKS_REPLAY_WINDOW
+    the tables hold what an operator still looks at, and the answers kept for copies of a
+    request (webhook-ids and Idempotency-Keys, the connector's and /v7/enrich's) once their
+    day is over: they hold enriched personal data."""
+    kept_since = server.iso(now - store.ANSWERS_KEPT)
     with server.write(db):
         events = store.purge_done_events(db, server.iso(now - PURGE_AFTER))
         runs = store.purge_job_runs(db, server.iso(now - JOB_RUNS_KEPT))
-        answers = store.forget_webhooks(db, server.iso(now - replayable))
+        answers = store.forget_webhooks(db, kept_since)
+        answers += server.forget_idempotency_keys(db, kept_since)
     return f"deleted {events} done events, {runs} job runs and {answers} kept answers"
 
 

@@ -24,6 +24,7 @@ problem of a file names the file, the line and the field (`output[2].policy`).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -50,6 +51,12 @@ Policy = Literal["fill_if_empty", "overwrite_if_ours", "always", "never"]
 Problem = tuple[tuple[Any, ...], str, int | None]  # where, what, and the line if known
 
 _NEWER_BY_ATTRIBUTE = {attribute: name for name, attribute in NEWER_NAMES.items()}
+# The enrich inputs that identify a record on their own (contract §4.1), in the order named.
+IDENTIFIERS = ("conEmail", "compName", "compWebsite", "conLinkedinUrl", "compLinkedinUrl",
+               "compGuid", "conGuid")  # fmt: skip
+# Values of the examples shown when the database has no contact to show.
+PLACEHOLDER = {"conEmail": "jane.doe@example.com", "conFirstName": "Jane",
+               "conLastName": "Doe", "compName": "Example Inc"}  # fmt: skip
 _MASKED = re.compile(r"[Xx*]{2,}")  # enrich masks the last digits of a direct dial
 # How a CRM or enrich joins a list's items in text: ";" (HubSpot, Salesforce, Dataverse) or
 # enrich's " | ". Never ",": names and titles hold commas.
@@ -406,6 +413,57 @@ class Mapping(BaseModel):
         found = {name: _first_present(payload, paths) for name, paths in self._input_steps}
         return {name: text for name, text in found.items() if text}
 
+    def with_vendor_names(self, payload: Any) -> dict[str, str]:
+        """`enrich_input`, plus the enrich API's own input names the payload (or its `data`)
+        sends for what the mapping found nothing for: a sender may write either vocabulary.
+        The record id the mapping finds goes as the API's `recordId`, which answers echo."""
+        found = self.enrich_input(payload)
+        taken = {NEWER_NAMES[name] for name in found}
+        for name, attribute, value in _vendor_named(payload):
+            text = _payload_text(value)
+            if text and attribute not in taken:
+                found[name] = text
+        record_id = self.record_id(payload)
+        return {**found, "recordId": record_id} if record_id else found
+
+    def sender_keys(self) -> dict[str, str]:
+        """Each input field and the key a flat JSON body sends it under (its first path that
+        is a plain key), as the steps and errors name them."""
+        plain = {
+            name: next((p for p in paths if "." not in p), "") for name, paths in self.input.items()
+        }
+        return {name: key for name, key in plain.items() if key}
+
+    @property
+    def record_key(self) -> str:
+        """The plain key a flat JSON body names its record's id with ("" if none)."""
+        return next((path for path in self.record_paths if "." not in path), "")
+
+    def example(self, sample: dict[str, str]) -> dict[str, str]:
+        """A flat body for the sender to paste: `sample`'s values (by enrich input name) under
+        the mapping's keys, with a record id when the mapping reads one."""
+        keys = self.sender_keys()
+        body = {self.record_key: "1"} if self.record_key else {}
+        return body | {keys[name]: value for name, value in sample.items() if name in keys}
+
+    def missing_identifier(self, sample: dict[str, str]) -> str:
+        """What a body without an identifier is told, in the sender's keys."""
+        keys = self.sender_keys()
+        named = [keys[name] for name in IDENTIFIERS if name in keys]
+        person = [
+            keys[name] for name in ("conFullName", "conFirstName", "conLastName") if name in keys
+        ]
+        company = [keys[name] for name in ("compName", "compWebsite") if name in keys]
+        people = (
+            f"; a person's name ({', '.join(person)}) counts only with {' or '.join(company)}"
+            if person and company else ""
+        )  # fmt: skip
+        return (
+            f"At least one identifier is needed: send {_either(named)}{people}. For example: "
+            f"{json.dumps(self.example(sample))}. The enrich API's own names (contactEmail, "
+            "companyName, ...) work too."
+        )
+
     @cached_property
     def _input_steps(self) -> tuple[tuple[str, tuple[Steps, ...]], ...]:
         """Each input field with its paths, split once."""
@@ -455,6 +513,21 @@ class Mapping(BaseModel):
     def _rules(self) -> tuple[tuple[str, str, tuple[Callable[[Any], Any], ...], str], ...]:
         """Each output rule as plain data: field, property, transforms, policy."""
         return tuple((r.field, r.property, r.functions, r.policy) for r in self.output)
+
+
+def _vendor_named(payload: Any) -> Iterator[tuple[str, str, Any]]:
+    """The values a payload, or its `data`, gives under the enrich API's input names: each
+    name, the Query attribute it stands for, and the value."""
+    for source in (payload, payload.get("data")) if isinstance(payload, dict) else ():
+        for name, value in source.items() if isinstance(source, dict) else ():
+            attribute = NEWER_NAMES.get(name) or OLDER_NAMES.get(name)
+            if attribute:
+                yield name, attribute, value
+
+
+def _either(names: list[str]) -> str:
+    """ "a, b or c"."""
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1]))) if names else ""
 
 
 # --- loading ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from flask import Flask
 
 import server
+from connector import receiver
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Platform
 from server import ERROR_DESCRIPTIONS, Operation, Schema
@@ -24,6 +25,40 @@ HOOK_ERRORS = {
     503: "unavailable: the events could not be stored, or delivery_in_progress: a copy of this "
     "delivery (same webhook-id or callbackId) is being answered; send it again after "
     "Retry-After.",
+}
+# What the enrich URL says of a request named by an Idempotency-Key.
+IDEMPOTENCY_ERRORS = {
+    409: "request_in_progress: a copy with this Idempotency-Key is still being answered; send "
+    "it again after Retry-After.",
+    422: "idempotency_key_reused: this Idempotency-Key came with another body in the last 24 "
+    "hours.",
+}
+IDEMPOTENCY_KEY: Schema = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Answer this request once: a copy sent to this connection within 24 hours "
+    "with the same key and the same body gets the first answer again, with its "
+    "smarteTransactionId, credits-deducted 0 (creditsDeducted 0 in the body) and "
+    "Idempotent-Replayed true. Only 2xx answers are kept.",
+    "schema": {"type": "string", "pattern": f"^{receiver.IDEMPOTENCY_KEY.pattern}$"},
+}
+# The request's own, in the body of Zapier's, Make's and n8n's answers.
+_META: dict[str, Schema] = {
+    "recordId": {"type": ["string", "null"], "description": "The record id the body sent."},
+    "smarteTransactionId": {"type": "string"},
+    "creditsDeducted": {"type": "integer", "minimum": 0},
+}
+BATCH_ITEM: Schema = {
+    "type": "object",
+    "description": "One record of a batch: data (its mapped fields) or error.",
+    "required": ["status", *_META],
+    "properties": {
+        "status": {"type": "integer"},
+        **_META,
+        "data": {"type": "object"},
+        "error": {"type": "object"},
+    },
 }
 
 
@@ -49,17 +84,29 @@ def hook_operations(
     return {
         "hooks.enrich_now": Operation(
             summary="Enrich an automation step's fields; the mapped result in the answer.",
-            description="The body's field names are the connection's mapping file's. A HubSpot "
-            "custom workflow action is answered with outputFields and hs_execution_state. A "
-            "Standard Webhooks delivery, or a custom action's execution, is answered once: a "
-            "copy with its webhook-id (callbackId) gets the same answer, charged nothing.",
+            description="The body's field names are the connection's mapping file's (and, "
+            "from an automation platform, the enrich API's own input names). A HubSpot "
+            "custom workflow action is answered with outputFields and hs_execution_state. "
+            "Zapier, Make and n8n get recordId, smarteTransactionId and creditsDeducted in the "
+            "body too, and may send an array of 1 to 100 records, answered with an array in "
+            "the same order (each record charged on its own; a refused one is an error item). "
+            "A Standard Webhooks delivery, a custom action's execution, or a request with an "
+            "Idempotency-Key is answered once: a copy gets the same answer, charged nothing.",
             tag="hooks",
-            body={"type": "object"},
-            ok={"type": "object"},
-            errors=(400, 401, 402, 403, 404, 413, 500, 503),
-            ok_headers=("smarteTransactionId", "credits-deducted"),
+            body={"type": ["object", "array"], "maxItems": 100},
+            ok={
+                "oneOf": [
+                    {"type": "object"},
+                    {"type": "array", "items": BATCH_ITEM},
+                ]
+            },
+            errors=(400, 401, 402, 403, 404, 409, 413, 422, 500, 503),
+            ok_headers=("smarteTransactionId", "credits-deducted", "Idempotent-Replayed"),
             error_headers=("smarteTransactionId", "credits-deducted"),
             security=enrich_security,
+            parameters=(IDEMPOTENCY_KEY,),
+            described=IDEMPOTENCY_ERRORS,
+            retry_after=(409,),
         ),
         "hooks.receive_events": Operation(
             summary="Accept a CRM's events for later enrichment and write-back.",

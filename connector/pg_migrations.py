@@ -206,3 +206,9 @@ CREATE TABLE previews (
 );
 CREATE INDEX previews_connection ON previews (connection_id, created_at)
 """
+
+
+@migration
+def c002_idempotency_keys(db: Any) -> None:
+    """m021: the digest of the body a delivery was claimed with (Idempotency-Key)."""
+    db.execute("ALTER TABLE webhook_replays ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")

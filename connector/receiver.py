@@ -56,6 +56,7 @@ the database too busy.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -70,7 +71,6 @@ import server
 from connector import connections, mappings, store
 from connector.platforms import PLATFORMS, hubspot
 from connector.platforms.base import (
-    STANDARD_WEBHOOKS_REPLAY_WINDOW,
     Answer,
     Delivery,
     Event,
@@ -84,9 +84,11 @@ from server import ServiceError, UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
-REPLAY_WINDOW = STANDARD_WEBHOOKS_REPLAY_WINDOW
+REPLAY_WINDOW = store.ANSWERS_KEPT
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
-REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId", "credits-deducted")
+REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId")
+REPLAYED = "Idempotent-Replayed"  # "true" on the answer kept for an earlier copy, else "false"
+IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,255}")  # printable ASCII, compared as sent
 _ENRICH_PATH = re.compile(r"/hooks/[^/]+/enrich|/hooks/hubspot/action")
 Row = dict[str, Any]
 
@@ -115,6 +117,14 @@ class DeliveryInProgress(ServiceError):
     status, code = 503, "delivery_in_progress"  # 5xx: every sender sends it again
 
 
+class RequestInProgress(ServiceError):
+    status, code = 409, "request_in_progress"  # the Idempotency-Key draft's answer
+
+
+class IdempotencyKeyReused(ServiceError):
+    status, code = 422, "idempotency_key_reused"
+
+
 @blueprint.post("/<connection_id>/events")
 def receive_events(connection_id: str) -> Response:
     """Accept a platform's events for later enrichment and write-back."""
@@ -122,7 +132,7 @@ def receive_events(connection_id: str) -> Response:
     platform = PLATFORMS[link["platform"]]
     if not platform.crm:
         raise UnknownConnection(
-            f"Connection {connection_id} is a {link['platform']} connection, which takes no "
+            f"Connection {connection_id} is a {platform.title} connection, which takes no "
             f"events: there is no CRM record to write back to. Post the step's fields to "
             f"/hooks/{connection_id}/enrich and use the fields it answers with."
         )
@@ -141,7 +151,7 @@ def enrich_now(connection_id: str) -> Response:
     link = _connection(connection_id)
     body = request.get_data(cache=True)
     webhook_id = _verify(link, body)
-    return _enrich_verified(link, body, _json_object(body), webhook_id)
+    return _enrich_verified(link, body, _records(PLATFORMS[link["platform"]], body), webhook_id)
 
 
 @blueprint.post("/hubspot/events")
@@ -194,18 +204,39 @@ def hubspot_app_action() -> Response:
 
 
 def _enrich_verified(
-    link: Row, body: bytes, payload: dict[str, Any], webhook_id: str | None
+    link: Row, body: bytes, payload: dict[str, Any] | list[Any], webhook_id: str | None
 ) -> Response:
-    """Enrich a verified request for `link`; once per delivery id when it has one."""
+    """Enrich a verified request for `link`; once per delivery id (its webhook-id, the id its
+    platform's body names, or its Idempotency-Key) when it has one."""
     if connections.is_paused(link):
         raise ConnectionPaused(
             f"Connection {link['name']} is paused: it enriches nothing until an admin resumes "
             "it. Nothing was charged."
         )
-    delivery_id = webhook_id or PLATFORMS[link["platform"]].delivery_id(payload)
-    if delivery_id is None:
-        return _enrich(link, body, payload)
-    return _answer_once(link, delivery_id, lambda: _enrich(link, body, payload))
+    platform = PLATFORMS[link["platform"]]
+    delivery_id = webhook_id or (
+        platform.delivery_id(payload) if isinstance(payload, dict) else None
+    )
+    key = _idempotency_key()
+    answer = lambda: _enrich(link, body, payload)  # noqa: E731
+    if delivery_id is not None:
+        return _answer_once(link, delivery_id, answer)
+    if key is not None:  # the same key with another body is another request: refused
+        digest = hashlib.sha256(body).hexdigest()
+        return _answer_once(link, f"idempotency-key:{key}", answer, digest)
+    return answer()
+
+
+def _idempotency_key() -> str | None:
+    """The request's Idempotency-Key header, or None; 400 for one no sender would make."""
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not IDEMPOTENCY_KEY.fullmatch(key):
+        raise server.InvalidParameter(
+            "The Idempotency-Key header must be 1 to 255 printable ASCII characters."
+        )
+    return key
 
 
 @blueprint.before_request
@@ -227,12 +258,14 @@ def _name_the_transaction(response: Response) -> Response:
     return response
 
 
-def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
+def _enrich(link: Row, body: bytes, payload: dict[str, Any] | list[Any]) -> Response:
     platform = PLATFORMS[link["platform"]]
+    if isinstance(payload, list):
+        return _enrich_batch(link, platform, payload)
     custom_action = platform.is_action(payload)
     kind = platform.kind_of(payload)  # mapped as the worker maps that kind (a HubSpot company)
     if kind not in platform.objects:
-        message = f"{platform.name} has no {kind} the connector enriches"
+        message = f"{platform.title} has no {kind} the connector enriches"
         if not custom_action:
             raise InvalidPayload(f"{message}.")
         return _named(_json(platform.action_failed(message)))
@@ -241,15 +274,15 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
         outcome = server.enrich_with_key(
             server.get_db(),
             current_app.config["KEY_SECRET_BYTES"],
-            store.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"]),
-            mapping.enrich_input(payload),
+            _api_key(link),
+            _input(platform, mapping, payload),
             server.now(),
             g.transaction_id,
             f"/hooks/{link['id']}/enrich",
         )
     except ServiceError as error:
         if not custom_action:
-            raise
+            raise _in_senders_words(platform, mapping, error) from None
         if error.code == "insufficient_credits":
             return _named(_block(link, platform, body))
         return _named(_json(platform.action_failed(error.message)))
@@ -258,11 +291,88 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any]) -> Response:
             raise
         current_app.logger.warning("custom action of connection %s blocked", link["id"])
         return _named(_block(link, platform, body))
-    fields = mapping.outputs(outcome.result)
+    fields = _fields(platform, mapping, outcome.result)
+    if custom_action:
+        return _named(_json(platform.action_succeeded(fields)), outcome.credits)
+    if platform.meta_in_body:
+        fields |= _meta(mapping.record_id(payload), g.transaction_id, outcome.credits)
+    return _named(_json(fields), outcome.credits)
+
+
+def _enrich_batch(link: Row, platform: Platform, records: list[Any]) -> Response:
+    """Enrich each record of an array in order, each its own transaction: the answer is an
+    array in the same order, a refused record an error item charged nothing."""
+    mapping = store.mapping_in_use(server.get_db(), link, platform.mapping_file, "contacts")
+    inputs = [_input(platform, mapping, r) if isinstance(r, dict) else r for r in records]
+    answers = server.enrich_each_with_key(
+        server.get_db(),
+        current_app.config["KEY_SECRET_BYTES"],
+        _api_key(link),
+        inputs,
+        server.now(),
+        f"/hooks/{link['id']}/enrich",
+    )
+    items = [_item(platform, mapping, r, a) for r, a in zip(records, answers, strict=True)]
+    return _named(_json(items), sum(item["creditsDeducted"] for item in items))
+
+
+def _item(platform: Platform, mapping: mappings.Mapping, record: Any, answer: Any) -> Row:
+    """One record's entry of a batch's answer: its status, its record id, its transaction and
+    credits, and the enriched fields (`data`) or the error."""
+    record_id = mapping.record_id(record) if isinstance(record, dict) else None
+    if isinstance(answer, server.EnrichFailure):
+        error = _in_senders_words(platform, mapping, answer.error)
+        meta = _meta(record_id, answer.transaction_id, 0)
+        shown = {"code": error.code, "message": error.message, "status": error.status}
+        return {"status": error.status, **meta, "error": shown}
+    fields = _fields(platform, mapping, answer.result)
+    return {
+        "status": 200,
+        **_meta(record_id, answer.transaction_id, answer.credits),
+        "data": fields,
+    }
+
+
+def _fields(platform: Platform, mapping: mappings.Mapping, result: Row) -> Row:
+    """The mapped fields of a result (the empty ones left out where the platform would write
+    them over its own)."""
+    fields = mapping.outputs(result)
     if platform.omit_empty:
         fields = {name: value for name, value in fields.items() if not mappings.is_empty(value)}
-    return _named(_json(platform.action_succeeded(fields) if custom_action else fields),
-                  outcome.credits)  # fmt: skip
+    return fields
+
+
+def _meta(record_id: str | None, transaction_id: str, credits: int) -> Row:
+    """What an answer's body says of its request: the sender's record id, the transaction and
+    the credits it cost."""
+    return {
+        "recordId": record_id,
+        "smarteTransactionId": transaction_id,
+        "creditsDeducted": credits,
+    }
+
+
+def _input(platform: Platform, mapping: mappings.Mapping, payload: dict[str, Any]) -> Row:
+    """The enrich input of a body: the mapping's fields (and the enrich API's own names, where
+    the platform's senders may write them)."""
+    return (
+        mapping.with_vendor_names(payload)
+        if platform.vendor_names
+        else mapping.enrich_input(payload)
+    )
+
+
+def _in_senders_words(
+    platform: Platform, mapping: mappings.Mapping, error: ServiceError
+) -> ServiceError:
+    """`error`, a missing identifier told in the keys the platform's senders send."""
+    if error.code != "missing_identifier" or not platform.vendor_names:
+        return error
+    return type(error)(mapping.missing_identifier(mappings.PLACEHOLDER), headers=error.headers)
+
+
+def _api_key(link: Row) -> str:
+    return store.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"])
 
 
 def _named(response: Response, credits: int = 0) -> Response:
@@ -272,30 +382,57 @@ def _named(response: Response, credits: int = 0) -> Response:
     return response
 
 
-def _answer_once(link: Row, webhook_id: str, answer: Callable[[], Response]) -> Response:
-    """Answer a delivery unless a copy was answered within REPLAY_WINDOW: then that answer."""
+def _answer_once(
+    link: Row, webhook_id: str, answer: Callable[[], Response], fingerprint: str = ""
+) -> Response:
+    """Answer a delivery unless a copy (of the same body, by `fingerprint`) was answered
+    within REPLAY_WINDOW: then that answer."""
     db, now = server.get_db(), server.now()
     forget_before = server.iso(now - REPLAY_WINDOW)
+    lapsed = server.iso(now - store.CLAIM_LAPSES_AFTER)
     with server.write(db):
-        seen = store.claim_webhook(db, link["id"], webhook_id, server.iso(now), forget_before)
+        seen = store.claim_webhook(
+            db, link["id"], webhook_id, server.iso(now), forget_before, fingerprint, lapsed
+        )
     if seen is not None:
-        return _replayed(seen)
+        return _replayed(seen, fingerprint)
     response = None
     try:
         response = answer()
+        response.headers[REPLAYED] = "false"
         return response
     finally:
         _settle(link, webhook_id, response)
 
 
-def _replayed(seen: Row) -> Response:
+def _replayed(seen: Row, fingerprint: str) -> Response:
+    """The answer kept for a copy: charged nothing, and saying so."""
+    if seen["fingerprint"] != fingerprint:
+        raise IdempotencyKeyReused(
+            "This Idempotency-Key was sent with another body within 24 hours: send a new key "
+            "with a new request."
+        )
     if not seen["status"]:
-        raise DeliveryInProgress(
-            "A copy of this delivery is being answered; send it again for that answer.",
+        in_progress = RequestInProgress if fingerprint else DeliveryInProgress
+        raise in_progress(
+            "A copy of this request is being answered; send it again for that answer.",
             headers={"Retry-After": str(IN_PROGRESS_RETRY_AFTER)},
         )
-    headers = json.loads(seen["headers"])
-    return current_app.response_class(seen["body"], status=seen["status"], headers=headers)
+    headers = {**json.loads(seen["headers"]), REPLAYED: "true"}
+    body = _charged_nothing(seen["body"])
+    return current_app.response_class(body, status=seen["status"], headers=headers)
+
+
+def _charged_nothing(body: str) -> str:
+    """A kept answer's body, its creditsDeducted (of a batch's items too) made 0."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return body
+    for item in answer if isinstance(answer, list) else [answer]:
+        if isinstance(item, dict) and "creditsDeducted" in item:
+            item["creditsDeducted"] = 0
+    return json.dumps(answer)
 
 
 def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
@@ -340,13 +477,34 @@ def _block(link: Row, platform: Platform, body: bytes) -> Response:
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
-    try:
-        payload = decode_json(body)
-    except UnreadableJson as error:
-        raise InvalidPayload(f"The body is not JSON: {error}.") from None
+    payload = _json_value(body)
     if not isinstance(payload, dict):
         raise InvalidPayload("The body must be a JSON object.")
     return payload
+
+
+def _records(platform: Platform, body: bytes) -> dict[str, Any] | list[Any]:
+    """An enrich request's JSON body: one object, or where the platform sends batches an
+    array of 1 to `batch_limit` records."""
+    payload = _json_value(body)
+    if isinstance(payload, dict):
+        return payload
+    limit = platform.batch_limit
+    if not (limit and isinstance(payload, list)):
+        kind = f"object or an array of up to {limit} objects" if limit else "object"
+        raise InvalidPayload(f"The body must be a JSON {kind}.")
+    if not 0 < len(payload) <= limit:
+        raise InvalidPayload(
+            f"The body is an array of {len(payload)} records: send 1 to {limit} a request."
+        )
+    return payload
+
+
+def _json_value(body: bytes) -> Any:
+    try:
+        return decode_json(body)
+    except UnreadableJson as error:
+        raise InvalidPayload(f"The body is not JSON: {error}.") from None
 
 
 def _json(data: Any) -> Response:
@@ -457,7 +615,7 @@ def _events_of(platform: Platform, body: bytes) -> list[Event]:
     try:
         return platform.events(body)
     except Unparseable as error:
-        raise InvalidPayload(f"The body is not a {platform.name} event: {error}") from None
+        raise InvalidPayload(f"The body is not a {platform.title} event: {error}") from None
 
 
 def _verify_hubspot_app(body: bytes) -> None:

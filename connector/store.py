@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -463,6 +463,13 @@ def m019_backfill_pages_and_health(db: Database) -> None:
     db.execute("CREATE INDEX events_health ON events (connection_id, status, due_at)")
 
 
+@MIGRATIONS()
+def m021_idempotency_keys(db: Database) -> None:
+    """The digest of the body a delivery was claimed with: a request naming itself with an
+    Idempotency-Key is answered again only for the same body."""
+    db.execute("ALTER TABLE webhook_replays ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     columns = ", ".join(row)
@@ -513,17 +520,36 @@ def purge_settings_sessions(db: Database, before: str) -> int:
     return db.execute(sql, [before]).rowcount
 
 
+# How long the answer to a delivery naming itself (a webhook-id, an Idempotency-Key) is kept
+# for its copies; and how long a claim may go unanswered before a copy takes it over (its
+# request died with its worker: twice gunicorn's 30 s timeout).
+ANSWERS_KEPT = timedelta(hours=24)
+CLAIM_LAPSES_AFTER = timedelta(seconds=60)
+
+
 def claim_webhook(
-    db: Database, connection_id: str, webhook_id: str, now: str, forget_before: str
+    db: Database,
+    connection_id: str,
+    webhook_id: str,
+    now: str,
+    forget_before: str,
+    fingerprint: str = "",
+    lapsed: str = "",
 ) -> Row | None:
-    """Claim a delivery for answering: None when it is new (the claim is made), else the
-    row of the delivery seen before. Deliveries received before `forget_before` are deleted
-    first. Run it in a write transaction, so two copies cannot both claim."""
+    """Claim a delivery for answering (with the digest of its body): None when it is new (the
+    claim is made), else the row of the delivery seen before. Deliveries received before
+    `forget_before` are deleted first, and this one's claim if still unanswered since before
+    `lapsed`. Run it in a write transaction, so two copies cannot both claim."""
     forget_webhooks(db, forget_before)
+    db.execute(
+        "DELETE FROM webhook_replays WHERE connection_id = ? AND webhook_id = ? AND status = 0 "
+        "AND received_at < ?",
+        [connection_id, webhook_id, lapsed],
+    )
     claimed = db.execute(
-        "INSERT OR IGNORE INTO webhook_replays (connection_id, webhook_id, received_at) "
-        "VALUES (?, ?, ?)",
-        [connection_id, webhook_id, now],
+        "INSERT OR IGNORE INTO webhook_replays "
+        "(connection_id, webhook_id, received_at, fingerprint) VALUES (?, ?, ?, ?)",
+        [connection_id, webhook_id, now, fingerprint],
     )
     if claimed.rowcount == 1:
         return None

@@ -10,6 +10,7 @@ characters only."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, outbound, store, subscriptions
+from connector import connections, mappings, outbound, store, subscriptions
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Adapter, Permanent, Platform, Retriable
 
@@ -60,7 +61,7 @@ def set_up(
         _on_adapter(db, secret, row, client, now, lambda a: platform.tear_down_webhooks(a, stale))
     with server.write(db):
         store.save_webhook_ids(db, row["id"], ids)
-    return Outcome(True, f"Registered in {_named(platform)}: {_what(platform, ids)} posting to "
+    return Outcome(True, f"Registered in {platform.title}: {_what(platform, ids)} posting to "
                          f"{urls['eventsUrl']}.")  # fmt: skip
 
 
@@ -78,11 +79,11 @@ def tear_down(
         urls = connections.urls(row, public_url)
         steps = " ".join(platform.removal_steps(urls, row["secret_hint"]))
         words = _words(error, store.unseal(secret, row["secret_sealed"]))
-        return Outcome(False, f"Could not delete the webhook in {_named(platform)}: {words}, "
+        return Outcome(False, f"Could not delete the webhook in {platform.title}: {words}, "
                               f"do it by hand: {steps}")  # fmt: skip
     with server.write(db):
         store.save_webhook_ids(db, row["id"], [])
-    return Outcome(True, f"Deleted in {_named(platform)}: {_what(platform, ids)}.")
+    return Outcome(True, f"Deleted in {platform.title}: {_what(platform, ids)}.")
 
 
 def remove(
@@ -102,21 +103,43 @@ def remove(
     return outcome
 
 
-def install(row: Row, public_url: str, secret: str | None = None) -> Row:
+def install(db: Database, row: Row, public_url: str, secret: str | None = None) -> Row:
     """What the installation partial (templates/settings/_install_steps.html) shows of a
     connection: its platform's steps with its real URLs (`secret` in them only when given,
-    at its first display), whether the connector registers the webhook itself, and how many
-    it has registered."""
+    at its first display) and, for a sender of fields, the keys it sends and a body to paste;
+    whether the connector registers the webhook itself, and how many it has registered."""
     platform = PLATFORMS[row["platform"]]
     urls = connections.urls(row, public_url, secret)
     return {
         "connection_id": row["id"],
-        "platform": _named(platform),
+        "platform": platform.title,
         "registers": platform.registers_webhooks and platform.crm,
         "registered": len(store.webhook_ids(row)),
         "connected": bool(row["crm_base_url"]),
-        "steps": platform.install_steps(urls, row["secret_hint"]),
+        "steps": platform.install_steps(urls, row["secret_hint"], sent_fields(db, row)),
     }
+
+
+def sent_fields(db: Database, row: Row) -> dict[str, str]:
+    """What a connection's sender of fields (an automation platform) sends, for its steps: the
+    keys of its mapping, and a body with a contact of this database, which enriches as it is."""
+    platform = PLATFORMS[row["platform"]]
+    if platform.crm:
+        return {}
+    mapping = store.mapping_in_use(db, row, platform.mapping_file, "contacts")
+    keys = list(mapping.sender_keys().values())
+    if mapping.record_key:
+        keys.append(f"and {mapping.record_key} (the record's id, answered back as recordId)")
+    return {"keys": ", ".join(keys), "example": json.dumps(mapping.example(example_values(db)))}
+
+
+def example_values(db: Database) -> dict[str, str]:
+    """A contact of this database by enrich input name (the placeholder's when it has none)."""
+    row = server.sample_employment(db)
+    if row is None:
+        return dict(mappings.PLACEHOLDER)
+    return {"conEmail": row["email"], "conFirstName": row["first_name"],
+            "conLastName": row["last_name"], "compName": row["company_name"]}  # fmt: skip
 
 
 def _register(
@@ -161,10 +184,6 @@ def _words(error: Exception, inbound: str) -> str:
     """The CRM's words for a failure, the connection's secret never among them."""
     reason = str(getattr(error, "reason", error)).rstrip(".")
     return reason.replace(inbound, "<secret>") if inbound else reason
-
-
-def _named(platform: Platform) -> str:
-    return {"zoho": "Zoho CRM"}.get(platform.name, platform.name.capitalize())
 
 
 def _what(platform: Platform, ids: list[str]) -> str:

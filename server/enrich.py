@@ -486,22 +486,31 @@ def enrich_bulk(
     except ServiceError as error:
         record_failure(db, who, error.code, now, transaction_id)
         raise
+    return enrich_each(db, who, items, now)
+
+
+def enrich_each(
+    db: Database, who: Requester, items: Sequence[Any], now: datetime, where: str = "records"
+) -> list[Outcome | Failure]:
+    """Enrich records in order, each charged and recorded on its own: one that fails (not an
+    object, as `where[index]`, or refused) does not fail the others, and once credits run
+    out every later record is refused with 402 (charging stops)."""
     answers: list[Outcome | Failure] = []
     exhausted = False
     for index, item in enumerate(items):
-        answer = _bulk_item(db, who, index, item, now, exhausted)
+        answer = _bulk_item(db, who, f"{where}[{index}]", item, now, exhausted)
         exhausted = exhausted or _is_out_of_credits(answer)
         answers.append(answer)
     return answers
 
 
 def _bulk_item(
-    db: Database, who: Requester, index: int, item: Any, now: datetime, exhausted: bool
+    db: Database, who: Requester, name: str, item: Any, now: datetime, exhausted: bool
 ) -> Outcome | Failure:
     transaction_id = str(uuid.uuid4())
     try:
         if not isinstance(item, dict):
-            refusal = InvalidParameter(f"records[{index}] must be a JSON object.")
+            refusal = InvalidParameter(f"{name} must be a JSON object.")
             record_failure(db, who, refusal.code, now, transaction_id)
             raise refusal
         return enrich(db, who, item, now, transaction_id, refuse_charges=exhausted)
@@ -525,11 +534,23 @@ def enrich_with_key(
     """Enrich as the holder of `api_key` (the connector, for a connection's organization):
     authenticated, charged and recorded as an API call is; no rate limits, since the platform
     sending the events sets the pace."""
+    return enrich(db, _holder(db, secret, api_key, now, endpoint), body, now, transaction_id)
+
+
+def enrich_each_with_key(
+    db: Database, secret: bytes, api_key: str, items: Sequence[Any], now: datetime, endpoint: str
+) -> list[Outcome | Failure]:
+    """`enrich_each` as the holder of `api_key` (a batch on a connection's enrich URL): the
+    key checked once, each record its own transaction."""
+    return enrich_each(db, _holder(db, secret, api_key, now, endpoint), items, now, "body")
+
+
+def _holder(db: Database, secret: bytes, api_key: str, now: datetime, endpoint: str) -> Requester:
+    """The requester holding `api_key`, authenticated, of an active organization."""
     caller = auth.authenticate(db, secret, api_key, now)
     auth.require_active_organization(caller)
     hash_of = privacy.hasher(secret)
-    who = Requester(caller.org_id, caller.tier, caller.key_id, endpoint, hash_of=hash_of)
-    return enrich(db, who, body, now, transaction_id)
+    return Requester(caller.org_id, caller.tier, caller.key_id, endpoint, hash_of=hash_of)
 
 
 def requester_for(db: Database, org_id: str, endpoint: str, secret: bytes) -> Requester:

@@ -219,15 +219,18 @@ def test_purge_deletes_only_old_done_events_job_runs_and_kept_answers(db: Databa
         stamp = iso(NOW - timedelta(days=days))
         store.record_job_run(db, {"job_id": "reenrich", "started_at": stamp,
                                   "finished_at": stamp, "ok": 1, "result": f"{days}"})  # fmt: skip
-    for webhook_id, minutes in (("msg_old", 11), ("msg_new", 9)):
-        stamp = iso(NOW - timedelta(minutes=minutes))
+    for webhook_id, hours in (("msg_old", 25), ("msg_new", 23)):
+        stamp = iso(NOW - timedelta(hours=hours))
         store.claim_webhook(db, link.row["id"], webhook_id, stamp, forget_before="")
+        scope = (link.row["org_id"], "/v7/enrich", webhook_id)  # a key of /v7/enrich's
+        server_store.claim_idempotency_key(db, scope, "digest", stamp, "", "")
 
     assert jobs.purge_deliveries(db, NOW) == (
-        "deleted 1 done events, 1 job runs and 1 kept answers"
+        "deleted 1 done events, 1 job runs and 2 kept answers"
     )
     kept = [row["webhook_id"] for row in db.query("SELECT webhook_id FROM webhook_replays")]
-    assert kept == ["msg_new"]
+    keys = [row["idempotency_key"] for row in db.query("SELECT * FROM idempotency_keys")]
+    assert kept == keys == ["msg_new"]
     left = [e["event_key"] for e in store.events_of(db, link.row["id"])]
     assert left == ["done-new", "dead-old", "pending-old"]
     assert store.last_job_runs(db)["reenrich"]["result"] == "89"
@@ -287,7 +290,7 @@ def test_retention_runs_with_the_configured_periods(
     db.execute("UPDATE events SET status = 'done'")
     ran = _cli("jobs", "run", "retention", "--db", str(db_path))
     assert ran.exit_code == 0, ran.output
-    assert ran.output.startswith("blanked 1 webhook payloads")
+    assert ran.stdout.startswith("blanked 1 webhook payloads")
 
 
 def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: Database) -> None:
@@ -344,7 +347,7 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
     _cached(db, link, "old", days_ago=365 * 30)  # the command runs on the real clock
     ran = _cli("jobs", "run", "reenrich", "--db", str(db_path))
     assert ran.exit_code == 0, ran.output
-    assert ran.output == "1 records queued for refresh\n"
+    assert ran.stdout == "1 records queued for refresh\n"
     assert _cli("jobs", "run", "purge_deliveries", "--db", str(db_path)).exit_code == 0
 
     listed = _cli("jobs", "list", "--db", str(db_path), "--json")
@@ -367,6 +370,7 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
     assert "reenrich" in text and "ok at " in text and "never run" in text
 
 
+@pytest.mark.usefixtures("db")
 def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     result = _cli("jobs", "run", "reenrich_everything", "--db", str(db_path))
     assert result.exit_code == 1
@@ -375,10 +379,11 @@ def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     assert named in result.output
 
 
+@pytest.mark.usefixtures("db")
 def test_the_operator_reschedules_a_job_from_the_command_line(db_path: Path) -> None:
     changed = _cli("jobs", "reschedule", "purge_deliveries", "--every", "6", "--db", str(db_path))
     assert changed.exit_code == 0, changed.output
-    assert changed.output.startswith("purge_deliveries: interval[6:00:00], next run ")
+    assert changed.stdout.startswith("purge_deliveries: interval[6:00:00], next run ")
     (job,) = [j for j in scheduler.status(db_path) if j["id"] == "purge_deliveries"]
     assert job["trigger"] == "interval[6:00:00]"
     unknown = _cli("jobs", "reschedule", "nope", "--every", "1", "--db", str(db_path))

@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from connector.mappings import (
+    DIRECTORY,
     KEPT,
     NO_VALUE,
     SAME_VALUE,
@@ -22,6 +23,7 @@ from connector.mappings import (
     is_empty,
     load,
     load_all,
+    load_current,
     may_write,
     same,
     value_at,
@@ -772,3 +774,28 @@ def test_each_rules_decision_says_why_and_the_written_ones_are_the_changes() -> 
     ]
     changes = mapping.changes(result, current, {"company": "Old"})
     assert changes == {d.property: d.value for d in decided if d.write}
+
+
+# --- what a sender of fields sends ---------------------------------------------------------------
+
+
+def test_a_sender_may_write_the_mappings_keys_or_the_enrich_apis_own_names() -> None:
+    n8n = load_current(DIRECTORY / "n8n.yaml")
+    body = {"email": "a@x.com", "contactFullName": "Ann Lee", "compName": "", "record_id": 7,
+            "data": {"companyName": "X Inc", "conEmail": "b@x.com", "contactJobTitle": "CEO"},
+            "age": "40"}  # fmt: skip
+    assert n8n.with_vendor_names(body) == {
+        "conEmail": "a@x.com",  # the mapping's, not the envelope's conEmail
+        "compName": "X Inc",  # the mapping reads data.companyName itself
+        "contactFullName": "Ann Lee",
+        "contactJobTitle": "CEO",
+        "recordId": "7",
+    }
+
+
+def test_the_keys_and_the_example_are_the_mappings_plain_keys() -> None:
+    marketo = load_current(DIRECTORY / "marketo.yaml")
+    assert list(marketo.sender_keys().values())[:3] == ["email", "firstName", "lastName"]
+    assert marketo.record_key == "id"
+    sample = {"conEmail": "j@x.com", "compName": "X", "conGuid": "not a key of marketo's"}
+    assert marketo.example(sample) == {"id": "1", "email": "j@x.com", "company": "X"}

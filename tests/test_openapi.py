@@ -145,8 +145,8 @@ def test_every_error_response_is_the_one_error_shape(document: dict[str, Any]) -
 @pytest.mark.parametrize(
     ("path", "statuses"),
     [
-        ("/v7/enrich", {400, 401, 402, 403, 413, 415, 429, 500}),
-        ("/v7/enrich/bulk", {400, 401, 402, 403, 413, 415, 429, 500}),
+        ("/v7/enrich", {400, 401, 402, 403, 409, 413, 415, 422, 429, 500}),
+        ("/v7/enrich/bulk", {400, 401, 402, 403, 409, 413, 415, 422, 429, 500}),
         ("/v1/discover", {400, 401, 403, 404, 413, 415, 429, 500}),
         ("/signals/v1/key/createsignalapikey", {400, 401, 403, 409, 413, 415, 429, 500}),
         ("/signals/v1/key/view", {400, 401, 403, 404, 413, 415, 429, 500}),
@@ -154,7 +154,7 @@ def test_every_error_response_is_the_one_error_shape(document: dict[str, Any]) -
         ("/signals/v1/user/createsignalapikey", {400, 401, 403, 409, 413, 415, 429, 500}),
         ("/signals/v1/user/view", {400, 401, 403, 413, 415, 429, 500}),
         ("/signals/v1/user/update", {400, 401, 403, 404, 409, 413, 415, 429, 500}),
-        ("/hooks/{connection_id}/enrich", {400, 401, 402, 403, 404, 413, 500, 503}),
+        ("/hooks/{connection_id}/enrich", {400, 401, 402, 403, 404, 409, 413, 422, 500, 503}),
         ("/hooks/{connection_id}/events", {400, 401, 404, 413, 500, 503}),
     ],
 )
@@ -163,6 +163,23 @@ def test_each_endpoint_lists_the_contracts_error_statuses(
 ) -> None:
     responses = document["paths"][path]["post"]["responses"]
     assert {int(status) for status in responses} - {200} == statuses
+
+
+@pytest.mark.parametrize("path", ["/v7/enrich", "/v7/enrich/bulk"])
+def test_enrich_names_the_idempotency_key_its_refusals_and_the_replay_header(
+    document: dict[str, Any], path: str
+) -> None:
+    operation = document["paths"][path]["post"]
+    [parameter] = operation["parameters"]
+    assert parameter["name"] == "Idempotency-Key" and parameter["in"] == "header"
+    assert parameter["required"] is False and parameter["schema"]["type"] == "string"
+    responses = operation["responses"]
+    assert "Idempotent-Replayed" in responses["200"]["headers"]
+    assert "Retry-After" in responses["409"]["headers"]
+    assert "request_in_progress" in responses["409"]["description"]
+    assert "idempotency_key_reused" in responses["422"]["description"]
+    admin = document["paths"]["/signals/v1/key/update"]["post"]["responses"]["409"]
+    assert "Retry-After" not in admin["headers"] and "not_eligible" in admin["description"]
 
 
 def test_keys_are_any_of_the_contracts_key_headers_the_endpoints_own_first(

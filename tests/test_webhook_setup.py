@@ -21,6 +21,7 @@ from sqlite_utils import Database
 
 from connector import connections, store, webhook_setup
 from connector.app import create_app
+from connector.mappings import DIRECTORY
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Delivery, Refused
 from connector.platforms.zoho import PLATFORM as ZOHO
@@ -217,13 +218,16 @@ def test_platforms_without_such_an_api_register_nothing(db: Database) -> None:
 def every_platform_row(platform: str) -> dict[str, Any]:
     secret = f"whsec_{'A' * 30}{platform}"
     return {"id": f"conn-{platform}", "platform": platform, "crm_base_url": "",
-            "secret_hint": store.hint(secret), "crm_webhook_ids": "", "secret": secret}  # fmt: skip
+            "secret_hint": store.hint(secret), "crm_webhook_ids": "", "secret": secret,
+            "mapping": str(DIRECTORY / f"{platform}.yaml"), "name": platform}  # fmt: skip
 
 
 @pytest.mark.parametrize("platform", list(PLATFORMS))
-def test_every_platform_has_steps_with_the_connections_real_urls(platform: str) -> None:
+def test_every_platform_has_steps_with_the_connections_real_urls(
+    platform: str, db: Database
+) -> None:
     row = every_platform_row(platform)
-    shown = webhook_setup.install(row, PUBLIC_URL)
+    shown = webhook_setup.install(db, row, PUBLIC_URL)
     text = " ".join(shown["steps"])
 
     expected = f"{PUBLIC_URL}/hooks/{row['id']}/{'events' if PLATFORMS[platform].crm else 'enrich'}"
@@ -234,8 +238,8 @@ def test_every_platform_has_steps_with_the_connections_real_urls(platform: str) 
 
 def test_a_secret_in_the_url_is_shown_only_when_given(db: Database) -> None:
     link = connected(db, "salesforce", salesforce_org_ids=("00D000000000001",))
-    later = " ".join(webhook_setup.install(saved(db, link), PUBLIC_URL)["steps"])
-    first = " ".join(webhook_setup.install(saved(db, link), PUBLIC_URL, link.secret)["steps"])
+    later = " ".join(webhook_setup.install(db, saved(db, link), PUBLIC_URL)["steps"])
+    first = " ".join(webhook_setup.install(db, saved(db, link), PUBLIC_URL, link.secret)["steps"])
 
     assert f"{events_url(link)}?key=<secret>" in later and link.secret not in later
     assert "Replace <secret> in the URL with the connection's secret" in later
@@ -248,7 +252,7 @@ def test_the_partial_renders_the_steps_escaped_with_no_secret(
     link = connected(db, "dynamics", crm_client_id="app", crm_client_secret="shh",
                      crm_token_url=f"{CRM}/token", crm_scope="x/.default")  # fmt: skip
     with page_app.test_request_context():
-        install = webhook_setup.install(saved(db, link), PUBLIC_URL)
+        install = webhook_setup.install(db, saved(db, link), PUBLIC_URL)
         page = render_template("settings/_install_steps.html", install=install)
 
     steps = [unescape(step) for step in re.findall(r"<li>(.*?)</li>", page, re.S)]

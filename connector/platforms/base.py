@@ -114,6 +114,13 @@ class Platform:
     issues_secret: bool = False
     url_param: str = "key"
     omit_empty: bool = False
+    # The enrich URL of an automation platform (connector/platforms/automation.py): whether it
+    # also reads the vendor API's own input names (contactEmail, conEmail, ...) beside the
+    # mapping's keys; how many records one request may carry as a JSON array (0: only one
+    # JSON object); and whether the answer's body names its transaction, credits and record.
+    vendor_names: bool = False
+    batch_limit: int = 0
+    meta_in_body: bool = False
     refreshable: bool = False  # its API tokens expire: an OAuth client may renew them
     # The kinds of CRM record it enriches, by our names: contacts, leads, companies.
     objects: tuple[str, ...] = ("contacts",)
@@ -304,8 +311,10 @@ class Platform:
 
     registers_webhooks: bool = False  # the connector registers the events URL in the CRM
     # The admin's installation steps, one sentence each, templates of {enrich} and {events}
-    # (the connection's URLs), {events_base} (the events URL without its query) and {hint}
-    # (the secret's last characters); and what to do by hand when a teardown failed.
+    # (the connection's URLs), {events_base} (the events URL without its query), {hint}
+    # (the secret's last characters), and for a sender of fields (not a CRM) {keys} (the
+    # mapping's keys) and {example} (a body to paste); and what to do by hand when a
+    # teardown failed.
     install: tuple[str, ...] = ()
     removal: tuple[str, ...] = ()
 
@@ -318,10 +327,13 @@ class Platform:
     def tear_down_webhooks(self, adapter: Adapter, ids: Sequence[str]) -> None:
         """Delete what `set_up_webhooks` created (one already gone counts as deleted)."""
 
-    def install_steps(self, urls: Mapping[str, str | None], secret_hint: str) -> list[str]:
+    def install_steps(
+        self, urls: Mapping[str, str | None], secret_hint: str, sent: Mapping[str, str] = {}
+    ) -> list[str]:
         """The steps an admin takes in the platform to install the connection, with its real
-        URLs (`connections.urls`) and the secret named by its last characters only."""
-        return _filled(self.install, urls, secret_hint)
+        URLs (`connections.urls`), the secret named by its last characters only, and what a
+        sender of fields sends (`sent`: keys and example)."""
+        return _filled(self.install, urls, secret_hint, sent)
 
     def removal_steps(self, urls: Mapping[str, str | None], secret_hint: str) -> list[str]:
         """What an admin does by hand when the connector could not delete its webhooks."""
@@ -332,13 +344,17 @@ SECRET_PLACEHOLDER = "<secret>"  # in a URL shown after the secret's first displ
 
 
 def _filled(
-    templates: Sequence[str], urls: Mapping[str, str | None], secret_hint: str
+    templates: Sequence[str],
+    urls: Mapping[str, str | None],
+    secret_hint: str,
+    sent: Mapping[str, str] = {},
 ) -> list[str]:
-    """Steps from templates, with the connection's URLs and its secret's hint; a URL shown
-    with the secret's placeholder gets the step saying what goes there."""
+    """Steps from templates, with the connection's URLs, its secret's hint and what a sender
+    sends; a URL shown with the secret's placeholder gets the step saying what goes there."""
     events = urls.get("eventsUrl") or ""
     values = {"enrich": urls.get("enrichUrl") or "", "events": events,
-              "events_base": events.partition("?")[0], "hint": secret_hint}  # fmt: skip
+              "events_base": events.partition("?")[0], "hint": secret_hint,
+              "keys": "", "example": "", **sent}  # fmt: skip
     steps = [template.format(**values) for template in templates]
     if any(SECRET_PLACEHOLDER in step for step in steps):
         steps.append(
@@ -386,7 +402,10 @@ BEARER = {"connectionBearer": {"type": "http", "scheme": "bearer"}}
 
 
 def bearer(delivery: Delivery) -> str:
-    return delivery.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    """The token of an `Authorization: Bearer <token>` header (the scheme in any case, as RFC
+    9110 §11.1 has it), or ""."""
+    scheme, _, token = delivery.headers.get("Authorization", "").strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -256,7 +256,9 @@ def _detail(link: Row, new_secret: str | None = None) -> Response:
         state=connections.state(link),
         kind=kind,
         urls=connections.urls(link, current_app.config["PUBLIC_URL"], new_secret),
-        install=webhook_setup.install(link, current_app.config["PUBLIC_URL"], new_secret),
+        install=webhook_setup.install(
+            page.db(), link, current_app.config["PUBLIC_URL"], new_secret
+        ),
         new_secret=new_secret,
         connect=connect,
         grace_choices=page.GRACE_CHOICES,
