@@ -87,9 +87,12 @@ def _url(given: str, default: str, option: str) -> str:
         raise InvalidOAuthApp(f"{option}: {error}") from None
 
 
+HIDDEN = ("client_secret_sealed", "hubspot_v3_kinds")  # the secret; what its URLs learned
+
+
 def shown(row: Row) -> Row:
     """An app as listed: its client secret only by its last characters."""
-    return {name: value for name, value in row.items() if name != "client_secret_sealed"}
+    return {name: value for name, value in row.items() if name not in HIDDEN}
 
 
 def client_secret(db: Database, server_secret: bytes, platform: str) -> str:

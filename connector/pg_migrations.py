@@ -212,3 +212,9 @@ CREATE INDEX previews_connection ON previews (connection_id, created_at)
 def c002_idempotency_keys(db: Any) -> None:
     """m021: the digest of the body a delivery was claimed with (Idempotency-Key)."""
     db.execute("ALTER TABLE webhook_replays ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
+
+
+@migration
+def c003_hubspot_app_v3(db: Any) -> None:
+    """m022: the kinds of request the HubSpot app's URLs have received v3 on."""
+    db.execute("ALTER TABLE oauth_apps ADD COLUMN hubspot_v3_kinds TEXT NOT NULL DEFAULT ''")

@@ -125,6 +125,10 @@ class IdempotencyKeyReused(ServiceError):
     status, code = 422, "idempotency_key_reused"
 
 
+class RateLimited(ServiceError):
+    status, code = 429, "rate_limit_exceeded"
+
+
 @blueprint.post("/<connection_id>/events")
 def receive_events(connection_id: str) -> Response:
     """Accept a platform's events for later enrichment and write-back."""
@@ -260,6 +264,7 @@ def _name_the_transaction(response: Response) -> Response:
 
 def _enrich(link: Row, body: bytes, payload: dict[str, Any] | list[Any]) -> Response:
     platform = PLATFORMS[link["platform"]]
+    _within_limits(link)
     if isinstance(payload, list):
         return _enrich_batch(link, platform, payload)
     custom_action = platform.is_action(payload)
@@ -371,6 +376,28 @@ def _in_senders_words(
     return type(error)(mapping.missing_identifier(mappings.PLACEHOLDER), headers=error.headers)
 
 
+def _within_limits(link: Row) -> None:
+    """Count the request against its organization's daily limit (shared with its API keys)
+    and its connection's own rate (the organization's qpsLimit a second, so one busy CRM
+    leaves the API its own); 429 with Retry-After, charging nothing, past either."""
+    secret, now = current_app.config["KEY_SECRET_BYTES"], server.now()
+    caller = server.authenticate(server.get_db(), secret, _api_key(link), now)
+    checked = [
+        server.limits.organization_daily(caller.org_id, caller.daily_limit),
+        server.limits.Limit.per_window(f"connection:{link['id']}:qps", "qps", caller.qps_limit, 1),
+    ]
+    decision = current_app.extensions["limiter"].hit(checked, now)
+    g.rate_limit_headers = server.limits.headers(decision)
+    if not decision.allowed:
+        refused = min(decision.statuses, key=lambda status: status.remaining).limit.name
+        server.metrics.rate_limited(refused)
+        raise RateLimited(
+            f"Connection {link['name']} is over its organization's {refused} limit; send it "
+            "again after Retry-After seconds. Nothing was charged.",
+            headers=server.limits.headers(decision),
+        )
+
+
 def _api_key(link: Row) -> str:
     return store.unseal(current_app.config["KEY_SECRET_BYTES"], link["api_key_sealed"])
 
@@ -395,7 +422,7 @@ def _answer_once(
             db, link["id"], webhook_id, server.iso(now), forget_before, fingerprint, lapsed
         )
     if seen is not None:
-        return _replayed(seen, fingerprint)
+        return _replayed(link, seen, fingerprint)
     response = None
     try:
         response = answer()
@@ -405,8 +432,9 @@ def _answer_once(
         _settle(link, webhook_id, response)
 
 
-def _replayed(seen: Row, fingerprint: str) -> Response:
-    """The answer kept for a copy: charged nothing, and saying so."""
+def _replayed(link: Row, seen: Row, fingerprint: str) -> Response:
+    """The answer kept for a copy: charged nothing, and saying so. A custom action's
+    execution answered long ago (its answer blanked) fails, answered once already."""
     if seen["fingerprint"] != fingerprint:
         raise IdempotencyKeyReused(
             "This Idempotency-Key was sent with another body within 24 hours: send a new key "
@@ -418,6 +446,12 @@ def _replayed(seen: Row, fingerprint: str) -> Response:
             "A copy of this request is being answered; send it again for that answer.",
             headers={"Retry-After": str(IN_PROGRESS_RETRY_AFTER)},
         )
+    if not seen["body"]:
+        answered = seen["received_at"][:10]
+        message = f"This execution was answered on {answered}; it is not answered again."
+        failed = _json(PLATFORMS[link["platform"]].action_failed(message))
+        failed.headers[REPLAYED] = "true"
+        return failed
     headers = {**json.loads(seen["headers"]), REPLAYED: "true"}
     body = _charged_nothing(seen["body"])
     return current_app.response_class(body, status=seen["status"], headers=headers)
@@ -631,9 +665,21 @@ def _verify_hubspot_app(body: bytes) -> None:
         request.method, _called_uri(), request.headers, request.args, body, server.now()
     )
     try:
-        hubspot.verify_app_request(secret, delivery)
+        kind = hubspot.verify_app_request(secret, delivery, app["hubspot_v3_kinds"])
     except SignatureError as error:
         raise BadSignature(f"The request signature does not verify: {error}") from None
+    except Refused as error:
+        raise BadSignature(str(error)) from None
+    if kind:  # from now on v3 alone for this kind, as for a connection
+        _remember_hubspot_app_v3(kind)
+
+
+def _remember_hubspot_app_v3(kind: str) -> None:
+    try:
+        with server.write(server.get_db()) as db:
+            store.note_app_v3(db, "hubspot", kind)
+    except server.DB_ERRORS:  # learned again with the next such request
+        current_app.logger.warning("the HubSpot app's v3 on %s requests not kept", kind)
 
 
 def _row(link: Row, event: Event) -> Row:

@@ -470,6 +470,13 @@ def m021_idempotency_keys(db: Database) -> None:
     db.execute("ALTER TABLE webhook_replays ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m022_hubspot_app_v3(db: Database) -> None:
+    """The kinds of request on which the HubSpot app's URLs have received a valid v3
+    signature: from then on they take no other for them, as a connection's URLs."""
+    db.execute("ALTER TABLE oauth_apps ADD COLUMN hubspot_v3_kinds TEXT NOT NULL DEFAULT ''")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     columns = ", ".join(row)
@@ -557,9 +564,25 @@ def claim_webhook(
     return next(iter(db.query(sql, [connection_id, webhook_id])))
 
 
+# A HubSpot custom action's execution (`callbackId:…`, its Platform.delivery_id): HubSpot may
+# sign it with a timeless v2 signature, so its id is remembered for good (its answer, personal
+# data, blanked once ANSWERS_KEPT is over): a copy however late is never charged again.
+REMEMBERED = "callbackId:%"
+
+
 def forget_webhooks(db: Database, before: str) -> int:
-    """Delete the answers kept for deliveries received before `before`; how many."""
-    return db.execute("DELETE FROM webhook_replays WHERE received_at < ?", [before]).rowcount
+    """Forget the answers kept for deliveries received before `before`: deleted, or for an
+    execution remembered for good blanked; how many."""
+    blanked = db.execute(
+        "UPDATE webhook_replays SET body = '', headers = '{}' WHERE received_at < ? "
+        "AND webhook_id LIKE ? AND status != 0 AND body != ''",
+        [before, REMEMBERED],
+    ).rowcount
+    sql = (
+        "DELETE FROM webhook_replays WHERE received_at < ? "
+        "AND (webhook_id NOT LIKE ? OR status = 0)"
+    )
+    return blanked + db.execute(sql, [before, REMEMBERED]).rowcount
 
 
 def answer_webhook(
@@ -577,6 +600,17 @@ def release_webhook(db: Database, connection_id: str, webhook_id: str) -> None:
     """Drop a claim whose delivery was not answered for good, so a copy is tried afresh."""
     sql = "DELETE FROM webhook_replays WHERE connection_id = ? AND webhook_id = ?"
     db.execute(sql, [connection_id, webhook_id])
+
+
+def note_app_v3(db: Database, platform: str, kind: str) -> None:
+    """Note that a platform's OAuth app (HubSpot's) received a valid v3 signature on a `kind`
+    of request to its app-level URLs (`hubspot_v3_kinds`, as a connection's)."""
+    db.execute(
+        "UPDATE oauth_apps SET hubspot_v3_kinds = "
+        "ltrim(hubspot_v3_kinds || ',' || :kind, ',') WHERE platform = :platform "
+        "AND instr(',' || hubspot_v3_kinds || ',', ',' || :kind || ',') = 0",
+        {"kind": kind, "platform": platform},
+    )
 
 
 def note_hubspot_v3(db: Database, connection_id: str, kind: str) -> None:

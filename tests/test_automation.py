@@ -314,3 +314,42 @@ def test_the_n8n_steps_carry_n8ns_expressions_whole() -> None:
     assert "to {{ $input.all().map(item => item.json) }} (items" in steps
     assert "value {{ $json.record_id }}." in steps and '"{{ $json.email }}"' in steps
     assert "On Error to Continue (using error output)" in steps
+
+
+# --- limits ----------------------------------------------------------------------------------
+
+
+def _limited_org(db_path: Path, **limits: int) -> tuple[dict[str, Any], str]:
+    importer.import_files(
+        db.connect(db_path), companies=DATA / "discover_companies.csv",
+        contacts=DATA / "discover_contacts.csv",
+    )  # fmt: skip
+    return organization(store.connect(db_path), credits=100, **limits)
+
+
+def test_the_enrich_url_counts_against_the_organizations_daily_limit(
+    connector_app: Flask, db_path: Path
+) -> None:
+    """Shared with the organization's API keys: what the URL spends, /v7/enrich cannot."""
+    row, key = _limited_org(db_path, daily_limit=3)
+    link, client = _link(db_path, key, "n8n"), connector_app.test_client()
+    answers = [_post(client, link, {"email": AVA}) for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
+    refused = answers[-1]
+    assert refused.get_json()["error"]["code"] == "rate_limit_exceeded"
+    assert int(refused.headers["Retry-After"]) > 0 and '"daily"' in refused.headers["RateLimit"]
+    assert refused.headers["credits-deducted"] == "0" and _credits(db_path, row["id"]) == 97
+    api = client.post("/v7/enrich", json={"contactEmail": AVA}, headers={"apikey": key})
+    assert api.status_code == 429
+
+
+def test_each_connection_has_its_own_rate(connector_app: Flask, db_path: Path) -> None:
+    """The organization's qpsLimit a second per connection: one busy CRM leaves the others,
+    and the API, theirs (the test clock stands still: every request is in one second)."""
+    row, key = _limited_org(db_path, qps=2)
+    busy, other = _link(db_path, key, "n8n"), _link(db_path, key, "make")
+    client = connector_app.test_client()
+    statuses = [_post(client, busy, [{"email": AVA}] * 3).status_code for _ in range(3)]
+    assert statuses == [200, 200, 429]
+    assert _post(client, other, {"email": AVA}).status_code == 200
+    assert _credits(db_path, row["id"]) == 100 - 7  # two batches of three, and one record

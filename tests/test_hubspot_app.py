@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,10 @@ from flask.testing import FlaskClient
 from hubspot.utils.signature import Signature
 from werkzeug.test import TestResponse
 
-from connector import connections, mappings, oauth_apps, store
+from connector import connections, jobs, mappings, oauth_apps, store
 from connector.cli import main
 from server import db, importer
+from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
 from tests.helpers.hubspot_developer import FakeHubSpotDeveloper
 from tests.helpers.orgs import organization
@@ -199,6 +200,59 @@ def test_an_action_of_an_unconnected_portal_fails_and_lets_the_workflow_go_on(
 
 
 # --- contactdata hubspot register-action ---------------------------------------------------
+
+
+def _signed_v2(url: str, body: bytes) -> dict[str, str]:
+    """The v2 header alone (timeless: method, URL and body), by HubSpot's own client."""
+    signature = Signature.get_signature(
+        APP_SECRET, body.decode(), "v2", http_uri=url, http_method="POST"
+    )
+    return {"X-HubSpot-Signature": signature, "X-HubSpot-Signature-Version": "v2",
+            "Content-Type": "application/json"}  # fmt: skip
+
+
+def test_once_the_app_has_received_v3_on_actions_a_v2_copy_is_refused(
+    client: FlaskClient, portals: dict[int, connections.Added], db_path: Path
+) -> None:
+    """As on a connection's URLs: a captured action stripped of its v3 headers is refused
+    rather than verified by its v2 signature, which never expires."""
+    body = json.dumps(_action(ACME_PORTAL, "ap-v2")).encode()
+    before = client.post(ACTION, data=body, headers=_signed_v2(ACTION, body))
+    assert before.status_code == 200  # no v3 seen yet: v2, as HubSpot documents actions
+    assert _post(client, ACTION, _action(ACME_PORTAL, "ap-v3")).status_code == 200
+    other = json.dumps(_action(ACME_PORTAL, "ap-v2-again")).encode()
+    refused = client.post(ACTION, data=other, headers=_signed_v2(ACTION, other))
+    assert refused.status_code == 401
+    assert (
+        "This HubSpot app has received HubSpot's v3 signature on custom-action requests"
+        in (refused.get_json()["error"]["message"])
+    )
+    assert _charged(db_path, portals[ACME_PORTAL]) == 8
+    events = json.dumps(_batch((ACME_PORTAL, 1))).encode()  # another kind: v1 still taken
+    assert client.post(EVENTS, data=events, headers=_signed(EVENTS, events)).status_code == 200
+
+
+def test_an_action_replayed_however_late_is_never_charged_again(
+    connector_app: Flask, portals: dict[int, connections.Added], db_path: Path, clock: Clock
+) -> None:
+    """Its answer is kept a day (then blanked: it holds personal data), its callbackId for
+    good: a v2 copy a month later fails, answered once already, charged nothing."""
+    client = connector_app.test_client()
+    body = json.dumps(_action(GLOBEX_PORTAL, "ap-late")).encode()
+    first = client.post(ACTION, data=body, headers=_signed_v2(ACTION, body))
+    assert first.get_json()["outputFields"]["hs_execution_state"] == "SUCCESS"
+    clock.now = NOW + timedelta(days=30)
+    assert "kept answers" in jobs.purge_deliveries(store.connect(db_path), clock.now)
+    late = client.post(ACTION, data=body, headers=_signed_v2(ACTION, body))
+    output = late.get_json()["outputFields"]
+    assert output["hs_execution_state"] == "FAIL_CONTINUE"
+    assert output["contactdata_error"] == (
+        "This execution was answered on 2026-11-23; it is not answered again."
+    )
+    assert late.headers["credits-deducted"] == "0" and late.headers["Idempotent-Replayed"] == "true"
+    assert _charged(db_path, portals[GLOBEX_PORTAL]) == 9
+    kept = list(db.connect(db_path).query("SELECT body FROM webhook_replays"))
+    assert kept == [{"body": ""}]  # no personal data kept past the day
 
 
 @pytest.fixture

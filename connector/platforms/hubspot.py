@@ -773,28 +773,8 @@ class HubSpotPlatform(Platform):
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
         connection has received v3 on this kind before (then v3 alone)."""
-        kind = hubspot_kind(delivery.body)
-        v3_only = kind in link["hubspot_v3_kinds"].split(",")
-        legacy = None if v3_only else legacy_version(delivery.body)
-        try:
-            version = verify_signature(
-                secret, delivery.method, delivery.uri, delivery.body, delivery.headers,
-                delivery.now, fallback=legacy,
-            )  # fmt: skip
-        except MissingHeader as error:
-            if not v3_only:
-                raise
-            raise Refused(
-                f"The request signature does not verify: {error}. This connection has received "
-                f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
-            ) from None
-        except SignatureMismatch as error:
-            raise Refused(
-                f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
-                f"as {delivery.uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one "
-                "HubSpot calls)."
-            ) from None
-        if version == "v3" and not v3_only:
+        kind = verify_kind(secret, delivery, link["hubspot_v3_kinds"], "This connection")
+        if kind:
             return Verified(remember=lambda db: _note_v3(db, link, kind))
         return Verified()
 
@@ -861,15 +841,39 @@ class HubSpotPlatform(Platform):
 # --- HubSpot as a public app -----------------------------------------------------------------
 
 
-def verify_app_request(secret: str, delivery: Delivery) -> str:
-    """Verify a request to the app's own URLs with the app's client secret: v3 when sent,
-    else the version HubSpot signs its kind with (v1 for a batch, v2 for an action), as for a
-    connection that has not received v3 (there is no connection to remember v3 on). The
-    version verified; raises SignatureError."""
-    return verify_signature(
-        secret, delivery.method, delivery.uri, delivery.body, delivery.headers, delivery.now,
-        fallback=legacy_version(delivery.body),
-    )  # fmt: skip
+def verify_app_request(secret: str, delivery: Delivery, v3_kinds: str) -> str:
+    """Verify a request to the app's own URLs with the app's client secret, by the rules of a
+    connection's (`verify_kind`), the kinds the app has received v3 on being `v3_kinds`. The
+    kind to remember v3 on, or ""; raises SignatureError or Refused."""
+    return verify_kind(secret, delivery, v3_kinds, "This HubSpot app")
+
+
+def verify_kind(secret: str, delivery: Delivery, v3_kinds: str, receiver: str) -> str:
+    """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless `receiver`
+    has received v3 on this kind before (`v3_kinds`, comma-separated): then v3 alone. The kind
+    of a first valid v3 (to remember), else ""; raises SignatureError or Refused."""
+    kind = hubspot_kind(delivery.body)
+    v3_only = kind in v3_kinds.split(",")
+    legacy = None if v3_only else legacy_version(delivery.body)
+    try:
+        version = verify_signature(
+            secret, delivery.method, delivery.uri, delivery.body, delivery.headers,
+            delivery.now, fallback=legacy,
+        )  # fmt: skip
+    except MissingHeader as error:
+        if not v3_only:
+            raise
+        raise Refused(
+            f"The request signature does not verify: {error}. {receiver} has received "
+            f"HubSpot's v3 signature on {kind} requests, so it takes no v1 or v2 for them."
+        ) from None
+    except SignatureMismatch as error:
+        raise Refused(
+            f"The request signature does not verify: {error} (v2 and v3 cover the URL, taken "
+            f"as {delivery.uri.partition('?')[0]}: CONTACTDATA_PUBLIC_URL must be the one "
+            "HubSpot calls)."
+        ) from None
+    return kind if version == "v3" and not v3_only else ""
 
 
 def event_portal(event: Event) -> str:
