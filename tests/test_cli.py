@@ -226,6 +226,8 @@ def test_a_postgresql_database_without_a_key_secret_is_a_clear_error(
     "command",
     [
         ["privacy", "suppress", "--email", "someone@example.com"],
+        ["privacy", "erase", "--email", "someone@example.com"],
+        ["privacy", "check", "--email", "someone@example.com"],
         ["org", "create", "--name", "Acme", "--website", "acme.example", "--tier", "pro"],
         ["org", "list"],
         ["connection", "list"],
