@@ -185,15 +185,26 @@ def finish(
         store.unseal(secret, pending["verifier_sealed"]) if pending["verifier_sealed"] else ""
     )
     answer = _exchange(client, credentials, args.get("code", ""), public_url, verifier, now)
-    try:
-        base_url = kind.installed_base_url(answer.fields, token_url, pending["base_url"])
-    except ValueError as error:
-        raise AuthorizationRefused(f"{kind.name} did not connect: {error}.") from None
     return Grant(
-        link, base_url, answer.access_token, answer.expires_at,
+        link, _base_url(kind, answer, token_url, pending["base_url"]),
+        answer.access_token, answer.expires_at,
         replace(credentials, refresh_token=answer.refresh_token),
         kind.installed_account(answer.fields),
     )  # fmt: skip
+
+
+def _base_url(kind: Platform, answer: oauth.Consented, token_url: str, environment: str) -> str:
+    """The CRM's API base URL the grant names (the token answer's, for most), checked as a
+    pasted one is: a malformed or unsafe one is refused, saying so."""
+    try:
+        url = kind.installed_base_url(answer.fields, token_url, environment)
+    except ValueError as error:
+        raise AuthorizationRefused(f"{kind.name} did not connect: {error}.") from None
+    try:
+        return outbound.check_crm_url(url)
+    except outbound.UnsafeUrl as error:
+        message = f"{kind.name} did not connect: the API URL of its token answer, {error}."
+        raise AuthorizationRefused(message) from None
 
 
 def _pending(db: Database, state: str, session_key: str, now: datetime) -> Row:

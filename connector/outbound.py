@@ -17,7 +17,7 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpcore
 import httpx
@@ -51,7 +51,7 @@ def private_allowed() -> bool:
 
 def check_crm_url(url: str, resolve: Resolver | None = None) -> str:
     """`url` without a trailing slash, when it is safe to call; raises UnsafeUrl otherwise."""
-    parts = urlsplit(url.strip())
+    parts, port = _split(url)
     allowed = ("https", "http") if private_allowed() else ("https",)
     if parts.scheme not in allowed:
         raise UnsafeUrl(f"{url!r}: a CRM URL must start with https://")
@@ -60,10 +60,20 @@ def check_crm_url(url: str, resolve: Resolver | None = None) -> str:
     if parts.query or parts.fragment:
         raise UnsafeUrl(f"{url!r}: give the base URL, without a query or fragment")
     try:
-        checked_addresses(parts.hostname, parts.port or 443, resolve)
+        checked_addresses(parts.hostname, port or 443, resolve)
     except UnsafeUrl as error:
         raise UnsafeUrl(f"{url!r}: {error}") from None
     return url.strip().rstrip("/")
+
+
+def _split(url: str) -> tuple[SplitResult, int | None]:
+    """`url`'s parts and port; UnsafeUrl when urllib cannot read them (a port past 65535 or
+    not a number, an unclosed IPv6 bracket)."""
+    try:
+        parts = urlsplit(url.strip())
+        return parts, parts.port
+    except ValueError as error:
+        raise UnsafeUrl(f"{url!r}: not a URL ({error})") from None
 
 
 def is_public(address: Address) -> bool:

@@ -1,8 +1,9 @@
 """The Prometheus metrics of every process (the service's gunicorn workers, the connector's
 worker): their definitions, the thin functions that count, and the exposition.
 
-Labels hold only bounded, impersonal values (a URL rule, a status, a grade, a tier, a
-platform's name): never an organization, a key, an e-mail or a raw path. Under gunicorn the
+Labels hold only impersonal values from closed sets (a URL rule, a method the app routes, a
+status, a grade, a tier, a platform's name): never an organization, a key, an e-mail, a raw
+path or a method a client made up, so no request can add series without end. Under gunicorn the
 workers write their counts to files in PROMETHEUS_MULTIPROC_DIR (`use_multiprocess_dir`, a
 fresh directory per start) and a scrape of any worker sums them; a lone process (`contactdata
 worker`) counts in memory and serves its own exposition (`serve_exposition`).
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from http import HTTPStatus
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -28,6 +30,9 @@ from prometheus_client.registry import Collector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 UNMATCHED = "unmatched"  # the route label of a request no URL rule matched
+OTHER = "other"  # the method label of a method the app routes nowhere
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+STATUSES = frozenset(status.value for status in HTTPStatus)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -79,10 +84,22 @@ def definitions() -> Definitions:
 
 
 def request_answered(route: str, method: str, status: int, seconds: float) -> None:
-    """An HTTP request answered; `route` is the URL rule (or UNMATCHED), never the raw path."""
+    """An HTTP request answered; `route` is the URL rule (or UNMATCHED), never the raw path,
+    and the method and status are counted by `method_label` and `status_label`."""
     defined = definitions()
-    defined.requests.labels(route, method, str(status)).inc()
+    method = method_label(method)
+    defined.requests.labels(route, method, status_label(status)).inc()
     defined.latency.labels(route, method).observe(seconds)
+
+
+def method_label(method: str) -> str:
+    """The method, when it is one the app routes (METHODS); OTHER for any other."""
+    return method if method in METHODS else OTHER
+
+
+def status_label(status: int) -> str:
+    """The status, when HTTP names it ("404"); its class ("4xx") otherwise."""
+    return str(status) if status in STATUSES else status_class(status)
 
 
 def enriched(grade: str, record_status: str, tier: str, credits: int) -> None:

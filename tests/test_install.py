@@ -294,6 +294,23 @@ def test_a_token_endpoint_complaining_about_the_redirect_uri_connects_nothing(
     assert not_connected(database, link_id)
 
 
+@pytest.mark.parametrize("instance_url", ["https://[::1", "https://my.salesforce.com:99999"])
+def test_a_malformed_instance_url_in_the_token_answer_connects_nothing_and_says_why(
+    app: Flask, database: Database, acme: str, instance_url: str
+) -> None:
+    with running("salesforce") as fake:
+        fake.api_base = instance_url
+        register(database, fake)
+        link_id = connection(database, acme, "salesforce")
+        client = signed_in(app, acme)
+
+        page = refusal(client, back(client, consent(start(client, link_id).location)))
+
+        said = f"salesforce did not connect: the API URL of its token answer, {instance_url!r}"
+        assert f"{said}: not a URL" in page
+        assert len(fake.seen.token_requests) == 1 and not_connected(database, link_id)
+
+
 def test_a_callback_without_the_session_cookie_asks_again_from_this_site(
     app: Flask, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer
 ) -> None:

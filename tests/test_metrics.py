@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import random
 import socket
+import string
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from connector import oauth
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
-from server import db, logs
+from server import db, logs, metrics
 from server.http.app import create_app
 from tests import servers
 from tests.helpers.constants import SECRET
@@ -119,6 +121,57 @@ def test_requests_are_counted_by_route_and_status_never_by_raw_path(
     assert grew("contactdata_http_requests_total", **unmatched) == 1
     assert grew("contactdata_http_request_duration_seconds_count", **route) == 2
     assert grew("contactdata_http_request_duration_seconds_bucket", **route, le="+Inf") == 2
+
+
+MADE_UP = 300  # requests with a made-up method or path, per batch
+
+
+def made_up(rng: random.Random, count: int) -> Iterator[tuple[str, str]]:
+    """(method, path) pairs a client could make up: made-up methods on real paths, and real
+    or made-up methods on made-up paths (under the settings page's catch-all too)."""
+    paths = ("/v7/enrich", "/openapi.json", "/settings/keys", "/hooks/x/events", "/")
+    for n in range(count):
+        word = "".join(rng.choices(string.ascii_uppercase, k=8))
+        if n % 2:
+            yield word, rng.choice(paths)
+            continue
+        path = f"/{word.lower()}/{n}" if n % 4 else f"/settings/{word}/%2e%2e/{n}"
+        yield rng.choice(["GET", "POST", "DELETE", word]), path
+
+
+def request_series(found: Samples) -> set[frozenset[tuple[str, str]]]:
+    """The label sets of the request counter (the histogram's are their route and method)."""
+    return {labels for name, labels in found if name == "contactdata_http_requests_total"}
+
+
+def test_made_up_methods_and_paths_add_a_bounded_number_of_series(db_path: Path) -> None:
+    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "METRICS_TOKEN": TOKEN}
+    client = connector_app(settings).test_client()  # the settings page's routes too
+    rng = random.Random(34)
+    before = request_series(scrape(client))
+    for method, path in made_up(rng, MADE_UP):
+        assert client.open(path, method=method).status_code in (404, 405)
+    first = request_series(scrape(client))
+    for method, path in made_up(rng, MADE_UP):
+        client.open(path, method=method)
+    assert len(first - before) <= 20  # unmatched and the settings catch-all, by 3 methods and other
+    assert request_series(scrape(client)) == first  # a second batch adds none
+    labels = [dict(series) for series in first]
+    assert {label["method"] for label in labels} <= metrics.METHODS | {metrics.OTHER}
+    assert {label["status"] for label in labels} <= {str(s) for s in metrics.STATUSES}
+
+
+def test_every_method_the_apps_route_is_counted_by_its_name(db_path: Path) -> None:
+    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "METRICS_TOKEN": TOKEN}
+    for app in (create_app(settings), connector_app(settings)):
+        routed = {method for rule in app.url_map.iter_rules() for method in rule.methods or ()}
+        assert routed <= metrics.METHODS
+
+
+def test_statuses_are_counted_by_name_or_else_by_class() -> None:
+    assert [metrics.status_label(s) for s in (200, 405, 418, 299, 599)] == [
+        "200", "405", "418", "2xx", "5xx",
+    ]  # fmt: skip
 
 
 def test_no_label_carries_an_organization_a_key_or_an_email(
@@ -239,8 +292,6 @@ def test_dead_letters_are_counted(client: FlaskClient, worker_setup: Any, crm: F
 
 
 def test_the_worker_serves_its_own_figures_on_its_bind_with_the_token() -> None:
-    from server import metrics
-
     port = servers.free_port()
     server = metrics.serve_exposition(f"127.0.0.1:{port}", TOKEN)
     try:
@@ -339,3 +390,24 @@ def test_under_gunicorn_the_workers_counts_are_summed_on_the_metrics_bind_only(
     access = [line for line in lines if line["logger"] == "gunicorn.access"]
     assert {"gunicorn-0", "gunicorn-4"} <= {line["request_id"] for line in access}
     assert all({"time", "level", "message"} <= set(line) for line in lines)
+
+
+@pytest.mark.slow
+def test_under_gunicorn_made_up_methods_add_a_bounded_number_of_series(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = servers.free_port()
+    monkeypatch.setenv("CONTACTDATA_METRICS_TOKEN", TOKEN)
+    db.connect(tmp_path / "served.db").close()
+    process = servers.serve(tmp_path / "served.db", port, workers=2)
+    base, rng = f"http://127.0.0.1:{port}", random.Random(7)
+    try:
+        with httpx.Client(base_url=base) as http:
+            before = request_series(samples(http.get("/metrics", headers=BEARER).text))
+            for method, path in made_up(rng, 100):
+                assert http.request(method, path).status_code in (404, 405)
+            after = request_series(samples(http.get("/metrics", headers=BEARER).text))
+    finally:
+        servers.stop(process)
+    assert len(after - before) <= 10  # unmatched, by 3 methods and other, 404 and 405
+    assert {dict(series)["method"] for series in after} <= metrics.METHODS | {metrics.OTHER}

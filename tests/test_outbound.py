@@ -70,6 +70,9 @@ def test_a_public_https_url_is_kept_without_its_trailing_slash() -> None:
         ("https://user:pw@crm.example", ("104.18.0.1",), "without user name or password"),
         ("https://crm.example/?next=x", ("104.18.0.1",), "without a query"),
         ("https://", ("104.18.0.1",), "give a host name"),
+        ("https://api.hubapi.com:99999", ("104.18.0.1",), "not a URL .Port out of range"),
+        ("https://api.hubapi.com:4x3", ("104.18.0.1",), "not a URL .Port could not be cast"),
+        ("https://[::1", ("104.18.0.1",), r"not a URL .Invalid IPv6 URL"),
     ],
 )
 def test_unsafe_urls_are_refused(url: str, addresses: tuple[str, ...], words: str) -> None:

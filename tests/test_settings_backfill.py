@@ -207,6 +207,28 @@ def test_the_cli_stops_and_resumes(setup: dict[str, Any], db_path: Path, clock: 
     assert again.exit_code == 1 and "No stopped backfill of contacts" in again.output
 
 
+def test_a_credit_cap_past_the_stores_range_is_refused_on_the_page_and_the_command_line(
+    signed_in: FlaskClient, setup: dict[str, Any], db_path: Path, clock: Clock
+) -> None:
+    db, link, page = setup["db"], setup["Acme"]["link"], page_of(setup)
+    refused = f"The credit cap must be 1 to {store.LARGEST_ID:,}."
+    for cap in (str(2**63), str(10**30), "0"):
+        started = submit(signed_in, page, f"{page}/start", kind="contacts", credit_cap=cap)
+        assert started.status_code == 303 and refused in text(signed_in.get(started.location))
+    assert store.backfills_of(db, link["id"]) == []
+    backfill.start(db, link["id"], "contacts", "", 10, clock.now)
+    backfill.stop(db, link["id"], "contacts", clock.now)
+    resumed = submit(signed_in, page, f"{page}/resume", kind="contacts", credit_cap=str(2**63))
+    assert refused in text(signed_in.get(resumed.location))
+    runner, big = CliRunner(), str(2**63)
+    for command in (["backfill", "run", link["id"], "--max-credits", big],
+                    ["backfill", "resume", link["id"], "--max-credits", big]):  # fmt: skip
+        answer = runner.invoke(cli.main, [*command, "--db", str(db_path)])
+        assert answer.exit_code == 2, answer.output
+        assert f"{big} is not in the range" in answer.output
+    assert store.backfill(db, 1)["state"] == "stopped"  # type: ignore[index]
+
+
 def test_another_organizations_backfill_page_is_not_found_and_forms_need_their_token(
     signed_in: FlaskClient, setup: dict[str, Any]
 ) -> None:

@@ -135,6 +135,24 @@ def test_a_crm_added_from_the_page_is_not_connected_until_its_credentials_are_pa
     assert "pat-na1-0123456789" not in page and "…6789" in page
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    ["https://api.hubapi.com:99999", "https://[::1", "https://api.hubapi.com:443x",
+     "https://[::1]:-1"],
+)  # fmt: skip
+def test_a_malformed_crm_url_is_refused_on_the_page_not_answered_with_a_500(
+    signed_in: FlaskClient, database: Database, base_url: str
+) -> None:
+    add(signed_in, "HubSpot", "hubspot", secret="hubspot-app-secret")
+    row = named(database, "HubSpot")
+    refused = post(signed_in, f"/settings/connections/{row['id']}/crm", base_url=base_url,
+                   token="pat-na1-0123456789")  # fmt: skip
+    assert refused.status_code == 303
+    page = source(signed_in.get(refused.location))
+    assert f"{base_url!r}: not a URL" in page
+    assert named(database, "HubSpot")["crm_base_url"] == ""
+
+
 def test_a_hubspot_connection_signs_with_the_registered_apps_secret_when_none_is_given(
     signed_in: FlaskClient, database: Database
 ) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from flask import Response, abort, flash, redirect, url_for
 
 import server
-from connector import backfill, health, outbound, worker
+from connector import backfill, health, outbound, store, worker
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
 from connector.views import settings as page
@@ -145,8 +145,8 @@ def _kind(link: Row) -> str:
 
 def _cap() -> int:
     cap = page.integer("credit_cap", "credit cap")
-    if cap < 1:
-        raise InvalidParameter("The credit cap must be 1 or more.")
+    if not 1 <= cap <= store.LARGEST_ID:  # past it SQLite cannot hold the cap
+        raise InvalidParameter(f"The credit cap must be 1 to {store.LARGEST_ID:,}.")
     return cap
 
 
