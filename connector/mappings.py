@@ -18,7 +18,8 @@ contacts, `hubspot.companies.yaml`), loaded into a strict model (unknown keys ar
 
 A path is dict keys and list indexes joined by dots (`identities.0.value`). A payload value
 is present unless it is None, "", "[[unknown]]" or not a string, number or boolean. Every
-problem of a file names the file, the line and the field (`output[2].policy`).
+problem of a file names the file, the line and the field (`output[2].policy`). Every text is
+read by one bounded reader: no anchors or aliases, and limits no mapping comes near (MAX_BYTES).
 """
 
 from __future__ import annotations
@@ -535,7 +536,7 @@ def _either(names: list[str]) -> str:
 
 def load(path: str | Path) -> Mapping:
     """The mapping in a YAML file; MappingError names the file, line and field of each problem."""
-    return parse(_read(Path(path)), str(path))
+    return parse(read(Path(path)), str(path))
 
 
 def parse(text: str, source: str) -> Mapping:
@@ -606,7 +607,7 @@ def load_all(directory: str | Path) -> dict[str, Mapping]:
                 "" if mapping.kind == "contacts" else f"'s {mapping.kind}"
             )
             clash = f"{what} is already mapped by {files[mapping.name]}"
-            root = _parse(_read(path), str(path))[1]
+            root = _parse(read(path), str(path))[1]
             problems += _described(str(path), root, [(("platform",), clash, None)])
             continue
         mappings[mapping.name], files[mapping.name] = mapping, path
@@ -624,9 +625,12 @@ def check(path: str | Path) -> list[str]:
     return []
 
 
-def _read(path: Path) -> str:
-    """A mapping file's text; MappingError when it cannot be read as UTF-8."""
+def read(path: Path) -> str:
+    """A mapping file's text; MappingError when it cannot be read as UTF-8 or is over
+    MAX_BYTES (refused before it is read)."""
     try:
+        if path.stat().st_size > MAX_BYTES:
+            raise MappingError([f"{path}, line 1: {_TOO_LONG}"])
         return path.read_text(encoding="utf-8")
     except OSError as error:
         raise MappingError([f"{path}: cannot be read ({error.strerror})"]) from None
@@ -634,10 +638,88 @@ def _read(path: Path) -> str:
         raise MappingError([f"{path}, line 1: not UTF-8 text"]) from None
 
 
-def _parse(text: str, source: str) -> tuple[Any, yaml.Node | None]:
-    """A YAML text as data and as nodes (which know their lines); None, None when empty."""
+# The reader's bounds: what a mapping file can need, many times over, and no more, so that
+# any text is read, or refused, in well under a second (PyYAML's scanner takes about 2 µs a
+# character): tests/test_mappings.py's "bounded reader" tests.
+MAX_BYTES = 64 * 1024  # the text (the largest shipped file is under 5 KiB)
+MAX_DEPTH = 20  # levels of lists and keys within one another (the shipped files use 4)
+MAX_NODES = 5000  # keys, values and list items (the shipped files hold at most 245)
+MAX_SCALAR = 1000  # characters of one key or value (the shipped files' longest is 42)
+_TOO_LONG = f"the text is over {MAX_BYTES // 1024} KiB; a mapping file is a few KiB"
+_ANCHOR = (
+    "YAML anchors and aliases (&name, *name) are refused: a mapping file never needs them; "
+    "write the value out"
+)
+
+
+class _Refused(Exception):
+    """A node the bounded reader refuses: its 1-based line, its place and why."""
+
+    def __init__(self, line: int, loc: tuple[Any, ...], what: str) -> None:
+        super().__init__(what)
+        self.line, self.loc, self.what = line, loc, what
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing each node before it is composed if it is an anchor or
+    an alias, or is over the bounds: no alias is expanded, no tree is deeper or bigger than
+    the bounds, and nothing recurses deeper than MAX_DEPTH."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.loc: tuple[Any, ...] = ()
+        self.depth = self.nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        step = index.value if isinstance(index, yaml.ScalarNode) else index  # key, item, None
+        loc = self.loc if step is None else (*self.loc, step)
+        self.nodes += 1
+        depth = self.depth + isinstance(event, yaml.CollectionStartEvent)
+        why = _refusal(event, depth, self.nodes)
+        if why:
+            raise _Refused(event.start_mark.line + 1, loc, why)
+        outer = self.loc, self.depth
+        self.loc, self.depth = loc, depth
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.loc, self.depth = outer
+
+
+def _refusal(event: yaml.NodeEvent, depth: int, nodes: int) -> str:
+    """Why the bounded reader refuses the node `event` starts ("" when it does not)."""
+    if event.anchor is not None:  # an alias's anchor is the name it refers to
+        return _ANCHOR
+    if depth > MAX_DEPTH:
+        return f"nested more than {MAX_DEPTH} levels deep; a mapping file needs 4"
+    if nodes > MAX_NODES:
+        return f"more than {MAX_NODES} keys, values and list items; a mapping file needs hundreds"
+    if isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR:
+        return f"a value of over {MAX_SCALAR} characters; names and paths are short"
+    return ""
+
+
+def _bounded_load(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+    """A YAML text as data and as nodes, through _BoundedLoader; MappingError when refused."""
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise MappingError([f"{source}, line 1: {_TOO_LONG}"])
+    loader = _BoundedLoader(text)
     try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
+        return (None if root is None else loader.construct_document(root)), root
+    except _Refused as refused:
+        where = _where(refused.loc)
+        raise MappingError([f"{source}, line {refused.line}, {where}: {refused.what}"]) from None
+    finally:
+        loader.dispose()
+
+
+def _parse(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+    """A YAML text as data and as nodes (which know their lines); None, None when empty.
+    Read within the bounds above (MappingError when not)."""
+    try:
+        return _bounded_load(text, source)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark else 1
@@ -727,8 +809,9 @@ def _message(detail: ErrorDetails) -> str:
 
 def _described(source: str, root: yaml.Node | None, problems: Iterable[Problem]) -> list[str]:
     """Problems as "file, line N, field: what", in the order of their lines."""
-    found = sorted((line or _line(root, loc), _where(loc), what) for loc, what, line in problems)
-    return [f"{source}, line {line}, {where}: {what}" for line, where, what in found]
+    keys: dict[int, dict[str, _Pair]] = {}  # shared by the problems: one walk of each mapping
+    lines = ((line or _line(root, loc, keys), _where(loc), what) for loc, what, line in problems)
+    return [f"{source}, line {line}, {where}: {what}" for line, where, what in sorted(lines)]
 
 
 def _top_keys(required: bool = False) -> str:
@@ -746,12 +829,16 @@ def _where(loc: Iterable[Any]) -> str:
     return text or "top level"
 
 
-def _line(node: yaml.Node | None, loc: Iterable[Any]) -> int:
-    """The 1-based line of the deepest node of `loc` present in the file (a key's own line)."""
+_Pair = tuple[yaml.Node, yaml.Node]  # a key of a YAML mapping and its value
+
+
+def _line(node: yaml.Node | None, loc: Iterable[Any], keys: dict[int, dict[str, _Pair]]) -> int:
+    """The 1-based line of the deepest node of `loc` present in the file (a key's own line);
+    `keys` holds the mappings already looked into."""
     line = node.start_mark.line if node else 0
     for part in loc:
         if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if str(k.value) == str(part)), None)
+            pair = _keyed(node, keys).get(str(part))
             if pair is None:
                 break
             key, node = pair
@@ -764,3 +851,13 @@ def _line(node: yaml.Node | None, loc: Iterable[Any]) -> int:
         else:
             break
     return line + 1
+
+
+def _keyed(node: yaml.MappingNode, keys: dict[int, dict[str, _Pair]]) -> dict[str, _Pair]:
+    """A mapping's pairs by key (the first of a key given twice), made once for each mapping."""
+    if id(node) not in keys:
+        pairs: dict[str, _Pair] = {}
+        for key, value in node.value:
+            pairs.setdefault(str(key.value), (key, value))
+        keys[id(node)] = pairs
+    return keys[id(node)]

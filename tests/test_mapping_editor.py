@@ -4,7 +4,10 @@ against the properties, restored, exported and imported; tenancy and CSRF."""
 
 from __future__ import annotations
 
+import html
 import io
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,9 +33,17 @@ from tests.helpers.crm_server import FakeCrm, hubspot_property, running
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import organization
 from tests.helpers.settings_forms import sign_in, source, token
+from tests.helpers.yaml_bombs import ALIAS_BOMB, DEEP
+from tests.servers import CONTACTDATA, free_port, serve, stop
 
 US_STATES = ("AL", "AK", "AZ", "AR", "CA", "TX")
 HUBSPOT_FILE = (mappings.DIRECTORY / "hubspot.yaml").read_text()
+# What the bounded reader says of tests/helpers/yaml_bombs.py's texts (issue 34).
+BOMB_REFUSED = (
+    "line 1, a0: YAML anchors and aliases (&name, *name) are refused: a mapping file never "
+    "needs them; write the value out"
+)
+DEEP_REFUSED = f"line 2, record_id{'[0]' * 19}: nested more than 20 levels deep"
 
 
 @pytest.fixture
@@ -166,6 +177,19 @@ def test_save_makes_versions_and_restore_saves_the_old_one_again(
     assert "version 3: platform HubSpot" in tab  # the summary is of the version in use
 
 
+def test_a_version_number_past_the_stores_range_is_not_found_not_a_500(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    csrf = token(signed_in.get(_editor(link)))
+    restore = f"/settings/connections/{link['id']}/mapping/restore?kind=contacts"
+    for version in (str(2**63), str(10**30), "-1", str(store.LARGEST_ID)):
+        answer = signed_in.post(restore, data={"version": version, "csrf_token": csrf})
+        assert answer.status_code == 303
+        assert f"no version {version}" in source(signed_in.get(answer.location))
+    assert _versions(database, link) == []
+
+
 def test_export_then_import_round_trips_as_a_new_version(
     signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
 ) -> None:
@@ -182,6 +206,23 @@ def test_export_then_import_round_trips_as_a_new_version(
     assert answer.status_code == 303 and _versions(database, link) == [1]
     again = signed_in.get(f"/settings/connections/{link['id']}/mapping/export?kind=contacts")
     assert yaml.safe_load(again.get_data(as_text=True)) == data
+
+
+@pytest.mark.parametrize(
+    ("upload", "problem"), [(ALIAS_BOMB, BOMB_REFUSED), (DEEP, DEEP_REFUSED)], ids=["bomb", "deep"]
+)
+def test_an_alias_bomb_or_nesting_too_deep_is_refused_naming_the_line(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database, upload: str,
+    problem: str,
+) -> None:  # fmt: skip
+    link = acme[0]
+    csrf = token(signed_in.get(_editor(link)))
+    path = f"/settings/connections/{link['id']}/mapping/import?kind=contacts"
+    data = {"file": (io.BytesIO(upload.encode()), "mine.yaml"), "csrf_token": csrf}
+    answer = signed_in.post(path, data=data)
+    assert answer.status_code == 400
+    assert f"Acme HubSpot contacts mapping, {problem}" in source(answer)
+    assert _versions(database, link) == []
 
 
 def test_an_import_for_another_platform_is_refused(
@@ -299,3 +340,74 @@ def test_the_cli_imports_exports_and_lists_versions(
     assert again.output == mine.read_text()
     listed = runner.invoke(main, ["mapping", "versions", link, *db])
     assert listed.output.startswith("1  ") and "contactdata mapping import" in listed.output
+
+
+def test_the_cli_refuses_an_alias_bomb_and_nesting_too_deep_naming_the_line(
+    acme: tuple[dict[str, Any], str], db_path: Path, database: Database,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    bomb, deep, runner = tmp_path / "bomb.yaml", tmp_path / "deep.yaml", CliRunner()
+    db = ["--db", str(db_path)]
+    bomb.write_text(ALIAS_BOMB)
+    deep.write_text(DEEP)
+    checked = runner.invoke(main, ["mapping", "check", str(bomb)])
+    assert checked.exit_code == 1 and checked.output == f"{bomb}, {BOMB_REFUSED}\n"
+    checked = runner.invoke(main, ["mapping", "check", str(deep)])
+    assert checked.exit_code == 1 and checked.output.startswith(f"{deep}, {DEEP_REFUSED}")
+    link = acme[0]
+    imported = runner.invoke(main, ["mapping", "import", link["id"], str(bomb), *db])
+    assert imported.exit_code == 1 and f"contacts mapping, {BOMB_REFUSED}" in imported.output
+    assert _versions(database, link) == []
+
+
+# --- through the production server -----------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str, str]]:
+    """`contactdata serve` (gunicorn, its 30 s worker timeout) on a database `contactdata db
+    init` made, with Acme's HubSpot connection (its CRM unreachable: the YAML alone is
+    checked): the URL, the connection's id and Acme's admin key."""
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    db_path = tmp_path / "served.db"
+    subprocess.run(
+        [CONTACTDATA, "db", "init", "--db", str(db_path)], check=True, capture_output=True
+    )
+    database = store.connect(db_path)
+    link, key = _connect(database, "Acme", "http://127.0.0.1:9")
+    database.close()
+    port = free_port()
+    process = serve(db_path, port)
+    try:
+        yield f"http://127.0.0.1:{port}", link["id"], key
+    finally:
+        stop(process)
+
+
+def _form_token(page: httpx.Response) -> str:
+    """The CSRF token of a page's first form, as `token` reads it from the test client's."""
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert found, page.text
+    return found.group(1)
+
+
+@pytest.mark.slow
+def test_the_production_server_refuses_an_alias_bomb_well_within_its_worker_timeout(
+    served: tuple[str, str, str],
+) -> None:
+    url, connection_id, key = served
+    with httpx.Client(base_url=url, timeout=60) as client:  # a killed worker: a 502 or reset
+        form = client.get("/settings/sign-in")
+        signed = {"api_key": key, "csrf_token": _form_token(form)}
+        assert client.post("/settings/sign-in", data=signed).status_code == 303
+        editor = f"/settings/connections/{connection_id}/mapping?kind=contacts"
+        csrf = _form_token(client.get(editor))
+        path = f"/settings/connections/{connection_id}/mapping/import?kind=contacts"
+        answer = client.post(
+            path, data={"csrf_token": csrf}, files={"file": ("bomb.yaml", ALIAS_BOMB.encode())}
+        )
+    assert answer.status_code == 400
+    assert "contacts mapping, line 1, a0: YAML anchors and aliases" in html.unescape(answer.text)
+    assert answer.elapsed.total_seconds() < 5  # it was 30 s, and the worker killed

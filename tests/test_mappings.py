@@ -4,6 +4,7 @@ and policy, write-back changes, and load errors that name file, line and field."
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -25,12 +26,14 @@ from connector.mappings import (
     load_all,
     load_current,
     may_write,
+    parse,
     same,
     value_at,
 )
 from connector.platforms import PLATFORMS as DECLARED
 from server.enrich import OUTPUT_FIELDS
 from tests.helpers.constants import PLATFORMS
+from tests.helpers.yaml_bombs import ALIAS_BOMB, DEEP, nested
 
 MAPPINGS = Path(__file__).resolve().parent.parent / "mappings"
 
@@ -567,6 +570,12 @@ output:
 """
 
 
+REFUSED_ANCHOR = (
+    "YAML anchors and aliases (&name, *name) are refused: a mapping file never needs them; "
+    "write the value out"
+)
+
+
 def write(tmp_path: Path, text: str, name: str = "test.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text)
@@ -669,6 +678,8 @@ def write(tmp_path: Path, text: str, name: str = "test.yaml") -> Path:
             "[email",
             ["line 5, near conEmail: not valid YAML: expected ',' or ']', but got ':'"],
         ),
+        ("record_id: [id]", "record_id: &ids [id]", [f"line 2, record_id: {REFUSED_ANCHOR}"]),
+        ("[email]", "*email", [f"line 4, input.conEmail: {REFUSED_ANCHOR}"]),
     ],
 )
 def test_load_errors_name_file_line_and_field(
@@ -799,3 +810,48 @@ def test_the_keys_and_the_example_are_the_mappings_plain_keys() -> None:
     assert marketo.record_key == "id"
     sample = {"conEmail": "j@x.com", "compName": "X", "conGuid": "not a key of marketo's"}
     assert marketo.example(sample) == {"id": "1", "email": "j@x.com", "company": "X"}
+
+
+# --- the bounded reader: every text is read, or refused, at a cost its size bounds -----------
+
+
+def test_an_alias_bomb_is_refused_at_its_first_anchor_before_any_alias_is_followed(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, ALIAS_BOMB)  # 396 bytes standing for 9**9 values (issue 34)
+    started = time.perf_counter()
+    assert check(path) == [f"{path}, line 1, a0: {REFUSED_ANCHOR}"]
+    assert time.perf_counter() - started < 1  # followed, the aliases took minutes
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (DEEP, f"line 2, record_id{'[0]' * 19}: nested more than 20 levels deep; a mapping file "
+               "needs 4"),
+        ("- " * 500 + "x\n", f"line 1, {'[0]' * 20}: nested more than 20 levels deep; a mapping "
+                             "file needs 4"),
+        ("- x\n" * 5000, "line 5000, [4999]: more than 5000 keys, values and list items; a "
+         "mapping file needs hundreds"),  # the list and 4999 items are read
+        (GOOD.replace("property: title", "property: " + "t" * 1001), "line 7, "
+         "output[0].property: a value of over 1000 characters; names and paths are short"),
+        ("platform: " + "1" * 5000, "line 1, platform: a value of over 1000 characters; names "
+         "and paths are short"),  # as a number, more digits than Python converts (a 500)
+        (GOOD + "#" * 64 * 1024, "line 1: the text is over 64 KiB; a mapping file is a few KiB"),
+    ],
+    ids=["1000-lists", "500-block-lists", "5001-values", "long-value", "long-number", "64-KiB"],
+)  # fmt: skip
+def test_the_reader_refuses_what_no_mapping_needs_naming_the_line(text: str, problem: str) -> None:
+    with pytest.raises(MappingError) as raised:
+        parse(text, "upload")
+    assert raised.value.problems == [f"upload, {problem}"]
+
+
+def test_twenty_levels_are_read_and_a_file_over_the_size_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(MappingError) as raised:
+        parse(nested(19), "upload")  # 20 levels with the file's own: read, then checked
+    assert "upload, line 2, record_id[0]: expected text" in raised.value.problems
+    big = write(tmp_path, GOOD + "#" * 64 * 1024)
+    assert check(big) == [f"{big}, line 1: the text is over 64 KiB; a mapping file is a few KiB"]
