@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import signal
@@ -62,6 +63,11 @@ def run() -> None:
 # What `db move` moves of the connector: its tables, and the job schedule kept beside a
 # SQLite database (connector/scheduler.py), which on PostgreSQL is the database's.
 MOVED = server.MoveSchema(store.MIGRATIONS, pg_migrations.MIGRATIONS, companions=(".jobs",))
+
+
+# The longest `worker --idle` and `--lease`, in seconds: past it a lease is a typo, and far
+# past it a time no clock holds (a traceback).
+A_DAY = 86_400
 
 
 # The page the demo names beside its curl lines: where an admin manages the connections.
@@ -477,8 +483,8 @@ def mapping_import(db_path: Path, connection_id: str, path: Path, kind: str) -> 
         click.echo(
             f"the CRM's fields could not be read ({error}): checked as a file only", err=True
         )
-    text = path.read_text(encoding="utf-8")
     try:
+        text = mappings.read(path)
         mapping_versions.validated(link, kind, text, fields)
     except mappings.MappingError as error:
         click.echo("\n".join(error.problems))
@@ -502,20 +508,30 @@ def mapping_versions_command(db_path: Path, connection_id: str, kind: str) -> No
         click.echo(f"{row['version']}  {row['created_at']}  {row['created_by']}")
 
 
+def _a_number(_ctx: click.Context, _param: click.Parameter, seconds: float) -> float:
+    """`seconds`, unless it is nan (which passes every FloatRange: no comparison refuses it)."""
+    if math.isnan(seconds):
+        raise click.BadParameter("give a number of seconds, not nan")
+    return seconds
+
+
 @main.command("worker")
 @DB_OPTION.changing
 @click.option("--once", is_flag=True, help="Work off the events due now, then stop (no jobs).")
-@click.option("--idle", type=click.FloatRange(0.05), default=1.0, show_default=True,
+@click.option("--idle", type=click.FloatRange(0.05, A_DAY), default=1.0, show_default=True,
+              callback=_a_number,
               help="Seconds to wait when no event is due.")  # fmt: skip
 @click.option(
     "--lease",
-    type=click.FloatRange(1),
+    type=click.FloatRange(1, A_DAY),
+    callback=_a_number,
     show_default=True,
     default=worker.LEASE.total_seconds(),
     help="Seconds this worker's claims on events, and its hold on the scheduled "
     "jobs, last unless renewed: after a crash, others take them over then.",
 )
-@click.option("--batch", type=click.IntRange(1), default=worker.BATCH, show_default=True,
+@click.option("--batch", type=click.IntRange(1, store.LARGEST_ID), default=worker.BATCH,
+              show_default=True,
               help="Events a round claims (a round should end well within the lease).")  # fmt: skip
 @click.option("--metrics-bind", envvar="CONTACTDATA_WORKER_METRICS_BIND", default="",
               help="host:port to serve this worker's GET /metrics on (default: off).")  # fmt: skip
@@ -584,7 +600,7 @@ def backfill_group() -> None:
 @click.option("--object", "kind", type=click.Choice(["contacts", "leads", "companies"]),
               default="contacts", show_default=True)  # fmt: skip
 @click.option("--since", default=None, help="Only records modified since (ISO 8601 date/time).")
-@click.option("--max-credits", type=click.IntRange(0), default=None,
+@click.option("--max-credits", type=click.IntRange(0, store.LARGEST_ID), default=None,
               help="Queue at most this many records (one credit each, at most).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Count the records and the credits; queue none.")
 def backfill_run(
@@ -669,7 +685,7 @@ def backfill_stop(db_path: Path, connection_id: str, kind: str) -> None:
 @DB_OPTION.changing
 @click.argument("connection_id")
 @KIND_OPTION
-@click.option("--max-credits", type=click.IntRange(1), default=None,
+@click.option("--max-credits", type=click.IntRange(1, store.LARGEST_ID), default=None,
               help="Its cap over all it queued; none: the balance.")  # fmt: skip
 def backfill_resume(db_path: Path, connection_id: str, kind: str, max_credits: int | None) -> None:
     """Mark the stopped backfill of a kind running again from its cursor (stopped on

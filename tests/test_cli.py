@@ -164,6 +164,18 @@ def test_numbers_past_what_a_balance_holds_are_refused_not_overflowed(db_path: P
     assert result.exit_code == 1 and "qps must be 1 to 1,000,000,000,000" in result.output
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--batch", str(2**63)), ("--lease", "1e300"), ("--lease", "nan"), ("--idle", "nan"),
+     ("--idle", "1e300")],
+)  # fmt: skip
+def test_worker_numbers_past_what_the_store_or_the_clock_holds_are_refused(
+    db_path: Path, option: str, value: str
+) -> None:
+    result = CliRunner().invoke(main, ["worker", "--db", str(db_path), "--once", option, value])
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output
+
+
 def test_audit_lists_actions_without_secrets(db_path: Path) -> None:
     created = create_org(db_path, "Audit Co", "audit.example", "pro")
     run("org", "set-status", "--db", str(db_path), created["orgId"], "inactive")

@@ -790,6 +790,52 @@ def test_an_event_id_past_sqlites_range_is_not_found(signed_in: FlaskClient) -> 
     assert f"No event {2**63 - 1} in this organization." in source(signed_in.get(largest.location))
 
 
+CONNECTOR = Path(settings.__file__).parents[1]
+# Every number a settings form posts: (the page the form is on, its action, the field, the
+# form's other fields), with {hubspot} and {zapier} for the connections' ids.
+NUMERIC_FIELDS = (
+    ("/settings/connections", "/settings/connections", "refresh_days",
+     {"name": "Numbers", "platform": "make"}),
+    ("/settings/connections/{hubspot}", "/settings/connections/{hubspot}/edit", "refresh_days",
+     {"name": "Acme HubSpot"}),
+    ("/settings/connections/{zapier}", "/settings/connections/{zapier}/rotate-secret",
+     "grace_seconds", {}),
+    ("/settings/schedules", "/settings/schedules/connections/{hubspot}", "refresh_days", {}),
+    ("/settings/keys", "/settings/keys/update", "grace_seconds", {"action": "rotate"}),
+    ("/settings/connections/{hubspot}/backfill",
+     "/settings/connections/{hubspot}/backfill/start", "credit_cap", {"kind": "contacts"}),
+    ("/settings/connections/{hubspot}/backfill",
+     "/settings/connections/{hubspot}/backfill/resume", "credit_cap", {"kind": "contacts"}),
+    ("/settings/connections/{hubspot}/mapping",
+     "/settings/connections/{hubspot}/mapping/restore?kind=contacts", "version", {}),
+)  # fmt: skip
+
+
+def test_the_numeric_fields_walked_are_every_one_the_pages_have() -> None:
+    templates = " ".join(p.read_text() for p in (CONNECTOR / "templates").rglob("*.html"))
+    views = " ".join(p.read_text() for p in (CONNECTOR / "views").glob("*.py"))
+    found = set(re.findall(r'name="(\w+)" type="number"', templates))
+    found |= set(re.findall(r'integer\("(\w+)"', views))
+    assert found == {field for _, _, field, _ in NUMERIC_FIELDS}
+
+
+@pytest.mark.parametrize("number", [2**63, -1, 10**30, store.LARGEST_ID])
+def test_every_numeric_field_refuses_numbers_past_the_stores_range_with_a_message(
+    signed_in: FlaskClient, acme: Org, linked: dict[str, Any], database: Database, number: int
+) -> None:  # fmt: skip
+    ids = {"hubspot": linked["hubspot"]["id"], "zapier": linked["zapier"]["id"]}
+    before = store.connection(database, ids["hubspot"])
+    for page, path, field, others in NUMERIC_FIELDS:
+        form = {**others, field: str(number), "email": acme.admin_email}
+        response = submit(signed_in, page.format(**ids), path.format(**ids), **form)
+        assert response.status_code in (200, 303, 400), (path, field)
+        if number != store.LARGEST_ID:  # the largest may be taken (a credit cap)
+            assert "message-error" in source(signed_in.get(response.location)), (path, field)
+    if number != store.LARGEST_ID:
+        assert store.connection(database, ids["hubspot"]) == before
+        assert not store.backfills_of(database, ids["hubspot"])
+
+
 # --- usage -----------------------------------------------------------------------------------
 
 

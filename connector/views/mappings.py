@@ -11,7 +11,7 @@ from typing import Any
 from flask import Response, abort, flash, g, redirect, request, url_for
 
 import server
-from connector import mapping_versions, mappings, outbound
+from connector import mapping_versions, mappings, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import CrmClient, CrmField, Permanent, Retriable
 from connector.views import settings as page
@@ -57,6 +57,8 @@ def restore_mapping(connection_id: str) -> Response:
     """An earlier version saved again, as the newest (checked against the CRM again)."""
     link, kind = _link_and_kind(connection_id)
     version = page.integer("version", "version")
+    if not 1 <= version <= store.LARGEST_ID:  # no version is numbered past what SQLite holds
+        return _back(link, kind, f"There is no version {version} of the {kind} mapping.", "error")
     try:
         text = mapping_versions.version_text(page.db(), link, kind, version)
     except mappings.MappingError as error:
