@@ -218,3 +218,21 @@ def c002_idempotency_keys(db: Any) -> None:
 def c003_hubspot_app_v3(db: Any) -> None:
     """m022: the kinds of request the HubSpot app's URLs have received v3 on."""
     db.execute("ALTER TABLE oauth_apps ADD COLUMN hubspot_v3_kinds TEXT NOT NULL DEFAULT ''")
+
+
+@migration
+def c004_bigint_counts_and_caps(db: Any) -> None:
+    """BIGINT, as SQLite's INTEGER, where a number may pass PostgreSQL's INTEGER (2**31 - 1):
+    a credit cap the forms and the CLI take up to store.LARGEST_ID (2**63 - 1), the counts
+    of a backfill, a preview's credits and a mapping's version number. No SQLite twin."""
+    _run(db, _BIGINT)
+
+
+_BIGINT = """
+ALTER TABLE mapping_versions ALTER COLUMN version TYPE BIGINT;
+ALTER TABLE backfills ALTER COLUMN listed TYPE BIGINT, ALTER COLUMN queued TYPE BIGINT,
+    ALTER COLUMN skipped TYPE BIGINT, ALTER COLUMN total TYPE BIGINT,
+    ALTER COLUMN credit_cap TYPE BIGINT, ALTER COLUMN page_listed TYPE BIGINT,
+    ALTER COLUMN page_skipped TYPE BIGINT;
+ALTER TABLE previews ALTER COLUMN credits TYPE BIGINT
+"""

@@ -803,6 +803,9 @@ def _choice(text: str, allowed: dict[str, str], name: str) -> str:
         raise InvalidRow(f"{name}: {text!r} is not one of {', '.join(allowed.values())}") from None
 
 
+MAX_EMPLOYEES = 100_000_000
+
+
 def _count(text: str, name: str) -> int | None:
     if not text:
         return None
@@ -814,6 +817,8 @@ def _count(text: str, name: str) -> int | None:
         raise InvalidRow(f"{name}: {text!r} is not a whole number")
     if number < 0:
         raise InvalidRow(f"{name}: {text!r} is negative")
+    if number > MAX_EMPLOYEES:  # past any company, and past PostgreSQL's INTEGER column
+        raise InvalidRow(f"{name}: {text!r} is more than {MAX_EMPLOYEES:,} employees")
     return int(number)
 
 

@@ -246,7 +246,7 @@ def p003_rate_limits(db: PostgresDatabase) -> None:
     on first use, kept if it did, and `rate_limit_hit`, which checks and counts a request in
     one statement."""
     _run(db, _RATE_LIMITS)
-    db.conn.raw.execute(_RATE_LIMIT_HIT)
+    db.conn.raw.execute(_rate_limit_hit("INTEGER"))
 
 
 # As server/limits/sqlite.py's: a row per counted request of a sliding limit, how many rows
@@ -265,15 +265,19 @@ INSERT INTO rate_windows (bucket, count) SELECT bucket, count(*) FROM rate_event
 GROUP BY bucket ON CONFLICT (bucket) DO NOTHING
 """
 
+
 # One limit per array position: its bucket, kind ('sliding' or 'utc_day'), quota and period
 # (a sliding window's cut-off, a POSIX time as text: requests at or before it have left; or
 # the UTC date). Each bucket is locked (RATE_LOCK, hashtext) in the order of the lock keys, so
 # hits on the same buckets queue and none deadlock; the service's write lock is not taken.
 # Returns each limit's count before the request and, for a sliding one, the time of the
 # request whose leaving admits one more; counts the request at `moment` only if all admit it.
-_RATE_LIMIT_HIT = f"""
+def _rate_limit_hit(quota_type: str) -> str:
+    """The statement that creates `rate_limit_hit`, its quotas of `quota_type` (p003's
+    INTEGER, p007's BIGINT)."""
+    return f"""
 CREATE FUNCTION rate_limit_hit(
-    buckets TEXT[], kinds TEXT[], quotas INTEGER[], periods TEXT[], moment DOUBLE PRECISION,
+    buckets TEXT[], kinds TEXT[], quotas {quota_type}[], periods TEXT[], moment DOUBLE PRECISION,
     OUT counts BIGINT[], OUT oldests DOUBLE PRECISION[]
 ) LANGUAGE plpgsql AS $$
 DECLARE
@@ -358,6 +362,27 @@ def p005_company_name_forms(db: PostgresDatabase) -> None:
 def p006_idempotency_keys(db: PostgresDatabase) -> None:
     """The requests answered once by their Idempotency-Key, as m010_idempotency_keys."""
     _run(db, IDEMPOTENCY_KEYS)
+
+
+@migration
+def p007_bigint_credits_limits_and_counts(db: PostgresDatabase) -> None:
+    """BIGINT, as SQLite's INTEGER, for the numbers that pass PostgreSQL's INTEGER (2**31 - 1):
+    balances, credit changes and limits up to MAX_CREDITS (10**12, server/credits.py) and the
+    counts of those limits, with `rate_limit_hit` taking BIGINT quotas. Not a transaction's
+    credits (0 or 1): that table, the largest, is not rewritten. No SQLite twin."""
+    _run(db, _BIGINT)
+    db.execute("DROP FUNCTION rate_limit_hit(TEXT[], TEXT[], INTEGER[], TEXT[], DOUBLE PRECISION)")
+    db.conn.raw.execute(_rate_limit_hit("BIGINT"))
+
+
+_BIGINT = """
+ALTER TABLE organizations ALTER COLUMN credits TYPE BIGINT,
+    ALTER COLUMN daily_rate_limit TYPE BIGINT, ALTER COLUMN qps_limit TYPE BIGINT,
+    ALTER COLUMN discover_per_minute TYPE BIGINT;
+ALTER TABLE credit_ledger ALTER COLUMN change TYPE BIGINT, ALTER COLUMN balance TYPE BIGINT;
+ALTER TABLE rate_counts ALTER COLUMN count TYPE BIGINT;
+ALTER TABLE rate_windows ALTER COLUMN count TYPE BIGINT
+"""
 
 
 def apply(

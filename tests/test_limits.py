@@ -206,6 +206,15 @@ def test_a_window_over_its_lowered_quota_waits_for_enough_requests_to_leave(
     assert status(refused, "minute").remaining == 0
 
 
+def test_limits_as_large_as_an_organizations_admit_and_count(limiter: Limiter) -> None:
+    """10**12, the most an organization's limits may be (server/accounts.py)."""
+    daily = organization_daily("1", 10**12)
+    per_second = Limit.per_window("org:1:qps", "qps", 10**12, 1)
+    decision = limiter.hit([per_second, daily], T0)
+    assert decision.allowed and status(decision, "daily").remaining == 10**12 - 1
+    assert limiter.count(daily, T0) == 1 and limiter.count(per_second, T0) == 1
+
+
 def test_decide_is_pure_arithmetic_over_usages() -> None:
     refused = decide([QPS, DAILY], [Usage(5, T0.timestamp() - 0.5), Usage(7)], T0)
     assert refused.statuses == (LimitStatus(QPS, 0, 1), LimitStatus(DAILY, 9_993, 18_609))

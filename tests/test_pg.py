@@ -1,21 +1,31 @@
 """The PostgreSQL backend: its connections held by a thread until its request ends or the
 thread does, closed when a gunicorn worker exits; the order transactions were recorded in;
-and the COPY text lines an import sends."""
+the COPY text lines an import sends; and numbers as large as the product allows (balances
+and limits of 10**12, credit caps of 2**63 - 1) held as SQLite holds them."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 from flask import Flask
 from sqlite_utils import Database
 
-from server import accounts, db, pg, store
+from connector import backfill
+from connector import store as connector_store
+from connector.cli import MOVED
+from server import accounts, credits, db, limits, move, pg, store
+from server.credits import MAX_CREDITS
+from server.errors import InvalidParameter
+from server.http.app import create_app
 from server.http.serve import gunicorn_options
-from tests.helpers.constants import NOW
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.enrich_data import AVA_EMAIL, copy_dataset
+from tests.helpers.orgs import connected, organization
 from tests.helpers.postgres import PostgresServer
 
 MORE_THAN_THE_POOL = pg.POOL_MAX + 2
@@ -104,7 +114,6 @@ def test_queries_whose_plan_depends_on_their_values_are_never_prepared(pg_url: s
     assert [text for (text,) in prepared] == ["SELECT count(*) FROM companies WHERE guid = $1"]
 
 
-@pytest.mark.both_backends
 def write_lock_holders(url: str) -> int:
     """How many sessions hold the advisory lock of write transactions (server/pg.py)."""
     query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s"
@@ -144,6 +153,7 @@ def test_a_failed_first_statement_leaves_its_transaction_for_the_writer_to_roll_
     database.close()
 
 
+@pytest.mark.both_backends
 def test_transactions_recorded_at_once_stay_in_the_order_recorded(database: Database) -> None:
     org, _ = accounts.create_organization(
         database, b"secret", NOW, name="Order Inc", website="order.example", tier="pro"
@@ -180,3 +190,106 @@ def test_copy_line_writes_a_str_subclass_as_its_text() -> None:
         pass
 
     assert pg.copy_line((Name("Stone"), Name("x\ty"))) == b"Stone\tx\\ty\n"
+
+
+# --- numbers past PostgreSQL's INTEGER -------------------------------------------------------
+
+LARGEST_ID = connector_store.LARGEST_ID  # 2**63 - 1: the largest credit cap a form or CLI takes
+# Each limit and the balance as large as the product allows (server/accounts.py).
+LARGEST_LIMITS = {"credits": MAX_CREDITS, "daily_limit": MAX_CREDITS, "qps": MAX_CREDITS,
+                  "discover_per_minute": MAX_CREDITS}  # fmt: skip
+# The columns that hold such numbers: PostgreSQL's INTEGER stops at 2**31 - 1.
+BIGINT_COLUMNS = {
+    ("organizations", "credits"), ("organizations", "daily_rate_limit"),
+    ("organizations", "qps_limit"), ("organizations", "discover_per_minute"),
+    ("credit_ledger", "change"), ("credit_ledger", "balance"),
+    ("rate_counts", "count"), ("rate_windows", "count"), ("mapping_versions", "version"),
+    ("backfills", "listed"), ("backfills", "queued"), ("backfills", "skipped"),
+    ("backfills", "total"), ("backfills", "credit_cap"), ("backfills", "page_listed"),
+    ("backfills", "page_skipped"), ("previews", "credits"),
+}  # fmt: skip
+
+
+@pytest.mark.both_backends
+def test_an_organization_of_the_largest_balance_and_limits_enriches_and_counts(
+    db_path: Path | str, enrich_dataset: Path
+) -> None:
+    database = copy_dataset(enrich_dataset, db_path)
+    org, key = organization(database, "Largest", **LARGEST_LIMITS)
+    app = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": lambda: NOW})
+
+    answer = app.test_client().post("/v7/enrich", json=AVA_EMAIL, headers={"apikey": key})
+
+    assert answer.status_code == 200, answer.get_json()
+    assert '"daily";q=1000000000000;w=86400' in answer.headers["RateLimit-Policy"]
+    daily = limits.organization_daily(org["id"], MAX_CREDITS)
+    assert limits.limiter_for({"DB": str(db_path)}).count(daily, NOW) == 1
+    ledger = [(e["change"], e["balance"]) for e in credits.ledger(database, org["id"])]
+    assert ledger == [(MAX_CREDITS, MAX_CREDITS), (-1, MAX_CREDITS - 1)]
+    database.close()
+
+
+@pytest.mark.both_backends
+def test_a_top_up_reaches_the_largest_balance_and_no_further(database: Database) -> None:
+    org, _ = organization(database, "Topped", credits=1)
+
+    assert credits.top_up(database, org["id"], MAX_CREDITS - 1, NOW) == MAX_CREDITS
+    with pytest.raises(InvalidParameter, match="at most 1,000,000,000,000"):
+        credits.top_up(database, org["id"], 1, NOW)
+
+    assert store.organization(database, org["id"])["credits"] == MAX_CREDITS
+    assert credits.ledger(database, org["id"])[-1]["balance"] == MAX_CREDITS
+
+
+@pytest.mark.both_backends
+def test_a_backfill_credit_cap_of_the_largest_id_is_saved_and_read_back(
+    db_path: Path | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    database, link, _ = connected(db_path, "hubspot", "pat-na1-token", secret="x")
+    started = backfill.start(database, link.row["id"], "contacts", "", LARGEST_ID, NOW)
+    backfill.stop(database, link.row["id"], "contacts", NOW)
+    backfill.resume(database, link.row["id"], "contacts", LARGEST_ID - 1, NOW)
+
+    assert connector_store.backfill(database, started["id"])["credit_cap"] == LARGEST_ID - 1
+    assert started["credit_cap"] == LARGEST_ID
+    database.close()
+
+
+def test_the_columns_of_counts_credits_and_limits_are_bigint(pg_url: str) -> None:
+    """As SQLite's INTEGER: the mapping versions too (numbered one by one, so never that high
+    in a test), and the quotas the rate limiter's function takes."""
+    with psycopg.connect(pg_url) as conn:
+        types = conn.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = current_schema()"
+        ).fetchall()
+        arguments = conn.execute(
+            "SELECT pg_get_function_identity_arguments('rate_limit_hit'::regproc)"
+        ).fetchone()[0]  # type: ignore[index]
+    assert {(t, c): kind for t, c, kind in types if (t, c) in BIGINT_COLUMNS} == dict.fromkeys(
+        BIGINT_COLUMNS, "bigint"
+    )
+    assert "quotas bigint[]" in arguments
+
+
+def test_a_sqlite_database_of_the_largest_numbers_moves_into_postgresql(
+    tmp_path: Path, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    source = tmp_path / "largest.db"
+    database, link, org = connected(
+        source, "hubspot", "pat-na1-token", credits=MAX_CREDITS, secret="x"
+    )
+    backfill.start(database, link.row["id"], "contacts", "", LARGEST_ID, NOW)
+    database.close()
+    target = postgres.create_database()
+
+    move.move(source, target, [MOVED])
+
+    moved = db.connect(target)
+    assert store.organization(moved, org["id"])["credits"] == MAX_CREDITS
+    [row] = connector_store.backfills_of(moved, link.row["id"])
+    assert row["credit_cap"] == LARGEST_ID
+    moved.close()
+    pg.release(target)
