@@ -465,7 +465,15 @@ def _act(db_path: Path | str, action: str, people: list[Any]) -> dict[str, int]:
 
     database, hash_of = _privacy_context(db_path)
     erasers = _entry_option("erasers", ()) if action == "erase" else ()
+    if erasers:  # a database made by `import` alone has no connector tables to erase from yet
+        _migrate_components(database)
     return suppression.act(database, hash_of, utcnow(), people, action, erasers)
+
+
+def _migrate_components(database: Any) -> None:
+    """Every component's tables (the entry point's `schemas`), made or migrated."""
+    for schema in _entry_option("schemas", ()):
+        db.apply_migrations(database, schema.sqlite, schema.postgres)
 
 
 _PAST = {"suppress": "suppressed", "erase": "erased"}
@@ -501,6 +509,7 @@ def _privacy_action(db_path: Path, action: str, named: dict[str, str]) -> None:
     except ServiceError as error:
         _fail(error)
     click.echo(f"{_PAST[action]} {_summary(done)}")
+    _warn_of_copies_left(db_path, done)
 
 
 @privacy.command("import")
@@ -523,6 +532,27 @@ def privacy_import(db_path: Path, source: Path, reason: str, erase: bool) -> Non
     for row in bad:
         click.echo(f"{source}:{row.line}: {row.reason}", err=True)
     click.echo(f"imported {_summary(done)} rejected={len(bad)}")
+    _warn_of_copies_left(db_path, done)
+
+
+def _warn_of_copies_left(db_path: Path | str, done: dict[str, int]) -> None:
+    """Say on stderr which copies of erased data an erasure could not take off the disk."""
+    from server import suppression
+
+    if done.get(suppression.WAL_KEPT):
+        click.echo(
+            f"warning: {db_path}-wal still holds the erased data ({done[suppression.WAL_KEPT]} "
+            "frames): another process was reading the database and the WAL could not be "
+            "truncated. Run the same command again when it is done.",
+            err=True,
+        )
+    if done.get(suppression.BUSY):
+        click.echo(
+            f"warning: {done[suppression.BUSY]} tables were not vacuumed (an autovacuum held "
+            "them): their dead rows keep the erased data until a VACUUM. Run VACUUM on the "
+            "database when the autovacuum is done.",
+            err=True,
+        )
 
 
 @privacy.command("list")
@@ -599,8 +629,7 @@ def db_init(db_path: Path | str) -> None:
     starts from nothing; an existing one is migrated, its data kept."""
     existed = pg.is_url(db_path) or Path(db_path).exists()
     database = db.connect(db_path)
-    for schema in _entry_option("schemas", ()):
-        db.apply_migrations(database, schema.sqlite, schema.postgres)
+    _migrate_components(database)
     database.close()
     click.echo(f"{'migrated' if existed else 'created'} {_shown(db_path)}")
 

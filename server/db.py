@@ -43,7 +43,8 @@ _writer_files: weakref.WeakKeyDictionary[Database, tuple[int, BinaryIO | None]] 
 
 
 def connect(path: str | Path, *, migrate: bool = True) -> Database:
-    """Open the database at `path` with WAL, a busy timeout and foreign keys, migrated.
+    """Open the database at `path` with WAL, a busy timeout, foreign keys and secure delete,
+    migrated.
 
     A `postgresql://` URL opens a PostgreSQL database instead (server/pg.py).
     """
@@ -55,6 +56,9 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
     # NORMAL in WAL mode survives a killed process; only a power cut may lose the last commits.
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Deleted rows are overwritten with zeros, not left in free space (a build's default may
+    # be OFF): an erased person's data leaves the file (server/suppression.py).
+    conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute(f"PRAGMA cache_size = {CACHE_SIZE}")
     db = Database(conn)

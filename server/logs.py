@@ -29,11 +29,18 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
+# Libraries that log the personal data they are given (nameparser's HumanName logs each name
+# it parses at DEBUG): held at WARNING whatever the level, so no log holds a person's name.
+QUIET = ("HumanName",)
+
+
 def configure(level: str, log_format: str) -> None:
     """Log at `level` to standard error, as text or JSON (`log_format`, one of FORMATS)."""
     if log_format not in FORMATS:
         raise ValueError(f"CONTACTDATA_LOG_FORMAT must be one of {', '.join(FORMATS)}")
     logging.basicConfig(level=level)
+    for name in QUIET:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
     if log_format == "json":
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonFormatter())

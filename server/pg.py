@@ -364,6 +364,36 @@ def _pool(url: str) -> ConnectionPool:
         return _pools[key]
 
 
+# --- dead rows -------------------------------------------------------------------------------
+
+
+def changed_tables(db: PostgresDatabase) -> list[str]:
+    """The tables (quoted, schema-qualified) whose rows the open transaction has deleted or
+    updated so far: their old rows stay in the tables' files, as dead tuples, until a VACUUM.
+    Maybe a few more: PostgreSQL counts there too what this connection's earlier transactions
+    changed and it has not yet reported (it reports at most once a second)."""
+    sql = (
+        "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_xact_user_tables "
+        "WHERE n_tup_del + n_tup_upd > 0 ORDER BY 1"
+    )
+    return [name for (name,) in db.conn.raw.execute(sql)]
+
+
+def vacuum(db: PostgresDatabase, tables: Sequence[str]) -> list[str]:
+    """VACUUM each of these tables (as `changed_tables` names them) outside any transaction,
+    which the facade's autocommit connection allows; those whose lock was not had within the
+    lock timeout (an autovacuum of the table holds it) are returned, not vacuumed."""
+    if db.conn.in_transaction:
+        raise RuntimeError("VACUUM cannot run inside a transaction")
+    busy = []
+    for table in tables:
+        try:
+            db.conn.raw.execute(f"VACUUM {table}")
+        except LockNotAvailable:
+            busy.append(table)
+    return busy
+
+
 # --- COPY text -------------------------------------------------------------------------------
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})

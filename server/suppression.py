@@ -1,5 +1,6 @@
 """The privacy use cases: suppress or erase people, import a list of opt-outs, check the list,
-and report what the service holds about a person (server/privacy.py is their pure part)."""
+and report what the service holds about a person (server/privacy.py is their pure part). An
+erasure also takes the deleted rows' old copies off the disk where it can."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import audit, db, privacy, store
+from server import audit, db, pg, privacy, store
 from server.clock import iso
 from server.enrich import DELIVERED
 from server.errors import InvalidParameter
@@ -21,6 +22,11 @@ from server.privacy import Eraser, Erasure, Hasher, Identifier
 
 COLUMNS = ("email", "profile_url", "name", "company_domain", "reason")
 ORG_ID = ""  # the audit log's organization of privacy actions: they concern no organization
+# What an erasure did on disk, as `act` counts it: the frames the WAL still holds (0: it was
+# truncated), the tables vacuumed and those an autovacuum kept busy (README: Privacy).
+WAL_KEPT, VACUUMED, BUSY = "WAL frames kept", "tables vacuumed", "tables busy"
+# How long an erasure's checkpoint waits for other connections reading the WAL to finish.
+CHECKPOINT_PATIENCE_MS = 2_000
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,10 @@ def act(
 ) -> dict[str, int]:
     """Put these people on the list (action "suppress" or "erase") and delete their contacts
     and employments; an erasure also clears their transactions' contact and runs each eraser.
-    One write transaction, audited; what was done, by name."""
+    One write transaction, audited; what was done, by name. After an erasure's commit, the old
+    copies of the rows it changed are taken off the disk (`_off_disk`)."""
     rows = _list_rows(hash_of, now, people, action)
+    changed: list[str] = []
     with db.write(database):
         guids = sorted(contact_guids(database, [i for p in people for i in p.identifiers]))
         done = {"people": len(people), "hashes": len(rows)}
@@ -76,10 +84,41 @@ def act(
         done.update(store.delete_contacts(database, guids))
         if action == "erase":
             done.update(_erase(database, people, rows, guids, erasers))
+            changed = _changed_tables(database)
         kinds = Counter(row["kind"] for row in rows)
         audit.record(database, now, org_id=ORG_ID, actor=audit.OPERATOR,
                      action=f"privacy.{action}", detail={"kinds": dict(kinds), **done})  # fmt: skip
+    if action == "erase":
+        done.update(_off_disk(database, changed))
     return done
+
+
+def _off_disk(database: Database, changed: Sequence[str]) -> dict[str, int]:
+    """After an erasure's commit, the old copies of the rows it deleted or changed taken off
+    the disk. SQLite zeroes deleted rows in the pages it writes (secure_delete, server/db.py),
+    but the pages holding them still sit in the database file until the WAL is checkpointed,
+    and in the WAL until it is truncated: both are done here. On PostgreSQL the old rows stay
+    in the tables' files as dead tuples: the `changed` tables are vacuumed."""
+    if db.is_postgres(database):
+        busy = pg.vacuum(database, changed)  # type: ignore[arg-type]
+        return {VACUUMED: len(changed) - len(busy), **({BUSY: len(busy)} if busy else {})}
+    return {WAL_KEPT: _truncate_wal(database)}
+
+
+def _changed_tables(database: Database) -> list[str]:
+    """The tables the open transaction changed, which `_off_disk` vacuums (on PostgreSQL)."""
+    if not db.is_postgres(database):
+        return []
+    return pg.changed_tables(database)  # type: ignore[arg-type]
+
+
+def _truncate_wal(database: Database) -> int:
+    """Checkpoint the WAL into the database file and truncate it, waiting for connections
+    reading it (SQLite's busy handler tries again for CHECKPOINT_PATIENCE_MS); how many frames
+    it still holds (0 once truncated; else a reader was too slow and it is left whole)."""
+    with db.patience(database, CHECKPOINT_PATIENCE_MS):
+        busy, frames, _ = database.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return max(frames, 0) if busy else 0
 
 
 def _list_rows(

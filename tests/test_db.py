@@ -25,6 +25,32 @@ def test_connection_uses_wal_foreign_keys_and_a_busy_timeout(database: Database)
     assert pragma(database, "busy_timeout") == db.BUSY_TIMEOUT_MS
 
 
+def test_every_connection_overwrites_what_it_deletes(db_path: Path) -> None:
+    """secure_delete ON whatever the build's default (SQLite's is OFF; Debian builds it ON):
+    a connection, a thread's, and one to a file of another schema (the limiter's)."""
+    limits = db.connect(f"{db_path}.limits", migrate=False)
+    opened = [db.connect(db_path), db.database(db_path), limits]
+    assert [pragma(each, "secure_delete") for each in opened] == [1, 1, 1]
+
+
+@pytest.mark.parametrize(("secure_delete", "kept"), [("OFF", True), (None, False)])
+def test_a_deleted_row_stays_in_the_file_unless_deletes_are_secure(
+    tmp_path: Path, secure_delete: str | None, kept: bool
+) -> None:
+    """Why connect sets it: without it a deleted row's bytes stay in the file's free space,
+    even after the WAL is checkpointed into it."""
+    path = tmp_path / "rows.db"
+    database = db.connect(path, migrate=False)
+    database.execute("CREATE TABLE people (email TEXT)")
+    database.execute("INSERT INTO people VALUES ('ava@example.com')")
+    database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if secure_delete:
+        database.execute(f"PRAGMA secure_delete = {secure_delete}")
+    database.execute("DELETE FROM people")
+    database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert (b"ava@example.com" in path.read_bytes()) is kept
+
+
 def test_processes_opening_a_new_file_at_once_all_get_wal(tmp_path: Path) -> None:
     """Switching a new file to WAL needs it alone: whoever finds it switching waits."""
     failures: list[BaseException] = []
