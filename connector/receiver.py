@@ -68,7 +68,7 @@ from flask import Blueprint, Response, current_app, g, request
 from sqlite_utils import Database
 
 import server
-from connector import connections, mappings, store
+from connector import answers, connections, store
 from connector.platforms import PLATFORMS, hubspot
 from connector.platforms.base import (
     Answer,
@@ -280,14 +280,14 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any] | list[Any]) -> Resp
             server.get_db(),
             current_app.config["KEY_SECRET_BYTES"],
             _api_key(link),
-            _input(platform, mapping, payload),
+            answers.enrich_input(platform, mapping, payload),
             server.now(),
             g.transaction_id,
             f"/hooks/{link['id']}/enrich",
         )
     except ServiceError as error:
         if not custom_action:
-            raise _in_senders_words(platform, mapping, error) from None
+            raise answers.in_senders_words(platform, mapping, error) from None
         if error.code == "insufficient_credits":
             return _named(_block(link, platform, body))
         return _named(_json(platform.action_failed(error.message)))
@@ -296,11 +296,11 @@ def _enrich(link: Row, body: bytes, payload: dict[str, Any] | list[Any]) -> Resp
             raise
         current_app.logger.warning("custom action of connection %s blocked", link["id"])
         return _named(_block(link, platform, body))
-    fields = _fields(platform, mapping, outcome.result)
+    fields = answers.fields(platform, mapping, outcome.result)
     if custom_action:
         return _named(_json(platform.action_succeeded(fields)), outcome.credits)
     if platform.meta_in_body:
-        fields |= _meta(mapping.record_id(payload), g.transaction_id, outcome.credits)
+        fields |= answers.meta(mapping.record_id(payload), g.transaction_id, outcome.credits)
     return _named(_json(fields), outcome.credits)
 
 
@@ -308,8 +308,10 @@ def _enrich_batch(link: Row, platform: Platform, records: list[Any]) -> Response
     """Enrich each record of an array in order, each its own transaction: the answer is an
     array in the same order, a refused record an error item charged nothing."""
     mapping = store.mapping_in_use(server.get_db(), link, platform.mapping_file, "contacts")
-    inputs = [_input(platform, mapping, r) if isinstance(r, dict) else r for r in records]
-    answers = server.enrich_each_with_key(
+    inputs = [
+        answers.enrich_input(platform, mapping, r) if isinstance(r, dict) else r for r in records
+    ]
+    outcomes = server.enrich_each_with_key(
         server.get_db(),
         current_app.config["KEY_SECRET_BYTES"],
         _api_key(link),
@@ -317,63 +319,8 @@ def _enrich_batch(link: Row, platform: Platform, records: list[Any]) -> Response
         server.now(),
         f"/hooks/{link['id']}/enrich",
     )
-    items = [_item(platform, mapping, r, a) for r, a in zip(records, answers, strict=True)]
+    items = [answers.entry(platform, mapping, r, a) for r, a in zip(records, outcomes, strict=True)]
     return _named(_json(items), sum(item["creditsDeducted"] for item in items))
-
-
-def _item(platform: Platform, mapping: mappings.Mapping, record: Any, answer: Any) -> Row:
-    """One record's entry of a batch's answer: its status, its record id, its transaction and
-    credits, and the enriched fields (`data`) or the error."""
-    record_id = mapping.record_id(record) if isinstance(record, dict) else None
-    if isinstance(answer, server.EnrichFailure):
-        error = _in_senders_words(platform, mapping, answer.error)
-        meta = _meta(record_id, answer.transaction_id, 0)
-        shown = {"code": error.code, "message": error.message, "status": error.status}
-        return {"status": error.status, **meta, "error": shown}
-    fields = _fields(platform, mapping, answer.result)
-    return {
-        "status": 200,
-        **_meta(record_id, answer.transaction_id, answer.credits),
-        "data": fields,
-    }
-
-
-def _fields(platform: Platform, mapping: mappings.Mapping, result: Row) -> Row:
-    """The mapped fields of a result (the empty ones left out where the platform would write
-    them over its own)."""
-    fields = mapping.outputs(result)
-    if platform.omit_empty:
-        fields = {name: value for name, value in fields.items() if not mappings.is_empty(value)}
-    return fields
-
-
-def _meta(record_id: str | None, transaction_id: str, credits: int) -> Row:
-    """What an answer's body says of its request: the sender's record id, the transaction and
-    the credits it cost."""
-    return {
-        "recordId": record_id,
-        "smarteTransactionId": transaction_id,
-        "creditsDeducted": credits,
-    }
-
-
-def _input(platform: Platform, mapping: mappings.Mapping, payload: dict[str, Any]) -> Row:
-    """The enrich input of a body: the mapping's fields (and the enrich API's own names, where
-    the platform's senders may write them)."""
-    return (
-        mapping.with_vendor_names(payload)
-        if platform.vendor_names
-        else mapping.enrich_input(payload)
-    )
-
-
-def _in_senders_words(
-    platform: Platform, mapping: mappings.Mapping, error: ServiceError
-) -> ServiceError:
-    """`error`, a missing identifier told in the keys the platform's senders send."""
-    if error.code != "missing_identifier" or not platform.vendor_names:
-        return error
-    return type(error)(mapping.missing_identifier(mappings.PLACEHOLDER), headers=error.headers)
 
 
 def _within_limits(link: Row) -> None:
@@ -453,20 +400,8 @@ def _replayed(link: Row, seen: Row, fingerprint: str) -> Response:
         failed.headers[REPLAYED] = "true"
         return failed
     headers = {**json.loads(seen["headers"]), REPLAYED: "true"}
-    body = _charged_nothing(seen["body"])
+    body = answers.charged_nothing(seen["body"])
     return current_app.response_class(body, status=seen["status"], headers=headers)
-
-
-def _charged_nothing(body: str) -> str:
-    """A kept answer's body, its creditsDeducted (of a batch's items too) made 0."""
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        return body
-    for item in answer if isinstance(answer, list) else [answer]:
-        if isinstance(item, dict) and "creditsDeducted" in item:
-            item["creditsDeducted"] = 0
-    return json.dumps(answer)
 
 
 def _settle(link: Row, webhook_id: str, response: Response | None) -> None:
