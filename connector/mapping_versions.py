@@ -87,6 +87,27 @@ def with_outputs(text: str, outputs: list[Row]) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
+def with_properties(text: str, renamed: dict[str, str]) -> str:
+    """The YAML of mapping `text` with each rule's property renamed as `renamed` says (a field
+    created under the name the CRM gave it), its other keys kept."""
+    data = yaml.safe_load(text) or {}
+    for rule in data.get("output") or []:
+        if isinstance(rule, dict) and rule.get("property") in renamed:
+            rule["property"] = renamed[rule["property"]]
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def rename_properties(
+    db: Database, link: Row, kind: str, renamed: dict[str, str], now: datetime, by: str
+) -> int:
+    """Save the current mapping with its properties renamed (`with_properties`) as the next
+    version: its number, 0 when nothing is renamed. Call it in a write."""
+    if not renamed:
+        return 0
+    _, text = current_text(db, link, kind)
+    return save(db, link, kind, with_properties(text, renamed), now, by)
+
+
 def _output(row: Row) -> Row:
     rule: Row = {"field": row["field"], "property": row["property"]}
     if str(row.get("transforms") or "").split():
@@ -111,7 +132,8 @@ def create_fields(
     db: Database, secret: bytes, link: Row, kind: str, client: httpx.Client,
     clock: Callable[[], datetime], wanted: list[tuple[str, str, str]],
 ) -> list[CrmField]:  # fmt: skip
-    """Create each custom field (name, label, type) in the CRM; the fields created."""
+    """Create each custom field (name, label, type) in the CRM; the fields created, in that
+    order, each under the name the CRM gave it (which may not be the one asked for)."""
     adapter = _adapter(db, secret, link, kind, client, clock)
     return [adapter.create_field(name, label, type) for name, label, type in wanted]
 

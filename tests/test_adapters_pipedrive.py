@@ -15,10 +15,10 @@ import pytest
 
 from connector import mappings
 from connector.platforms.base import Permanent, Retriable, WriteResult
-from connector.platforms.pipedrive import Pipedrive
+from connector.platforms.pipedrive import PLATFORM, Pipedrive
 from tests.helpers.constants import PLATFORMS
 from tests.helpers.crm import FakeCRM, answer, raising
-from tests.helpers.pipedrive import NOT_FOUND, found
+from tests.helpers.pipedrive import NOT_FOUND, WEBHOOK_REQUIRED, PipedriveWebhooks, found
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPANY = "https://acme.pipedrive.com"
@@ -533,3 +533,34 @@ def test_the_shipped_mapping_writes_only_fields_of_the_documented_update_body(
     assert crm.adapter().write("12", changes) == WriteResult(written=changes)
     (body,) = crm.bodies()
     assert set(body) <= set(DOCUMENTED["body"])
+
+
+# --- webhooks registered ---------------------------------------------------------------------
+
+
+def test_each_webhook_registered_carries_every_field_pipedrive_requires() -> None:
+    """Issue 35: AddWebhookRequest requires a `name` (client-nodejs 29.2.0+); without it
+    Pipedrive answers 400 and no webhook is made."""
+    pipedrive = PipedriveWebhooks()
+    adapter = Pipedrive(COMPANY, TOKEN, pipedrive.client())
+    events = "https://connector.example/hooks/c1/events"
+
+    ids = PLATFORM.set_up_webhooks(adapter, events, "the-secret")
+
+    assert ids == ["101", "102", "103"]
+    posted = [json.loads(r.content) for r in pipedrive.requests]
+    assert [body["event_object"] for body in posted] == ["person", "organization", "lead"]
+    for body in posted:
+        assert all(body.get(name) for name in WEBHOOK_REQUIRED), body
+        assert body["name"] == f"contactdata {body['event_object']}"
+        assert (body["subscription_url"], body["event_action"]) == (events, "*")
+
+
+def test_a_webhook_body_lacking_a_required_field_is_refused() -> None:
+    pipedrive = PipedriveWebhooks()
+    body = {"subscription_url": "https://connector.example/e", "event_action": "*",
+            "event_object": "person", "version": "2.0"}  # fmt: skip
+    with pipedrive.client() as client:
+        refused = client.post(f"{COMPANY}/api/v1/webhooks", json=body)
+    assert refused.status_code == 400 and refused.json()["errors"].keys() == {"name"}
+    assert pipedrive.held == {}

@@ -210,3 +210,22 @@ def test_a_dry_run_and_a_run_list_a_pipedrives_persons_and_write_each_once(
     written = Counter(path for path, _ in crm.sent())
     assert written == Counter(f"/api/v2/persons/{n}" for n in range(100, 110))  # each once
     assert crm.held["persons"]["100"]["name"] == "Ava Adams"
+
+
+def test_a_backfill_of_250_leads_lists_every_one_of_them(setup: Setup) -> None:
+    """Issue 35: GetLeadsResponse's more_items_in_collection sits right under
+    additional_data; read under a `pagination` object, the backfill stopped after 100."""
+    db, link = setup
+    keys = [f"adf21080-0e10-11eb-879b-{n:012x}" for n in range(250)]
+    leads = {key: {"id": key, "title": f"Lead {n}", "person_id": n + 1,
+                   "organization_id": None, "update_time": NEW_LEAD}
+             for n, key in enumerate(keys)}  # fmt: skip
+    crm = HeldPipedrive(persons={str(n): person(n) for n in range(1, 251)}, leads=leads)
+    work = worker.Worker(db, SECRET.encode(), lambda: NOW, crm.client(), random.Random(7))
+
+    estimate = backfill.dry_run(work, link.row["id"], "leads", "", lambda _: None)
+
+    assert estimate.listed == 250
+    assert [dict(q) for q in crm.lists()] == [
+        {"start": str(start), "limit": "100"} for start in (0, 100, 200)
+    ]

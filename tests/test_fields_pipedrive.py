@@ -1,18 +1,30 @@
 """Pipedrive's fields, custom fields created, and records found by e-mail, for the mapping
 editor and the preview: each kind's adapter over a Pipedrive holding records and field lists
-(tests/helpers/pipedrive.py, API v2's shapes)."""
+(tests/helpers/pipedrive.py, API v2's shapes); and the settings page's "Create missing"
+pressed for a Pipedrive connection, over the loopback fake CRM."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from flask import Flask
 
+import server
+from connector import connections, mapping_versions, mappings, store
+from connector.app import create_app
 from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent
-from connector.platforms.pipedrive import PLATFORM
+from connector.platforms.pipedrive import HASH_KEY, PLATFORM
+from tests.helpers.clock import Clock
+from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm_fields import pipedrive_field as field
+from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.settings_forms import signed_in, token
 
 HASH = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key (40 hex characters)
 LEAD_ID = "adf21080-0e10-11eb-879b-05d71fb426ec"
@@ -123,6 +135,16 @@ def test_a_custom_field_is_created_and_named_by_the_key_pipedrive_gives_it(
     assert created == CrmField(created.name, "ContactData Score", "number", custom=True)
 
 
+def test_a_leads_person_field_is_created_on_persons_and_named_as_the_lead_writes_it(
+    crm: HeldPipedrive,
+) -> None:
+    created = adapter(crm, "leads").create_field("person/contactdata_score", "Score", "number")
+    assert crm.sent("POST") == [("/api/v2/personFields",
+                                 {"field_name": "Score", "field_type": "double"})]  # fmt: skip
+    key = crm.fields["personFields"][-1]["field_code"]
+    assert created == CrmField(f"person/{key}", "Person: Score", "number", custom=True)
+
+
 def test_a_picklist_is_not_created_without_its_options(crm: HeldPipedrive) -> None:
     with pytest.raises(Permanent, match="created in Pipedrive"):
         adapter(crm).create_field("x", "Seniority", "picklist")
@@ -150,3 +172,52 @@ def test_no_person_is_none_and_a_quote_is_sent_as_it_is(crm: HeldPipedrive) -> N
 def test_an_organization_is_not_found_by_email(crm: HeldPipedrive) -> None:
     with pytest.raises(Permanent, match="no e-mail"):
         adapter(crm, "companies").find("ava@acme.example")
+
+
+# --- "Create missing custom fields" on the settings page ---------------------------------------
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeCrm]:
+    with running(FakeCrm()) as server:
+        yield server
+
+
+def test_create_missing_maps_the_key_pipedrive_gave_and_a_second_press_creates_nothing(
+    db_path: Path, fake: FakeCrm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: the created field is named by Pipedrive's new key (AddPersonField200Response's
+    data.field_code); the mapping is saved again writing to it, so the field is found next."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the fake CRM on loopback
+    app: Flask = create_app({"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": Clock(NOW)})
+    db = store.connect(db_path)
+    _, key = organization(db, name="Acme")
+    link = connections.add(
+        db, SECRET.encode(), NOW, name="Acme Pipedrive", platform="pipedrive", api_key=key,
+        crm_base_url=fake.url, crm_token="0123456789abcdef0123456789abcdef01234567",
+    ).row  # fmt: skip
+    # a version saved while the field list could not be read: its job title field to create
+    _, text = mapping_versions.current_text(db, link, "contacts")
+    rows = [{"field": r.field, "property": r.property, "transforms": " ".join(r.transforms),
+             "policy": r.policy} for r in mappings.parse(text, "pipedrive").output]  # fmt: skip
+    rows.append({"field": "conJobTitleEn", "property": "contactdata_job_title", "policy": "always"})
+    with server.write(db):
+        mapping_versions.save(db, link, "contacts", mapping_versions.with_outputs(text, rows),
+                              NOW, "test")  # fmt: skip
+    client = signed_in(app, key)
+    page = f"/settings/connections/{link['id']}/mapping?kind=contacts"
+    press = f"/settings/connections/{link['id']}/mapping/create-fields?kind=contacts"
+
+    for _ in range(2):
+        assert client.post(press, data={"csrf_token": token(client.get(page))}).status_code == 303
+
+    pipedrive = fake.mocked["pipedrive"]
+    assert isinstance(pipedrive, HeldPipedrive)
+    assert pipedrive.sent("POST") == [
+        ("/api/v2/personFields", {"field_name": "Contactdata job title", "field_type": "varchar"})
+    ]  # once: the second press finds it
+    created = pipedrive.fields["personFields"][-1]["field_code"]
+    assert HASH_KEY.fullmatch(created)
+    mapping = mapping_versions.current(db, link, "contacts")
+    assert [r.property for r in mapping.output if r.field == "conJobTitleEn"] == [created]
+    assert [v["version"] for v in mapping_versions.versions(db, link, "contacts")] == [2, 1]

@@ -158,6 +158,8 @@ LEAD_FIELDS = frozenset(
 LINKED = {"person/": "person_id", "organization/": "organization_id"}  # a lead's links
 WEBHOOKS = "/api/v1/webhooks"  # webhooks have no v2 endpoint
 WEBHOOK_USER = "contactdata"  # the HTTP Basic user of the webhooks we register (not checked)
+# AddWebhookRequest (client-nodejs 29.2.0+) requires subscription_url, event_action,
+# event_object and `name`; the webhooks we register are named "contactdata <object>".
 HASH_KEY = re.compile(r"[0-9a-f]{40}")  # a custom field's key
 PERSON_ID = re.compile(r"[0-9]+")
 LEAD_ID = re.compile(r"[0-9a-fA-F-]{36}")  # a lead's UUID
@@ -292,21 +294,25 @@ class Pipedrive(CrmClient):
         return [*LEAD_OWN, *shared, *linked]
 
     def create_field(self, name: str, label: str, type: str) -> CrmField:
-        """A new custom field labelled `label` (Pipedrive makes its key: `name` is not
-        used), of the kind's field list (a lead's: deals')."""
+        """A new custom field labelled `label`, of the kind's field list (a lead's: deals';
+        a lead's `person/...` or `organization/...`: that one's), named as Pipedrive names
+        it: by the key it makes (`name` is not used but for a lead's link prefix)."""
         if type not in CREATED_TYPES:
             raise Permanent(
                 f"a Pipedrive field of type {type!r} is created in Pipedrive's own settings "
                 "(Company settings > Data fields), with its options where it has some"
             )
+        prefix = next((p for p in LINKED if self.kind == "leads" and name.startswith(p)), "")
+        kind = {"person/": "contacts", "organization/": "companies"}.get(prefix, self.kind)
         body = {"field_name": label, "field_type": CREATED_TYPES[type]}
-        response = self._send("POST", FIELD_LISTS[self.kind], json=body)
+        response = self._send("POST", FIELD_LISTS[kind], json=body)
         self._check(response, "field list")
         created = json_body(response)
         item = created.get("data") if isinstance(created, dict) else None
         if not _described(item):
             raise garbled(response, "the field created, under data")
-        return _field(item, None if self.kind == "leads" else self._entity)
+        field = _field(item, ENTITIES.get(kind))  # a lead's own: None, as deals' are
+        return _linked_field(prefix, field) if prefix else field
 
     def find(self, email: str) -> str | None:
         """The id of the person whose e-mail is `email`, or of that person's first lead;
@@ -447,7 +453,8 @@ class Pipedrive(CrmClient):
         self, properties: Sequence[str], since: str | None, cursor: str | None
     ) -> Listed:
         """A page of leads (GET /api/v1/leads: the leads not archived, oldest first; `start`
-        is the cursor) with the values of the persons and organizations they link. v1 takes
+        is the cursor, the next page's while `additional_data.more_items_in_collection`) with
+        the values of the persons and organizations they link. v1 takes
         no time filter: leads whose own update_time is before `since` are left out here, as
         is a lead whose person or organization is gone (its read would fail alike); a link
         refused as a whole (the token, its scopes) fails the page."""
@@ -463,12 +470,11 @@ class Pipedrive(CrmClient):
             if isinstance(outcome, Permanent) and "no such " not in outcome.reason:
                 raise outcome  # not one lead's: every lead's link would fail alike
         records = {key: values for key, values in found.items() if isinstance(values, dict)}
-        pagination = _additional(body, "pagination")
-        if not (isinstance(pagination, dict) and pagination.get("more_items_in_collection")):
-            return Listed(records, None)
-        following = pagination.get("next_start")
-        following = following if isinstance(following, int) else start + len(listed)
-        return Listed(records, str(following) if following > start else None)
+        more = _additional(body, "more_items_in_collection")
+        if more is None:  # not said: a full page may have more after it (an empty one ends)
+            more = len(listed) >= LEADS_PAGE
+        following = start + len(listed)
+        return Listed(records, str(following) if more is True and following > start else None)
 
     def _list(
         self, path: str, params: dict[str, str], noun: str
@@ -544,10 +550,11 @@ class Pipedrive(CrmClient):
 
     def add_webhook(self, event_object: str, subscription_url: str, password: str) -> str:
         """A webhook (v2) posting every action on `event_object` to `subscription_url` with
-        `password` as its HTTP Basic password: its id."""
+        `password` as its HTTP Basic password, named "contactdata <object>": its id."""
         body = {"subscription_url": subscription_url, "event_action": "*",
-                "event_object": event_object, "http_auth_user": WEBHOOK_USER,
-                "http_auth_password": password, "version": "2.0"}  # fmt: skip
+                "event_object": event_object, "name": f"{WEBHOOK_USER} {event_object}",
+                "http_auth_user": WEBHOOK_USER, "http_auth_password": password,
+                "version": "2.0"}  # fmt: skip
         response = self._send("POST", WEBHOOKS, json=body)
         self._check(response, "webhook")
         created = _data(json_body(response))
@@ -613,7 +620,8 @@ def _linked_field(prefix: str, field: CrmField) -> CrmField:
 
 
 def _additional(body: dict[str, Any], name: str) -> Any:
-    """A list answer's `additional_data.<name>` (v2's next_cursor, v1's pagination)."""
+    """A list answer's `additional_data.<name>`: v2's `next_cursor`; v1's leads list
+    (GetLeadsResponse) has `start`, `limit` and `more_items_in_collection` right there."""
     extra = body.get("additional_data")
     return extra.get(name) if isinstance(extra, dict) else None
 

@@ -92,7 +92,16 @@ def create_missing_fields(connection_id: str) -> Response:
     except (Permanent, Retriable) as error:
         return _back(link, kind, f"The CRM refused to create the fields: {error}", "error")
     names = ", ".join(field.name for field in made) or "none were missing"
-    page.change(lambda db: len(made), "mapping.create_fields", link["name"], {"fields": names})
+    # the mapping writes each field under the name the CRM gave it (Pipedrive: a new key)
+    renamed = {name: field.name for (name, _, _), field in zip(wanted, made, strict=True)
+               if field.name != name}  # fmt: skip
+    by = f"{g.caller.email} ({g.caller.key_id})"
+
+    def apply(db: Any) -> int:
+        mapping_versions.rename_properties(db, link, kind, renamed, server.now(), by)
+        return len(made)
+
+    page.change(apply, "mapping.create_fields", link["name"], {"fields": names})
     return _back(link, kind, f"Custom fields created: {names}.", "success")
 
 

@@ -83,8 +83,10 @@ class HeldPipedrive:
 def listing(kind: str, held: dict[str, dict[str, Any]], query: httpx.QueryParams) -> httpx.Response:
     """A list call: v2's persons and organizations by ascending id, `updated_since`
     (update_time >= it), `limit` up to 500 and an opaque `cursor` (`additional_data.
-    next_cursor`); v1's leads in the order they were added, `start` and `limit`
-    (`additional_data.pagination`)."""
+    next_cursor`); v1's leads in the order they were added, `start` and `limit`, with
+    `start`, `limit` and `more_items_in_collection` right under `additional_data`
+    (GetLeadsResponse -> GetFieldsResponseAllOfAdditionalData, pipedrive/client-nodejs
+    src/versions/v1/models/get-leads-response.ts: no `pagination` object, no `next_start`)."""
     limit = int(query.get("limit", "100"))
     if limit > 500:
         return answer(400, {"success": False, "error": "Validation failed: limit: must be <= 500",
@@ -94,12 +96,9 @@ def listing(kind: str, held: dict[str, dict[str, Any]], query: httpx.QueryParams
         person = int(query["person_id"]) if "person_id" in query else None
         leads = [lead for lead in held.values() if person in (None, lead.get("person_id"))]
         page = leads[start : start + limit]
-        more = start + limit < len(held)
-        pagination = {"start": start, "limit": limit, "more_items_in_collection": more}
-        if more:
-            pagination["next_start"] = start + limit
-        return answer(200, {"success": True, "data": page,
-                            "additional_data": {"pagination": pagination}})  # fmt: skip
+        more = start + limit < len(leads)
+        extra = {"start": start, "limit": limit, "more_items_in_collection": more}
+        return answer(200, {"success": True, "data": page, "additional_data": extra})
     after = json.loads(base64.b64decode(query["cursor"]))["id"] if "cursor" in query else 0
     since = _when(query["updated_since"]) if "updated_since" in query else None
     matching = sorted(
@@ -164,10 +163,17 @@ def _when(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+# AddWebhookRequest's required fields (pipedrive/client-nodejs src/versions/v1/models/
+# add-webhook-request.ts; `name` required since 29.2.0, 2025-09-03).
+WEBHOOK_REQUIRED = ("subscription_url", "event_action", "event_object", "name")
+
+
 class PipedriveWebhooks:
     """Pipedrive's webhooks API (v1: POST /api/v1/webhooks, DELETE /api/v1/webhooks/{id}) over
     httpx.MockTransport, in its answer shapes: the webhooks it holds by id (`held`, admins'
-    own among them), every request kept, and the `failures` queued answered first."""
+    own among them), every request kept, and the `failures` queued answered first. A POST
+    lacking a field AddWebhookRequest requires is refused with a 400 (WebhooksBadRequestResponse:
+    success false, `errors`; the words are ours)."""
 
     def __init__(self, **held: dict[str, Any]) -> None:
         self.held: dict[str, dict[str, Any]] = dict(held)
@@ -181,8 +187,13 @@ class PipedriveWebhooks:
             return self.failures.pop(0)
         path = request.url.path.removeprefix("/api/v1/webhooks")
         if request.method == "POST" and not path:
+            sent = json.loads(request.content)
+            lacking = [name for name in WEBHOOK_REQUIRED if not sent.get(name)]
+            if lacking:
+                errors = {name: f"{name} is required" for name in lacking}
+                return answer(400, {"success": False, "errors": errors})
             self.next_id += 1
-            webhook = {"id": self.next_id, **json.loads(request.content), "is_active": 1}
+            webhook = {"id": self.next_id, **sent, "is_active": 1}
             self.held[str(self.next_id)] = webhook
             return answer(201, {"success": True, "status": "ok", "data": webhook})
         if request.method == "DELETE" and self.held.pop(path.strip("/"), None) is not None:
