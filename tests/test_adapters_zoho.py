@@ -16,7 +16,7 @@ import pytest
 
 from connector import mappings
 from connector.platforms.base import Permanent, Retriable, WriteResult
-from connector.platforms.zoho import ZOHO_API_DOMAINS, Zoho
+from connector.platforms.zoho import PLATFORM, ZOHO_ACCOUNTS, ZOHO_API_DOMAINS, Zoho
 from tests.helpers.constants import OUTBOUND
 from tests.helpers.crm import FakeCRM, answer, raising
 
@@ -132,7 +132,55 @@ def test_api_domains_are_the_documented_data_centres() -> None:
         "ca": "https://www.zohoapis.ca",
         "sa": "https://www.zohoapis.sa",
         "cn": "https://www.zohoapis.com.cn",
+        "uk": "https://www.zohoapis.uk",
     }
+
+
+@pytest.mark.parametrize("location", sorted(ZOHO_API_DOMAINS))
+def test_each_data_centre_exchanges_and_renews_at_its_own_accounts_server(location: str) -> None:
+    api = ZOHO_API_DOMAINS[location]
+    accounts = ZOHO_ACCOUNTS[api]
+    args = {"code": "1000.86a0", "location": location, "accounts-server": accounts}
+
+    assert PLATFORM.callback_token_url(PLATFORM.oauth_token_url, args) == (
+        f"{accounts}/oauth/v2/token"
+    )
+    PLATFORM.check_base_url(api, local=False)
+    assert PLATFORM.token_url(api) == f"{accounts}/oauth/v2/token"
+
+
+# A UK account's consent and token answer, shaped as Zoho's "Using Multi DC in server and
+# client-based apps" shows them (https://www.zoho.com/accounts/protocol/oauth/multi-dc/
+# client-authorization.html): the redirect's code, location and accounts-server; the answer's
+# access_token, refresh_token, api_domain, token_type and expires_in.
+UK_CALLBACK = {"code": "1000.86a03ca5dbfccb7445b1889b8215efb0.cad9e1ae4989a1196fe05aa729fcb4e1",
+               "location": "uk", "accounts-server": "https://accounts.zoho.uk"}  # fmt: skip
+UK_TOKEN_ANSWER = {
+    "access_token": TOKEN,
+    "refresh_token": "1000.6a3f1e0c1d2b4a5f8e7d6c5b4a3f2e1d.0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    "api_domain": "https://www.zohoapis.uk",
+    "token_type": "Bearer",
+    "expires_in": 3600,
+}
+
+
+def test_a_uk_account_installs_and_connects() -> None:
+    """The steps of an install (connector/install.py) for a UK account: its code exchanged at
+    accounts.zoho.uk, its API domain taken from the token answer and checked as a pasted one
+    is, its token renewed at accounts.zoho.uk, and its records read at www.zohoapis.uk."""
+    token_url = PLATFORM.callback_token_url(PLATFORM.oauth_token_url, UK_CALLBACK)
+    base_url = PLATFORM.installed_base_url(UK_TOKEN_ANSWER, token_url, "")
+    PLATFORM.check_base_url(base_url, local=False)
+    crm = FakeZoho(answer(200, {"data": [contact()]}))
+
+    values = Zoho(base_url, TOKEN, crm.client()).read(CONTACT, ["Email"])
+
+    assert token_url == "https://accounts.zoho.uk/oauth/v2/token"
+    assert PLATFORM.token_url(base_url) == token_url
+    assert values == {"Email": "j.smith@zylker.com"}
+    assert_sent(
+        crm.requests[0], "GET", f"https://www.zohoapis.uk/crm/v7/Contacts/{CONTACT}?fields=Email"
+    )
 
 
 def test_base_url_trailing_slash_is_ignored() -> None:

@@ -1,6 +1,7 @@
-"""Dataverse's columns and rows found by e-mail, for the mapping editor and the preview: each
-kind's adapter over a Dataverse holding rows and table definitions (tests/helpers/dataverse.py,
-in the shapes of "Query table definitions using the Web API")."""
+"""Dataverse's columns and rows found by e-mail, for the mapping editor and the preview, and
+multi-select choice columns written and read back: each kind's adapter over a Dataverse
+holding rows and table definitions (tests/helpers/dataverse.py, in the shapes of "Query table
+definitions using the Web API" and "Use choices columns to store multiple options")."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent
+from connector import mappings
+from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Permanent, WriteResult
 from connector.platforms.dynamics import PLATFORM
 from tests.helpers.crm import DYNAMICS
 from tests.helpers.crm_fields import (
@@ -35,7 +37,7 @@ CONTACT_ATTRIBUTES = [
               OptionSet=options((1, "Any"), (2, "Email"), (3, "Phone"))),
     attribute("new_jobfunctions", "Virtual", "Job Functions",
               "MultiSelectPicklistAttributeMetadata", IsCustomAttribute=True,
-              GlobalOptionSet=options((100000000, "Engineering"))),
+              GlobalOptionSet=options((100000000, "Engineering"), (100000001, "Sales"))),
     attribute("new_employees", "Integer", "Employees", IsCustomAttribute=True),
     attribute("donotemail", "Boolean", "Do not allow Emails"),
     attribute("birthdate", "DateTime", "Birthday"),
@@ -73,8 +75,8 @@ def test_a_contacts_columns_come_from_its_attribute_definitions(crm: FakeDataver
         ("1", "2", "3"), labels=("Any", "Email", "Phone"),
     )  # fmt: skip
     assert fields["new_jobfunctions"] == CrmField(
-        "new_jobfunctions", "Job Functions", "multipicklist", ("100000000",), custom=True,
-        labels=("Engineering",),
+        "new_jobfunctions", "Job Functions", "multipicklist", ("100000000", "100000001"),
+        custom=True, labels=("Engineering", "Sales"),
     )  # fmt: skip
     assert [name for name, f in fields.items() if f.read_only] == ["contactid", "fullname"]
     assert {name: f.type for name, f in fields.items()} == {
@@ -134,3 +136,54 @@ def test_a_quote_in_the_address_is_doubled_in_the_filter(crm: FakeDataverseTable
     assert adapter(crm).find("o'brien@acme.example") == BO_ID
     assert crm.requests[0].url.params["$filter"] == "emailaddress1 eq 'o''brien@acme.example'"
     assert adapter(crm).find("x' or emailaddress1 ne '") is None  # one literal: no injection
+
+
+# --- multi-select choice columns -------------------------------------------------------------
+
+JOB_FUNCTIONS = ["100000000", "100000001"]  # Engineering, Sales: a `split` list of option values
+
+
+def test_a_multi_select_is_written_as_comma_separated_option_values(
+    crm: FakeDataverseTables,
+) -> None:
+    result = adapter(crm).write(AVA_ID, {"new_jobfunctions": JOB_FUNCTIONS, "jobtitle": "CTO"})
+
+    assert result == WriteResult(written={"new_jobfunctions": JOB_FUNCTIONS, "jobtitle": "CTO"})
+    assert crm.patches("contacts") == [
+        (AVA_ID, {"new_jobfunctions": "100000000,100000001", "jobtitle": "CTO"})
+    ]
+    assert crm.tables["contacts"][AVA_ID]["new_jobfunctions"] == "100000000,100000001"
+
+
+def test_dataverse_refuses_a_multi_select_joined_with_semicolons(crm: FakeDataverseTables) -> None:
+    client = httpx.Client(transport=httpx.MockTransport(crm))
+    url = f"{DYNAMICS}/api/data/v9.2/contacts({AVA_ID})"
+    answer = client.patch(url, json={"new_jobfunctions": "100000000;100000001"},
+                          headers={"If-Match": "*"})  # fmt: skip
+    assert answer.status_code == 400
+    assert crm.tables["contacts"][AVA_ID].get("new_jobfunctions") is None
+
+
+@pytest.mark.parametrize(
+    "ours", [JOB_FUNCTIONS, [100000000, 100000001], ("100000001", "100000000")]
+)
+def test_a_multi_select_we_wrote_reads_back_as_ours(crm: FakeDataverseTables, ours: Any) -> None:
+    contacts = adapter(crm)
+    contacts.write(AVA_ID, {"new_jobfunctions": ours})
+
+    read = contacts.read(AVA_ID, ["new_jobfunctions"])["new_jobfunctions"]
+    (many,) = contacts.read_many([AVA_ID], ["new_jobfunctions"]).values()
+
+    assert isinstance(many, dict) and many["new_jobfunctions"] == read
+    assert mappings.same(ours, read)
+    cast = "Microsoft.Dynamics.CRM.MultiSelectPicklistAttributeMetadata"
+    assert [r for r in crm.requests if r.url.path.endswith(cast)] == crm.requests[:1]  # once
+
+
+def test_comma_separated_numbers_in_a_text_column_stay_text(crm: FakeDataverseTables) -> None:
+    crm.tables["contacts"][AVA_ID]["jobtitle"] = "1,200"
+    contacts = adapter(crm)
+
+    assert contacts.read(AVA_ID, ["jobtitle"]) == {"jobtitle": "1,200"}
+    contacts.write(AVA_ID, {"jobtitle": ["3", "4"]})
+    assert crm.tables["contacts"][AVA_ID]["jobtitle"] == "3;4"

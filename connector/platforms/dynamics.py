@@ -32,7 +32,11 @@ translated by `FIELD_TYPES`, read-only unless IsValidForUpdate. Choice columns' 
 from two more queries, the attributes cast to PicklistAttributeMetadata and to
 MultiSelectPicklistAttributeMetadata with their OptionSet (or GlobalOptionSet) expanded: a
 choice is written as its integer Value, so `options` are those integers as text and `labels`
-their user-localized labels (a mapping writes the number, the editor shows the label). Creating
+their user-localized labels (a mapping writes the number, the editor shows the label). A
+multi-select column's value is its option values comma-separated ("1,9"): a list of them is
+written so, and read back as a list, for the columns the table's definitions name multi-select
+(asked once an adapter, when a list of whole numbers is written or a value read looks like
+one). Creating
 a column takes a publisher's prefix and customizer rights (crm-install.md §3): the admin adds it
 in the maker portal. A row is found by e-mail with $filter=emailaddress1 eq '<address>' (quotes
 doubled, as OData string literals escape them); Dataverse compares text without regard to
@@ -41,6 +45,7 @@ case. Contacts, leads and accounts all have emailaddress1.
 
 from __future__ import annotations
 
+import logging
 import re
 import textwrap
 from collections.abc import Callable, Sequence
@@ -94,6 +99,12 @@ COUNT_LIMIT = 5_000  # $count=true counts matching rows up to this many ("Count 
 # The annotation naming the table a lookup column's value is a row of, asked by Prefer.
 LOOKUP_NAME = "Microsoft.Dynamics.CRM.lookuplogicalname"
 LOOKUP = re.compile(r"_\w+_value")  # a lookup column's Web API property (_parentcustomerid_value)
+# A multi-select choice column's value in the Web API: its options' integer values in text,
+# comma-separated ("Use choices columns to store multiple options": written "1, 9", read
+# "1,9"; https://learn.microsoft.com/power-apps/developer/data-platform/multi-select-picklist).
+OPTION_VALUES = re.compile(r"\s*\d+(?:\s*,\s*\d+)+\s*")
+MULTI_SELECT = "MultiSelectPicklistAttributeMetadata"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -115,8 +126,7 @@ TABLES = {
 KINDS = {table.name: kind for kind, table in TABLES.items()}  # PrimaryEntityName -> our kind
 ATTRIBUTES = ("LogicalName", "AttributeType", "DisplayName", "IsValidForUpdate",
               "IsCustomAttribute")  # fmt: skip
-CHOICES = {"PicklistAttributeMetadata": "picklist",
-           "MultiSelectPicklistAttributeMetadata": "multipicklist"}  # fmt: skip
+CHOICES = {"PicklistAttributeMetadata": "picklist", MULTI_SELECT: "multipicklist"}
 # Dataverse's AttributeType -> ours (base.FIELD_TYPES); others (Virtual, State, Status,
 # Uniqueidentifier, EntityName, ...) are "other", but for the choices CHOICES finds.
 FIELD_TYPES = {
@@ -133,6 +143,7 @@ class Dynamics(CrmClient):
     ID access token for it."""
 
     platform = "dynamics"
+    _multi: frozenset[str] | None = None  # its multi-select columns, once asked
 
     @property
     def table(self) -> Table:
@@ -150,7 +161,7 @@ class Dynamics(CrmClient):
         """The row's current values of `properties` (column logical names), None where
         empty or where the environment has no such column."""
         record = self._record(self._guid(record_id), list(properties))
-        return _columns_of(record, properties)
+        return self._as_written(_columns_of(record, properties))
 
     def read_many(
         self, record_ids: Sequence[str], properties: Sequence[str]
@@ -167,7 +178,7 @@ class Dynamics(CrmClient):
             rows = {str(row.get(self.table.key)).lower(): row for row in listed}
             for key in chunk:
                 row = rows.get(key.lower())
-                found[key] = _columns_of(row, columns) if row else self._gone()
+                found[key] = self._as_written(_columns_of(row, columns)) if row else self._gone()
         return found
 
     def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
@@ -191,7 +202,7 @@ class Dynamics(CrmClient):
         key = self.table.key
         if not all(isinstance(row.get(key), str) for row in rows):
             raise garbled(response, f"{self.table.entity_set} with their {key}")
-        records = {row[key]: _columns_of(row, columns) for row in rows}
+        records = {row[key]: self._as_written(_columns_of(row, columns)) for row in rows}
         count = body.get("@odata.count")
         known = not cursor and isinstance(count, int) and count < COUNT_LIMIT
         return Listed(records, self._cursor(response, body), count if known else None)
@@ -256,6 +267,40 @@ class Dynamics(CrmClient):
             )
         return found
 
+    def _as_written(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Values as we write them: a multi-select choice column's "1,9" as ["1", "9"], so a
+        list we wrote reads back as ours. Only the table's multi-select columns, asked of its
+        definitions the first time a value looks like one: "1,200" in a text column is text."""
+        looks = {name for name, value in values.items()
+                 if isinstance(value, str) and OPTION_VALUES.fullmatch(value)}  # fmt: skip
+        multi = looks & self._multi_selects() if looks else set()
+        return {name: _option_values(value) if name in multi else value
+                for name, value in values.items()}  # fmt: skip
+
+    def _payload(self, columns: dict[str, Any]) -> dict[str, Any]:
+        """Values as Dataverse takes them: JSON types as they are; a list (the `split`
+        transform's) as text, its items joined with ";" (names hold commas), but with "," for
+        a multi-select choice column (OPTION_VALUES), asked of the table's definitions when
+        every item is a whole number: only option values can be such a column's."""
+        texts = {name: list(map(str, value)) for name, value in columns.items()
+                 if isinstance(value, list | tuple)}  # fmt: skip
+        numbered = {name for name, items in texts.items() if items and all(map(str.isdigit, items))}
+        multi = numbered & self._multi_selects() if numbered else set()
+        return {name: (",".join if name in multi else ";".join)(texts[name])
+                if name in texts else value for name, value in columns.items()}  # fmt: skip
+
+    def _multi_selects(self) -> frozenset[str]:
+        """The logical names of the table's multi-select choice columns, asked once (none
+        when its definitions cannot be read: values then read as Dataverse gives them)."""
+        if self._multi is None:
+            try:
+                rows, _ = self._attributes(MULTI_SELECT, "$select=LogicalName")
+            except Permanent as refused:
+                log.warning("the %s table's definitions: %s", self.table.name, refused)
+                rows = []
+            self._multi = frozenset(str(row.get("LogicalName")) for row in rows)
+        return self._multi
+
     def _record(self, guid: str, columns: list[str]) -> dict[str, Any]:
         table = self.table
         path = f"{API}/{table.entity_set}({guid})?{_query(columns or [table.key])}"
@@ -318,7 +363,7 @@ class Dynamics(CrmClient):
         response = self._send(
             "PATCH",
             f"{API}/{self.table.entity_set}({guid})",
-            json=_values(columns),
+            json=self._payload(columns),
             headers={"If-Match": "*"},
         )
         refused = _unknown(response, UNKNOWN_ON_WRITE, list(columns))
@@ -424,13 +469,9 @@ def _columns_of(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
     return values
 
 
-def _values(columns: dict[str, Any]) -> dict[str, Any]:
-    """Values as Dataverse takes them: JSON types as they are, lists (the `split` transform's)
-    joined with ";" into text."""
-    return {
-        name: ";".join(map(str, value)) if isinstance(value, list | tuple) else value
-        for name, value in columns.items()
-    }
+def _option_values(text: str) -> list[str]:
+    """A multi-select choice column's value ("1,9") as its options' values (["1", "9"])."""
+    return [part.strip() for part in text.split(",")]
 
 
 def _unknown(response: httpx.Response, pattern: re.Pattern[str], columns: list[str]) -> Refusal:

@@ -100,30 +100,28 @@ from connector.platforms.base import (
 from server import UnreadableJson, decode_json
 
 # The API domain of each data centre, by the `location` Zoho's OAuth answer names (the token
-# answer's `api_domain` is one of these). Zoho CRM's and Bigin's multi-DC pages list these
-# eight; Zoho Accounts also lists a UK centre and WorkDrive a UAE one (zohoapis.ae), which the
-# CRM pages fetched do not: add them here once Zoho CRM documents them.
-ZOHO_API_DOMAINS: dict[str, str] = {
-    "us": "https://www.zohoapis.com",
-    "eu": "https://www.zohoapis.eu",
-    "in": "https://www.zohoapis.in",
-    "au": "https://www.zohoapis.com.au",
-    "jp": "https://www.zohoapis.jp",
-    "ca": "https://www.zohoapis.ca",
-    "sa": "https://www.zohoapis.sa",
-    "cn": "https://www.zohoapis.com.cn",
+# answer's `api_domain` is one of these), and each one's accounts server (where its code is
+# exchanged and its token renewed). Checked against Zoho's multi-DC pages: Zoho Accounts'
+# "Multi DC support" (https://www.zoho.com/accounts/protocol/oauth/multi-dc.html) lists the
+# accounts servers of US, EU, IN, AU, JP, CA (accounts.zohocloud.ca), SA and UK
+# (accounts.zoho.uk); Zoho CRM's (https://www.zoho.com/crm/developer/docs/api/v8/multi-dc.html)
+# those of US, AU, EU, IN, CN, JP and CA; Bigin's (https://www.bigin.com/developer/docs/apis/
+# multi-dc.html) the API domains of all but UK. UK's API domain, www.zohoapis.uk, is what a UK
+# account's token answer gives as api_domain (issue 35): no stored Zoho page lists it yet.
+ZOHO_DATA_CENTRES: dict[str, tuple[str, str]] = {
+    "us": ("https://www.zohoapis.com", "https://accounts.zoho.com"),
+    "eu": ("https://www.zohoapis.eu", "https://accounts.zoho.eu"),
+    "in": ("https://www.zohoapis.in", "https://accounts.zoho.in"),
+    "au": ("https://www.zohoapis.com.au", "https://accounts.zoho.com.au"),
+    "jp": ("https://www.zohoapis.jp", "https://accounts.zoho.jp"),
+    "ca": ("https://www.zohoapis.ca", "https://accounts.zohocloud.ca"),
+    "sa": ("https://www.zohoapis.sa", "https://accounts.zoho.sa"),
+    "cn": ("https://www.zohoapis.com.cn", "https://accounts.zoho.com.cn"),
+    "uk": ("https://www.zohoapis.uk", "https://accounts.zoho.uk"),
 }
-# The token endpoint of each data centre, by its API domain.
-ZOHO_ACCOUNTS = {
-    "https://www.zohoapis.com": "https://accounts.zoho.com",
-    "https://www.zohoapis.eu": "https://accounts.zoho.eu",
-    "https://www.zohoapis.in": "https://accounts.zoho.in",
-    "https://www.zohoapis.com.au": "https://accounts.zoho.com.au",
-    "https://www.zohoapis.jp": "https://accounts.zoho.jp",
-    "https://www.zohoapis.ca": "https://accounts.zohocloud.ca",
-    "https://www.zohoapis.sa": "https://accounts.zoho.sa",
-    "https://www.zohoapis.com.cn": "https://accounts.zoho.com.cn",
-}
+ZOHO_API_DOMAINS = {location: api for location, (api, _) in ZOHO_DATA_CENTRES.items()}
+# The accounts server of each data centre, by its API domain.
+ZOHO_ACCOUNTS = dict(ZOHO_DATA_CENTRES.values())
 TOKEN_LIMIT = 50  # characters of a notification channel's token
 API = "/crm/v7"
 WATCH = f"{API}/actions/watch"

@@ -2,8 +2,10 @@
 httpx.MockTransport (`FakeDataverseTables`): rows of its tables by GUID, read one at a time
 ($select), read by a query ($select, $filter with the In function on the primary key) and
 updated by PATCH with If-Match: *, answered in the shapes Microsoft documents ("Retrieve a
-table row", "Query data", "Update and delete table rows using the Web API"); and the webhook
-body Dataverse posts about a row (`remote_execution_context`)."""
+table row", "Query data", "Update and delete table rows using the Web API"; a multi-select
+choice column's value taken only as its option values comma-separated, "Use choices columns to
+store multiple options"); and the webhook body Dataverse posts about a row
+(`remote_execution_context`)."""
 
 from __future__ import annotations
 
@@ -143,8 +145,57 @@ class FakeDataverseTables:
         assert request.headers.get("if-match") == "*"  # an update, never an upsert
         if guid not in self.tables[entity_set]:
             return _not_found(entity_set, guid)
-        self.tables[entity_set][guid].update(json.loads(request.content))
+        values = json.loads(request.content)
+        for name, options in self._multi_selects(TABLES[entity_set][0]).items():
+            if values.get(name) is not None:
+                held = _option_values(values[name], options)
+                if held is None:
+                    return _not_option_values(name, values[name])
+                values[name] = held
+        self.tables[entity_set][guid].update(values)
         return httpx.Response(204)
+
+    def _multi_selects(self, table: str) -> dict[str, set[int]]:
+        """The table's multi-select choice columns, each with its options' values."""
+        held = self.attributes.get(table, [])
+        kind = "#Microsoft.Dynamics.CRM.MultiSelectPicklistAttributeMetadata"
+        return {
+            a["LogicalName"]: {option["Value"] for option in _options(a)}
+            for a in held
+            if a["@odata.type"] == kind
+        }
+
+
+# A multi-select choice column's value, as "Use choices columns to store multiple options"
+# sets it with the Web API: "a string containing comma-separated number values" ("1, 9"),
+# read back as "1,9" (https://learn.microsoft.com/power-apps/developer/data-platform/
+# multi-select-picklist).
+OPTION_VALUES = re.compile(r"\s*\d+\s*(?:,\s*\d+\s*)*")
+
+
+def _option_values(value: Any, options: set[int]) -> str | None:
+    """A multi-select value as Dataverse holds it ("1,9"), or None when it is not the option
+    values of the column, comma-separated (";"-joined ones, labels, a JSON array)."""
+    if not (isinstance(value, str) and OPTION_VALUES.fullmatch(value)):
+        return None
+    values = [int(part) for part in value.split(",")]
+    return ",".join(map(str, values)) if set(values) <= options else None
+
+
+def _not_option_values(name: str, value: Any) -> httpx.Response:
+    """A 400 refusing a multi-select value that is not comma-separated option values. The
+    status is the Web API's for a payload it cannot take; Microsoft's page documents the
+    format, not this refusal's words, so the code and message here are ours [UNCONFIRMED]."""
+    message = f"'{value}' is not a valid value for the multi-select choice column '{name}'."
+    return _error(400, "0x80040203", message)
+
+
+def _options(attribute: Row) -> list[Row]:
+    """A choice column's options: its OptionSet's, else its GlobalOptionSet's."""
+    for name in ("OptionSet", "GlobalOptionSet"):
+        if isinstance(attribute.get(name), dict):
+            return list(attribute[name].get("Options", []))
+    return []
 
 
 def _error(status: int, code: str, message: str) -> httpx.Response:
