@@ -234,17 +234,28 @@ def connection_resume(db_path: Path, connection_id: str) -> None:
 def connection_rotate_secret(
     db_path: Path, connection_id: str, grace_seconds: int, secret: str
 ) -> None:
-    """Give a connection a new inbound secret, printed this once."""
+    """Give a connection a new inbound secret, printed this once; the webhooks the connector
+    registered in its CRM are registered again with it (a refusal printed, the new secret
+    kept)."""
+    settings = load({"DB": str(db_path)})
     db, _ = _connection(db_path, connection_id)
-    secret_key = server.key_secret(load({"DB": str(db_path)}))
+    secret_key = server.key_secret(settings)
     try:
         new = connections.rotate_secret(
             db, secret_key, connection_id, utcnow(), grace_seconds, secret
         )
     except connections.InvalidConnection as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"new inbound secret (shown once, paste it into the platform now): {new}")
+    _, row = _connection(db_path, connection_id)
+    with outbound.client(timeout=10.0) as client:
+        outcome = webhook_setup.set_up_again(
+            db, secret_key, row, client, settings["PUBLIC_URL"], utcnow()
+        )
+    paste = "" if outcome.ok and outcome.message else ", paste it into the platform now"
+    click.echo(f"new inbound secret (shown once{paste}): {new}")
     click.echo(f"the previous secret still verifies for {grace_seconds} seconds")
+    if outcome.message:
+        click.echo(outcome.message, err=not outcome.ok)
 
 
 @connection.command("remove")

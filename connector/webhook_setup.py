@@ -1,9 +1,11 @@
 """Webhooks set up for the admin. When a connection's CRM is connected, the connector registers
 the connection's events URL in the CRM where the platform's API allows it (Pipedrive's
 webhooks, Zoho's notification channel) and records what it made (connections.crm_webhook_ids);
-when the connection is removed, it deletes exactly those, never one an admin made by hand. A
-refusal is reported in the CRM's own words with the steps to do it by hand, and never loses
-the connection. Also what a connection's page shows of its installation (`install`): the
+when the connection's inbound secret is rotated, it registers them again with the new one
+(they send it, and the old one is refused after its grace period); when the connection is
+removed, it deletes exactly those, never one an admin made by hand. A refusal is reported in
+the CRM's own words with the steps to do it by hand, and never loses the connection (nor a
+rotation). Also what a connection's page shows of its installation (`install`): the
 platform's own steps with the connection's real URLs, the secret named by its last
 characters only."""
 
@@ -48,21 +50,41 @@ def set_up(
     platform = PLATFORMS[row["platform"]]
     if not (platform.registers_webhooks and row["crm_base_url"]):
         return Outcome(True)
-    inbound = store.unseal(secret, row["secret_sealed"])
     urls = connections.urls(row, public_url)
     try:
-        ids = _register(db, secret, row, client, public_url, now, inbound)
+        ids = _replaced(db, secret, row, client, public_url, now)
     except FAILURES as error:
         steps = " ".join(platform.install_steps(urls, row["secret_hint"]))
-        return Outcome(False, f"Could not register the webhook: {_words(error, inbound)}, "
+        return Outcome(False, f"Could not register the webhook: {_words(error, secret, row)}, "
                               f"do it by hand: {steps}")  # fmt: skip
-    stale = [webhook for webhook in store.webhook_ids(row) if webhook not in ids]
-    with contextlib.suppress(*FAILURES):  # made by an earlier connect, maybe to another account
-        _on_adapter(db, secret, row, client, now, lambda a: platform.tear_down_webhooks(a, stale))
-    with server.write(db):
-        store.save_webhook_ids(db, row["id"], ids)
     return Outcome(True, f"Registered in {platform.title}: {_what(platform, ids)} posting to "
                          f"{urls['eventsUrl']}.")  # fmt: skip
+
+
+def set_up_again(
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+) -> Outcome:
+    """After a rotation of the connection's inbound secret (`row` read after it): register
+    again, with the new secret, what the connector registered in the CRM, which sends the
+    secret (Pipedrive's Basic password, Zoho's channel token) and is refused once the grace
+    period ends; nothing to do (Outcome(True)) where it registered none. A refusal is the
+    outcome, with the steps to do it by hand; the new secret stays."""
+    platform = PLATFORMS[row["platform"]]
+    if not (platform.registers_webhooks and row["crm_base_url"] and store.webhook_ids(row)):
+        return Outcome(True)
+    urls = connections.urls(row, public_url)
+    try:
+        ids = _replaced(db, secret, row, client, public_url, now)
+    except FAILURES as error:
+        until = row["previous_secret_expires_at"]
+        works = f"which works until {until}" if until else "which no longer works"
+        steps = platform.removal_steps(urls, row["secret_hint"])
+        steps = " ".join(steps + platform.install_steps(urls, row["secret_hint"]))
+        return Outcome(False, f"Could not register the webhook again in {platform.title} with "
+                              f"the new secret: {_words(error, secret, row)}; it still sends "
+                              f"the previous one, {works}. Do it by hand: {steps}")  # fmt: skip
+    return Outcome(True, f"Registered again in {platform.title} with the new secret: "
+                         f"{_what(platform, ids)} posting to {urls['eventsUrl']}.")  # fmt: skip
 
 
 def tear_down(
@@ -78,7 +100,7 @@ def tear_down(
     except FAILURES as error:
         urls = connections.urls(row, public_url)
         steps = " ".join(platform.removal_steps(urls, row["secret_hint"]))
-        words = _words(error, store.unseal(secret, row["secret_sealed"]))
+        words = _words(error, secret, row)
         return Outcome(False, f"Could not delete the webhook in {platform.title}: {words}, "
                               f"do it by hand: {steps}")  # fmt: skip
     with server.write(db):
@@ -142,14 +164,23 @@ def example_values(db: Database) -> dict[str, str]:
             "conLastName": row["last_name"], "compName": row["company_name"]}  # fmt: skip
 
 
+def _replaced(
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+) -> list[str]:
+    """Register the webhooks, delete those an earlier connect made that are not among them,
+    and record them: their ids; raises one of FAILURES, recording nothing."""
+    ids = _register(db, secret, row, client, public_url, now)
+    stale = [webhook for webhook in store.webhook_ids(row) if webhook not in ids]
+    tear_down_webhooks = PLATFORMS[row["platform"]].tear_down_webhooks
+    with contextlib.suppress(*FAILURES):  # made by an earlier connect, maybe to another account
+        _on_adapter(db, secret, row, client, now, lambda a: tear_down_webhooks(a, stale))
+    with server.write(db):
+        store.save_webhook_ids(db, row["id"], ids)
+    return ids
+
+
 def _register(
-    db: Database,
-    secret: bytes,
-    row: Row,
-    client: httpx.Client,
-    public_url: str,
-    now: datetime,
-    inbound: str,
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
 ) -> list[str]:
     """Make the webhooks: a platform keeping a channel enables it now (renewed hourly after),
     the others register theirs through the adapter."""
@@ -158,6 +189,7 @@ def _register(
         subscriptions.enable(db, row, secret, client, public_url, now)
         return [platform.channel_id(row)]
     events_url = connections.urls(row, public_url)["eventsUrl"] or ""
+    inbound = store.unseal(secret, row["secret_sealed"])
     return list(
         _on_adapter(db, secret, row, client, now,
                     lambda adapter: platform.set_up_webhooks(adapter, events_url, inbound))
@@ -180,10 +212,13 @@ def _on_adapter(
     return call(PLATFORMS[row["platform"]].adapter(base_url, token, client, auth))
 
 
-def _words(error: Exception, inbound: str) -> str:
+def _words(error: Exception, secret: bytes, row: Row) -> str:
     """The CRM's words for a failure, the connection's secret never among them."""
     reason = str(getattr(error, "reason", error)).rstrip(".")
-    return reason.replace(inbound, "<secret>") if inbound else reason
+    with contextlib.suppress(store.UnsealError):  # a secret it cannot open it cannot show
+        inbound = store.unseal(secret, row["secret_sealed"])
+        return reason.replace(inbound, "<secret>") if inbound else reason
+    return reason
 
 
 def _what(platform: Platform, ids: list[str]) -> str:

@@ -15,7 +15,9 @@ from connector import connections, oauth, outbound, store
 from connector.cli import main
 from server import db
 from tests.helpers.constants import SECRET
+from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import organization
+from tests.helpers.pipedrive import refusal
 
 
 @pytest.fixture
@@ -307,3 +309,37 @@ def test_edit_pause_resume_rotate_secret_and_remove_from_the_cli(db_path: Path, 
     assert _run(db_path, "connection", "remove", link_id).exit_code == 0
     assert store.connection(db, link_id) is None
     assert _run(db_path, "connection", "pause", link_id).exit_code != 0
+
+
+def test_rotate_secret_registers_the_pipedrive_webhooks_again_or_says_how_by_hand(
+    db_path: Path, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the loopback Pipedrive
+    with running(FakeCrm()) as crm:
+        added = _add(db_path, key, "--name", "pipe", "--platform", "pipedrive",
+                     "--crm-base-url", crm.url, "--crm-token", "api-token", "--json")  # fmt: skip
+        link_id = json.loads(added.stdout)["id"]
+        assert _run(db_path, "connection", "register-webhooks", link_id).exit_code == 0
+        webhooks = crm.mocked["pipedrive-webhooks"]
+
+        rotated = _run(db_path, "connection", "rotate-secret", link_id)
+
+        assert rotated.exit_code == 0, rotated.output
+        new = rotated.stdout.split(": ")[1].split()[0]
+        assert rotated.stdout.startswith(f"new inbound secret (shown once): {new}\n")
+        assert "Registered again in Pipedrive with the new secret: webhooks" in rotated.stdout
+        assert {hook["http_auth_password"] for hook in webhooks.held.values()} == {new}
+        webhooks.failures.append(refusal(403, "You do not have the scope webhooks:full"))
+
+        refused = _run(db_path, "connection", "rotate-secret", link_id)
+
+    assert refused.exit_code == 0  # the rotation is saved all the same
+    newer = refused.stdout.split(": ")[1].split()[0]
+    row = store.connection(store.connect(db_path), link_id) or {}
+    assert store.unseal(SECRET.encode(), row["secret_sealed"]) == newer
+    assert "paste it into the platform now" in refused.stdout
+    assert (
+        "Could not register the webhook again in Pipedrive with the new secret: 403 Forbidden: "
+        "You do not have the scope webhooks:full; it still sends the previous one, which works "
+        f"until {row['previous_secret_expires_at']}. Do it by hand: "
+    ) in refused.stderr

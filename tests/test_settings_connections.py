@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask
@@ -22,11 +24,14 @@ from connector.app import create_app
 from server import accounts, audit, auth
 from server import store as service_store
 from tests.helpers.clock import Clock
-from tests.helpers.constants import SECRET
-from tests.helpers.settings_forms import sign_in, source, submit
+from tests.helpers.constants import PLATFORMS, SECRET
+from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.pipedrive import refusal
+from tests.helpers.settings_forms import sign_in, source, submit, text
 
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 CRM = "http://127.0.0.1:9"
+Row = dict[str, Any]
 
 
 @pytest.fixture
@@ -226,6 +231,7 @@ def standard(secret: str, message_id: str, at: datetime) -> dict[str, str]:
 
 
 BODY = json.dumps({"email": "nobody@example.com"}).encode()
+PIPEDRIVE_EVENT = (PLATFORMS / "pipedrive_v2_person_updated.json").read_bytes()
 
 
 def test_after_a_rotation_old_and_new_secrets_verify_during_the_grace_period_only(
@@ -263,6 +269,81 @@ def test_rotating_with_no_grace_stops_the_old_secret_at_once(
     response = client.post(f"/hooks/{row['id']}/enrich", data=BODY,
                            headers=standard(old, "msg_1", clock()))  # fmt: skip
     assert response.status_code == 401
+
+
+@pytest.fixture
+def crm() -> Iterator[FakeCrm]:
+    with running(FakeCrm()) as fake:
+        yield fake
+
+
+def pipedrive_registered(signed_in: FlaskClient, database: Database, crm: FakeCrm) -> Row:
+    """A Pipedrive connection connected from the page to the loopback Pipedrive, which holds
+    the webhooks the connector registered there."""
+    add(signed_in, "Pipe", "pipedrive")
+    row = named(database, "Pipe")
+    post(signed_in, f"/settings/connections/{row['id']}/crm", base_url=crm.url,
+         token="pipedrive-api-token")  # fmt: skip
+    row = named(database, "Pipe")
+    assert len(store.webhook_ids(row)) == 3, row
+    return row
+
+
+def passwords(crm: FakeCrm) -> set[str]:
+    return {hook["http_auth_password"] for hook in crm.mocked["pipedrive-webhooks"].held.values()}
+
+
+def delivered(client: FlaskClient, crm: FakeCrm, password: str) -> int:
+    """A Pipedrive delivery to the URL its webhooks post to, with `password`: its status."""
+    (url,) = {hook["subscription_url"] for hook in crm.mocked["pipedrive-webhooks"].held.values()}
+    response = client.post(urlsplit(url).path, data=PIPEDRIVE_EVENT, auth=("pipedrive", password))
+    return response.status_code
+
+
+def test_a_rotation_registers_the_pipedrive_webhooks_again_with_the_new_secret(
+    signed_in: FlaskClient, database: Database, client: FlaskClient, clock: Clock, crm: FakeCrm
+) -> None:
+    row = pipedrive_registered(signed_in, database, crm)
+    old = store.unseal(SECRET.encode(), row["secret_sealed"])
+    assert passwords(crm) == {old}
+
+    rotated = post(signed_in, f"/settings/connections/{row['id']}/rotate-secret",
+                   grace_seconds=3600)  # fmt: skip
+
+    new, held = shown_secret(rotated), crm.mocked["pipedrive-webhooks"].held
+    assert passwords(crm) == {new} and len(held) == 3  # the old ones deleted
+    assert store.webhook_ids(named(database, "Pipe")) == sorted(held)
+    page = text(rotated)
+    assert "registered again Registered again in Pipedrive with the new secret: webhooks" in page
+    assert "Copy it into Pipedrive" not in page
+    clock.advance(3601)  # the grace period is over
+    assert delivered(client, crm, new) == 200 and delivered(client, crm, old) == 401
+
+
+def test_a_pipedrive_refusal_keeps_the_rotation_and_says_what_to_do_by_hand(
+    signed_in: FlaskClient, database: Database, client: FlaskClient, crm: FakeCrm
+) -> None:
+    row = pipedrive_registered(signed_in, database, crm)
+    old = store.unseal(SECRET.encode(), row["secret_sealed"])
+    crm.mocked["pipedrive-webhooks"].failures.append(refusal(403, "Webhooks limit reached"))
+
+    rotated = post(signed_in, f"/settings/connections/{row['id']}/rotate-secret",
+                   grace_seconds=0)  # fmt: skip
+
+    new = shown_secret(rotated)
+    assert store.unseal(SECRET.encode(), named(database, "Pipe")["secret_sealed"]) == new
+    page = text(rotated)
+    assert (
+        "not registered again Could not register the webhook again in Pipedrive with the new "
+        "secret: 403 Forbidden: Webhooks limit reached; it still sends the previous one, which "
+        "no longer works. Do it by hand: In Pipedrive, open Settings > Tools and apps > Webhooks "
+        "and delete the webhooks whose endpoint URL is"
+    ) in page
+    assert f"(ending in {store.hint(new)})" in page and "Copy it into Pipedrive now" in page
+    assert passwords(crm) == {old} and delivered(client, crm, new) == 200  # the page still takes it
+    again = submit(signed_in, f"/settings/connections/{row['id']}",
+                   f"/settings/connections/{row['id']}/webhooks")  # fmt: skip
+    assert again.status_code == 303 and passwords(crm) == {new}
 
 
 def test_removal_is_confirmed_then_its_urls_answer_404_and_its_key_is_suspended(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from datetime import datetime, timedelta
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,95 @@ def test_connecting_zoho_enables_its_channel_and_removing_it_disables_it(db: Dat
     assert remove(db, link, zoho).ok
     disabled = zoho.requests[-1]
     assert disabled.method == "DELETE" and disabled.url.params["channel_ids"] == channel
+
+
+def rotated(db: Database, link: connections.Added, fake: Any) -> tuple[str, webhook_setup.Outcome]:
+    """Rotate the connection's secret (an hour's grace), then register again what the
+    connector registered, as the settings page and the command line do: the new secret, and
+    what became of the registration."""
+    new = connections.rotate_secret(db, SECRET.encode(), link.row["id"], NOW, 3600)
+    client = httpx.Client(transport=httpx.MockTransport(fake))
+    row = saved(db, link)
+    return new, webhook_setup.set_up_again(db, SECRET.encode(), row, client, PUBLIC_URL, NOW)
+
+
+def test_a_rotation_registers_the_pipedrive_webhooks_again_with_the_new_secret(
+    db: Database,
+) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    set_up(db, link, pipedrive)
+
+    new, outcome = rotated(db, link, pipedrive)
+
+    assert outcome.ok
+    assert outcome.message == (
+        "Registered again in Pipedrive with the new secret: webhooks 104, 105, 106 posting to "
+        f"{events_url(link)}."
+    )
+    assert {hook["http_auth_password"] for hook in pipedrive.held.values()} == {new}
+    assert sorted(pipedrive.held) == store.webhook_ids(saved(db, link)) == ["104", "105", "106"]
+    later = NOW + timedelta(seconds=3601)  # the grace period over: what Pipedrive sends verifies
+    hook = pipedrive.held["104"]
+    PLATFORMS["pipedrive"].verify(saved(db, link), new, basic(hook, later))  # no Refused
+    assert connections.previous_secret(SECRET.encode(), saved(db, link), later) is None
+
+
+def basic(hook: dict[str, Any], now: datetime) -> Delivery:
+    """The delivery a Pipedrive webhook makes: its Basic user and password."""
+    user_password = f"{hook['http_auth_user']}:{hook['http_auth_password']}"
+    headers = {"Authorization": "Basic " + base64.b64encode(user_password.encode()).decode()}
+    return Delivery("POST", hook["subscription_url"], headers, {}, b"{}", now)
+
+
+def test_a_refused_registration_keeps_the_rotation_and_says_what_to_do_by_hand(
+    db: Database,
+) -> None:
+    link = connected(db, "pipedrive")
+    pipedrive = PipedriveWebhooks()
+    set_up(db, link, pipedrive)
+    pipedrive.failures.append(refusal(403, SCOPE_REFUSAL))
+
+    new, outcome = rotated(db, link, pipedrive)
+
+    row = saved(db, link)
+    assert store.unseal(SECRET.encode(), row["secret_sealed"]) == new  # kept
+    assert not outcome.ok
+    assert outcome.message.startswith(
+        "Could not register the webhook again in Pipedrive with the new secret: 403 Forbidden: "
+        f"{SCOPE_REFUSAL}; it still sends the previous one, which works until "
+        f"{row['previous_secret_expires_at']}. Do it by hand: In Pipedrive, open Settings > "
+        f"Tools and apps > Webhooks and delete the webhooks whose endpoint URL is "
+        f"{events_url(link)}. In Pipedrive, open Settings > Tools and apps > Webhooks and "
+        "choose Create new webhook."
+    )
+    assert f"(ending in {row['secret_hint']})" in outcome.message
+    assert new not in outcome.message and link.secret not in outcome.message
+    assert store.webhook_ids(row) == ["101", "102", "103"]  # still there, deleted at removal
+
+
+def test_a_rotation_enables_the_zoho_channel_again_with_the_new_token(db: Database) -> None:
+    link = connected(db, "zoho")
+    zoho = FakeZohoWatch()
+    set_up(db, link, zoho)
+
+    new, outcome = rotated(db, link, zoho)
+
+    assert outcome.ok and outcome.message.startswith(
+        f"Registered again in Zoho CRM with the new secret: notification channel "
+        f"{ZOHO.channel_id(link.row)} posting to"
+    )
+    watch = json.loads(zoho.requests[-1].content)["watch"][0]
+    assert (watch["channel_id"], watch["token"]) == (ZOHO.channel_id(link.row), new)
+
+
+def test_a_rotation_registers_nothing_the_connector_did_not(db: Database) -> None:
+    link = connected(db, "pipedrive")  # its webhooks made by hand: the admin pastes the secret
+    pipedrive = PipedriveWebhooks()
+
+    _, outcome = rotated(db, link, pipedrive)
+
+    assert outcome == webhook_setup.Outcome(True) and pipedrive.requests == []
 
 
 def test_platforms_without_such_an_api_register_nothing(db: Database) -> None:

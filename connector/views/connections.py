@@ -23,6 +23,7 @@ from connector import (
     mapping_versions,
     mappings,
     oauth_apps,
+    outbound,
     store,
     webhook_setup,
 )
@@ -203,7 +204,8 @@ def resume_connection(connection_id: str) -> Response:
 @page.blueprint.post("/connections/<connection_id>/rotate-secret")
 def rotate_secret(connection_id: str) -> Response:
     """A new inbound secret (pasted, for a platform that issues its own), shown this once;
-    the previous one verifies for the grace period chosen."""
+    the previous one verifies for the grace period chosen. What the connector registered in
+    the CRM is registered again with it, the outcome shown beside it (a refusal keeps it)."""
     link = page.own_connection(connection_id)
     try:
         grace = page.integer("grace_seconds", "grace period")
@@ -224,7 +226,17 @@ def rotate_secret(connection_id: str) -> Response:
     flash(
         f"{link['name']} has a new inbound secret. Copy it now: it is not shown again.", "success"
     )
-    return _detail(page.own_connection(link["id"]), new_secret=value)
+    rotated = page.own_connection(link["id"])
+    return _detail(rotated, new_secret=value, registered=_set_up_again(rotated))
+
+
+def _set_up_again(link: Row) -> webhook_setup.Outcome:
+    """What the connector registered in the CRM registered again with the new secret."""
+    public_url = current_app.config["PUBLIC_URL"]
+    with outbound.client(timeout=10.0) as client:
+        return webhook_setup.set_up_again(
+            page.db(), page.server_secret(), link, client, public_url, server.now()
+        )
 
 
 @page.blueprint.get("/connections/<connection_id>/remove")
@@ -245,7 +257,9 @@ def remove_connection(connection_id: str) -> Response:
     return redirect(url_for(".connections_page"), 303)
 
 
-def _detail(link: Row, new_secret: str | None = None) -> Response:
+def _detail(
+    link: Row, new_secret: str | None = None, registered: webhook_setup.Outcome | None = None
+) -> Response:
     kind = PLATFORMS[link["platform"]]
     connect = install.offer(page.db(), link, server.now())
     if connect["consent_origin"]:  # the Connect form's answer sends the browser there
@@ -260,6 +274,7 @@ def _detail(link: Row, new_secret: str | None = None) -> Response:
             page.db(), link, current_app.config["PUBLIC_URL"], new_secret
         ),
         new_secret=new_secret,
+        registered=registered,
         connect=connect,
         grace_choices=page.GRACE_CHOICES,
         default_grace=page.DEFAULT_GRACE,
