@@ -133,8 +133,9 @@ def set_crm(
     """Connect (or connect again) a CRM connection: its CRM's API base URL, checked, with a
     token (used until it is refused, or until `expires_at`) and, for a token that is renewed,
     the OAuth client that renews it; `account_id` is the CRM account the grant is for, where
-    the platform names one (HubSpot's portal id). The connection as saved; raises
-    InvalidConnection."""
+    the platform names one (HubSpot's portal id). An account belongs to one connection at a
+    time: connecting another to it is refused, and the one connected keeps it. The connection
+    as saved; raises InvalidConnection."""
     row = store.connection(db, connection_id)
     if row is None:
         raise InvalidConnection(f"no connection {connection_id}")
@@ -154,8 +155,23 @@ def set_crm(
         "crm_auth_error": "",  # connected again: the grant works
     }
     with server.write(db):
+        _check_account_free(db, kind, connection_id, account_id)
         store.save_crm_grant(db, connection_id, values)
     return store.connection(db, connection_id) or row
+
+
+def _check_account_free(db: Database, kind: Platform, connection_id: str, account_id: str) -> None:
+    """Refuse a CRM account another connection holds (it could be another organization's:
+    its requests would reach one of the two, and be charged to it). Its own account again is
+    fine. Nothing about the other connection is told."""
+    holder = store.connection_of_account(db, kind.name, account_id)
+    if holder is not None and holder["id"] != connection_id:
+        title = kind.title or kind.name
+        raise InvalidConnection(
+            f"this {title} account ({account_id}) is already connected to another connection, "
+            f"perhaps another organization's: a {title} account is connected to one connection "
+            f"at a time. Connect another {title} account, or remove that connection first."
+        )
 
 
 def edit(db: Database, connection_id: str, name: str, refresh_days: int) -> bool:

@@ -258,7 +258,9 @@ def _exchange(
 
 
 def save(db: Database, secret: bytes, grant: Grant) -> Row:
-    """Connect the grant's connection (`connections.set_crm`): the connection as saved."""
+    """Connect the grant's connection (`connections.set_crm`): the connection as saved.
+    Refused when the CRM account is another connection's (HubSpot's portal): the grant is
+    dropped unused, and the other connection keeps the account."""
     try:
         return connections.set_crm(
             db, secret, grant.link["id"], base_url=grant.base_url, token=grant.access_token,

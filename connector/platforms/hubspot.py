@@ -16,8 +16,9 @@
 - OAuth: the date-versioned token endpoint (v1 ends on 2027-02-16).
 - As a public app: the account (portal) each app-level request is for (`event_portal`,
   `action_portal`), verified with the app's client secret (`verify_app_request`); and the
-  app's custom workflow action definition, made from a mapping (`action_definition`) and
-  created or updated through the developer API (`HubSpotDeveloper`, `register_action`).
+  app's custom workflow action definition, made from a mapping (`action_definition`, and
+  `action_patch` to update it) and created or updated through the developer API
+  (`HubSpotDeveloper`, `register_action`).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
   one record, and batch reads and updates of up to 100 a call; listing records for a
   backfill through the CRM search API, and finding a contact by e-mail with it; and the
@@ -752,11 +753,16 @@ class HubSpotPlatform(Platform):
     company_link: str = "associatedcompanyid"
     oauth_authorize_url: str = "https://app.hubspot.com/oauth/authorize"
     oauth_token_url: str = "https://api.hubapi.com/oauth/2026-03/token"  # v1 ends 2027-02-16
-    # Contacts' and companies' records and properties, and custom workflow actions' callbacks.
+    # What the adapter's calls need for each kind it enriches, as HubSpot's 2026-03
+    # specifications name them: records (crm.objects.*), properties (crm.schemas.*: read for
+    # the mapping editor, write for "Create missing"), and the custom action callback API
+    # (automation); plus `oauth`, which HubSpot requires of every legacy app. HubSpot refuses an
+    # install URL lacking a scope the app requires (tests/test_adapters_hubspot.py derives
+    # this list from the requests the adapter sends).
     oauth_scope: str = (
-        "crm.objects.contacts.read crm.objects.contacts.write crm.schemas.contacts.read "
+        "oauth crm.objects.contacts.read crm.objects.contacts.write crm.schemas.contacts.read "
         "crm.schemas.contacts.write crm.objects.companies.read crm.objects.companies.write "
-        "automation"
+        "crm.schemas.companies.read crm.schemas.companies.write automation"
     )
     install: tuple[str, ...] = (
         "This connection's secret is your HubSpot app's client secret (ending in {hint}): "
@@ -895,15 +901,18 @@ ACTION_LABELS = {
     "appDisplayName": "Contact data",
 }
 OBJECT_TYPES = {"contacts": "CONTACT", "companies": "COMPANY"}
-NUMBER = {"type": "number", "fieldType": "number"}
-TEXT = {"type": "string", "fieldType": "text"}
+# A field's type, with the `options` and `externalOptions` the specification marks required
+# (none: our fields are free text or numbers).
+NUMBER = {"type": "number", "fieldType": "number", "options": [], "externalOptions": False}
+TEXT = {"type": "string", "fieldType": "text", "options": [], "externalOptions": False}
 
 
 def action_definition(mapping: mappings.Mapping, action_url: str, published: bool) -> Row:
     """The app's custom workflow action for the mapping's kind of record: an input field for
     each `inputFields.X` the mapping reads, the `object.properties.X` it reads asked for with
     each request, an output field for each property it maps (a number where its transforms
-    make one) and `contactdata_error`, which a failed action fills."""
+    make one) and `contactdata_error`, which a failed action fills. The create body
+    (PublicActionDefinitionEgg): `functions`, required there, is empty."""
     inputs = sorted(_read_under(mapping, "inputFields."))
     outputs = {rule.property: NUMBER if "integer" in rule.transforms else TEXT
                for rule in mapping.output} | {"contactdata_error": TEXT}  # fmt: skip
@@ -922,7 +931,14 @@ def action_definition(mapping: mappings.Mapping, action_url: str, published: boo
             {"typeDefinition": {"name": name, **typed}} for name, typed in outputs.items()
         ],
         "labels": {"en": labels},
+        "functions": [],
     }
+
+
+def action_patch(definition: Row) -> Row:
+    """The update body (PublicActionDefinitionPatch) of a create body: all but `functions`,
+    which an update does not take (they have their own endpoints)."""
+    return {name: value for name, value in definition.items() if name != "functions"}
 
 
 def _read_under(mapping: mappings.Mapping, prefix: str) -> set[str]:
@@ -994,7 +1010,7 @@ def register_action(developer: HubSpotDeveloper, app_id: str, definition: Row) -
     for existing in developer.definitions(app_id):
         same_url = existing.get("actionUrl") == definition["actionUrl"]
         if same_url and existing.get("objectTypes") == definition["objectTypes"]:
-            developer.update(app_id, str(existing["id"]), definition)
+            developer.update(app_id, str(existing["id"]), action_patch(definition))
             return str(existing["id"]), False
     return str(developer.create(app_id, definition)["id"]), True
 

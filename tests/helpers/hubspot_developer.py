@@ -1,5 +1,9 @@
 """A fake of HubSpot's developer-side API on loopback: an app's custom workflow action
-definitions (list, create, update), behind the developer API key (`hapikey`), each call kept."""
+definitions (list, create, update), behind the developer API key (`hapikey`), each call kept.
+A create or update body is loaded into hubspot-api-client's own model for it
+(PublicActionDefinitionEgg, PublicActionDefinitionPatch) with client-side validation on: a body
+the SDK refuses (a required field missing, a value outside an enumeration) is a 400, as
+HubSpot answers a body its specification refuses."""
 
 from __future__ import annotations
 
@@ -8,13 +12,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from hubspot.automation import actions as sdk_actions
 
 from connector.platforms.hubspot import ACTIONS
 from tests.servers import serving
 
 Row = dict[str, Any]
+MODELS = {"POST": "PublicActionDefinitionEgg", "PATCH": "PublicActionDefinitionPatch"}
 INVALID_KEY = {
     "status": "error",
     "message": "The API key provided is invalid. View or manage your API key here: ...",
@@ -23,7 +31,7 @@ INVALID_KEY = {
 
 
 class FakeHubSpotDeveloper(ThreadingHTTPServer):
-    """One app's action definitions by id; every call (method, path, key) in `calls`."""
+    """One app's action definitions by id; every call (method, path, key, body) in `calls`."""
 
     daemon_threads = True
 
@@ -50,13 +58,16 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
         parts = urlsplit(target)
         key = parse_qs(parts.query).get("hapikey", [""])[0]
         with self.lock:
-            self.calls.append({"method": method, "path": parts.path, "key": key})
+            self.calls.append({"method": method, "path": parts.path, "key": key, "body": body})
             if key != self.key:
                 return 401, INVALID_KEY
             return self.route(method, parts.path, body)
 
     def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         base = f"{ACTIONS}/{self.app_id}"
+        refused = sdk_refusal(MODELS[method], body) if method in MODELS else None
+        if refused:
+            return 400, {"status": "error", "message": refused, "category": "VALIDATION_ERROR"}
         if path == base and method == "GET":
             return 200, {"results": list(self.definitions.values())}
         if path == base and method == "POST":
@@ -69,6 +80,24 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
             self.definitions[definition_id] = found
             return 200, found
         return 404, {"status": "error", "message": f"no route {method} {path}"}
+
+
+def sdk_model(model: str, body: Any) -> Any:
+    """`body` loaded into the SDK's automation actions `model`, validating as it loads: a
+    required field missing or a value outside an enumeration raises ValueError."""
+    configuration = sdk_actions.Configuration()
+    configuration.client_side_validation = True
+    client = sdk_actions.ApiClient(configuration)
+    return client.deserialize(SimpleNamespace(data=json.dumps(body)), model)
+
+
+def sdk_refusal(model: str, body: Any) -> str:
+    """Why the SDK refuses `body` as a `model`, or "" when it takes it."""
+    try:
+        sdk_model(model, body)
+    except ValueError as error:
+        return str(error)
+    return ""
 
 
 class _Handler(BaseHTTPRequestHandler):
