@@ -228,6 +228,12 @@ def c004_bigint_counts_and_caps(db: Any) -> None:
     _run(db, _BIGINT)
 
 
+@migration
+def c005_throttled_connections(db: Any) -> None:
+    """m023: until when a connection's CRM rate limit holds its events."""
+    db.execute("ALTER TABLE connections ADD COLUMN throttled_until TEXT NOT NULL DEFAULT ''")
+
+
 _BIGINT = """
 ALTER TABLE mapping_versions ALTER COLUMN version TYPE BIGINT;
 ALTER TABLE backfills ALTER COLUMN listed TYPE BIGINT, ALTER COLUMN queued TYPE BIGINT,

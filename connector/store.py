@@ -477,6 +477,13 @@ def m022_hubspot_app_v3(db: Database) -> None:
     db.execute("ALTER TABLE oauth_apps ADD COLUMN hubspot_v3_kinds TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m023_throttled_connections(db: Database) -> None:
+    """Until when a connection's CRM refuses calls for its rate limit ('' when it does not):
+    none of its events is claimed before then."""
+    db.execute("ALTER TABLE connections ADD COLUMN throttled_until TEXT NOT NULL DEFAULT ''")
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     columns = ", ".join(row)
@@ -863,8 +870,12 @@ def events_of(db: Database, connection_id: str) -> list[Row]:
     return list(db.query(sql, [connection_id]))
 
 
-# Connections whose events wait: paused ones, and CRM connections not connected yet.
-HELD = "SELECT id FROM connections WHERE paused_at != '' OR crm_base_url = ''"
+# Connections whose events wait: paused ones, CRM connections not connected yet, and those
+# whose CRM's rate limit holds them (throttled_until) at :now.
+HELD = (
+    "SELECT id FROM connections WHERE paused_at != '' OR crm_base_url = '' "
+    "OR throttled_until > :now"
+)
 
 
 # Claiming in one statement, in a write transaction (BEGIN IMMEDIATE: one claimer at a time).
@@ -924,6 +935,21 @@ def postpone_event(db: Database, event_id: int, due_at: str, error: str) -> None
         "WHERE id = ?",
         [due_at, error, event_id],
     )
+
+
+def hold_events(db: Database, event_ids: list[int], due_at: str, error: str) -> None:
+    """Make events due again at `due_at` without counting an attempt (their CRM's rate limit
+    refused them, not the events); their claims end."""
+    db.conn.executemany(
+        f"UPDATE events SET due_at = ?, last_error = ?, {_RELEASED} WHERE id = ?",
+        [(due_at, error, event_id) for event_id in event_ids],
+    )
+
+
+def throttle_connection(db: Database, connection_id: str, until: str) -> None:
+    """Hold a connection's events until `until` (a later hold already set is kept)."""
+    sql = "UPDATE connections SET throttled_until = ? WHERE id = ? AND throttled_until < ?"
+    db.execute(sql, [until, connection_id, until])
 
 
 def retry_event(db: Database, event_id: int, now: str) -> bool:

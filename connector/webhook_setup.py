@@ -22,7 +22,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, mappings, outbound, store, subscriptions
+from connector import connections, mappings, oauth, outbound, store, subscriptions
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Adapter, Permanent, Platform, Retriable
 
@@ -117,12 +117,40 @@ def remove(
     now: datetime,
     revoke: Callable[[Database, Row], None] | None = None,
 ) -> Outcome:
-    """Remove a connection, its CRM's webhooks deleted first: the connection goes whether or
-    not the CRM let them be (its URLs stop at once, its own key revoked by `revoke`); the
-    teardown's outcome."""
+    """Remove a connection, its CRM's webhooks deleted first and its OAuth grant revoked
+    after (`revoke_grant`): the connection goes whether or not the CRM let them be (its URLs
+    stop at once, its own key revoked by `revoke`); both outcomes in one."""
     outcome = tear_down(db, secret, row, client, public_url, now)
+    row = store.connection(db, row["id"]) or row  # as the teardown left it (a rotated grant)
     connections.remove(db, row["id"], revoke)
-    return outcome
+    grant = revoke_grant(db, secret, row, client, public_url, now)
+    message = " ".join(part for part in (outcome.message, grant.message) if part)
+    return Outcome(outcome.ok and grant.ok, message)
+
+
+def revoke_grant(
+    db: Database, secret: bytes, row: Row, client: httpx.Client, public_url: str, now: datetime
+) -> Outcome:
+    """Revoke the OAuth grant the connection was connected with (its refresh token, else its
+    access token) where the platform documents how; a token the admin pasted is theirs to
+    revoke. A refusal is the outcome, in the endpoint's words, with where to do it by hand."""
+    platform = PLATFORMS[row["platform"]]
+    if not row.get("crm_oauth_sealed"):
+        pasted = f"The token pasted for it was not revoked: revoke it in {platform.title}."
+        return Outcome(True, pasted if row.get("crm_token_sealed") else "")
+    try:
+        grant = oauth.Credentials.loads(store.unseal(secret, row["crm_oauth_sealed"]))
+        outbound.check_crm_url(grant.token_url)
+        revoked = platform.revoke_grant(client, grant, store.crm_token(secret, row))
+    except (*FAILURES, ValueError) as error:
+        return Outcome(False, f"The {platform.title} grant could not be revoked: "
+                              f"{_words(error, secret, row)}; revoke it in {platform.title}'s "
+                              "Connected Apps.")  # fmt: skip
+    if not revoked:
+        return Outcome(True, f"{platform.title} offers no revocation of one grant: remove "
+                             "the app's access there if nothing else uses it.")  # fmt: skip
+    token = "refresh token" if grant.refresh_token else "access token"
+    return Outcome(True, f"Revoked the {platform.title} grant: its {token} no longer works.")
 
 
 def install(db: Database, row: Row, public_url: str, secret: str | None = None) -> Row:

@@ -12,6 +12,9 @@ the write is not repeated either: the CRM then holds our values, and values it h
 never sent. Failures the CRM calls passing (429, 5xx, timeouts, resets) wait and try again
 with capped exponential backoff and full jitter, honoring Retry-After; the others, and an
 event out of attempts, become dead letters with the reason (`contactdata deliveries retry`).
+A CRM's rate limit (a `throttled` Retriable) is the connection's, not the event's: the event
+waits until the time the CRM states, counting no attempt, and so does every other event of
+the connection (it is claimed by no worker before then, and one already claimed is put back).
 Anything else an event raises (a bug, MemoryError) is that event's failure, logged with its
 traceback and retried like a passing one: one record never stops the worker, or the
 write-back of every other connection behind it.
@@ -63,6 +66,7 @@ MAX_ATTEMPTS = 12
 BACKOFF_FIRST_SECONDS = 30.0
 BACKOFF_CAP_SECONDS = 6 * 3600.0
 NO_CREDITS_WAIT_SECONDS = 3600.0  # an organization out of credits may be topped up
+THROTTLED_WAIT_SECONDS = 60.0  # a rate limit whose answer states no time (Zoho's 429)
 FRESH_FOR = timedelta(days=30)  # a record enriched this recently, from the same input, is left
 ROUNDS = threading.Lock()  # one round at a time in this process
 LEASE = timedelta(seconds=60)  # a claim's life unless renewed: `contactdata worker --lease`
@@ -151,13 +155,19 @@ class Worker:
             )
         except Exception as error:
             return Counter(self._fail(event, error) for event in events)
+        if link["throttled_until"] > server.iso(self.clock()):  # another batch hit the limit
+            return self._hold(events, link["throttled_until"], "waiting for the CRM's rate limit")
         notes: list[tuple[Row, str]] = []  # events done with nothing to write, and why
         reads: list[Triaged] = []
         now = self.clock()  # the round's time: its records' enriched_at, its freshness checks
         cache = store.records(
             self.db, link["id"], first["kind"], [event["record_id"] for event in events]
         )
+        limit: Retriable | None = None  # the CRM's rate limit, once an action met it
         for event in events:
+            if limit is not None:
+                outcomes[self._fail(event, limit)] += 1
+                continue
             try:
                 payload = json.loads(event["payload"])
                 if PLATFORMS[link["platform"]].is_action(payload):
@@ -169,11 +179,15 @@ class Worker:
                 triaged = self._triage(event, payload, link, mapping, cache, now)
             except Exception as error:
                 outcomes[self._fail(event, error)] += 1
+                limit = error if isinstance(error, Retriable) and error.throttled else None
                 continue
             if isinstance(triaged, Triaged):
                 reads.append(triaged)
             else:
                 notes.append((event, triaged))
+        if limit is not None:  # read nothing more while the CRM refuses
+            outcomes.update(self._fail(triaged.event, limit) for triaged in reads)
+            reads = []
         planned: list[Planned] = []
         platform = PLATFORMS[link["platform"]]
         linking = first["kind"] == "contacts" and "companies" in platform.objects
@@ -397,6 +411,8 @@ class Worker:
 
     def _fail(self, event: Row, error: Exception) -> str:
         """Postpone or bury an event after `error`: "retry" or "dead"."""
+        if isinstance(error, Retriable) and error.throttled:
+            return self._throttle(event, error)
         if isinstance(error, Retriable):
             return self._postpone(event, error.reason, error.retry_after)
         if isinstance(error, Permanent):
@@ -418,6 +434,22 @@ class Worker:
         with server.write(self.db):
             store.postpone_event(self.db, event["id"], due, reason)
         return "retry"
+
+    def _throttle(self, event: Row, limit: Retriable) -> str:
+        """The CRM's rate limit refused a call for `event`: hold its connection, and the event
+        with it, until the time the CRM stated (THROTTLED_WAIT_SECONDS when it stated none)."""
+        wait = THROTTLED_WAIT_SECONDS if limit.retry_after is None else limit.retry_after
+        until = server.iso(self.clock() + timedelta(seconds=wait))
+        with server.write(self.db):
+            store.throttle_connection(self.db, event["connection_id"], until)
+        self._hold([event], until, limit.reason)
+        return "retry"
+
+    def _hold(self, events: list[Row], until: str, reason: str) -> Counter[str]:
+        """Make `events` due at `until` without counting an attempt: all "retry"."""
+        with server.write(self.db):
+            store.hold_events(self.db, [event["id"] for event in events], until, reason)
+        return Counter(retry=len(events))
 
     def _bury(self, event: Row, reason: str) -> str:
         with server.write(self.db):

@@ -325,6 +325,29 @@ def connect(client: FlaskClient, link_id: str) -> TestResponse:
     return back(client, consent(start(client, link_id).location))
 
 
+@pytest.mark.parametrize("platform", ["hubspot", "salesforce", "zoho"])
+def test_removing_a_connection_on_the_page_revokes_its_grant(
+    app: Flask, database: Database, acme: str, platform: str
+) -> None:
+    """The refresh token the operator's app was given stops working when the connection goes."""
+    with running(platform) as fake:
+        register(database, fake)
+        link_id = connection(database, acme, fake.platform)
+        client = signed_in(app, acme)
+        back(client, consent(start(client, link_id).location))
+        granted = set(fake.refresh_tokens)
+        assert len(granted) == 1
+
+        page = client.get(f"/settings/connections/{link_id}/remove")
+        gone = client.post(f"/settings/connections/{link_id}/remove",
+                           data={"csrf_token": token(page)}, follow_redirects=True)  # fmt: skip
+
+        assert gone.status_code == 200 and store.connection(database, link_id) is None
+        assert [form["token"] for form in fake.seen.revocations] == list(granted)
+        assert fake.refresh_tokens == set()
+        assert f"Revoked the {platform_title(platform)} grant" in source(gone)
+
+
 def test_an_authorization_older_than_ten_minutes_is_refused(
     database: Database, pending: tuple[FlaskClient, str, str], hubspot: FakeAuthServer,
     clock: Clock,

@@ -14,13 +14,14 @@ from datetime import datetime, timedelta
 from html import unescape
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
 from flask import Flask, render_template
 from sqlite_utils import Database
 
-from connector import connections, store, webhook_setup
+from connector import connections, oauth, store, webhook_setup
 from connector.app import create_app
 from connector.mappings import DIRECTORY
 from connector.platforms import PLATFORMS
@@ -387,3 +388,110 @@ def test_the_connection_page_offers_registering_again_to_its_own_admin_only(
     assert "Could not register the webhook: POST http://127.0.0.1:9/api/v1/webhooks failed" in shown
     assert link.secret not in shown
     assert store.connection(db, link.row["id"]) is not None
+
+
+# Revoking the OAuth grant (issue 35, item 4) ------------------------------------------------
+
+# Each platform's documented revocation: method, path on the grant's token host, and what it
+# sends (form, or Zoho's query), the client authenticated as the platform asks.
+REVOCATIONS = {
+    "hubspot": ("/oauth/2026-03/token", "/oauth/2026-03/token/revoke",
+                {"client_id": "app", "client_secret": "shh", "token": "rt-1",
+                 "token_type_hint": "refresh_token"}),
+    "salesforce": ("/services/oauth2/token", "/services/oauth2/revoke", {"token": "rt-1"}),
+    "zoho": ("/oauth/v2/token", "/oauth/v2/token/revoke", {}),
+    "pipedrive": ("/oauth/token", "/oauth/revoke",
+                  {"token": "rt-1", "token_type_hint": "refresh_token"}),
+}  # fmt: skip
+
+
+class RevocationEndpoint:
+    """An authorization server's revocation endpoint answering `status` (and `body`); every
+    request it is sent is kept."""
+
+    def __init__(self, status: int = 200, body: Any = None) -> None:
+        self.status, self.body = status, body
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(self.status, json=self.body)
+
+
+def granted(db: Database, platform: str, token_path: str, refresh_token: str = "rt-1") -> Any:
+    """A connection connected through the operator's OAuth app (its grant sealed)."""
+    options: dict[str, Any] = {"salesforce": {"salesforce_org_ids": ("00D5e000000abcD",)}}.get(
+        platform,
+        {"secret": "app-client-secret-0123456789"} if PLATFORMS[platform].issues_secret else {},
+    )
+    link = connected(db, platform, **options)
+    grant = oauth.Credentials(f"{CRM}{token_path}", "app", "shh", refresh_token,
+                              basic=platform == "pipedrive")  # fmt: skip
+    sealed = store.seal(SECRET.encode(), grant.dumps())
+    store.save_crm_grant(db, link.row["id"], {"crm_oauth_sealed": sealed})
+    return link
+
+
+@pytest.mark.parametrize("platform", sorted(REVOCATIONS))
+def test_removing_a_connection_revokes_its_grant_as_the_platform_documents(
+    db: Database, platform: str
+) -> None:
+    token_path, revoke_path, form = REVOCATIONS[platform]
+    link = granted(db, platform, token_path)
+    endpoint = RevocationEndpoint(200, {"status": "success"} if platform == "zoho" else {})
+
+    outcome = remove(db, link, endpoint)
+
+    assert outcome.ok, outcome.message
+    [sent] = endpoint.requests
+    assert (sent.method, sent.url.path) == ("POST", revoke_path)
+    assert dict(parse_qsl(sent.content.decode())) == form
+    if platform == "zoho":
+        assert dict(sent.url.params) == {"token": "rt-1"}
+    if platform == "pipedrive":
+        assert sent.headers["authorization"] == "Basic " + base64.b64encode(b"app:shh").decode()
+    assert "refresh token no longer works" in outcome.message
+    assert store.connection(db, link.row["id"]) is None
+
+
+def test_a_refused_revocation_still_removes_the_connection_and_says_so(db: Database) -> None:
+    link = granted(db, "hubspot", "/oauth/2026-03/token")
+    refusal = {"status": "BAD_REFRESH_TOKEN", "message": "refresh token is invalid"}
+    endpoint = RevocationEndpoint(400, refusal)
+
+    outcome = remove(db, link, endpoint)
+
+    assert not outcome.ok
+    assert "The HubSpot grant could not be revoked: 400 refresh token is invalid" in outcome.message
+    assert "revoke it in HubSpot's Connected Apps" in outcome.message
+    assert store.connection(db, link.row["id"]) is None
+
+
+def test_zohos_refusal_in_a_200_is_a_refusal(db: Database) -> None:
+    link = granted(db, "zoho", "/oauth/v2/token")
+
+    outcome = remove(db, link, RevocationEndpoint(200, {"error": "invalid_token"}))
+
+    assert not outcome.ok and "invalid_token" in outcome.message
+    assert store.connection(db, link.row["id"]) is None
+
+
+def test_a_pasted_token_is_not_revoked_and_the_message_says_so(db: Database) -> None:
+    link = connected(db, "hubspot", secret="app-client-secret-0123456789")
+    endpoint = RevocationEndpoint()
+
+    outcome = remove(db, link, endpoint)
+
+    assert outcome.ok and endpoint.requests == []
+    assert "The token pasted for it was not revoked" in outcome.message
+
+
+def test_a_dynamics_client_credentials_grant_has_nothing_to_revoke(db: Database) -> None:
+    link = granted(db, "dynamics", "/tenant/oauth2/v2.0/token", refresh_token="")
+    endpoint = RevocationEndpoint()
+
+    outcome = remove(db, link, endpoint)
+
+    assert outcome.ok and endpoint.requests == []
+    assert "Dynamics 365 offers no revocation of one grant" in outcome.message
+    assert store.connection(db, link.row["id"]) is None

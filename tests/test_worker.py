@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from sqlite_utils import Database
 
+import server
 from connector import connections, outbound, store, worker
 from connector.cli import main
 from connector.platforms.hubspot import CONTACTS
@@ -77,10 +78,63 @@ def test_429_waits_at_least_retry_after_then_succeeds(worker_setup: Any, crm: Fa
     crm.failures.append(httpx.Response(429, headers={"Retry-After": "120"}, json={}))
     assert work.run_due() == {"retry": 1}
     event = _only_event(db, link)
-    assert event["attempts"] == 1 and event["due_at"] >= "2026-11-23T12:02:00"
+    assert event["attempts"] == 0 and event["due_at"] >= "2026-11-23T12:02:00"
     assert work.run_due() == {}  # not due yet
     clock.now += timedelta(seconds=300)
     assert work.run_due() == {"done": 1}
+
+
+# HubSpot's 429: policyName in the body, Retry-After when sent, else the window's length in
+# X-HubSpot-RateLimit-Interval-Milliseconds (https://developers.hubspot.com/docs/guides/apps/
+# api-usage/usage-details); DAILY without Retry-After waits 24 h (connector/platforms/hubspot.py).
+@pytest.mark.parametrize(
+    ("policy", "headers", "wait"),
+    [
+        ("TEN_SECONDLY_ROLLING", {"Retry-After": "7"}, timedelta(seconds=7)),
+        ("SECONDLY", {"X-HubSpot-RateLimit-Interval-Milliseconds": "10000"}, timedelta(seconds=10)),
+        ("DAILY", {}, timedelta(hours=24)),
+    ],
+)
+def test_a_rate_limit_holds_the_whole_connection_without_spending_attempts(
+    worker_setup: Any, crm: FakeHubSpot, policy: str, headers: dict[str, str], wait: timedelta
+) -> None:
+    db, work, link, clock = worker_setup
+    crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
+    hubspot_event(db, link, "e-501", thin=True)
+    body = {"status": "error", "message": "You have reached your limit.", "policyName": policy}
+    crm.failures.append(httpx.Response(429, headers=headers, json=body))
+    assert work.run_due(limit=1) == {"retry": 1}  # one event: the 429 answers its read
+    hubspot_event(db, link, "e-502", thin=True, record="502")  # arrives during the hold
+    held = clock.now + wait
+    (event,) = [e for e in store.events_of(db, link.row["id"]) if e["record_id"] == "501"]
+    assert event["attempts"] == 0 and event["due_at"] == server_iso(held)
+    calls = len(crm.requests)
+    clock.now = held - timedelta(seconds=1)
+    assert work.run_due() == {} and len(crm.requests) == calls  # neither event is attempted
+    clock.now = held
+    assert work.run_due() == {"done": 2}
+    assert {e["attempts"] for e in store.events_of(db, link.row["id"])} == {1}
+
+
+def test_events_claimed_with_a_rate_limited_one_are_put_back_unattempted(
+    worker_setup: Any, crm: FakeHubSpot
+) -> None:
+    db, work, link, clock = worker_setup
+    hubspot_event(db, link, "first", thin=True)
+    hubspot_event(db, link, "second", thin=True)  # the same record: the round's next batch
+    limited = {"status": "error", "message": "Slow down", "policyName": "TEN_SECONDLY_ROLLING"}
+    crm.failures.append(httpx.Response(429, headers={"Retry-After": "10"}, json=limited))
+    assert work.run_due() == {"retry": 2}
+    assert len(crm.requests) == 1  # the second batch did not call the CRM
+    due = server_iso(clock.now + timedelta(seconds=10))
+    assert [(e["attempts"], e["due_at"]) for e in store.events_of(db, link.row["id"])] == [
+        (0, due),
+        (0, due),
+    ]
+
+
+def server_iso(when: datetime) -> str:
+    return server.iso(when)
 
 
 def test_timeouts_back_off_and_give_up_into_a_dead_letter(

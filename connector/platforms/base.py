@@ -19,9 +19,10 @@
   Messages name what was wrong, never the secret or the expected signature.
 - Calling its CRM: what every adapter offers (`Adapter`), is built from and sends with
   (`CrmClient`, `send`), what a write did (`WriteResult`), and how failures are classified
-  once for all: 429, 5xx, timeouts and resets are `Retriable`; redirects and other 4xx are
-  `Permanent`, with the CRM's own message; a 2xx whose body is not what the CRM documents is
-  `garbled` (Retriable). Refused properties are reported with `write_dropping`.
+  once for all: 429, 5xx, timeouts and resets are `Retriable` (a rate limit `throttled`:
+  the worker then holds the whole connection until the time the CRM states); redirects and
+  other 4xx are `Permanent`, with the CRM's own message; a 2xx whose body is not what the
+  CRM documents is `garbled` (Retriable). Refused properties are reported with `write_dropping`.
 
 The receiver, the worker, OAuth and the connection code ask a platform; none of them tests a
 platform's name. A platform module subclasses `Platform` and registers an instance in
@@ -42,13 +43,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 import httpx
 from sqlite_utils import Database
 
 from server import UnreadableJson, decode_json, metrics
+
+if TYPE_CHECKING:
+    from connector.oauth import Credentials
 
 Row = dict[str, Any]
 Schema = dict[str, Any]
@@ -266,6 +270,33 @@ class Platform:
     def installed_account(self, answer: Row) -> str:
         """The CRM account the token `answer` is for, where the platform names one."""
         return ""
+
+    def revocation(self, grant: Credentials, token: str, hint: str) -> httpx.Request | None:
+        """The request, as the platform documents it, that revokes `token` (`hint`:
+        refresh_token or access_token) of the OAuth `grant` when its connection is removed;
+        None where there is nothing the connector can revoke (the default)."""
+        return None
+
+    def revoke_grant(self, client: httpx.Client, grant: Credentials, access_token: str) -> bool:
+        """Revoke a connection's OAuth grant (its refresh token, else `access_token`): whether
+        a revocation was asked for; Permanent, or Retriable (unreachable, busy), in the
+        endpoint's words when it was not done."""
+        token = grant.refresh_token or access_token
+        hint = "refresh_token" if grant.refresh_token else "access_token"
+        request = self.revocation(grant, token, hint) if token else None
+        if request is None:
+            return False
+        try:
+            response = client.send(request)
+        except httpx.HTTPError as error:
+            raise Retriable(f"{type(error).__name__}: {error}") from error
+        said = body if isinstance(body := json_body(response), dict) else {}
+        if response.status_code == 429 or response.status_code >= 500:
+            raise Retriable(f"{response.status_code} {error_message(response)}")
+        if response.is_error or said.get("error"):  # Zoho refuses in a 200 too
+            words = said.get("error_description") or said.get("error") or error_message(response)
+            raise Permanent(f"{response.status_code} {words}")
+        return True
 
     # Connections -------------------------------------------------------------------------
 
@@ -684,12 +715,17 @@ class WriteResult:
 
 
 class Retriable(Exception):
-    """A failure worth trying again, after `retry_after` seconds when the CRM said how long."""
+    """A failure worth trying again, after `retry_after` seconds when the CRM said how long.
+    `throttled`: the CRM's rate limit refused it, so the whole connection waits that long
+    (every call would be refused alike) and the wait costs the event no attempt."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, *, throttled: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.throttled = throttled
 
 
 class Permanent(Exception):
@@ -872,12 +908,15 @@ class CrmClient:
 
 def classify(response: httpx.Response, now: datetime | None = None) -> None:
     """Nothing for a 2xx answer; otherwise raise: 429 and 5xx Retriable (honoring
-    Retry-After), redirects and other 4xx Permanent, with the CRM's message."""
+    Retry-After; a 429 throttles the connection), redirects and other 4xx Permanent, with
+    the CRM's message."""
     status = response.status_code
     if 200 <= status < 300:
         return
     reason = f"{status} {response.reason_phrase}: {error_message(response)}".rstrip(": ")
-    if status == 429 or status >= 500:
+    if status == 429:
+        raise Retriable(reason, retry_after(response, now), throttled=True)
+    if status >= 500:
         raise Retriable(reason, retry_after(response, now))
     if 300 <= status < 400:
         where = response.headers.get("location", "nowhere")

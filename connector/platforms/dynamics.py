@@ -24,7 +24,9 @@ A PATCH carries `If-Match: *`, so a deleted row answers 404 (Permanent, no such 
 instead of being created again. 401 is a token expired or revoked (Entra ID access tokens are
 short-lived: refreshing it is the caller's business). 429, the service protection limits,
 waits exactly the Retry-After the answer gives (seconds): waiting less is refused again, and
-Microsoft asks clients to let that value set the pace.
+Microsoft asks clients to let that value set the pace. It is `throttled`: the worker holds
+the whole connection until then, counting no attempt
+(https://learn.microsoft.com/power-apps/developer/data-platform/api-limits).
 
 Fields (the mapping editor's): the table's attribute definitions (GET EntityDefinitions(
 LogicalName='<table>')/Attributes, one answer: metadata is not paged), each AttributeType
@@ -379,7 +381,9 @@ class Dynamics(CrmClient):
             raise Permanent(TOKEN_REFUSED)
         if status == 404:
             raise Permanent(f"no such {self.table.name}: {_reason(response)}")
-        if status == 429 or status >= 500:
+        if status == 429:
+            raise Retriable(_reason(response), retry_after(response), throttled=True)
+        if status >= 500:
             raise Retriable(_reason(response), retry_after(response))
         if 400 <= status < 500:
             raise Permanent(_reason(response))

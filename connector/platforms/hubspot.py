@@ -59,6 +59,12 @@ its policy says:
   an early retry is refused again, costing a call and one of the worker's attempts. We take
   the safe side: 24 h, by when every time zone has passed midnight. Never early, at most a
   day late.
+
+Either way the 429 is `throttled`: the limit is the account's, so the worker holds every
+event of the connection until then, counting no attempt. Sources: the 429 body's policyName
+and the X-HubSpot-RateLimit-* headers,
+https://developers.hubspot.com/docs/guides/apps/api-usage/usage-details and
+https://developers.hubspot.com/changelog/increasing-our-api-limits.
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -124,6 +130,9 @@ from connector.platforms.base import (
     write_many_dropping,
 )
 from server import UnreadableJson, decode_json
+
+if TYPE_CHECKING:
+    from connector.oauth import Credentials
 
 BATCH_SIZE = 100
 SEARCH_PAGE = 100  # the CRM search API's largest page
@@ -522,7 +531,7 @@ def _rate_limited(response: httpx.Response) -> Retriable:
         wait = DAILY_WAIT_SECONDS
     if wait is None:
         wait = _interval(response) or BURST_WAIT_SECONDS
-    return Retriable(reason, wait)
+    return Retriable(reason, wait, throttled=True)
 
 
 def _interval(response: httpx.Response) -> float | None:
@@ -837,6 +846,16 @@ class HubSpotPlatform(Platform):
         """The portal (`hub_id`) the token answer is for: app-level webhooks name it."""
         hub_id = answer.get("hub_id")
         return str(hub_id) if isinstance(hub_id, int | str) and str(hub_id).isdigit() else ""
+
+    def revocation(self, grant: Credentials, token: str, hint: str) -> httpx.Request | None:
+        """POST /oauth/2026-03/token/revoke, the client's id and secret in the form (it
+        replaces v1's DELETE /oauth/v1/refresh-tokens/{token}, ending 2027-02-16): this
+        connection's refresh token only, each connection holding its own grant (see
+        https://developers.hubspot.com/docs/api-reference/latest/authentication/oauth-tokens/revoke-token)."""
+        form = {"client_id": grant.client_id, "client_secret": grant.client_secret,
+                "token": token, "token_type_hint": hint}  # fmt: skip
+        url = f"{origin(grant.token_url)}/oauth/{API_VERSION}/token/revoke"
+        return httpx.Request("POST", url, data=form)
 
     def signing_schemes(self) -> dict[str, Schema]:
         v3 = {"type": "apiKey", "in": "header", "name": SIGNATURE_V3}

@@ -54,9 +54,13 @@ Failures beyond `base.classify`, answers being {"success": false, "error": ..., 
   key (the shape of that message for an unknown key inside `custom_fields` is unverified).
   Values refused as invalid are dropped the same way, so one bad value does not block the rest.
 - 401 is a token expired or revoked; 404 is no such person.
-- 429 waits Retry-After, else x-ratelimit-reset (seconds left of the 2-second burst window),
-  else that window; with x-daily-requests-left at 0 (the daily write allowance, counted in
-  UTC) it waits for the next midnight UTC.
+- 429 throttles the connection (the worker holds all its events, counting no attempt): for
+  Retry-After, else with x-daily-requests-left at 0 (the daily write allowance, counted in
+  UTC) until the next midnight UTC, else for x-ratelimit-reset (seconds left of the 2-second
+  burst window). A 429 with none of them may be the token budget spent (it resets at the
+  start of the next day; no header naming it is documented): it waits for the worker's
+  THROTTLED_WAIT_SECONDS, never a 2-second loop. Headers and windows:
+  https://pipedrive.readme.io/docs/core-api-concepts-rate-limiting.
 
 Echoes: Pipedrive sends a webhook for our own writes too. A webhook v2 body whose
 `meta.change_source` is "api" (not "app") came through the API, with `meta.user_id` the user
@@ -91,7 +95,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -121,10 +125,14 @@ from connector.platforms.base import (
     garbled,
     json_body,
     json_object,
+    origin,
     retry_after,
     write_dropping,
     write_each,
 )
+
+if TYPE_CHECKING:
+    from connector.oauth import Credentials
 
 PERSONS = "/api/v2/persons"
 ORGANIZATIONS = "/api/v2/organizations"
@@ -132,7 +140,6 @@ LEADS = "/api/v1/leads"
 LIST_IDS = 100  # GET /persons and /organizations take up to 100 comma-separated `ids`
 LIST_PAGE = 500  # v2 list endpoints: `limit` up to 500 a page
 LEADS_PAGE = 100  # GET /api/v1/leads a page: its links are then read in one call each
-BURST_WAIT_SECONDS = 2.0  # Pipedrive's rate-limit window
 LISTS = {"email": "emails", "phone": "phones"}  # flat property -> Pipedrive's list of them
 FLAT = {field: name for name, field in LISTS.items()}
 # The flat properties a PATCH body has a place for (see the module docstring), keys aside.
@@ -581,7 +588,7 @@ class Pipedrive(CrmClient):
             raise Permanent(f"no such {noun} ({said})")
         reason = f"{status} {response.reason_phrase}: {said}"
         if status == 429:
-            raise Retriable(reason, _rate_limit_wait(response))
+            raise Retriable(reason, _rate_limit_wait(response), throttled=True)
         if status >= 500:
             raise Retriable(reason, retry_after(response))
         raise Permanent(reason)
@@ -755,15 +762,15 @@ def _said(response: httpx.Response) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
-def _rate_limit_wait(response: httpx.Response) -> float:
-    """How long a 429 asks us to wait (see the module docstring)."""
+def _rate_limit_wait(response: httpx.Response) -> float | None:
+    """How long a 429 asks us to wait (see the module docstring); None when it does not say."""
     wait = retry_after(response)
     if wait is not None:
         return wait
     if response.headers.get("x-daily-requests-left", "").strip() == "0":
         return _until_midnight_utc(response)
     reset = response.headers.get("x-ratelimit-reset", "").strip()
-    return float(reset) if DELAY_SECONDS.fullmatch(reset) else BURST_WAIT_SECONDS
+    return float(reset) if DELAY_SECONDS.fullmatch(reset) else None
 
 
 def _until_midnight_utc(response: httpx.Response) -> float:
@@ -893,6 +900,15 @@ class PipedrivePlatform(BasicPassword):
     def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
         """The company's `api_domain` (https://<company>.pipedrive.com)."""
         return answer_url(answer, "api_domain", self.name)
+
+    def revocation(self, grant: Credentials, token: str, hint: str) -> httpx.Request | None:
+        """POST https://oauth.pipedrive.com/oauth/revoke (RFC 7009), Basic client auth, token
+        and token_type_hint: the refresh token revoked, the app is uninstalled (see
+        https://pipedrive.readme.io/docs/app-uninstallation)."""
+        url = f"{origin(grant.token_url)}/oauth/revoke"
+        headers = replace(grant, basic=True).headers()
+        return httpx.Request("POST", url, data={"token": token, "token_type_hint": hint},
+                             headers=headers)  # fmt: skip
 
     registers_webhooks: bool = True  # POST /v1/webhooks, with the webhooks:full scope
     install: tuple[str, ...] = (

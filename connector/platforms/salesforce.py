@@ -35,8 +35,9 @@ required field missing, a validation rule) is Permanent. UNABLE_TO_LOCK_ROW is R
 401 is a token expired or revoked (refreshing it is the caller's business).
 403 REQUEST_LIMIT_EXCEEDED is Retriable after an hour: the org's API limit counts requests
 over a rolling 24 hours, so room comes back as the oldest calls age out, not at a fixed
-reset; an hour retries about 24 times a day at most, and the worker's growing backoff
-stretches that further.
+reset; an hour retries about 24 times a day at most. It is `throttled`: the limit is the
+org's, so the worker holds the whole connection for that hour, counting no attempt
+(https://developer.salesforce.com/docs/platform/salesforce-app-limits-cheatsheet/guide/salesforce-app-limits-platform-api.html).
 
 Fields (the mapping editor's): the sObject's describe (GET /sobjects/{type}/describe), each
 field's type translated by `FIELD_TYPES` (Salesforce's own names: string, picklist, reference,
@@ -54,7 +55,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -86,11 +87,15 @@ from connector.platforms.base import (
     id_chunks,
     json_body,
     matching,
+    origin,
     retry_after,
     send,
     write_dropping,
     write_many_dropping,
 )
+
+if TYPE_CHECKING:
+    from connector.oauth import Credentials
 
 API_VERSION = "v62.0"
 BATCH_SIZE = 200
@@ -304,7 +309,8 @@ class Salesforce(CrmClient):
             raise Permanent(TOKEN_REFUSED)
         reason = f"{response.status_code}: {error_message(response)}"
         if "REQUEST_LIMIT_EXCEEDED" in codes:
-            raise Retriable(reason, retry_after(response) or REQUEST_LIMIT_WAIT_SECONDS)
+            wait = retry_after(response) or REQUEST_LIMIT_WAIT_SECONDS
+            raise Retriable(reason, wait, throttled=True)
         if "UNABLE_TO_LOCK_ROW" in codes:
             raise Retriable(reason, retry_after(response))
         classify(response)
@@ -581,6 +587,13 @@ class SalesforcePlatform(UrlSecret):
     def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
         """The org's `instance_url`, which every API call goes to."""
         return answer_url(answer, "instance_url", self.name)
+
+    def revocation(self, grant: Credentials, token: str, hint: str) -> httpx.Request | None:
+        """POST {host}/services/oauth2/revoke with token=: a refresh token takes its access
+        tokens with it; 200 done, 400 invalid_token or unsupported_token_type (see
+        https://help.salesforce.com/s/articleView?id=xcloud.remoteaccess_revoke_token.htm)."""
+        url = f"{origin(grant.token_url)}/services/oauth2/revoke"
+        return httpx.Request("POST", url, data={"token": token})
 
     def allowed_senders(self, ids: tuple[str, ...]) -> list[str]:
         cleaned = [i.strip() for i in ids if i.strip()]

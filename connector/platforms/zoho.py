@@ -31,9 +31,11 @@ Failures beyond `base.classify`:
 - A missing record is Permanent: 204 No Content, a record a batch answer leaves out, or
   INVALID_DATA on the id ("the id given seems to be invalid").
 - 401 (INVALID_TOKEN) is a token expired or revoked; OAUTH_SCOPE_MISMATCH a token lacking a
-  scope. 429 (API credits spent over the rolling 24 h, or too many concurrent calls) waits as
-  Retry-After says; Zoho documents no such header, so without one the worker's backoff
-  decides. Other 4xx are Permanent with Zoho's code and message (MANDATORY_NOT_FOUND,
+  scope. 429 (API credits spent over the rolling 24 h, or too many concurrent calls,
+  https://www.zoho.com/crm/developer/docs/api/v4/api-limits.html) throttles the connection
+  (`base.classify`): the worker holds all its events, counting no attempt, as long as
+  Retry-After says; Zoho documents no such header, so without one for the worker's
+  THROTTLED_WAIT_SECONDS. Other 4xx are Permanent with Zoho's code and message (MANDATORY_NOT_FOUND,
   DUPLICATE_DATA, RECORD_LOCKED, NO_PERMISSION, ...).
 
 Fields (the mapping editor's): GET /crm/v7/settings/fields?module=<module> (the field meta
@@ -60,7 +62,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -98,6 +100,9 @@ from connector.platforms.base import (
     write_many_dropping,
 )
 from server import UnreadableJson, decode_json
+
+if TYPE_CHECKING:
+    from connector.oauth import Credentials
 
 # The API domain of each data centre, by the `location` Zoho's OAuth answer names (the token
 # answer's `api_domain` is one of these), and each one's accounts server (where its code is
@@ -719,6 +724,14 @@ class ZohoPlatform(Platform):
     def installed_base_url(self, answer: Row, token_url: str, environment: str) -> str:
         """The data centre's `api_domain` (https://www.zohoapis.eu, …)."""
         return answer_url(answer, "api_domain", self.name)
+
+    def revocation(self, grant: Credentials, token: str, hint: str) -> httpx.Request | None:
+        """POST {accounts-server}/oauth/v2/token/revoke?token=…, at the grant's own accounts
+        server: a refresh token takes the access tokens made from it; {"status": "success"},
+        or 400 for a token it does not know (see
+        https://www.zoho.com/crm/developer/docs/api/v8/revoke-tokens.html)."""
+        url = f"{origin(grant.token_url)}/oauth/v2/token/revoke"
+        return httpx.Request("POST", url, params={"token": token})
 
     def token_url(self, base_url: str) -> str:
         base = base_url.strip().rstrip("/")

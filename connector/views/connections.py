@@ -247,12 +247,15 @@ def confirm_remove_connection(connection_id: str) -> Response:
 
 @page.blueprint.post("/connections/<connection_id>/remove")
 def remove_connection(connection_id: str) -> Response:
-    """Remove a connection: its URLs answer 404 at once and its own key is suspended."""
+    """Remove a connection: its URLs answer 404 at once, its own key is suspended and its
+    OAuth grant revoked where the CRM allows."""
     link = page.own_connection(connection_id)
     webhooks.torn_down(link)
+    link = page.own_connection(connection_id)  # a teardown may have renewed its grant
     revoke = connections.revoker(page.server_secret(), server.now(), page.context())
     apply = lambda db: connections.remove(db, link["id"], revoke)  # noqa: E731
     page.change(apply, "connection.remove", link["name"])
+    webhooks.grant_revoked(link)
     flash(f"Connection {link['name']} removed; its URLs and its key no longer work.", "success")
     return redirect(url_for(".connections_page"), 303)
 

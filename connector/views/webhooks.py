@@ -43,6 +43,11 @@ def torn_down(link: Row) -> None:
     _flashed(webhook_setup.tear_down, link)
 
 
+def grant_revoked(link: Row) -> None:
+    """Revoke a removed connection's OAuth grant in its CRM; the outcome flashed."""
+    _flashed(webhook_setup.revoke_grant, link)
+
+
 def _flashed(step: Callable[..., webhook_setup.Outcome], link: Row) -> None:
     """Run a webhook_setup step for `link` with a client of its own; its outcome flashed."""
     public_url = current_app.config["PUBLIC_URL"]

@@ -372,7 +372,7 @@ CRMS: dict[str, Platform] = {
             "Pipedrive API.",
         },
         rate_limited={"success": False, "error": "Request over limit", "errorCode": 429},
-        wait=2.0,  # the burst window
+        wait=None,  # no header: the worker waits THROTTLED_WAIT_SECONDS
         server_error={"success": False, "error": "Service Unavailable", "errorCode": 503},
         batch_writes=False,
         refuses_value=pipedrive_refusing(PIPEDRIVE_BAD_OPTION),

@@ -4,7 +4,8 @@ error=access_denied when `deny`), and a token endpoint that checks what a real o
 (the code, single use; the redirect URI the code was issued for; the PKCE verifier; the
 client authenticated the platform's way: HTTP Basic for Pipedrive, the form body for the
 others) and answers as each platform's real token endpoint does (crm-install.md §1).
-Refresh-token grants are answered too, refused once `revoked`."""
+Refresh-token grants are answered too, refused once `revoked`; a POST to a path ending in
+/revoke (each platform's revocation endpoint, RFC 7009) revokes the token it names."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class Seen:
 
     authorized: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[tuple[dict[str, str], dict[str, str]]] = field(default_factory=list)
+    revocations: list[dict[str, str]] = field(default_factory=list)  # form and query, merged
 
 
 class FakeAuthServer(ThreadingHTTPServer):
@@ -108,6 +110,14 @@ class FakeAuthServer(ThreadingHTTPServer):
             if form.get("grant_type") == "refresh_token":
                 return self._refresh(form)
             return self._exchange(form)
+
+    def revoke(self, form: dict[str, str]) -> tuple[int, Row]:
+        """The revocation endpoint: the token named stops working (200, as RFC 7009 answers
+        for a token it knows or not)."""
+        with self.lock:
+            self.seen.revocations.append(form)
+            self.refresh_tokens.discard(form.get("token", ""))
+        return 200, {}
 
     def _client_ok(self, form: dict[str, str], headers: dict[str, str]) -> bool:
         if self.platform == "pipedrive":
@@ -176,6 +186,9 @@ class AuthHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         form = dict(parse_qsl(self.rfile.read(length).decode()))
         headers = {name.lower(): value for name, value in self.headers.items()}
+        if urlsplit(self.path).path.endswith("/revoke"):
+            self._send(*self.server.revoke({**form, **dict(parse_qsl(urlsplit(self.path).query))}))
+            return
         if not urlsplit(self.path).path.endswith("/token"):
             self._send(404, {"error": "not_found"})
             return
