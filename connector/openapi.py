@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from flask import Flask
 
 import server
-from connector import receiver
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Platform
 from server import ERROR_DESCRIPTIONS, Operation, Schema
@@ -26,22 +25,13 @@ HOOK_ERRORS = {
     "delivery (same webhook-id or callbackId) is being answered; send it again after "
     "Retry-After.",
 }
-# What the enrich URL says of a request named by an Idempotency-Key.
-IDEMPOTENCY_ERRORS = {
-    409: "request_in_progress: a copy with this Idempotency-Key is still being answered; send "
-    "it again after Retry-After.",
-    422: "idempotency_key_reused: this Idempotency-Key came with another body in the last 24 "
-    "hours.",
-}
+# /v7/enrich's Idempotency-Key header, scoped to the connection.
 IDEMPOTENCY_KEY: Schema = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": False,
+    **server.IDEMPOTENCY_KEY_PARAMETER,
     "description": "Answer this request once: a copy sent to this connection within 24 hours "
     "with the same key and the same body gets the first answer again, with its "
     "smarteTransactionId, credits-deducted 0 (creditsDeducted 0 in the body) and "
     "Idempotent-Replayed true. Only 2xx answers are kept.",
-    "schema": {"type": "string", "pattern": f"^{receiver.IDEMPOTENCY_KEY.pattern}$"},
 }
 # The request's own, in the body of Zapier's, Make's and n8n's answers.
 _META: dict[str, Schema] = {
@@ -105,7 +95,7 @@ def hook_operations(
             error_headers=("smarteTransactionId", "credits-deducted"),
             security=enrich_security,
             parameters=(IDEMPOTENCY_KEY,),
-            described=IDEMPOTENCY_ERRORS,
+            described=server.IDEMPOTENCY_ERRORS,
             retry_after=(409,),
         ),
         "hooks.receive_events": Operation(

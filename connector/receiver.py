@@ -17,16 +17,17 @@ platform's mapping of that kind) out, in the same response; a HubSpot custom wor
 action gets them as `outputFields` with `hs_execution_state`. Every answer, errors
 included, carries `smarteTransactionId` (the transaction recorded) and `credits-deducted`.
 
-A Standard Webhooks delivery (Zapier, Make, n8n) is answered once: a copy with the same
-`webhook-id` (for a HubSpot custom action, the same `callbackId`) that arrives within
-REPLAY_WINDOW (while a copy could still pass the timestamp
-check) gets the first answer again (status, body, smarteTransactionId, credits-deducted) and
-is charged nothing. The first delivery claims its id in one write before enriching; a copy
-arriving before that answer is kept gets 503 `delivery_in_progress` with Retry-After (every
-sender retries a 5xx; HubSpot's custom actions fail on other 4xx but 429); sent again, it
-gets the answer. Only successes are kept: a refused or failed delivery charged
-nothing, so its copy is tried afresh. Kept answers older than REPLAY_WINDOW are deleted
-whenever a delivery is claimed.
+A Standard Webhooks delivery (Zapier, Make, n8n), or any request with an Idempotency-Key, is
+answered once: a copy with the same `webhook-id` (for a HubSpot custom action, the same
+`callbackId`; the same key and body) that arrives within store.ANSWERS_KEPT gets the first
+answer again (status, body, smarteTransactionId) with credits-deducted 0 and
+Idempotent-Replayed true, and is charged nothing. The first delivery claims its id in one write
+before enriching; a copy arriving before that answer is kept gets 503 `delivery_in_progress`
+(409 `request_in_progress` for a key) with Retry-After (every sender retries a 5xx; HubSpot's
+custom actions fail on other 4xx but 429); sent again, it gets the answer. Only successes are
+kept: a refused or failed delivery charged nothing, so its copy is tried afresh. Kept answers
+older than store.ANSWERS_KEPT are forgotten whenever a delivery is claimed (a custom action's
+callbackId is remembered for good, its answer blanked).
 
 The platform of the connection (connector/platforms/) verifies, reads and acknowledges each
 request; the receiver never asks which platform it is. What a platform verifies sees the URL
@@ -84,11 +85,9 @@ from server import ServiceError, UnreadableJson, decode_json
 
 blueprint = Blueprint("hooks", __name__, url_prefix="/hooks")
 RETRY_AFTER_SECONDS = 30
-REPLAY_WINDOW = store.ANSWERS_KEPT
 IN_PROGRESS_RETRY_AFTER = 2  # seconds
 REPLAYED_HEADERS = ("Content-Type", "smarteTransactionId")
 REPLAYED = "Idempotent-Replayed"  # "true" on the answer kept for an earlier copy, else "false"
-IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,255}")  # printable ASCII, compared as sent
 _ENRICH_PATH = re.compile(r"/hooks/[^/]+/enrich|/hooks/hubspot/action")
 Row = dict[str, Any]
 
@@ -115,18 +114,6 @@ class ConnectionPaused(ServiceError):
 
 class DeliveryInProgress(ServiceError):
     status, code = 503, "delivery_in_progress"  # 5xx: every sender sends it again
-
-
-class RequestInProgress(ServiceError):
-    status, code = 409, "request_in_progress"  # the Idempotency-Key draft's answer
-
-
-class IdempotencyKeyReused(ServiceError):
-    status, code = 422, "idempotency_key_reused"
-
-
-class RateLimited(ServiceError):
-    status, code = 429, "rate_limit_exceeded"
 
 
 @blueprint.post("/<connection_id>/events")
@@ -221,7 +208,7 @@ def _enrich_verified(
     delivery_id = webhook_id or (
         platform.delivery_id(payload) if isinstance(payload, dict) else None
     )
-    key = _idempotency_key()
+    key = server.idempotency_key()  # checked as /v7/enrich checks it
     answer = lambda: _enrich(link, body, payload)  # noqa: E731
     if delivery_id is not None:
         return _answer_once(link, delivery_id, answer)
@@ -229,18 +216,6 @@ def _enrich_verified(
         digest = hashlib.sha256(body).hexdigest()
         return _answer_once(link, f"idempotency-key:{key}", answer, digest)
     return answer()
-
-
-def _idempotency_key() -> str | None:
-    """The request's Idempotency-Key header, or None; 400 for one no sender would make."""
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    if not IDEMPOTENCY_KEY.fullmatch(key):
-        raise server.InvalidParameter(
-            "The Idempotency-Key header must be 1 to 255 printable ASCII characters."
-        )
-    return key
 
 
 @blueprint.before_request
@@ -338,7 +313,7 @@ def _within_limits(link: Row) -> None:
     if not decision.allowed:
         refused = min(decision.statuses, key=lambda status: status.remaining).limit.name
         server.metrics.rate_limited(refused)
-        raise RateLimited(
+        raise server.RateLimitExceeded(
             f"Connection {link['name']} is over its organization's {refused} limit; send it "
             "again after Retry-After seconds. Nothing was charged.",
             headers=server.limits.headers(decision),
@@ -360,9 +335,9 @@ def _answer_once(
     link: Row, webhook_id: str, answer: Callable[[], Response], fingerprint: str = ""
 ) -> Response:
     """Answer a delivery unless a copy (of the same body, by `fingerprint`) was answered
-    within REPLAY_WINDOW: then that answer."""
+    within store.ANSWERS_KEPT: then that answer."""
     db, now = server.get_db(), server.now()
-    forget_before = server.iso(now - REPLAY_WINDOW)
+    forget_before = server.iso(now - store.ANSWERS_KEPT)
     lapsed = server.iso(now - store.CLAIM_LAPSES_AFTER)
     with server.write(db):
         seen = store.claim_webhook(
@@ -383,12 +358,12 @@ def _replayed(link: Row, seen: Row, fingerprint: str) -> Response:
     """The answer kept for a copy: charged nothing, and saying so. A custom action's
     execution answered long ago (its answer blanked) fails, answered once already."""
     if seen["fingerprint"] != fingerprint:
-        raise IdempotencyKeyReused(
+        raise server.IdempotencyKeyReused(
             "This Idempotency-Key was sent with another body within 24 hours: send a new key "
             "with a new request."
         )
     if not seen["status"]:
-        in_progress = RequestInProgress if fingerprint else DeliveryInProgress
+        in_progress = server.RequestInProgress if fingerprint else DeliveryInProgress
         raise in_progress(
             "A copy of this request is being answered; send it again for that answer.",
             headers={"Retry-After": str(IN_PROGRESS_RETRY_AFTER)},

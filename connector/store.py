@@ -612,22 +612,22 @@ def release_webhook(db: Database, connection_id: str, webhook_id: str) -> None:
 def note_app_v3(db: Database, platform: str, kind: str) -> None:
     """Note that a platform's OAuth app (HubSpot's) received a valid v3 signature on a `kind`
     of request to its app-level URLs (`hubspot_v3_kinds`, as a connection's)."""
-    db.execute(
-        "UPDATE oauth_apps SET hubspot_v3_kinds = "
-        "ltrim(hubspot_v3_kinds || ',' || :kind, ',') WHERE platform = :platform "
-        "AND instr(',' || hubspot_v3_kinds || ',', ',' || :kind || ',') = 0",
-        {"kind": kind, "platform": platform},
-    )
+    _add_v3_kind(db, "oauth_apps", "platform", platform, kind)
 
 
 def note_hubspot_v3(db: Database, connection_id: str, kind: str) -> None:
     """Note that a HubSpot connection received a valid v3 signature on a `kind` of request
     (`hubspot_v3_kinds`, comma-separated: each kind once)."""
+    _add_v3_kind(db, "connections", "id", connection_id, kind)
+
+
+def _add_v3_kind(db: Database, table: str, key: str, value: str, kind: str) -> None:
+    """Add `kind` once to the `hubspot_v3_kinds` of `table`'s row whose `key` is `value`."""
     db.execute(
-        "UPDATE connections SET hubspot_v3_kinds = "
-        "ltrim(hubspot_v3_kinds || ',' || :kind, ',') WHERE id = :id "
+        f"UPDATE {table} SET hubspot_v3_kinds = ltrim(hubspot_v3_kinds || ',' || :kind, ',') "
+        f"WHERE {key} = :value "
         "AND instr(',' || hubspot_v3_kinds || ',', ',' || :kind || ',') = 0",
-        {"kind": kind, "id": connection_id},
+        {"kind": kind, "value": value},
     )
 
 

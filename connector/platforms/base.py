@@ -41,7 +41,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 from urllib.parse import urlsplit
@@ -546,9 +546,6 @@ def json_object(body: bytes) -> dict[str, Any]:
 
 
 STANDARD_WEBHOOKS_TOLERANCE = 300
-# A copy of a delivery passes the timestamp check until the signed timestamp is TOLERANCE old,
-# and that timestamp may be up to TOLERANCE ahead of our clock when the first copy arrives.
-STANDARD_WEBHOOKS_REPLAY_WINDOW = timedelta(seconds=2 * STANDARD_WEBHOOKS_TOLERANCE)
 WEBHOOK_ID = "webhook-id"
 WEBHOOK_TIMESTAMP = "webhook-timestamp"
 WEBHOOK_SIGNATURE = "webhook-signature"
