@@ -234,6 +234,14 @@ def c005_throttled_connections(db: Any) -> None:
     db.execute("ALTER TABLE connections ADD COLUMN throttled_until TEXT NOT NULL DEFAULT ''")
 
 
+@migration
+def c006_one_connection_per_account(db: Any) -> None:
+    """m024: a CRM account belongs to one connection at a time (a unique index); the later
+    connections of an account shared before lose it and are told to connect again."""
+    for statement in ONE_CONNECTION_PER_ACCOUNT:
+        db.execute(statement)
+
+
 _BIGINT = """
 ALTER TABLE mapping_versions ALTER COLUMN version TYPE BIGINT;
 ALTER TABLE backfills ALTER COLUMN listed TYPE BIGINT, ALTER COLUMN queued TYPE BIGINT,
@@ -242,3 +250,18 @@ ALTER TABLE backfills ALTER COLUMN listed TYPE BIGINT, ALTER COLUMN queued TYPE 
     ALTER COLUMN page_skipped TYPE BIGINT;
 ALTER TABLE previews ALTER COLUMN credits TYPE BIGINT
 """
+
+
+# m024 and c006: the later connections of a shared account (by creation, then id) lose it.
+ONE_CONNECTION_PER_ACCOUNT = (
+    "UPDATE connections SET crm_account_id = '', crm_auth_error = 'this CRM account is also "
+    "connected to an older connection, which keeps it: connect this one to another account, "
+    "or remove it' WHERE crm_account_id != '' AND EXISTS (SELECT 1 FROM connections AS older "
+    "WHERE older.platform = connections.platform "
+    "AND older.crm_account_id = connections.crm_account_id "
+    "AND (older.created_at < connections.created_at OR (older.created_at = connections.created_at "
+    "AND older.id < connections.id)))",
+    "DROP INDEX connections_account",
+    "CREATE UNIQUE INDEX connections_account ON connections (platform, crm_account_id) "
+    "WHERE crm_account_id != ''",
+)

@@ -484,6 +484,16 @@ def m023_throttled_connections(db: Database) -> None:
     db.execute("ALTER TABLE connections ADD COLUMN throttled_until TEXT NOT NULL DEFAULT ''")
 
 
+@MIGRATIONS()
+def m024_one_connection_per_account(db: Database) -> None:
+    """A CRM account belongs to one connection at a time, held by a unique index (the check
+    in connections.set_crm tells the admin why; the index holds when two connect at once).
+    Connections that shared an account before keep it in the oldest only: the others lose
+    it and are told to connect again."""
+    for statement in pg_migrations.ONE_CONNECTION_PER_ACCOUNT:
+        db.execute(statement)
+
+
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
     columns = ", ".join(row)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from datetime import UTC, datetime
+import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
 from connector import connections, oauth, outbound, store
 from connector.cli import main
 from server import db
-from tests.helpers.constants import SECRET
+from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import refusal
@@ -263,7 +265,7 @@ def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path
     )  # fmt: skip
     connection_id = json.loads(added.stdout)["id"]
     database = store.connect(db_path)
-    client = oauth.Credentials("https://api.hubapi.com/oauth/v1/token", "app", "s3cret", "r-1")
+    client = oauth.Credentials("https://api.hubapi.com/oauth/2026-03/token", "app", "s3cret", "r-1")
     expires = datetime(2026, 5, 1, 12, tzinfo=UTC)
     row = connections.set_crm(
         database, SECRET.encode(), connection_id, base_url="https://api.hubapi.com",
@@ -279,6 +281,55 @@ def test_set_crm_connects_a_connection_again_with_a_renewing_grant(db_path: Path
         connections.set_crm(database, SECRET.encode(), connection_id, base_url="https://x.test")
     with pytest.raises(connections.InvalidConnection, match="no connection nope"):
         connections.set_crm(database, SECRET.encode(), "nope", base_url="", token="t")
+
+
+@pytest.mark.usefixtures("public_dns")
+@pytest.mark.both_backends
+def test_an_account_belongs_to_one_connection_even_when_two_connect_at_once(
+    db_path: Path, key: str
+) -> None:
+    """The check in set_crm tells the admin; a unique index holds when two connects race past
+    it (on PostgreSQL, neither sees the other's uncommitted grant)."""
+    database = store.connect(db_path)
+    first, second = (
+        connections.add(database, SECRET.encode(), NOW, name=name, platform="hubspot",
+                        api_key=key, crm_base_url="https://api.hubapi.com", crm_token="pat-1",
+                        secret="app-secret")
+        for name in ("Hub one", "Hub two")
+    )  # fmt: skip
+    store.save_crm_grant(database, first.row["id"], {"crm_account_id": "4242"})
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
+        store.save_crm_grant(database, second.row["id"], {"crm_account_id": "4242"})
+    store.save_crm_grant(database, second.row["id"], {"crm_account_id": ""})  # none: many
+
+
+@pytest.mark.usefixtures("public_dns")
+def test_connections_that_shared_an_account_before_leave_it_to_the_oldest(
+    db_path: Path, key: str
+) -> None:
+    """m024 on a database where two connections came to share a HubSpot portal: the oldest
+    keeps it, the other is told to connect again, and the index then holds."""
+    database = store.connect(db_path)
+    added = [
+        connections.add(database, SECRET.encode(), NOW + timedelta(days=n), name=name,
+                        platform="hubspot", api_key=key, crm_base_url="https://api.hubapi.com",
+                        crm_token="pat-1", secret="app-secret")
+        for n, name in enumerate(("Older", "Newer", "Other portal"))
+    ]  # fmt: skip
+    database.execute("DROP INDEX connections_account")  # as before m024
+    database.execute("CREATE INDEX connections_account ON connections (platform, crm_account_id)")
+    forget = "DELETE FROM _sqlite_migrations WHERE name = ?"
+    database.execute(forget, ["m024_one_connection_per_account"])
+    for link, account in zip(added, ("4242", "4242", "777"), strict=True):
+        store.save_crm_grant(database, link.row["id"], {"crm_account_id": account})
+    store.MIGRATIONS.apply(database)
+    rows = [store.connection(database, link.row["id"]) or {} for link in added]
+    assert [row["crm_account_id"] for row in rows] == ["4242", "", "777"]
+    assert [bool(row["crm_auth_error"]) for row in rows] == [False, True, False]
+    assert "connected to an older connection" in rows[1]["crm_auth_error"]
+    assert connections.token_state(rows[1], NOW) == "needs reconnect"
+    with pytest.raises(sqlite3.IntegrityError):
+        store.save_crm_grant(database, added[1].row["id"], {"crm_account_id": "4242"})
 
 
 @pytest.mark.both_backends
