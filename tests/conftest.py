@@ -23,6 +23,17 @@ from tests.helpers.crm import FakeHubSpot
 from tests.helpers.enrich_data import build_dataset
 from tests.helpers.orgs import connected
 from tests.helpers.postgres import BACKENDS, PostgresServer, available
+from tests.helpers.vendors import VendorTransport, take_problems
+
+
+@pytest.fixture(autouse=True)
+def vendors_agree() -> Iterator[None]:
+    """Fails the test in which a fake CRM answered, or the connector sent it, what the vendor's
+    specification refuses (tests/helpers/vendors.py)."""
+    take_problems()
+    yield
+    problems = take_problems()
+    assert not problems, "not as the vendor specifies:\n" + "\n".join(dict.fromkeys(problems))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -115,5 +126,5 @@ def worker_setup(
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db, link, _ = connected(db_path, "hubspot", "pat-na1-token", secret="hubspot-app-secret")
     clock = Clock()
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         yield db, worker.Worker(db, SECRET.encode(), clock, client, random.Random(7)), link, clock

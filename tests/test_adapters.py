@@ -33,6 +33,7 @@ from tests.helpers.crm import (
     replying,
     sent,
 )
+from tests.helpers.vendors import VendorTransport, broken
 
 ADAPTERS = {name: p.adapter for name, p in DECLARED.items() if p.crm}
 
@@ -95,14 +96,14 @@ def test_classify_redirect_is_permanent(status: int) -> None:
 
 
 def test_registry_builds_each_platforms_adapter() -> None:
-    client = httpx.Client(transport=httpx.MockTransport(FakeCRM()))
+    client = httpx.Client(transport=VendorTransport(FakeCRM()))
     assert set(ADAPTERS) == {"hubspot", "salesforce", "pipedrive", "zoho", "dynamics"}
     for platform in ADAPTERS:
         assert DECLARED[platform].adapter("https://crm.example", TOKEN, client).platform == platform
 
 
 def test_registry_refuses_a_platform_without_adapter() -> None:
-    client = httpx.Client(transport=httpx.MockTransport(FakeCRM()))
+    client = httpx.Client(transport=VendorTransport(FakeCRM()))
     with pytest.raises(Permanent, match="no CRM adapter for 'zapier'"):
         DECLARED["zapier"].adapter("https://crm.example", TOKEN, client)
 
@@ -128,6 +129,10 @@ CALLS: dict[str, Callable[[Adapter, tuple[str, str], dict[str, Any]], Any]] = {
 CONTRACT = [
     pytest.param(platform, call, id=f"{platform}-{call}") for platform in ADAPTERS for call in CALLS
 ]
+# The CRMs whose API answers its rate limit 429. Salesforce's REST API documents no 429: its
+# limit is 403 REQUEST_LIMIT_EXCEEDED (errorcodes.htm), held on every call in
+# tests/test_adapters_salesforce.py and for the whole connection in test_throttle_salesforce.py.
+LIMITED_BY_429 = [param for param in CONTRACT if param.values[0] != "salesforce"]
 
 
 def contract_crm(reply: Reply, requests: int = 4) -> FakeCRM:
@@ -202,7 +207,7 @@ def test_each_call_succeeds_with_the_token_in_the_platforms_header(
         ),
     ],
 )
-@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+@pytest.mark.parametrize(("platform", "call"), LIMITED_BY_429)
 def test_429_with_retry_after_waits_exactly_that(
     platform: str, call: str, headers: dict[str, str], wait: float
 ) -> None:
@@ -213,7 +218,7 @@ def test_429_with_retry_after_waits_exactly_that(
     assert len(crm.requests) == 1
 
 
-@pytest.mark.parametrize(("platform", "call"), CONTRACT)
+@pytest.mark.parametrize(("platform", "call"), LIMITED_BY_429)
 def test_429_without_retry_after_is_retriable(platform: str, call: str) -> None:
     spec = CRMS[platform]
     crm = contract_crm(replying(429, spec.rate_limited))
@@ -237,8 +242,8 @@ def test_server_errors_are_retriable(platform: str, call: str, status: int) -> N
 
 READS = [param for param in CONTRACT if param.values[1] in ("read", "read_many")]
 GARBAGE = {
-    "a proxy's page": lambda request: httpx.Response(200, text="<html><body>Bad gateway</body>"),
-    "JSON of another shape": lambda request: httpx.Response(200, json={"unexpected": [1, 2]}),
+    "a proxy's page": lambda request: broken(httpx.Response(200, text="<html>Bad gateway</html>")),
+    "JSON of another shape": lambda request: broken(httpx.Response(200, json={"unexpected": [1]})),
 }
 
 

@@ -1,6 +1,8 @@
 """The HubSpot adapter against a fake HubSpot (httpx.MockTransport): the exact requests it
-sends, checked against the SDK's generated models (hubspot-api-client), and what it makes of
-answers shaped as HubSpot documents them (the samples in tests/data/platforms/outbound/)."""
+sends, checked against the SDK's generated models (hubspot-api-client) and HubSpot's 2026-03
+documents (tests/vendor/hubspot/, with the departures HubSpot's own pages show), and what it
+makes of answers shaped as HubSpot documents them (tests/helpers/hubspot_shapes.py, and the
+samples in tests/data/platforms/outbound/)."""
 
 from __future__ import annotations
 
@@ -29,10 +31,20 @@ from tests.helpers.crm import (
     hubspot_answers,
     sample,
 )
+from tests.helpers.hubspot_shapes import (
+    batch,
+    batch_error,
+    error,
+    not_found,
+    rate_limited,
+    record,
+    search_page,
+)
+from tests.helpers.vendors import Exchange, check
 
 
 def test_hubspot_read_asks_for_the_properties() -> None:
-    contact = {"id": "512", "properties": {"jobtitle": "CTO", "company": None, "email": "a@b.c"}}
+    contact = record("512", {"jobtitle": "CTO", "company": None, "email": "a@b.c"})
     crm = FakeCRM(answer(200, contact))
     values = hubspot(crm).read("512", ["jobtitle", "company", "industry"])
     assert values == {"jobtitle": "CTO", "company": None, "industry": None}
@@ -46,17 +58,13 @@ def test_hubspot_read_asks_for_the_properties() -> None:
 
 
 def test_hubspot_read_of_a_missing_contact_is_permanent() -> None:
-    crm = FakeCRM(
-        answer(
-            404, {"status": "error", "message": "Object not found", "category": "OBJECT_NOT_FOUND"}
-        )
-    )
+    crm = FakeCRM(answer(404, not_found()))
     with pytest.raises(Permanent, match="Object not found"):
         hubspot(crm).read("999", ["jobtitle"])
 
 
 def test_hubspot_record_id_cannot_leave_the_contacts_path() -> None:
-    crm = FakeCRM(answer(200, {"id": "1", "properties": {}}))
+    crm = FakeCRM(answer(200, record("1", {})))
     hubspot(crm).read("../../owners/1", [])
     assert crm.requests[0].url.raw_path == f"{HS_CONTACTS}/..%2F..%2Fowners%2F1".encode()
 
@@ -65,20 +73,18 @@ def test_hubspot_read_many_asks_100_contacts_a_call_and_reports_the_missing() ->
     def found(request: httpx.Request) -> httpx.Response:
         asked = json.loads(request.content)
         results = [
-            {"id": item["id"], "properties": {"jobtitle": f"T{item['id']}", "company": None}}
+            record(item["id"], {"jobtitle": f"T{item['id']}", "company": None})
             for item in asked["inputs"]
             if item["id"] != "150"
         ]
         if len(results) == len(asked["inputs"]):
-            return answer(200, {"status": "COMPLETE", "results": results})
-        error = {
-            "status": "error",
-            "category": "OBJECT_NOT_FOUND",
-            "message": "Could not get some CONTACT objects, they may be deleted or not exist.",
-            "context": {"ids": ["150"]},
-        }
-        body = {"status": "COMPLETE", "results": results, "numErrors": 1, "errors": [error]}
-        return answer(207, body)
+            return answer(200, batch(results))
+        missing = batch_error(
+            "OBJECT_NOT_FOUND",
+            "Could not get some CONTACT objects, they may be deleted or not exist.",
+            {"ids": ["150"]},
+        )
+        return answer(207, batch(results, [missing]))
 
     crm = FakeCRM(found, found)
     ids = [str(n) for n in range(101, 221)] + ["101"]  # 120 contacts, one named twice
@@ -98,7 +104,7 @@ def test_hubspot_read_many_asks_100_contacts_a_call_and_reports_the_missing() ->
 
 def test_hubspot_write_sends_the_documented_body() -> None:
     properties = sample("hubspot_contact_patch_request.json")["properties"]
-    crm = FakeCRM(answer(200, {"id": "512", "properties": properties}))
+    crm = FakeCRM(answer(200, record("512", properties)))
     result = hubspot(crm).write("512", properties)
     assert result == WriteResult(written=properties, dropped={})
     (request,) = crm.requests
@@ -108,7 +114,7 @@ def test_hubspot_write_sends_the_documented_body() -> None:
 
 
 def test_hubspot_values_always_go_as_strings() -> None:
-    crm = FakeCRM(answer(200, {"id": "512"}))
+    crm = FakeCRM(answer(200, record("512", {})))
     values = {"numberofemployees": 17, "opted_in": True, "hobbies": ["chess", "go"], "fax": None}
     result = hubspot(crm).write("512", values)
     sent = crm.bodies()[0]["properties"]
@@ -118,7 +124,7 @@ def test_hubspot_values_always_go_as_strings() -> None:
 
 def test_hubspot_drops_a_property_that_does_not_exist_and_retries_the_rest() -> None:
     refusal = sample("hubspot_error_400_property_doesnt_exist.json")
-    crm = FakeCRM(answer(400, refusal), answer(200, {"id": "512"}))
+    crm = FakeCRM(answer(400, refusal), answer(200, record("512", {"jobtitle": "CTO"})))
     result = hubspot(crm).write("512", {"jobtitle": "CTO", "description": "Enriched"})
     assert result.written == {"jobtitle": "CTO"}
     assert result.dropped == {"description": 'Property "description" does not exist'}
@@ -138,12 +144,11 @@ def test_hubspot_write_of_only_unknown_properties_sends_once() -> None:
 
 
 def test_hubspot_validation_errors_naming_no_property_are_permanent() -> None:
-    refusal = {
-        "status": "error",
-        "message": 'Property values were not valid: "industry" has no option "Widgets"',
-        "category": "VALIDATION_ERROR",
-        "errors": [{"message": "no option Widgets", "code": "INVALID_OPTION"}],
-    }
+    refusal = error(
+        "VALIDATION_ERROR",
+        'Property values were not valid: "industry" has no option "Widgets"',
+        errors=[{"message": "no option Widgets", "code": "INVALID_OPTION"}],
+    )
     crm = FakeCRM(answer(400, refusal))
     with pytest.raises(Permanent, match="has no option"):
         hubspot(crm).write("512", {"industry": "Widgets"})
@@ -163,7 +168,7 @@ def test_hubspot_drops_an_invalid_option_and_writes_the_rest() -> None:
     property) refuses the whole update: the contact's other properties go again without it,
     and the reason is HubSpot's."""
     refusal = sample("hubspot_error_400_invalid_option.json")
-    crm = FakeCRM(answer(400, refusal), answer(200, {"id": "512"}))
+    crm = FakeCRM(answer(400, refusal), answer(200, record("512", {"jobtitle": "CTO"})))
     result = hubspot(crm).write("512", {"jobtitle": "CTO", "industry": "Computer Software"})
     assert result == WriteResult(
         written={"jobtitle": "CTO"}, dropped={"industry": INVALID_INDUSTRY}
@@ -189,7 +194,7 @@ def test_hubspot_reads_the_refused_properties_from_the_messages_list() -> None:
         "correlationId": "3f7e2a61-0d5c-4c41-9e4b-5b0f1d2c9a77",
         "category": "VALIDATION_ERROR",
     }
-    crm = FakeCRM(answer(400, refusal), answer(200, {"id": "512"}))
+    crm = FakeCRM(answer(400, refusal), answer(200, record("512", {"jobtitle": "CTO"})))
     values = {"jobtitle": "CTO", "industry": "Widgets", "numberofemployees": "12 cats"}
     result = hubspot(crm).write("512", values)
     assert result == WriteResult(
@@ -216,21 +221,19 @@ def test_hubspot_batch_refused_for_one_contacts_invalid_option_is_each_contacts_
 
 
 def test_hubspot_batch_207_drops_an_invalid_option_named_for_one_contact() -> None:
-    failed = {
-        "status": "error",
-        "category": "VALIDATION_ERROR",
-        "message": "Property values were not valid",
-        "context": {"ids": ["513"]},
-        "errors": [
+    failed = batch_error(
+        "VALIDATION_ERROR",
+        "Property values were not valid",
+        {"ids": ["513"]},
+        errors=[
             {
                 "message": "Widgets was not one of the allowed options: [A, B]",
                 "code": "INVALID_OPTION",
                 "context": {"propertyName": ["industry"]},
             }
         ],
-    }
-    written = {"id": "512", "properties": {"industry": "A"}}
-    multi = {"status": "COMPLETE", "results": [written], "numErrors": 1, "errors": [failed]}
+    )
+    multi = batch([record("512", {"industry": "A"})], [failed])
     crm = FakeCRM(answer(207, multi), hubspot_batch_answer)
     changes = {"512": {"industry": "A"}, "513": {"jobtitle": "CTO", "industry": "Widgets"}}
     outcomes = hubspot(crm).write_many(changes)
@@ -247,7 +250,7 @@ def test_hubspot_batch_207_drops_an_invalid_option_named_for_one_contact() -> No
 
 
 def test_hubspot_ten_secondly_limit_waits_retry_after() -> None:
-    crm = FakeCRM(answer(429, sample("hubspot_error_429_ten_secondly.json"), {"Retry-After": "3"}))
+    crm = FakeCRM(answer(429, rate_limited("TEN_SECONDLY_ROLLING"), {"Retry-After": "3"}))
     with pytest.raises(Retriable) as caught:
         hubspot(crm).write("512", {"jobtitle": "CTO"})
     assert caught.value.retry_after == 3.0
@@ -259,14 +262,14 @@ def test_hubspot_ten_secondly_limit_without_retry_after_waits_the_interval() -> 
         "X-HubSpot-RateLimit-Interval-Milliseconds": "10000",
         "X-HubSpot-RateLimit-Remaining": "0",
     }
-    crm = FakeCRM(answer(429, sample("hubspot_error_429_ten_secondly.json"), headers))
+    crm = FakeCRM(answer(429, rate_limited("TEN_SECONDLY_ROLLING"), headers))
     with pytest.raises(Retriable) as caught:
         hubspot(crm).write("512", {"jobtitle": "CTO"})
     assert caught.value.retry_after == 10.0
 
 
 def test_hubspot_ten_secondly_limit_without_headers_waits_ten_seconds() -> None:
-    crm = FakeCRM(answer(429, sample("hubspot_error_429_ten_secondly.json")))
+    crm = FakeCRM(answer(429, rate_limited("TEN_SECONDLY_ROLLING")))
     with pytest.raises(Retriable) as caught:
         hubspot(crm).read("512", ["jobtitle"])
     assert caught.value.retry_after == 10.0
@@ -289,10 +292,7 @@ def test_hubspot_daily_limit_with_retry_after_waits_exactly_that() -> None:
 
 def hubspot_batch_answer(request: httpx.Request) -> httpx.Response:
     inputs = json.loads(request.content)["inputs"]
-    results = [
-        {"id": item["id"], "properties": item["properties"], "archived": False} for item in inputs
-    ]
-    return answer(200, {"status": "COMPLETE", "results": results})
+    return answer(200, batch([record(item["id"], item["properties"]) for item in inputs]))
 
 
 def test_hubspot_batch_splits_250_contacts_into_100_100_50() -> None:
@@ -320,12 +320,11 @@ def test_hubspot_batch_207_reports_each_contact() -> None:
     multi["status"] = "COMPLETE"
     multi["numErrors"] = 1
     multi["errors"] = [
-        {
-            "status": "error",
-            "category": "OBJECT_NOT_FOUND",
-            "message": "Could not get some CONTACT objects, they may be deleted or not exist.",
-            "context": {"ids": ["513"]},
-        }
+        batch_error(
+            "OBJECT_NOT_FOUND",
+            "Could not get some CONTACT objects, they may be deleted or not exist.",
+            {"ids": ["513"]},
+        )
     ]
     crm = FakeCRM(answer(207, multi))
     outcomes = hubspot(crm).write_many(
@@ -337,7 +336,11 @@ def test_hubspot_batch_207_reports_each_contact() -> None:
 
 
 def test_hubspot_batch_errors_shaped_like_the_documented_sample_are_unnamed() -> None:
-    documented = sample("hubspot_batch_update_response.json")  # nested context is a string
+    """The documentation's generated sample: an error whose context names no record. (Its
+    nested error's context is rendered as the string "{missingScopes=[scope1, scope2]}", the
+    schema's example; the schema, and so HubSpot, gives an object.)"""
+    documented = copy.deepcopy(sample("hubspot_batch_update_response.json"))
+    documented["errors"][0]["errors"][0]["context"] = {"missingScopes": ["scope1", "scope2"]}
     crm = FakeCRM(answer(207, {**documented, "results": []}))
     outcomes = hubspot(crm).write_many({"512": {"property_string": "value"}})
     assert isinstance(outcomes["512"], Permanent)
@@ -345,7 +348,7 @@ def test_hubspot_batch_errors_shaped_like_the_documented_sample_are_unnamed() ->
 
 
 def test_hubspot_batch_contact_left_out_of_the_answer_is_permanent() -> None:
-    crm = FakeCRM(answer(200, {"status": "COMPLETE", "results": [{"id": "512"}]}))
+    crm = FakeCRM(answer(200, batch([record("512", {"jobtitle": "CTO"})])))
     outcomes = hubspot(crm).write_many({"512": {"jobtitle": "CTO"}, "600": {"jobtitle": "CEO"}})
     assert (
         isinstance(outcomes["600"], Permanent) and "left this contact out" in outcomes["600"].reason
@@ -373,19 +376,14 @@ def test_hubspot_batch_drops_unknown_properties_and_resends_the_batch() -> None:
 
 
 def test_hubspot_batch_rate_limit_raises_for_the_whole_call() -> None:
-    crm = FakeCRM(answer(429, sample("hubspot_error_429_ten_secondly.json"), {"Retry-After": "2"}))
+    crm = FakeCRM(answer(429, rate_limited("TEN_SECONDLY_ROLLING"), {"Retry-After": "2"}))
     with pytest.raises(Retriable) as caught:
         hubspot(crm).write_many({"512": {"jobtitle": "CTO"}})
     assert caught.value.retry_after == 2.0
 
 
 def test_hubspot_batch_refused_call_is_each_contacts_outcome() -> None:
-    refusal = {
-        "status": "error",
-        "message": "Unable to perform update",
-        "category": "VALIDATION_ERROR",
-    }
-    crm = FakeCRM(answer(400, refusal))
+    crm = FakeCRM(answer(400, error("VALIDATION_ERROR", "Unable to perform update")))
     outcomes = hubspot(crm).write_many({"1": {"jobtitle": "CTO"}, "2": {"jobtitle": "CEO"}})
     assert {key: outcome.reason for key, outcome in outcomes.items()} == {
         "1": "400 Bad Request: Unable to perform update",
@@ -410,6 +408,43 @@ def test_hubspot_calls_the_date_versioned_paths() -> None:
         ("POST", "/crm/objects/2026-03/contacts/batch/update"),
         ("POST", "/automation/actions/callbacks/2026-03/ap-102670506-56776413549-7-0/complete"),
     ]
+
+
+# --- HubSpot's documents, with the departures its pages show ---------------------------------
+
+
+def exchange(path: str, status: int, answered: Any, sent: Any = None) -> Exchange:
+    body = b"" if sent is None else json.dumps(sent).encode()
+    return Exchange("POST" if sent is not None else "GET", path,
+                    "application/json" if sent is not None else "", body, status,
+                    json.dumps(answered).encode())  # fmt: skip
+
+
+def test_a_429_is_held_to_the_usage_pages_body_not_the_documents_error() -> None:
+    """HubSpot's documents list no 429; its usage-details page gives the body (no category,
+    errorType RATE_LIMIT, the policy): the departure holds every operation to it."""
+    contact = f"{HS_CONTACTS}/512"
+    for policy in ("TEN_SECONDLY_ROLLING", "DAILY"):
+        assert check(exchange(contact, 429, rate_limited(policy))) == []
+    assert check(exchange(contact, 429, sample("hubspot_error_429_daily.json"))) == []
+    as_an_error = error("RATE_LIMITS", "You have reached your limit.")
+    assert any(
+        '"policyName" is a required' in p for p in check(exchange(contact, 429, as_an_error))
+    )
+
+
+def test_the_search_bodies_the_adapter_sends_are_the_guides() -> None:
+    """Sorts as objects, and no `after` on a first page, as HubSpot's search guide sends
+    them (the document's string sorts and required `after` are departures)."""
+    crm = FakeCRM(answer(200, search_page([], 0)), answer(200, search_page([], 0)))
+    hubspot(crm).list_page(["jobtitle"], "2026-03-01T00:00:00Z", None)
+    hubspot(crm).find("ava@example.com")
+    for request in crm.requests:
+        body = json.loads(request.content)
+        assert "after" not in body and body["sorts"][0]["direction"] == "ASCENDING"
+        assert check(exchange(request.url.path, 200, search_page([], 0), body)) == []
+    refused = check(exchange(f"{HS_CONTACTS}/search", 200, search_page([], 0), {"sorts": [1]}))
+    assert refused and "sorts/0" in refused[0]
 
 
 def sdk_model(api: Any, body: bytes, model: str) -> tuple[Any, Any]:
@@ -525,9 +560,24 @@ def scope_of(request: httpx.Request) -> str:
     raise AssertionError(f"no documented scope for {request.method} {path}")
 
 
+def documented(request: httpx.Request) -> httpx.Response:
+    """Each call of the adapter answered as HubSpot documents it: a record, a batch, an empty
+    page of search results, no properties, the property created, a completed action."""
+    path = request.url.path
+    if path.endswith("/search"):
+        return answer(200, search_page([], 0))
+    if path.startswith("/crm/properties/") and request.method == "GET":
+        return answer(200, {"results": []})
+    if path.startswith("/crm/properties/"):
+        return answer(201, {**json.loads(request.content), "description": "", "options": []})
+    if path.startswith("/automation/actions/callbacks/"):
+        return answer(204)
+    return hubspot_answers(request)
+
+
 def scopes_called(kind: str) -> set[str]:
     """The scopes of every request the adapter of `kind` sends, each of its calls made once."""
-    crm = FakeCRM(*[answer(200, {})] * 20)
+    crm = FakeCRM(*[documented] * 20)
     adapter = HubSpot(HUBSPOT, "token", crm.client(), kind=kind)
     for name, args in ADAPTER_CALLS.items():
         with contextlib.suppress(Permanent, Retriable):

@@ -18,7 +18,14 @@ from connector.platforms.base import Permanent, Retriable, WriteResult
 from connector.platforms.pipedrive import PLATFORM, Pipedrive
 from tests.helpers.constants import PLATFORMS
 from tests.helpers.crm import FakeCRM, answer, raising
-from tests.helpers.pipedrive import NOT_FOUND, WEBHOOK_REQUIRED, PipedriveWebhooks, found
+from tests.helpers.pipedrive import (
+    NOT_FOUND,
+    RATE_LIMITED,
+    WEBHOOK_REQUIRED,
+    PipedriveWebhooks,
+    found,
+)
+from tests.helpers.vendors import take_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPANY = "https://acme.pipedrive.com"
@@ -187,7 +194,7 @@ def test_read_many_refused_call_is_each_persons_outcome() -> None:
 
 
 def test_read_many_rate_limit_raises_for_the_whole_call() -> None:
-    crm = FakePipedrive(answer(429, headers={"Retry-After": "3"}))
+    crm = FakePipedrive(answer(429, RATE_LIMITED, {"Retry-After": "3"}))
     with pytest.raises(Retriable) as caught:
         crm.adapter().read_many(["12", "14"], ["name"])
     assert caught.value.retry_after == 3.0
@@ -433,9 +440,6 @@ def test_server_errors_are_retriable_after_retry_after(call: Callable[[Pipedrive
     assert caught.value.retry_after == 30.0
 
 
-RATE_LIMITED = {"success": False, "error": "Request over limit", "errorCode": 429}
-
-
 @pytest.mark.parametrize(
     ("headers", "wait"),
     [
@@ -557,6 +561,7 @@ def test_each_webhook_registered_carries_every_field_pipedrive_requires() -> Non
 
 
 def test_a_webhook_body_lacking_a_required_field_is_refused() -> None:
+    """By the fake, as Pipedrive refuses it (400), and by the check of AddWebhookRequest."""
     pipedrive = PipedriveWebhooks()
     body = {"subscription_url": "https://connector.example/e", "event_action": "*",
             "event_object": "person", "version": "2.0"}  # fmt: skip
@@ -564,3 +569,7 @@ def test_a_webhook_body_lacking_a_required_field_is_refused() -> None:
         refused = client.post(f"{COMPANY}/api/v1/webhooks", json=body)
     assert refused.status_code == 400 and refused.json()["errors"].keys() == {"name"}
     assert pipedrive.held == {}
+    assert take_problems() == [  # taken: this request is refused on purpose
+        "pipedrive: POST /api/v1/webhooks (/api/v1/webhooks): request body at (root): "
+        '"name" is a required property'
+    ]

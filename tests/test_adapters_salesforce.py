@@ -54,7 +54,9 @@ def test_salesforce_read_leaves_out_fields_the_org_does_not_have() -> None:
             "errorCode": "INVALID_FIELD",
         }
     ]
-    crm = FakeCRM(answer(400, unknown), answer(200, {"Id": CONTACT_ID, "Title": "CTO"}))
+    record = {"attributes": {"type": "Contact", "url": f"/services/data/v62.0/sobjects/Contact/"
+                             f"{CONTACT_ID}"}, "Id": CONTACT_ID, "Title": "CTO"}  # fmt: skip
+    crm = FakeCRM(answer(400, unknown), answer(200, record))
     values = salesforce(crm).read(CONTACT_ID, ["Title", "LinkedIn_URL__c"])
     assert values == {"Title": "CTO", "LinkedIn_URL__c": None}
     assert [request.url.params["fields"] for request in crm.requests] == [
@@ -273,6 +275,29 @@ def test_salesforce_request_limit_waits_an_hour() -> None:
         salesforce(crm).write(CONTACT_ID, {"Title": "CTO"})
     assert caught.value.retry_after == 3600.0
     assert "REQUEST_LIMIT_EXCEEDED" in caught.value.reason
+
+
+LIMITED_CALLS = {
+    "read": lambda adapter: adapter.read(CONTACT_ID, ["Title"]),
+    "read_many": lambda adapter: adapter.read_many([CONTACT_ID], ["Title"]),
+    "write": lambda adapter: adapter.write(CONTACT_ID, {"Title": "CTO"}),
+    "write_many": lambda adapter: adapter.write_many({CONTACT_ID: {"Title": "CTO"}}),
+    "list_page": lambda adapter: adapter.list_page(["Title"], None, None),
+    "find": lambda adapter: adapter.find("ava@acme.example"),
+    "fields": lambda adapter: adapter.fields(),
+}
+
+
+@pytest.mark.parametrize("call", LIMITED_CALLS.values(), ids=LIMITED_CALLS.keys())
+def test_salesforce_request_limit_holds_the_connection_an_hour_on_every_call(call: Any) -> None:
+    """The org's API limit is 403 REQUEST_LIMIT_EXCEEDED (no 429: errorcodes.htm): whatever
+    the call, it is the connection's rate limit (throttled), asked once, waited an hour."""
+    crm = FakeCRM(answer(403, sample("salesforce_error_response.json")))
+    with pytest.raises(Retriable) as caught:
+        call(salesforce(crm))
+    assert caught.value.throttled and caught.value.retry_after == 3600.0
+    assert "REQUEST_LIMIT_EXCEEDED" in caught.value.reason
+    assert len(crm.requests) == 1
 
 
 def test_salesforce_other_403_is_permanent() -> None:

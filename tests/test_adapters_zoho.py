@@ -19,6 +19,7 @@ from connector.platforms.base import Permanent, Retriable, WriteResult
 from connector.platforms.zoho import PLATFORM, ZOHO_ACCOUNTS, ZOHO_API_DOMAINS, Zoho
 from tests.helpers.constants import OUTBOUND
 from tests.helpers.crm import FakeCRM, answer, raising
+from tests.helpers.vendors import VendorTransport, broken
 
 ROOT = Path(__file__).parent.parent
 ZOHO = "https://www.zohoapis.eu"
@@ -185,7 +186,7 @@ def test_a_uk_account_installs_and_connects() -> None:
 
 def test_base_url_trailing_slash_is_ignored() -> None:
     crm = FakeZoho(answer(200, {"data": [contact()]}))
-    Zoho(f"{ZOHO}/", TOKEN, httpx.Client(transport=httpx.MockTransport(crm))).read(CONTACT, [])
+    Zoho(f"{ZOHO}/", TOKEN, httpx.Client(transport=VendorTransport(crm))).read(CONTACT, [])
     assert str(crm.requests[0].url) == f"{CONTACTS}/{CONTACT}"
 
 
@@ -663,7 +664,8 @@ def test_invalid_token_is_permanent(call: Callable[[Zoho], Any], status: int) ->
 
 @pytest.mark.parametrize("call", CALLS)
 def test_401_without_a_zoho_body_is_an_expired_token(call: Callable[[Zoho], Any]) -> None:
-    failure = outcome_of(call, FakeZoho(answer(401)))
+    """Not Zoho's own answer (its 401 carries INVALID_TOKEN): a proxy's in front of it, say."""
+    failure = outcome_of(call, FakeZoho(lambda request: broken(answer(401))))
     assert isinstance(failure, Permanent) and failure.reason == "token expired or revoked"
 
 
@@ -742,15 +744,14 @@ RENEWED = subscribed("2026-03-09T10:30:00+05:30", "Successfully updated the subs
 ENABLED = subscribed(
     "2026-03-09T10:30:00+05:30", "Successfully subscribed for actions-watch of the given module"
 )
+# A refusal of the whole call (400, one error: zoho/crm-oas notifications.json's
+# ErrorResponse), and of one channel among those sent (202, its error under watch:
+# WrappedErrorResponse, NOT_SUBSCRIBED for a channel Zoho does not have).
 NO_CHANNEL = {
-    "watch": [
-        {
-            "code": "INVALID_DATA",
-            "details": {"api_name": "channel_id"},
-            "message": "invalid data",
-            "status": "error",
-        }
-    ]
+    "code": "INVALID_DATA",
+    "details": {"api_name": "channel_id", "json_path": "$.watch[0].channel_id"},
+    "message": "invalid data",
+    "status": "error",
 }
 
 
@@ -797,9 +798,11 @@ NOT_SUBSCRIBED = {
 }
 
 
-@pytest.mark.parametrize("refusal", [NO_CHANNEL, NOT_SUBSCRIBED], ids=["invalid id", "unknown"])
-def test_watch_enables_a_channel_zoho_does_not_know(refusal: dict[str, Any]) -> None:
-    crm = FakeZoho(answer(400, refusal), answer(201, ENABLED))
+@pytest.mark.parametrize(
+    "refusal", [answer(400, NO_CHANNEL), answer(202, NOT_SUBSCRIBED)], ids=["invalid id", "unknown"]
+)
+def test_watch_enables_a_channel_zoho_does_not_know(refusal: httpx.Response) -> None:
+    crm = FakeZoho(refusal, answer(201, ENABLED))
     assert watch(crm) == EXPIRES
     assert [request.method for request in crm.requests] == ["PATCH", "POST"]
     assert crm.bodies()[0] == crm.bodies()[1]
@@ -837,14 +840,10 @@ def test_watch_enables_when_the_renewal_confirms_nothing() -> None:
 
 def test_watch_refused_twice_is_permanent_with_zohos_words() -> None:
     too_long = {
-        "watch": [
-            {
-                "code": "INVALID_DATA",
-                "details": {"api_name": "token"},
-                "message": "the length of the token exceeds the limit",
-                "status": "error",
-            }
-        ]
+        "code": "INVALID_DATA",
+        "details": {"api_name": "token", "json_path": "$.watch[0].token"},
+        "message": "the length of the token exceeds the limit",
+        "status": "error",
     }
     crm = FakeZoho(answer(400, too_long), answer(400, too_long))
     with pytest.raises(Permanent) as caught:

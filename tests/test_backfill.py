@@ -25,6 +25,7 @@ import server
 from connector import backfill, connections, store, worker
 from connector.platforms import hubspot
 from connector.platforms.base import CrmClient, Permanent
+from tests.helpers import hubspot_shapes
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.crm import HUBSPOT, FakeCRM, SearchableHubSpot
@@ -72,7 +73,8 @@ def test_a_dry_run_counts_the_records_those_with_an_identifier_and_the_credits(
     ids = list(crm.contacts)
     _cache(db, link.row["id"], ids[:100], clock.now - timedelta(days=1), "")  # fresh: skipped
     _cache(db, link.row["id"], ids[100:150], clock.now - timedelta(days=90), "C1")  # stale
-    crm.failures.append(httpx.Response(429, headers={"Retry-After": "7"}, json={}))
+    limited = hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING")
+    crm.failures.append(httpx.Response(429, headers={"Retry-After": "7"}, json=limited))
     slept: list[float] = []
 
     estimate = backfill.dry_run(work, link.row["id"], "contacts", "", slept.append)

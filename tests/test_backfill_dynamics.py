@@ -23,8 +23,9 @@ from connector.platforms.dynamics import Dynamics
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import CRM, DATA, SECRET
-from tests.helpers.dataverse import ListedDataverseTables
+from tests.helpers.dataverse import ListedDataverseTables, unauthorized
 from tests.helpers.orgs import organization
+from tests.helpers.vendors import VendorTransport
 
 TOKEN = "entra-access-token"
 EARLY, LATE = "2026-01-01T08:00:00Z", "2026-01-15T08:00:00Z"
@@ -47,7 +48,7 @@ def _contacts(count: int) -> dict[str, dict[str, Any]]:
 
 def _adapter(crm: ListedDataverseTables, kind: str = "contacts") -> Dynamics:
     """An adapter over a client of its own, as a process of its own would build it."""
-    return Dynamics(CRM, TOKEN, httpx.Client(transport=httpx.MockTransport(crm)), kind=kind)
+    return Dynamics(CRM, TOKEN, httpx.Client(transport=VendorTransport(crm)), kind=kind)
 
 
 def test_rows_modified_since_are_listed_page_by_page_and_resumed_from_the_next_link() -> None:
@@ -150,7 +151,7 @@ def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
     rows.update({guid(20 + n): {"firstname": f"Nameless {n}", "modifiedon": LATE}
                  for n in range(5)})  # fmt: skip
     crm = ListedDataverseTables({"contacts": rows})
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         yield db, worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7)), link, crm
 
 
@@ -171,8 +172,7 @@ def test_a_backfill_interrupted_resumes_from_its_saved_next_link_and_is_worked_o
     setup: Setup,
 ) -> None:
     db, work, link, crm = setup
-    expired = httpx.Response(401, json={"error": {"code": "0x80040220", "message": "expired"}})
-    crm.page_failures[2] = expired  # the token expires after the first page
+    crm.page_failures[2] = unauthorized()  # the token expires after the first page
     lines: list[str] = []
     with pytest.raises(Permanent, match="token expired or revoked"):
         backfill.run(work, link.row["id"], "contacts", "", None, report=lines.append)

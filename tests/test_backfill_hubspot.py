@@ -16,8 +16,10 @@ from sqlite_utils import Database
 from connector import backfill, connections, store, worker
 from connector.platforms import hubspot
 from connector.platforms.base import Retriable
+from tests.helpers import hubspot_shapes
 from tests.helpers.clock import Clock
 from tests.helpers.crm import HS_COMPANIES, SearchableHubSpot
+from tests.helpers.vendors import VendorTransport
 
 REACH = 250  # results one search query reaches here (HubSpot's is 10,000)
 SINCE = "2025-01-01T00:00:00Z"
@@ -57,7 +59,7 @@ def test_companies_are_listed_by_the_companies_search_from_a_resumed_cursor(
     listed: list[str] = []
     remaining: list[int | None] = []
     cursor: str | None = None
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         while True:  # each page by a new adapter, from the cursor alone (as stored in the DB)
             page = _adapter(crm, client).list_page(["name", "domain"], SINCE, cursor)
             listed += page.records
@@ -66,7 +68,8 @@ def test_companies_are_listed_by_the_companies_search_from_a_resumed_cursor(
             if page.cursor is None:
                 break
             cursor = json.loads(json.dumps(page.cursor))
-        crm.failures.append(httpx.Response(429, headers={"Retry-After": "3"}, json={}))
+        limit = hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING")
+        crm.failures.append(httpx.Response(429, headers={"Retry-After": "3"}, json=limit))
         with pytest.raises(Retriable) as limited:
             _adapter(crm, client).list_page(["name"], SINCE, None)
 

@@ -21,7 +21,8 @@ from connector.platforms.base import Listed, Permanent, Retriable
 from tests.helpers.constants import CRM, DATA, NOW, SECRET
 from tests.helpers.crm import answer
 from tests.helpers.orgs import connected
-from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.pipedrive import HeldPipedrive, lead
+from tests.helpers.vendors import VendorTransport
 
 OLD, NEW = "2024-03-01T09:00:00Z", "2025-06-19T16:07:36Z"
 SINCE = "2025-01-01T00:00:00.000+00:00"  # backfill.since_from("2025-01-01")
@@ -96,9 +97,9 @@ def test_organizations_are_listed_with_their_address_parts() -> None:
 
 
 def test_leads_are_listed_100_a_page_with_the_persons_and_organizations_they_link() -> None:
-    leads = {key: {"id": key, "title": f"Lead {n}", "person_id": n + 1,
-                   "organization_id": 5000 + n % 3 if n % 2 else None,
-                   "update_time": NEW_LEAD if n % 3 else "2024-03-01T09:00:00.000Z"}
+    leads = {key: lead(key, f"Lead {n}", person_id=n + 1,
+                       organization_id=5000 + n % 3 if n % 2 else None,
+                       update_time=NEW_LEAD if n % 3 else "2024-03-01T09:00:00.000Z")
              for n, key in enumerate(LEAD_IDS)}  # fmt: skip
     persons = {str(n + 1): person(n + 1) for n in range(150)}
     organizations = {str(k): {"id": k, "name": f"Org {k}", "update_time": NEW}
@@ -129,8 +130,8 @@ def test_leads_are_listed_100_a_page_with_the_persons_and_organizations_they_lin
 
 
 def test_a_lead_whose_person_is_gone_is_left_out_and_a_refused_read_fails_the_page() -> None:
-    leads = {LEAD_IDS[0]: {"id": LEAD_IDS[0], "title": "Gone", "person_id": 404},
-             LEAD_IDS[1]: {"id": LEAD_IDS[1], "title": "Here", "person_id": 1}}  # fmt: skip
+    leads = {LEAD_IDS[0]: lead(LEAD_IDS[0], "Gone", person_id=404),
+             LEAD_IDS[1]: lead(LEAD_IDS[1], "Here", person_id=1)}  # fmt: skip
     crm = HeldPipedrive(persons={"1": person(1)}, leads=leads)
     page = adapter(crm, "leads").list_page(["title", "person/email"], None, None)
     assert page.records == {LEAD_IDS[1]: {"title": "Here", "person/email": "p1@firm1.example"}}
@@ -140,7 +141,7 @@ def test_a_lead_whose_person_is_gone_is_left_out_and_a_refused_read_fails_the_pa
             return answer(403, {"success": False, "error": "Scope and URL mismatch"})
         return crm(request)
 
-    client = httpx.Client(transport=httpx.MockTransport(refusing))
+    client = httpx.Client(transport=VendorTransport(refusing))
     leads_adapter = PLATFORMS["pipedrive"].adapter(CRM, "token", client, kind="leads")
     with pytest.raises(Permanent, match="403 Forbidden: Scope and URL mismatch"):
         leads_adapter.list_page(["title", "person/email"], None, None)
@@ -217,9 +218,10 @@ def test_a_backfill_of_250_leads_lists_every_one_of_them(setup: Setup) -> None:
     additional_data; read under a `pagination` object, the backfill stopped after 100."""
     db, link = setup
     keys = [f"adf21080-0e10-11eb-879b-{n:012x}" for n in range(250)]
-    leads = {key: {"id": key, "title": f"Lead {n}", "person_id": n + 1,
-                   "organization_id": None, "update_time": NEW_LEAD}
-             for n, key in enumerate(keys)}  # fmt: skip
+    leads = {
+        key: lead(key, f"Lead {n}", person_id=n + 1, update_time=NEW_LEAD)
+        for n, key in enumerate(keys)
+    }
     crm = HeldPipedrive(persons={str(n): person(n) for n in range(1, 251)}, leads=leads)
     work = worker.Worker(db, SECRET.encode(), lambda: NOW, crm.client(), random.Random(7))
 

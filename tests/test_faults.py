@@ -34,6 +34,7 @@ from connector.app import create_app
 from connector.cli import main
 from connector.platforms import hubspot
 from server import importer
+from tests.helpers import hubspot_shapes
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, NOW, SECRET
 from tests.helpers.crm_server import REFUSED, Call, CrmHandler, FakeCrm, Reply, running
@@ -172,6 +173,7 @@ class FaultyCrm(FakeCrm):
             self.calls.append(call)
             fault = self.schedule.next()
             reply = self.route(call)
+            self.check(call, reply)  # the CRM's answer, whatever then befalls its delivery
             if fault.applied:
                 self.apply(reply)
             if fault.kind != "none":
@@ -203,13 +205,9 @@ class FaultyCrm(FakeCrm):
         super().shutdown_request(request)
 
 
-RATE_LIMITED = {
-    "status": "error",
-    "message": "You have reached your ten_secondly_rolling limit.",
-    "errorType": "RATE_LIMIT",
-    "correlationId": "c033cdaa-2c40-4a64-ae48-b4cec88dad24",
-    "policyName": "TEN_SECONDLY_ROLLING",
-}
+# HubSpot's 429 as its usage-details page shows it (tests/vendor/hubspot/departures.json)
+RATE_LIMITED = hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING")
+CORRELATION_ID = "8613a874-da8d-40c9-bee1-8c924690cdbf"
 GATEWAY_PAGE = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 WRONG_SHAPES: list[Any] = [[], {}, "OK", {"status": "COMPLETE"}, [{"id": 1}, "?"]]
 
@@ -228,7 +226,8 @@ def _server_error(handler: CrmHandler, variant: str) -> None:
     if status == 502:
         handler.send(502, GATEWAY_PAGE, "text/html")
         return
-    body = {"status": "error", "message": "internal error", "category": "INTERNAL_ERROR"}
+    # HubSpot's 500 (HubSpot/hubspot-api-python#111: no category; departures.json)
+    body = {"status": "error", "message": "internal error", "correlationId": CORRELATION_ID}
     handler.send(status, json.dumps(body).encode(), headers=headers)
 
 

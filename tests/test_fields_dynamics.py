@@ -20,7 +20,8 @@ from tests.helpers.crm_fields import (
 from tests.helpers.crm_fields import (
     dataverse_options as options,
 )
-from tests.helpers.dataverse import FakeDataverseTables
+from tests.helpers.dataverse import FakeDataverseTables, unauthorized
+from tests.helpers.vendors import VendorTransport
 
 AVA_ID, BO_ID = "0b0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01", "0b0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c02"
 LEAD_ID = "1c0a5c3e-8f1d-4c53-a6f2-6a0b2f5b1c01"
@@ -64,7 +65,7 @@ def crm() -> FakeDataverseTables:
 
 
 def adapter(crm: Any, kind: str = "contacts") -> Any:
-    client = httpx.Client(transport=httpx.MockTransport(crm))
+    client = httpx.Client(transport=VendorTransport(crm))
     return PLATFORM.adapter(DYNAMICS, "token", client, kind=kind)
 
 
@@ -107,11 +108,8 @@ def test_each_kind_lists_its_own_tables_columns(
 
 
 def test_a_refused_token_is_permanent() -> None:
-    refused = {
-        "error": {"code": "0x80072560", "message": "The user is not a member of the organization."}
-    }
     with pytest.raises(Permanent, match=TOKEN_REFUSED):
-        adapter(lambda request: httpx.Response(401, json=refused)).fields()
+        adapter(lambda request: unauthorized()).fields()
 
 
 def test_columns_are_created_in_the_maker_portal(crm: FakeDataverseTables) -> None:
@@ -156,7 +154,7 @@ def test_a_multi_select_is_written_as_comma_separated_option_values(
 
 
 def test_dataverse_refuses_a_multi_select_joined_with_semicolons(crm: FakeDataverseTables) -> None:
-    client = httpx.Client(transport=httpx.MockTransport(crm))
+    client = httpx.Client(transport=VendorTransport(crm))
     url = f"{DYNAMICS}/api/data/v9.2/contacts({AVA_ID})"
     answer = client.patch(url, json={"new_jobfunctions": "100000000;100000001"},
                           headers={"If-Match": "*"})  # fmt: skip

@@ -23,7 +23,7 @@ from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm_fields import pipedrive_field as field
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import organization
-from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.pipedrive import HeldPipedrive, lead
 from tests.helpers.settings_forms import signed_in, token
 
 HASH = "d4de1c1518b4531717c676029a45911c340390a6"  # a custom field's key (40 hex characters)
@@ -48,7 +48,7 @@ def crm() -> HeldPipedrive:
             "7": {"id": 7, "name": "Ava", "emails": [{"value": "ava@acme.example"}]},
             "8": {"id": 8, "name": "Bo", "emails": [{"value": "o'brien@acme.example"}]},
         },
-        leads={LEAD_ID: {"id": LEAD_ID, "title": "Lonestar", "person_id": 7}},
+        leads={LEAD_ID: lead(LEAD_ID, "Lonestar", person_id=7)},
     )  # fmt: skip
     held.fields["personFields"] = list(PERSON_FIELDS)
     held.fields["organizationFields"] = [field("name", "Name", "varchar"),

@@ -15,6 +15,7 @@ from connector.platforms.salesforce import PLATFORM
 from tests.helpers.crm import SALESFORCE, FakeCRM, FakeSalesforce, answer, salesforce
 from tests.helpers.crm_fields import salesforce_field as described
 from tests.helpers.crm_fields import salesforce_picklist as picklist
+from tests.helpers.vendors import VendorTransport, broken
 
 CONTACT, OTHER_CONTACT, LEAD = "0035e00000AbCdEFGH", "0035e00000AbCdEFGI", "00Q5e00000AbCdEFGH"
 
@@ -52,7 +53,7 @@ def crm() -> FakeSalesforce:
 
 
 def adapter(crm: FakeSalesforce, kind: str = "contacts") -> Any:
-    return PLATFORM.adapter(SALESFORCE, "token", httpx.Client(transport=httpx.MockTransport(crm)),
+    return PLATFORM.adapter(SALESFORCE, "token", httpx.Client(transport=VendorTransport(crm)),
                             kind=kind)  # fmt: skip
 
 
@@ -98,7 +99,8 @@ def test_a_refused_token_is_permanent_and_a_garbled_describe_is_not_read_as_no_f
     with pytest.raises(Permanent, match=TOKEN_REFUSED):
         salesforce(FakeCRM(answer(401, expired))).fields()
     with pytest.raises(Retriable, match="describe of Contact"):
-        salesforce(FakeCRM(httpx.Response(200, text="<html>maintenance</html>"))).fields()
+        page = broken(httpx.Response(200, text="<html>maintenance</html>"))  # a proxy's page
+        salesforce(FakeCRM(page)).fields()
 
 
 def test_fields_are_created_in_salesforce_setup_not_through_the_api(crm: FakeSalesforce) -> None:

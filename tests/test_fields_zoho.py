@@ -13,6 +13,7 @@ from connector.platforms.base import FIELD_TYPES, TOKEN_REFUSED, CrmField, Perma
 from connector.platforms.zoho import PLATFORM
 from tests.helpers.crm_fields import zoho_field as meta
 from tests.helpers.crm_fields import zoho_value as value
+from tests.helpers.vendors import VendorTransport
 from tests.helpers.zoho_crm import FakeZohoRecords
 
 API_DOMAIN = "https://www.zohoapis.com"
@@ -28,7 +29,8 @@ CONTACT_FIELDS = [
     meta("Created_Time", "Created Time", "datetime", read_only=True),
     meta("Full_Name", "Full Name", "text", field_read_only=True),
     meta("Record_Id", "Record Id", "bigint",
-         operation_type={"api_create": False, "api_update": False, "api_read": True}),
+         operation_type={"web_update": False, "api_create": False, "web_create": False,
+                         "api_update": False}),
     meta("Account_Name", "Account Name", "lookup"), meta("Website", "Website", "website"),
     meta("Date_of_Birth", "Date of Birth", "date"),
     meta("Email_Opt_Out", "Email Opt Out", "boolean"),
@@ -53,7 +55,7 @@ def crm() -> FakeZohoRecords:
 
 
 def adapter(crm: Any, kind: str = "contacts") -> Any:
-    client = httpx.Client(transport=httpx.MockTransport(crm))
+    client = httpx.Client(transport=VendorTransport(crm))
     return PLATFORM.adapter(API_DOMAIN, "token", client, kind=kind)
 
 

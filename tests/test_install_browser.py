@@ -150,7 +150,8 @@ def site(
         _, acme = organization(database, "Acme", credits=100)
         _, globex = organization(database, "Globex", credits=100)
         for platform, auth in auths.items():
-            token_url = f"{crm.url}/oauth/v1/token" if platform == "hubspot" else auth.token_url
+            hubspot_token = f"{crm.url}/oauth/2026-03/token"  # on HubSpot's API host
+            token_url = hubspot_token if platform == "hubspot" else auth.token_url
             oauth_apps.save(
                 database, SECRET.encode(), NOW, platform=platform, client_id=CLIENT_ID,
                 client_secret=CLIENT_SECRET, authorize_url=auth.authorize_url, token_url=token_url,

@@ -25,6 +25,7 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, FakeZohoWatch
 from tests.helpers.orgs import organization
+from tests.helpers.vendors import VendorTransport
 
 pytestmark = pytest.mark.both_backends
 
@@ -150,7 +151,7 @@ def hubspot_worker(
     tier = getattr(request, "param", "pro")
     link = _hubspot(db, "hs", _org(db, "Acme", tier, credits=10))
     crm = FakeHubSpot()
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         yield worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7)), link, crm
 
 
@@ -299,7 +300,7 @@ def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: D
                            crm_base_url=CRM, crm_token="1000.token")  # fmt: skip
     fake = FakeZohoWatch()
     clock = Clock()
-    with httpx.Client(transport=httpx.MockTransport(fake)) as client:
+    with httpx.Client(transport=VendorTransport(fake)) as client:
 
         def renew() -> str:
             return jobs.renew_subscriptions(db, SECRET.encode(), client, "https://x.io", clock())
@@ -310,7 +311,9 @@ def test_renew_subscriptions_fails_the_run_naming_the_channels_not_renewed(db: D
         assert jobs.recorded(db, "renew_subscriptions", renew, clock) == jobs.Run(
             True, "0 of 0 zoho channels renewed (1 not due)"
         )
-        fake.failures.append(httpx.Response(401, json={"code": "INVALID_TOKEN"}))
+        expired = {"code": "INVALID_TOKEN", "details": {}, "message": "invalid oauth token",
+                   "status": "error"}  # fmt: skip
+        fake.failures.append(httpx.Response(401, json=expired))
         clock.now += timedelta(days=5, hours=1)  # within a day of the channel's expiry
         failed = jobs.recorded(db, "renew_subscriptions", renew, clock)
     assert not failed.ok

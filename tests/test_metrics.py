@@ -27,11 +27,13 @@ from connector.platforms.base import Permanent, Retriable
 from server import db, logs, metrics
 from server.http.app import create_app
 from tests import servers
+from tests.helpers import hubspot_shapes
 from tests.helpers.constants import SECRET
 from tests.helpers.crm import CRMS, FakeHubSpot, answer
 from tests.helpers.enrich_data import AVA_EMAIL, NOBODY, NOW, copy_dataset
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import connected, organization
+from tests.helpers.vendors import VendorTransport
 
 TOKEN = "operator-scrape-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -237,7 +239,7 @@ def connector_app(settings: dict[str, Any]) -> Flask:
 
 
 def test_crm_calls_are_counted_by_platform_and_outcome(client: FlaskClient) -> None:
-    replies = iter([answer(200, {"id": "1", "properties": {}}), answer(503, {}), None])
+    replies = iter([answer(200, hubspot_shapes.record("1", {})), answer(503, {}), None])
 
     def crm(request: httpx.Request) -> httpx.Response:
         reply = next(replies)
@@ -246,7 +248,7 @@ def test_crm_calls_are_counted_by_platform_and_outcome(client: FlaskClient) -> N
         return reply
 
     adapter = PLATFORMS["hubspot"].adapter(
-        CRMS["hubspot"].base_url, "token", httpx.Client(transport=httpx.MockTransport(crm))
+        CRMS["hubspot"].base_url, "token", httpx.Client(transport=VendorTransport(crm))
     )
     before = scrape(client)
     adapter.read("1", ["email"])
@@ -268,7 +270,7 @@ def test_token_renewals_are_counted_by_outcome(client: FlaskClient) -> None:
         return next(grants) if str(request.url) == token_url else answer(200, {})
 
     credentials = oauth.Credentials(token_url, "client-id", "client-secret", "refresh-1")
-    http = httpx.Client(transport=httpx.MockTransport(endpoints))
+    http = httpx.Client(transport=VendorTransport(endpoints))
     before = scrape(client)
     auth = oauth.Renewing(credentials, "", None, lambda _got: None, lambda: NOW)
     assert http.get("https://crm.example/contacts", auth=auth).status_code == 200
@@ -284,7 +286,8 @@ def test_token_renewals_are_counted_by_outcome(client: FlaskClient) -> None:
 def test_dead_letters_are_counted(client: FlaskClient, worker_setup: Any, crm: FakeHubSpot) -> None:
     database, work, link, _ = worker_setup
     hubspot_event(database, link, "e1")
-    crm.failures.append(httpx.Response(401, json={"message": "expired"}))
+    expired = hubspot_shapes.error("EXPIRED_AUTHENTICATION", "expired")
+    crm.failures.append(httpx.Response(401, json=expired))
     before = scrape(client)
     assert work.run_due() == {"dead": 1}
     name = "contactdata_dead_letters_total"

@@ -27,6 +27,7 @@ from tests.helpers.crm import FakeHubSpot
 from tests.helpers.discover_data import LONESTAR
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import connected
+from tests.helpers.vendors import VendorTransport
 from tests.servers import CONTACTDATA
 
 ENRICH = {"contactEmail": AVA}
@@ -78,7 +79,7 @@ def _without_ids(value: Any) -> Any:
 
 
 def _worker(database: Any, crm: FakeHubSpot) -> worker.Worker:
-    client = httpx.Client(transport=httpx.MockTransport(crm))
+    client = httpx.Client(transport=VendorTransport(crm))
     return worker.Worker(database, SECRET.encode(), lambda: NOW, client, random.Random(7))
 
 

@@ -21,10 +21,12 @@ import server
 from connector import connections, oauth, outbound, store, worker
 from connector.platforms import PLATFORMS as DECLARED
 from connector.platforms.base import TOKEN_REFUSED, Permanent, Retriable
+from tests.helpers import hubspot_shapes
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm import CRMS, FakeHubSpot, answer
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import organization
+from tests.helpers.vendors import VendorTransport
 
 TOKEN_URL = "https://login.example/oauth2/token"
 CREDENTIALS = oauth.Credentials(TOKEN_URL, "client-id", "client-secret", "refresh-1")
@@ -77,7 +79,7 @@ def renewing(
 ) -> tuple[Any, Saved]:
     saved = Saved()
     auth = oauth.Renewing(CREDENTIALS, token, expires_at, saved, lambda: now)
-    client = httpx.Client(transport=httpx.MockTransport(endpoint))
+    client = httpx.Client(transport=VendorTransport(endpoint))
     return DECLARED[platform].adapter(CRMS[platform].base_url, token, client, auth), saved
 
 
@@ -236,7 +238,7 @@ def test_zoho_throttling_token_requests_is_retriable_once_its_ten_minutes_are_ov
     ("refusal", "failure"),
     [
         (token_answer(200, THROTTLED), Retriable),
-        (token_answer(400, {"error": "invalid_grant"}), Permanent),
+        (token_answer(200, {"error": "invalid_code"}), Permanent),  # Zoho refuses in a 200
     ],
     ids=["throttled", "refused"],
 )
@@ -308,12 +310,12 @@ class RenewingHubSpot(FakeHubSpot):
             form = parse_qs(request.content.decode())
             assert form["grant_type"] == ["refresh_token"] and form["refresh_token"] == ["r1"]
             self.issued.append(f"renewed-{len(self.issued) + 1}")
-            token = {"access_token": self.issued[-1], "expires_in": 1799, "refresh_token": "r2"}
+            token = hubspot_shapes.token(self.issued[-1], "r2", expires_in=1799)
             return httpx.Response(200, json=token)
         if not self.issued or request.headers["Authorization"] != f"Bearer {self.issued[-1]}":
             self.requests.append(request)
             message = "The OAuth token used to make this call expired 0 second(s) ago."
-            body = {"status": "error", "category": "EXPIRED_AUTHENTICATION", "message": message}
+            body = hubspot_shapes.error("EXPIRED_AUTHENTICATION", message)
             return httpx.Response(401, json=body)
         return super().__call__(request)
 
@@ -379,7 +381,7 @@ def test_a_token_that_cannot_be_saved_is_retriable_and_not_used() -> None:
 
     endpoint = TokenEndpoint("hubspot")
     auth = oauth.Renewing(CREDENTIALS, "stale", None, failing, lambda: NOW)
-    client = httpx.Client(transport=httpx.MockTransport(endpoint))
+    client = httpx.Client(transport=VendorTransport(endpoint))
     adapter = DECLARED["hubspot"].adapter(spec.base_url, "stale", client, auth)
     with pytest.raises(Retriable, match="could not be saved: database is locked"):
         adapter.read(spec.ids[0], [spec.known])
@@ -437,7 +439,7 @@ def test_a_throttled_zoho_token_postpones_the_round_asking_once(
             for key, record in events
         ])  # fmt: skip
     zoho = ThrottlingZoho()
-    with httpx.Client(transport=httpx.MockTransport(zoho)) as client:
+    with httpx.Client(transport=VendorTransport(zoho)) as client:
         work = worker.Worker(db, SECRET.encode(), lambda: NOW, client, random.Random(1))
         assert work.run_due() == {"retry": 3}
     assert len(zoho.token_requests()) == 1 and len(zoho.requests) == 1

@@ -27,6 +27,7 @@ from tests.helpers.dataverse import (
     remote_execution_context,
 )
 from tests.helpers.orgs import connected
+from tests.helpers.vendors import VendorTransport
 
 LEAD = "2f5a3c10-8b1e-ef11-9f89-000d3a5c8f21"
 OTHER_LEAD = "9b1d7e24-3c4f-ef11-9f89-000d3a5c8f21"
@@ -76,7 +77,7 @@ def setup(
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     db, link, _ = connected(db_path, "dynamics", TOKEN)
     crm = ListedDataverseTables({})
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
         yield Setup(db, link, connector_app.test_client(), crm, work)
 

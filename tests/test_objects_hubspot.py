@@ -25,6 +25,7 @@ from connector.platforms.base import Permanent
 from connector.platforms.hubspot import PLATFORM
 from tests.helpers.constants import AVA, NOW, PLATFORMS
 from tests.helpers.crm import HS_COMPANIES, HS_CONTACTS, FakeHubSpot
+from tests.helpers.vendors import VendorTransport
 
 SECRET = "hubspot-app-secret"  # worker_setup's connection
 LONESTAR = "D15C0000000000A1"  # tests/data/discover_companies.csv
@@ -258,7 +259,7 @@ def test_an_event_about_another_hubspot_object_is_refused_not_read_as_a_contact(
 def test_the_companies_adapter_calls_the_companies_paths() -> None:
     crm = FakeHubSpot()
     crm.companies["7"] = {"name": "Acme", "domain": "acme.example"}
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         adapter = PLATFORM.adapter("https://api.hubapi.com", "token", client, kind="companies")
         assert adapter.read("7", ["domain"]) == {"domain": "acme.example"}
         found = adapter.read_many(["7", "8"], ["name"])

@@ -21,27 +21,21 @@ from connector import connections, store, worker
 from connector.platforms import PLATFORMS as DECLARED
 from tests.helpers.constants import AVA, CRM, NOW, PLATFORMS, SECRET
 from tests.helpers.orgs import connected
-from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.pipedrive import HeldPipedrive, lead
 
 PERSON_CHANGED = json.loads((PLATFORMS / "pipedrive_v2_person_updated.json").read_text())
 LEAD_ID = "adf21080-0e10-11eb-879b-05d71fb426ec"  # a lead's UUID (Pipedrive's docs' example)
 LONESTAR = "Lonestar Discover Works Inc."  # in tests/data/discover_companies.csv
 WEBSITE = "https://www.lonestar-discover.com"
-# An organization as GET /api/v2/organizations/{id} gives it (OrganizationItem), no address.
+# An organization as GET /api/v2/organizations/{id} gives it (OrganizationItem), no address
+# (OrganizationItem's `address` is an object when there is one, never null).
 ORGANIZATION = {
     "id": 12, "name": LONESTAR, "owner_id": 12345678, "add_time": "2025-06-19T16:00:00Z",
     "update_time": "2025-06-19T16:07:36Z", "is_deleted": False, "visible_to": 3,
-    "address": None, "label_ids": [], "custom_fields": {}, "website": WEBSITE,
+    "label_ids": [], "custom_fields": {}, "website": WEBSITE,
 }  # fmt: skip
 # A lead as GET /api/v1/leads/{id} gives it: it links person 7 and organization 12.
-LEAD = {
-    "id": LEAD_ID, "title": "Lonestar deal", "owner_id": 12345678, "creator_id": 12345678,
-    "label_ids": [], "person_id": 7, "organization_id": 12, "source_name": "API",
-    "origin": "API", "channel": None, "is_archived": False, "was_seen": False,
-    "value": None, "expected_close_date": None, "next_activity_id": None,
-    "add_time": "2025-06-19T16:00:00.000Z", "update_time": "2025-06-19T16:07:36.754Z",
-    "visible_to": "3", "cc_email": "acme+deal1@pipedrivemail.com",
-}  # fmt: skip
+LEAD = lead(LEAD_ID, "Lonestar deal", person_id=7, organization_id=12)
 # What the worker writes to an organization without an address, from Lonestar's record.
 AUSTIN = {
     "address": {
@@ -120,6 +114,19 @@ def test_an_address_a_user_typed_keeps_its_text_and_parts() -> None:
     assert crm.sent()[0][1] == {
         "address": {**typed, "postal_code": "78701", "country": "United States"}
     }
+
+
+def test_an_address_keeps_its_subpremise_when_a_part_is_written() -> None:
+    """Issue 35: OrganizationItemAddress has a `subpremise` (the suite or apartment number,
+    pipedrive/client-nodejs src/versions/v2/models/organization-item-address.ts); a PATCH
+    replaces the address whole, so the parts written were sent without it and it was lost."""
+    typed = {"value": "100 Congress Ave, Suite 200", "route": "Congress Ave",
+             "street_number": "100", "subpremise": "Suite 200"}  # fmt: skip
+    crm = HeldPipedrive(organizations={"12": {**ORGANIZATION, "address": typed}})
+    adapter = DECLARED["pipedrive"].adapter(CRM, "token", crm.client(), kind="companies")
+    assert adapter.read("12", ["address_subpremise"]) == {"address_subpremise": "Suite 200"}
+    adapter.write("12", {"address_locality": "Austin"})
+    assert crm.sent()[0][1] == {"address": {**typed, "locality": "Austin"}}
 
 
 def test_a_person_and_an_organization_with_the_same_id_stay_apart(

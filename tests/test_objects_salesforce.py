@@ -27,6 +27,7 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, SECRET
 from tests.helpers.crm import SF_DATA, FakeCRM, FakeSalesforce, salesforce, salesforce_answers
 from tests.helpers.orgs import connected
+from tests.helpers.vendors import VendorTransport
 
 ORG = "00Do0000000xxxxxxx"  # the reference sample's organization
 LEAD, OTHER_LEAD = "00Q5e00000AbCdEFGH", "00Q5e00000AbCdEFGI"
@@ -108,7 +109,7 @@ class Org:
 def org(connector_app: Flask, db_path: Path, clock: Clock) -> Iterator[Org]:
     db, link, _ = connected(db_path, "salesforce", "00Dxx!sf-token", salesforce_org_ids=(ORG,))
     crm = FakeSalesforce(FIELDS)
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
         yield Org(connector_app, db, link, crm, work)
 
@@ -333,9 +334,7 @@ def _listed_contacts(crm: FakeSalesforce, count: int) -> list[str]:
 
 def _adapter(crm: FakeSalesforce, kind: str = "contacts") -> Any:
     """An adapter over its own client: a page from a cursor saved by another process."""
-    return PLATFORM.adapter(
-        CRM, "token", httpx.Client(transport=httpx.MockTransport(crm)), kind=kind
-    )
+    return PLATFORM.adapter(CRM, "token", httpx.Client(transport=VendorTransport(crm)), kind=kind)
 
 
 def test_listing_pages_through_a_soql_query_by_its_next_records_url_resumed_anywhere() -> None:

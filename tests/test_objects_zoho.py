@@ -28,6 +28,7 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, NOW, PLATFORMS, SECRET
 from tests.helpers.crm import FakeCRM, answer
 from tests.helpers.orgs import connected
+from tests.helpers.vendors import VendorTransport
 from tests.helpers.zoho_crm import FakeZohoRecords
 
 LEAD = "5725767000003000064"  # the sample callback's id
@@ -75,7 +76,7 @@ def run(setup: Setup) -> Iterator[Any]:
     clients: list[httpx.Client] = []
 
     def work(zoho: FakeZohoRecords) -> Any:
-        client = httpx.Client(transport=httpx.MockTransport(zoho))
+        client = httpx.Client(transport=VendorTransport(zoho))
         clients.append(client)
         return worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7)).run_due()
 
@@ -248,9 +249,11 @@ def test_a_contact_and_an_account_with_the_same_id_stay_apart(
     ("kind", "module"), [("contacts", "Contacts"), ("leads", "Leads"), ("companies", "Accounts")]
 )
 def test_the_adapter_reads_and_writes_its_kinds_module(kind: str, module: str) -> None:
+    updated = {"code": "SUCCESS", "details": {"id": "1"}, "message": "record updated",
+               "status": "success"}  # fmt: skip
     crm = FakeCRM(
         answer(200, {"data": [{"id": "1", "Phone": "+15125550100"}]}),
-        answer(200, {"data": [{"code": "SUCCESS", "details": {"id": "1"}, "status": "success"}]}),
+        answer(200, {"data": [updated]}),
     )
     adapter = ZOHO.adapter("https://www.zohoapis.eu", "token", crm.client(), kind=kind)
     assert adapter.read("1", ["Phone"]) == {"Phone": "+15125550100"}
@@ -277,7 +280,7 @@ def test_the_channel_watches_every_declared_module(setup: Setup) -> None:
     db, link, _ = setup
     assert ZOHO.objects == ("contacts", "leads", "companies")
     zoho = FakeZohoRecords({})
-    with httpx.Client(transport=httpx.MockTransport(zoho)) as client:
+    with httpx.Client(transport=VendorTransport(zoho)) as client:
         renewed = subscriptions.renew(db, SECRET.encode(), client, "https://hooks.example", NOW)
     assert renewed == {
         link.row["id"]: f"channel {ZOHO.channel_id(link.row)} until 2026-11-29T12:00:00+00:00"

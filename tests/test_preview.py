@@ -19,12 +19,14 @@ import connector.app
 from connector import connections, mappings, preview, store, worker
 from connector.cli import main
 from server import NotFound, ServiceError, importer
+from tests.helpers import hubspot_shapes
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, DATA, NOW, SECRET
 from tests.helpers.crm import FakeSalesforce, SearchableHubSpot
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import connected, organization
 from tests.helpers.settings_forms import signed_in, source, submit, text, token
+from tests.helpers.vendors import VendorTransport
 
 Row = dict[str, Any]
 SF_ORG = "00D000000000001AAA"  # the Salesforce organization allowed to send
@@ -39,7 +41,7 @@ def hubspot(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Row]:
     crm = SearchableHubSpot()
     crm.contacts["501"] = {"email": AVA, "firstname": "Ava", "jobtitle": "Chief Revenue Wizard"}
     clock = Clock()
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
         yield {"db": db, "work": work, "id": link.row["id"], "crm": crm, "clock": clock}
 
@@ -138,7 +140,8 @@ def test_a_preview_older_than_its_lifetime_is_refused(hubspot: Row) -> None:
 def test_a_write_the_crm_refuses_may_be_applied_again(hubspot: Row) -> None:
     work, crm = hubspot["work"], hubspot["crm"]
     shown = preview.show(work, hubspot["id"], "contacts", record_id="501")
-    crm.failures.append(httpx.Response(401, json={"message": "expired"}))
+    expired = hubspot_shapes.error("EXPIRED_AUTHENTICATION", "expired")
+    crm.failures.append(httpx.Response(401, json=expired))
     with pytest.raises(preview.CrmFailed, match="token expired or revoked"):
         preview.apply(work, hubspot["id"], shown.id)
     assert preview.apply(work, hubspot["id"], shown.id).applied_at
@@ -160,7 +163,7 @@ def test_salesforce_contacts_are_previewed_and_applied_once(
     mapping = mappings.load(connections.MAPPINGS / "salesforce.yaml")
     crm = FakeSalesforce({"Contact": set(worker.readable(mapping))})
     crm.records["Contact"]["003A"] = {"Email": AVA, "LastName": "Adams", "Title": "Boss"}
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7))
         shown = preview.show(work, link.row["id"], "contacts", record_id="003A")
         rows = rows_by_property(shown)

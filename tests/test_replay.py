@@ -1455,16 +1455,12 @@ def test_the_fake_crm_takes_batches_and_custom_action_callbacks(crm: FakeCrm) ->
     crm.contacts["hubspot"]["512"] = {"email": "a@example.com"}
     crm.contacts["salesforce"]["003xx000004TmiQAAS"] = {"LastName": "Engineer"}
     callback = "ap-102670506-56776413549-7-0"
-    completed = {"outputFields": {"hs_execution_state": "SUCCESS"}}
+    completed = {"outputFields": {"hs_execution_state": "SUCCESS"}, "typedOutputs": {}}
+    updates = [{"id": "512", "properties": {"jobtitle": "CTO"}}, {"id": "9", "properties": {}}]
+    reads = {"properties": ["jobtitle"], "propertiesWithHistory": [], "inputs": [{"id": "512"}]}
     with httpx.Client(base_url=crm.url) as http:
-        updated = http.post(
-            f"{CONTACTS}/batch/update",
-            json={"inputs": [{"id": "512", "properties": {"jobtitle": "CTO"}}, {"id": "9"}]},
-        )
-        read = http.post(
-            f"{CONTACTS}/batch/read",
-            json={"properties": ["jobtitle"], "inputs": [{"id": "512"}]},
-        )
+        updated = http.post(f"{CONTACTS}/batch/update", json={"inputs": updates})
+        read = http.post(f"{CONTACTS}/batch/read", json=reads)
         collection = http.patch(
             f"{SF}/composite/sobjects",
             json={

@@ -18,6 +18,7 @@ from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm import FakeZohoWatch
 from tests.helpers.orgs import organization
+from tests.helpers.vendors import VendorTransport
 
 ZOHO = "http://127.0.0.1:9"  # never contacted: the client's transport answers
 PUBLIC_URL = "https://hooks.acme.example"
@@ -37,7 +38,7 @@ def setup(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, connecti
 
 def renewing(db: Any, zoho: FakeZohoWatch) -> Callable[[datetime], dict[str, str]]:
     """A run of the renewal at a given time, over the fake."""
-    client = httpx.Client(transport=httpx.MockTransport(zoho))
+    client = httpx.Client(transport=VendorTransport(zoho))
     return lambda now: subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, now)
 
 
@@ -120,7 +121,7 @@ def test_a_failed_renewal_is_reported_and_the_next_run_tries_again(setup: Any) -
     db, _ = setup
     zoho = FakeZohoWatch()
     zoho.failures.append(httpx.Response(503, json={"code": "INTERNAL_ERROR"}))
-    client = httpx.Client(transport=httpx.MockTransport(zoho))
+    client = httpx.Client(transport=VendorTransport(zoho))
     (outcome,) = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW).values()
     assert outcome.startswith("failed: 503")
     (outcome,) = subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW).values()
@@ -131,5 +132,5 @@ def test_only_zoho_connections_have_channels(db_path: Path) -> None:
     db = store.connect(db_path)
     _, key = organization(db)
     connections.add(db, SECRET.encode(), NOW, name="zap", platform="zapier", api_key=key)
-    client = httpx.Client(transport=httpx.MockTransport(FakeZohoWatch()))
+    client = httpx.Client(transport=VendorTransport(FakeZohoWatch()))
     assert subscriptions.renew(db, SECRET.encode(), client, PUBLIC_URL, NOW) == {}

@@ -17,6 +17,7 @@ from connector.platforms import PLATFORMS
 from server import accounts, importer
 from tests import toy_platform
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
+from tests.helpers.vendors import VendorTransport
 
 
 def test_a_platform_in_its_own_module_is_verified_stored_worked_and_written_back(
@@ -53,7 +54,7 @@ def test_a_platform_in_its_own_module_is_verified_stored_worked_and_written_back
     assert (event["record_id"], event["status"]) == ("7", "pending")
 
     crm = toy_platform.FakeToyCRM({"7": {"id": "7", "email": AVA, "title": "", "company": ""}})
-    with httpx.Client(transport=httpx.MockTransport(crm)) as client:
+    with httpx.Client(transport=VendorTransport(crm)) as client:
         work = worker.Worker(db, SECRET.encode(), lambda: NOW, client, random.Random(7))
         assert work.run_due() == {"done": 1}
     written = [json.loads(r.content) for r in crm.requests if r.method == "PATCH"]

@@ -22,9 +22,11 @@ from connector.cli import main
 from connector.platforms.hubspot import CONTACTS
 from server import accounts
 from tests import servers
+from tests.helpers import hubspot_shapes
 from tests.helpers.constants import AVA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.events import hubspot_event
+from tests.helpers.vendors import VendorTransport
 
 pytestmark = pytest.mark.both_backends
 
@@ -75,7 +77,8 @@ def test_a_value_the_user_set_is_kept(worker_setup: Any, crm: FakeHubSpot) -> No
 def test_429_waits_at_least_retry_after_then_succeeds(worker_setup: Any, crm: FakeHubSpot) -> None:
     db, work, link, clock = worker_setup
     hubspot_event(db, link, "e1")
-    crm.failures.append(httpx.Response(429, headers={"Retry-After": "120"}, json={}))
+    limited = hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING")
+    crm.failures.append(httpx.Response(429, headers={"Retry-After": "120"}, json=limited))
     assert work.run_due() == {"retry": 1}
     event = _only_event(db, link)
     assert event["attempts"] == 0 and event["due_at"] >= "2026-11-23T12:02:00"
@@ -101,7 +104,7 @@ def test_a_rate_limit_holds_the_whole_connection_without_spending_attempts(
     db, work, link, clock = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
     hubspot_event(db, link, "e-501", thin=True)
-    body = {"status": "error", "message": "You have reached your limit.", "policyName": policy}
+    body = hubspot_shapes.rate_limited(policy)
     crm.failures.append(httpx.Response(429, headers=headers, json=body))
     assert work.run_due(limit=1) == {"retry": 1}  # one event: the 429 answers its read
     hubspot_event(db, link, "e-502", thin=True, record="502")  # arrives during the hold
@@ -122,7 +125,7 @@ def test_events_claimed_with_a_rate_limited_one_are_put_back_unattempted(
     db, work, link, clock = worker_setup
     hubspot_event(db, link, "first", thin=True)
     hubspot_event(db, link, "second", thin=True)  # the same record: the round's next batch
-    limited = {"status": "error", "message": "Slow down", "policyName": "TEN_SECONDLY_ROLLING"}
+    limited = hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING")
     crm.failures.append(httpx.Response(429, headers={"Retry-After": "10"}, json=limited))
     assert work.run_due() == {"retry": 2}
     assert len(crm.requests) == 1  # the second batch did not call the CRM
@@ -147,7 +150,7 @@ def test_timeouts_back_off_and_give_up_into_a_dead_letter(
         raise httpx.ReadTimeout("timed out", request=request)
 
     waits = []
-    with httpx.Client(transport=httpx.MockTransport(timeout)) as client:
+    with httpx.Client(transport=VendorTransport(timeout)) as client:
         failing = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
         for _ in range(worker.MAX_ATTEMPTS):
             clock.now += timedelta(hours=7)
@@ -163,7 +166,8 @@ def test_a_permanent_failure_is_a_dead_letter_that_can_be_retried(
 ) -> None:
     db, work, link, clock = worker_setup
     hubspot_event(db, link, "e1")
-    crm.failures.append(httpx.Response(401, json={"message": "expired"}))
+    expired = hubspot_shapes.error("EXPIRED_AUTHENTICATION", "expired")
+    crm.failures.append(httpx.Response(401, json=expired))
     assert work.run_due() == {"dead": 1}
     event = _only_event(db, link)
     assert "token expired or revoked" in event["last_error"]
@@ -237,7 +241,7 @@ def test_a_write_that_failed_after_its_intent_was_saved_is_finished(
 ) -> None:
     db, work, link, clock = worker_setup
     hubspot_event(db, link, "e1", thin=True)
-    crm.failures += [httpx.Response(200, json={"id": "501", "properties": crm.contacts["501"]})]
+    crm.failures += [httpx.Response(200, json=hubspot_shapes.record("501", crm.contacts["501"]))]
     crm.failures += [httpx.Response(503, json={})]  # the GET answers, the PATCH fails
     assert work.run_due() == {"retry": 1}
     assert store.record(db, link.row["id"], "501")["pending"]  # type: ignore[index]
@@ -279,7 +283,7 @@ def test_a_batch_read_refused_as_a_whole_is_read_record_by_record(
     """One malformed id (a settings page test event) must not fail the round's others."""
     db, work, link, _ = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
-    invalid = {"status": "error", "category": "VALIDATION_ERROR", "message": "Invalid input"}
+    invalid = hubspot_shapes.error("VALIDATION_ERROR", "Invalid input")
     crm.failures.append(httpx.Response(400, json=invalid))  # the batch read
     hubspot_event(db, link, "e-501", thin=True)
     hubspot_event(db, link, "e-test", thin=True, record="settings-test-1")
@@ -301,7 +305,8 @@ def test_an_expired_token_fails_the_round_without_reading_each_record(
 ) -> None:
     db, work, link, _ = worker_setup
     crm.contacts["502"] = {"email": "cara.cole@lonestar-discover.com"}
-    crm.failures.append(httpx.Response(401, json={"status": "error", "message": "expired"}))
+    expired = hubspot_shapes.error("EXPIRED_AUTHENTICATION", "expired")
+    crm.failures.append(httpx.Response(401, json=expired))
     hubspot_event(db, link, "e-501", thin=True)
     hubspot_event(db, link, "e-502", thin=True, record="502")
     assert work.run_due() == {"dead": 2}
@@ -322,7 +327,7 @@ def test_a_contact_the_batch_could_not_write_is_a_dead_letter_and_the_rest_are_d
             crm.contacts.pop("502")  # merged into another contact meanwhile
         return real(request)
 
-    with httpx.Client(transport=httpx.MockTransport(merged_away)) as client:
+    with httpx.Client(transport=VendorTransport(merged_away)) as client:
         batching = worker.Worker(db, SECRET.encode(), work.clock, client, random.Random(7))
         assert batching.run_due() == {"done": 1, "dead": 1}
     status = {
@@ -340,7 +345,7 @@ def test_a_rate_limited_batch_retries_every_event_in_it(
     hubspot_event(db, link, "e-501", thin=True)
     hubspot_event(db, link, "e-502", thin=True, record="502")
     limited = httpx.Response(
-        429, headers={"Retry-After": "60"}, json={"policyName": "TEN_SECONDLY_ROLLING"}
+        429, headers={"Retry-After": "60"}, json=hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING")
     )
     real = crm.__call__
     calls = []
@@ -351,7 +356,7 @@ def test_a_rate_limited_batch_retries_every_event_in_it(
             return limited
         return real(request)
 
-    with httpx.Client(transport=httpx.MockTransport(limit_batches)) as client:
+    with httpx.Client(transport=VendorTransport(limit_batches)) as client:
         batching = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
         assert batching.run_due() == {"retry": 2}
         assert store.record(db, link.row["id"], "502")["pending"]  # type: ignore[index]

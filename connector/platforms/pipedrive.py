@@ -147,9 +147,11 @@ UPDATE_FIELDS = frozenset(
     {"name", "owner_id", "org_id", "add_time", "update_time", "visible_to", "label_ids"}
     | {"marketing_status", *LISTS}
 )
-# An organization's address parts (v2's OrganizationItemAddress), as `address_<part>`.
+# An organization's address parts (v2's OrganizationItemAddress), as `address_<part>`: every
+# one, since a PATCH replaces the address whole (a part left out here was lost on a write).
 ADDRESS_PARTS = ("country", "admin_area_level_1", "admin_area_level_2", "locality",
-                 "sublocality", "route", "street_number", "postal_code")  # fmt: skip
+                 "sublocality", "route", "street_number", "subpremise",
+                 "postal_code")  # fmt: skip
 ADDRESS = frozenset({"address", *(f"address_{part}" for part in ADDRESS_PARTS)})
 # UpdateOrganizationRequest (PATCH /api/v2/organizations/{id}); website to employee_count
 # are newer default fields that GET leaves out unless asked (see the module docstring).

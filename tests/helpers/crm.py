@@ -16,7 +16,9 @@ import httpx
 
 from connector.platforms.hubspot import HubSpot
 from connector.platforms.salesforce import Salesforce
+from tests.helpers import hubspot_shapes
 from tests.helpers.constants import AVA, OUTBOUND
+from tests.helpers.vendors import VendorTransport
 
 HUBSPOT = "https://api.hubapi.com"
 HS_CONTACTS = "/crm/objects/2026-03/contacts"  # HubSpot's date-versioned path (2026-03)
@@ -45,7 +47,7 @@ class FakeCRM:
         return answer(request) if callable(answer) else answer
 
     def client(self) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(self))
+        return httpx.Client(transport=VendorTransport(self))
 
     def bodies(self) -> list[Any]:
         return [json.loads(request.content) for request in self.requests]
@@ -129,19 +131,15 @@ def last_segment(request: httpx.Request) -> str:
 
 
 def hubspot_answers(request: httpx.Request) -> httpx.Response:
-    """A contact (GET, PATCH), or a batch's results (batch/read, batch/update)."""
+    """A contact (GET, PATCH), or a batch's results (batch/read, batch/update), in the shapes
+    of HubSpot's documents (tests/helpers/hubspot_shapes.py)."""
 
     def contact(key: str) -> dict[str, Any]:
-        return {
-            "id": key,
-            "properties": {"hs_object_id": key, "jobtitle": TITLE},
-            "archived": False,
-        }
+        return hubspot_shapes.record(key, {"hs_object_id": key, "jobtitle": TITLE})
 
     if request.method == "POST":
         inputs = json.loads(request.content)["inputs"]
-        results = [contact(item["id"]) for item in inputs]
-        return answer(200, {"status": "COMPLETE", "results": results})
+        return answer(200, hubspot_shapes.batch([contact(item["id"]) for item in inputs]))
     return answer(200, contact(last_segment(request)))
 
 
@@ -307,8 +305,10 @@ CRMS: dict[str, Platform] = {
             "category": "EXPIRED_AUTHENTICATION",
             "context": {"expire time": ["2026-03-10T23:04:41.164Z"]},
         },
-        rate_limited=sample("hubspot_error_429_ten_secondly.json"),
+        # As HubSpot's usage-details page shows it (tests/vendor/hubspot/departures.json).
+        rate_limited=hubspot_shapes.rate_limited("TEN_SECONDLY_ROLLING"),
         wait=10.0,  # TEN_SECONDLY_ROLLING's window
+        # A 500 has no category (HubSpot/hubspot-api-python#111; departures.json).
         server_error={
             "status": "error",
             "message": "internal error",
@@ -341,8 +341,10 @@ CRMS: dict[str, Platform] = {
         ),
         dropped=f"INVALID_FIELD: {SALESFORCE_NO_SUCH_COLUMN}",
         expired=[{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}],
-        rate_limited=None,  # its API limit is 403 REQUEST_LIMIT_EXCEEDED; a 429 has no body
-        wait=None,  # no rule for a 429: the worker's backoff decides
+        # Its REST API documents no 429 (its limit is 403 REQUEST_LIMIT_EXCEEDED): the contract's
+        # 429 tests leave it out (tests/test_adapters.py LIMITED_BY_429).
+        rate_limited=None,
+        wait=None,
         server_error=[
             {
                 "errorCode": "UNKNOWN_EXCEPTION",
@@ -408,7 +410,7 @@ CRMS: dict[str, Platform] = {
             "message": "The number of concurrent requests has exceeded the limit",
             "status": "error",
         },
-        wait=None,  # Zoho documents no wait: the worker's backoff decides
+        wait=None,  # Zoho documents no wait: the worker holds THROTTLED_WAIT_SECONDS
         server_error={
             "code": "INTERNAL_ERROR",
             "details": {},
@@ -482,14 +484,14 @@ class FakeHubSpot:
             return self._batch_read(records, json.loads(request.content))
         record_id = request.url.path.rsplit("/", 1)[-1]
         if record_id not in records:
-            return httpx.Response(404, json={"status": "error", "message": "Object not found"})
+            return httpx.Response(404, json=hubspot_shapes.not_found())
         if request.method == "PATCH":
             sent = json.loads(request.content)["properties"]
             if refused := self._invalid_option([sent]):
                 return refused
             records[record_id].update(sent)
         properties = records[record_id]
-        return httpx.Response(200, json={"id": record_id, "properties": properties})
+        return httpx.Response(200, json=hubspot_shapes.record(record_id, properties))
 
     def _records(self, request: httpx.Request) -> dict[str, dict[str, Any]]:
         """The kind of record a request's path names: companies, else contacts."""
@@ -505,14 +507,12 @@ class FakeHubSpot:
         found = [item for item in inputs if item["id"] in records]
         for item in found:
             records[item["id"]].update(item["properties"])
-        results = [{"id": item["id"], "properties": item["properties"]} for item in found]
+        results = [hubspot_shapes.record(item["id"], item["properties"]) for item in found]
         missing = [item["id"] for item in inputs if item["id"] not in records]
         if not missing:
-            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
-        error = {"status": "error", "category": "OBJECT_NOT_FOUND", "message": "Not found",
-                 "context": {"ids": missing}}  # fmt: skip
-        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
-                                         "errors": [error], "numErrors": 1})  # fmt: skip
+            return httpx.Response(200, json=hubspot_shapes.batch(results))
+        error = hubspot_shapes.batch_error("OBJECT_NOT_FOUND", "Not found", {"ids": missing})
+        return httpx.Response(207, json=hubspot_shapes.batch(results, [error]))
 
     def _invalid_option(self, sent: list[dict[str, Any]]) -> httpx.Response | None:
         """HubSpot's 400 for a dropdown value it has no option for; None when every value
@@ -528,19 +528,18 @@ class FakeHubSpot:
         """HubSpot's batch read: the records found, 207 naming the missing ones."""
         ids = [item["id"] for item in body["inputs"]]
         results = [
-            {"id": key, "properties": {name: records[key].get(name)
-                                       for name in body["properties"]}}
+            hubspot_shapes.record(key, {name: records[key].get(name)
+                                        for name in body["properties"]})
             for key in ids if key in records
         ]  # fmt: skip
         missing = [key for key in ids if key not in records]
         if not missing:
-            return httpx.Response(200, json={"status": "COMPLETE", "results": results})
+            return httpx.Response(200, json=hubspot_shapes.batch(results))
         kind = "COMPANY" if records is self.companies else "CONTACT"
-        error = {"status": "error", "category": "OBJECT_NOT_FOUND",
-                 "message": f"Could not get some {kind} objects",
-                 "context": {"ids": missing}}  # fmt: skip
-        return httpx.Response(207, json={"status": "COMPLETE", "results": results,
-                                         "errors": [error], "numErrors": 1})  # fmt: skip
+        error = hubspot_shapes.batch_error("OBJECT_NOT_FOUND",
+                                           f"Could not get some {kind} objects",
+                                           {"ids": missing})  # fmt: skip
+        return httpx.Response(207, json=hubspot_shapes.batch(results, [error]))
 
     def patches(self) -> list[dict[str, Any]]:
         return [json.loads(r.content)["properties"] for r in self.requests if r.method == "PATCH"]
@@ -575,9 +574,10 @@ def invalid_option(name: str, value: str, allowed: set[str]) -> dict[str, Any]:
 
 
 class FakeZohoWatch:
-    """Answers /crm/v7/actions/watch as Zoho documents, confirming the expiry asked for, or
-    `confirms` when set, and disabling channels (DELETE ?channel_ids=); the queued failures
-    first; keeps the requests."""
+    """Answers /crm/v7/actions/watch as Zoho documents (tests/vendor/zoho.json): a channel
+    enabled (POST, 201 Created) or its details updated (PATCH, 200), confirming the expiry
+    asked for, or `confirms` when set, and disabling channels (DELETE ?channel_ids=); the
+    queued failures first; keeps the requests."""
 
     def __init__(self) -> None:
         self.requests: list[httpx.Request] = []
@@ -597,10 +597,15 @@ class FakeZohoWatch:
         (channel,) = json.loads(request.content)["watch"]
         expiry = self.confirms or channel["channel_expiry"]
         event = {"channel_expiry": expiry, "resource_name": "Contacts",
+                 "resource_uri": "https://www.zohoapis.com/crm/v7/Contacts",
+                 "resource_id": "554023000000000131",
                  "channel_id": channel["channel_id"]}  # fmt: skip
+        enabled = request.method == "POST"
+        message = ("Successfully subscribed for actions-watch of the given module" if enabled
+                   else "Successfully updated the subscribe details")  # fmt: skip
         answer = {"code": "SUCCESS", "details": {"events": [event]}, "status": "success",
-                  "message": "Successfully updated the subscribe details"}  # fmt: skip
-        return httpx.Response(200, json={"watch": [answer]})
+                  "message": message}  # fmt: skip
+        return httpx.Response(201 if enabled else 200, json={"watch": [answer]})
 
 
 # --- Salesforce holding records of each sObject type, for the worker -----------------------
@@ -669,7 +674,7 @@ class FakeSalesforce:
         if stored is None:
             return None
         url = f"/services/data/v62.0/sobjects/{sobject}/{key}"
-        values = {name: stored.get(name) for name in fields}
+        values = {name: stored.get(name) for name in fields if name.lower() != "id"}
         return {"attributes": {"type": sobject, "url": url}, "Id": key, **values}
 
     def _update_collection(self, records: list[dict[str, Any]]) -> httpx.Response:
@@ -839,8 +844,9 @@ def hubspot_search(
     filters = [f for group in body.get("filterGroups") or [] for f in group["filters"]]
     after, limit = int(body.get("after") or 0), int(body.get("limit") or 10)
     if after + limit > reach:
-        return 400, {"status": "error", "category": "VALIDATION_ERROR",
-                     "message": f"paging past {reach} results is not allowed"}  # fmt: skip
+        return 400, hubspot_shapes.error(
+            "VALIDATION_ERROR", f"paging past {reach} results is not allowed"
+        )
 
     def kept(key: str) -> bool:
         values = {**records[key], "hs_object_id": key}
@@ -856,14 +862,11 @@ def hubspot_search(
 
     found = sorted((key for key in records if kept(key)), key=int)
     results = [
-        {"id": key, "properties": {n: records[key].get(n) for n in body.get("properties", [])},
-         "archived": False}
+        hubspot_shapes.record(key, {n: records[key].get(n) for n in body.get("properties", [])})
         for key in found[after : after + limit]
-    ]  # fmt: skip
-    answer: dict[str, Any] = {"total": len(found), "results": results}
-    if after + limit < len(found):
-        answer["paging"] = {"next": {"after": str(after + limit)}}
-    return 200, answer
+    ]
+    following = str(after + limit) if after + limit < len(found) else None
+    return 200, hubspot_shapes.search_page(results, len(found), following)
 
 
 class SearchableHubSpot(FakeHubSpot):

@@ -4,6 +4,7 @@ DescribeFieldResult, Pipedrive's v2 field, Zoho's field meta, Dataverse's Attrib
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 
@@ -30,11 +31,12 @@ def pipedrive_field(
 
 
 def zoho_field(api_name: str, label: str, data_type: str, **more: Any) -> dict[str, Any]:
-    """A field as GET /crm/v7/settings/fields lists it (trimmed)."""
-    return {"api_name": api_name, "field_label": label, "display_label": label,
-            "data_type": data_type, "json_type": "string", "custom_field": False,
-            "read_only": False, "field_read_only": False, "length": 120,
-            "operation_type": {"api_create": True, "api_update": True, "api_read": True},
+    """A field as GET /crm/v7/settings/fields lists it (trimmed; tests/vendor/zoho.json)."""
+    return {"api_name": api_name, "id": "3652397000000002589", "field_label": label,
+            "display_label": label, "data_type": data_type, "json_type": "string",
+            "custom_field": False, "read_only": False, "field_read_only": False, "length": 120,
+            "operation_type": {"web_update": True, "api_create": True, "web_create": True,
+                               "api_update": True},
             "pick_list_values": [], **more}  # fmt: skip
 
 
@@ -52,8 +54,10 @@ def dataverse_label(text: str) -> dict[str, Any]:
 def dataverse_attribute(
     name: str, type: str, display: str, metadata: str = "", **more: Any
 ) -> dict[str, Any]:
-    """An AttributeMetadata as EntityDefinitions(...)/Attributes answers it."""
+    """An AttributeMetadata as EntityDefinitions(...)/Attributes answers it (its MetadataId
+    always, "Query table definitions using the Web API"; here one derived from its name)."""
     return {"@odata.type": f"#Microsoft.Dynamics.CRM.{metadata or type + 'AttributeMetadata'}",
+            "MetadataId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"dataverse:{name}")),
             "LogicalName": name, "SchemaName": name.title(), "AttributeType": type,
             "DisplayName": dataverse_label(display), "IsValidForCreate": True,
             "IsValidForUpdate": True, "IsCustomAttribute": False, **more}  # fmt: skip

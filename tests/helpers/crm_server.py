@@ -23,7 +23,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import httpx
 
 from connector import mappings
-from connector.platforms.hubspot import CALLBACKS, CONTACTS, PROPERTIES
+from connector.platforms.hubspot import API_VERSION, CALLBACKS, CONTACTS, PROPERTIES
+from tests.helpers import hubspot_shapes
 from tests.helpers.constants import OUTBOUND
 from tests.helpers.crm import SEARCH_REACH, FakeSalesforce, invalid_option
 from tests.helpers.crm import hubspot_search as search
@@ -36,6 +37,7 @@ from tests.helpers.crm_fields import (
 from tests.helpers.dataverse import FakeDataverseTables
 from tests.helpers.oauth_server import FakeAuthServer
 from tests.helpers.pipedrive import HeldPipedrive, PipedriveWebhooks
+from tests.helpers.vendors import Exchange, checked
 from tests.helpers.zoho_crm import FakeZohoRecords
 from tests.servers import serving
 
@@ -58,6 +60,7 @@ class Call:
     headers: dict[str, str]  # names in lower case
     body: Any  # the JSON body, None when there was none
     at: float = field(default_factory=time.monotonic)
+    raw: bytes = b""  # the body as sent
 
 
 @dataclass
@@ -112,7 +115,13 @@ class FakeCrm(ThreadingHTTPServer):
             self.calls.append(call)
             reply = self.route(call)
             self.apply(reply)
-            return reply
+        self.check(call, reply)
+        return reply
+
+    def check(self, call: Call, reply: Reply) -> None:
+        """Hold the call and its answer to the vendor's description (tests/helpers/vendors.py)."""
+        kind = call.headers.get("content-type", "")
+        checked(Exchange(call.method, call.path, kind, call.raw, reply.status, _content(reply)))
 
     def route(self, call: Call) -> Reply:
         for pattern, method, route in ROUTES:
@@ -223,7 +232,8 @@ class FakeCrm(ThreadingHTTPServer):
     def salesforce_object(self, record_id: str, wanted: list[str]) -> Row:
         stored = self.contacts["salesforce"][record_id]
         attributes = {"type": "Contact", "url": f"{SF}/sobjects/Contact/{record_id}"}
-        return {"attributes": attributes, "Id": record_id, **{f: stored.get(f) for f in wanted}}
+        asked = {f: stored.get(f) for f in wanted if f != "Id"}  # the Id is the record's own
+        return {"attributes": attributes, "Id": record_id, **asked}
 
     def salesforce_read(self, call: Call, record_id: str) -> Reply:
         stored = self.contacts["salesforce"].get(record_id)
@@ -377,6 +387,7 @@ def hubspot_property(
     return {
         "name": name,
         "label": name.replace("_", " ").title(),
+        "description": "",
         "type": type,
         "fieldType": widget,
         "groupName": "contactinformation",
@@ -467,21 +478,13 @@ def dynamics_not_found(guid: str) -> Row:
     return {"error": {"code": "", "message": f"contact With Id = {guid} Does Not Exist"}}
 
 
-HUBSPOT_UNAUTHENTICATED = {
-    "status": "error",
-    "message": "Authentication credentials not found.",
-    "category": "INVALID_AUTHENTICATION",
-}
-HUBSPOT_NOT_FOUND = {
-    "status": "error",
-    "message": "Object not found.",
-    "category": "OBJECT_NOT_FOUND",
-}
-HUBSPOT_NOT_FOUND_IN_BATCH = {
-    "status": "error",
-    "category": "OBJECT_NOT_FOUND",
-    "message": "Could not get some CONTACT objects, they may be deleted or not exist.",
-}
+HUBSPOT_UNAUTHENTICATED = hubspot_shapes.error(
+    "INVALID_AUTHENTICATION", "Authentication credentials not found."
+)
+HUBSPOT_NOT_FOUND = hubspot_shapes.not_found()
+HUBSPOT_NOT_FOUND_IN_BATCH = hubspot_shapes.batch_error(
+    "OBJECT_NOT_FOUND", "Could not get some CONTACT objects, they may be deleted or not exist."
+)
 BATCH_TIMES = {"startedAt": "2026-11-23T12:00:00.000Z", "completedAt": "2026-11-23T12:00:00.100Z"}
 SALESFORCE_NOT_FOUND = [
     {"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}
@@ -514,7 +517,7 @@ ROUTES: list[tuple[str, str, Route]] = [
     (rf"{CALLBACKS}/([^/]+)/complete", "POST", FakeCrm.hubspot_callback),
     (rf"{PROPERTIES}/(contacts|companies)", "GET", FakeCrm.hubspot_properties),
     (rf"{PROPERTIES}/(contacts|companies)", "POST", FakeCrm.hubspot_create_property),
-    (r"/oauth/v1/token", "POST", FakeCrm.hubspot_token),
+    (rf"/oauth/{API_VERSION}/token", "POST", FakeCrm.hubspot_token),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "GET", FakeCrm.salesforce_read),
     (r"/services/data/v\d+\.\d+/sobjects/Contact/([^/]+)", "PATCH", FakeCrm.salesforce_update),
     (r"/services/data/v\d+\.\d+/composite/sobjects", "PATCH", FakeCrm.salesforce_collection),
@@ -601,6 +604,7 @@ class CrmHandler(BaseHTTPRequestHandler):
             query=dict(parse_qsl(url.query)),
             headers={name.lower(): value for name, value in self.headers.items()},
             body=_body(raw, self.headers.get("Content-Type", "")),
+            raw=raw,
         )
         self.server.serve(self, call)
 

@@ -114,7 +114,10 @@ class FakeDataverseTables:
             held = [a for a in held if a["@odata.type"] == f"#Microsoft.Dynamics.CRM.{cast}"]
             context += f"/Microsoft.Dynamics.CRM.{cast}"
         shown = params["$select"].split(",") + (["OptionSet", "GlobalOptionSet"] if cast else [])
-        rows = [{"@odata.type": a["@odata.type"], **{k: a.get(k) for k in shown}}
+        # MetadataId is always returned; @odata.type names each one's type, but where the
+        # collection is cast to it (the context names it then)
+        rows = [{**({} if cast else {"@odata.type": a["@odata.type"]}),
+                 "MetadataId": a["MetadataId"], **{k: a.get(k) for k in shown}}
                 for a in held]  # fmt: skip
         return httpx.Response(200, json={"@odata.context": context, "value": rows})
 
@@ -202,10 +205,45 @@ def _error(status: int, code: str, message: str) -> httpx.Response:
     return httpx.Response(status, json={"error": {"code": code, "message": message}})
 
 
+def unauthorized(environment: str = "https://contoso.crm.dynamics.com") -> httpx.Response:
+    """The Web API's 401 for an access token expired or revoked: no body (Microsoft's own
+    client failed reading JSON from one, microsoft/PowerPlatform-DataverseServiceClient#162),
+    the challenge in WWW-Authenticate (its parameters unverified; nothing reads them)."""
+    challenge = (
+        "Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize, "
+        f"resource_id={environment}/"
+    )
+    return httpx.Response(401, headers={"WWW-Authenticate": challenge})
+
+
 def _not_found(entity_set: str, guid: str) -> httpx.Response:
     """The Web API's 404 for a row that is not there ("Entity 'x' With Id = ... Does Not
     Exist"), its code left empty as tests/test_adapters_dynamics.py does."""
     return _error(404, "", f"Entity '{TABLES[entity_set][0]}' With Id = {guid} Does Not Exist")
+
+
+# Entra ID's token endpoint: its error answer, as "OAuth 2.0 client credentials flow" and "OAuth
+# 2.0 authorization code flow" (learn.microsoft.com/entra/identity-platform/) show it: 400 Bad
+# Request, the OAuth error and its AADSTS description, the STS codes, the time and the ids.
+AADSTS = {"invalid_client": 7000215, "invalid_grant": 70000, "invalid_request": 900144,
+          "unsupported_grant_type": 70003}  # fmt: skip
+TRACE_ID, CORRELATION_ID = (
+    "0000aaaa-11bb-cccc-dd22-eeeeee333333",
+    "aaaa0000-bb11-2222-33cc-444444dddddd",
+)
+
+
+def entra_error(body: Row | None) -> tuple[int, Row]:
+    """An OAuth error answer ({"error", "error_description"}) as Entra ID gives it."""
+    error = str((body or {}).get("error") or "invalid_request")
+    code = AADSTS.get(error, AADSTS["invalid_request"])
+    description = (
+        f"AADSTS{code}: {(body or {}).get('error_description', error)}\r\nTrace ID: {TRACE_ID}"
+        f"\r\nCorrelation ID: {CORRELATION_ID}\r\nTimestamp: 2026-01-09 02:02:12Z"
+    )
+    return 400, {"error": error, "error_description": description, "error_codes": [code],
+                 "timestamp": "2026-01-09 02:02:12Z", "trace_id": TRACE_ID,
+                 "correlation_id": CORRELATION_ID}  # fmt: skip
 
 
 SAMPLE = PLATFORMS / "dynamics365_webhook_remote_execution_context.json"

@@ -3,7 +3,8 @@ definitions (list, create, update), behind the developer API key (`hapikey`), ea
 A create or update body is loaded into hubspot-api-client's own model for it
 (PublicActionDefinitionEgg, PublicActionDefinitionPatch) with client-side validation on: a body
 the SDK refuses (a required field missing, a value outside an enumeration) is a 400, as
-HubSpot answers a body its specification refuses."""
+HubSpot answers a body its specification refuses. Every call is checked against HubSpot's
+actionsV4 document (tests/helpers/vendors.py), its answers in that document's shapes."""
 
 from __future__ import annotations
 
@@ -19,15 +20,16 @@ from urllib.parse import parse_qs, urlsplit
 from hubspot.automation import actions as sdk_actions
 
 from connector.platforms.hubspot import ACTIONS
+from tests.helpers import hubspot_shapes
+from tests.helpers.vendors import Exchange, checked
 from tests.servers import serving
 
 Row = dict[str, Any]
 MODELS = {"POST": "PublicActionDefinitionEgg", "PATCH": "PublicActionDefinitionPatch"}
-INVALID_KEY = {
-    "status": "error",
-    "message": "The API key provided is invalid. View or manage your API key here: ...",
-    "category": "INVALID_AUTHENTICATION",
-}
+INVALID_KEY = hubspot_shapes.error(
+    "INVALID_AUTHENTICATION",
+    "The API key provided is invalid. View or manage your API key here: ...",
+)
 
 
 class FakeHubSpotDeveloper(ThreadingHTTPServer):
@@ -67,19 +69,19 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
         base = f"{ACTIONS}/{self.app_id}"
         refused = sdk_refusal(MODELS[method], body) if method in MODELS else None
         if refused:
-            return 400, {"status": "error", "message": refused, "category": "VALIDATION_ERROR"}
+            return 400, hubspot_shapes.error("VALIDATION_ERROR", refused)
         if path == base and method == "GET":
             return 200, {"results": list(self.definitions.values())}
-        if path == base and method == "POST":
+        if path == base and method == "POST":  # 201 Created, the definition with its id
             found = {**body, "id": str(len(self.definitions) + 101), "revisionId": "1"}
             self.definitions[found["id"]] = found
-            return 200, found
+            return 201, found
         definition_id = path.removeprefix(f"{base}/")
         if method == "PATCH" and definition_id in self.definitions:
             found = {**self.definitions[definition_id], **body, "revisionId": "2"}
             self.definitions[definition_id] = found
             return 200, found
-        return 404, {"status": "error", "message": f"no route {method} {path}"}
+        return 404, hubspot_shapes.error("OBJECT_NOT_FOUND", f"no route {method} {path}")
 
 
 def sdk_model(model: str, body: Any) -> Any:
@@ -108,6 +110,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         status, body = self.server.answer(self.command, self.path, json.loads(raw or b"null"))
         content = json.dumps(body).encode()
+        sent = Exchange(self.command, urlsplit(self.path).path,
+                        self.headers.get("Content-Type", ""), raw, status, content)  # fmt: skip
+        checked(sent)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(content)))

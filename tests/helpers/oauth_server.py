@@ -21,6 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from tests.helpers import hubspot_shapes
+from tests.helpers.dataverse import entra_error
+from tests.helpers.vendors import OAUTH_ENDPOINTS, Exchange, checked
 from tests.servers import serving
 
 Row = dict[str, Any]
@@ -111,12 +114,18 @@ class FakeAuthServer(ThreadingHTTPServer):
                 return self._refresh(form)
             return self._exchange(form)
 
-    def revoke(self, form: dict[str, str]) -> tuple[int, Row]:
+    def revoke(self, form: dict[str, str]) -> tuple[int, Row | None]:
         """The revocation endpoint: the token named stops working (200, as RFC 7009 answers
         for a token it knows or not)."""
         with self.lock:
             self.seen.revocations.append(form)
             self.refresh_tokens.discard(form.get("token", ""))
+        if self.platform == "salesforce":  # a bare 200 (remoteaccess_revoke_token.htm)
+            return 200, None
+        if self.platform == "zoho":  # Zoho Accounts' revoke-refresh-token page
+            return 200, {"status": "success"}
+        if self.platform == "hubspot":  # its document gives a revocation no answer body
+            return 200, None
         return 200, {}
 
     def _client_ok(self, form: dict[str, str], headers: dict[str, str]) -> bool:
@@ -140,7 +149,20 @@ class FakeAuthServer(ThreadingHTTPServer):
     def _refresh(self, form: dict[str, str]) -> tuple[int, Row]:
         if self.revoked or form.get("refresh_token") not in self.refresh_tokens:
             return 400, {"error": "invalid_grant", "error_description": "token revoked"}
-        return 200, {"access_token": f"renewed-{secrets.token_hex(8)}", "expires_in": 3600}
+        renewed: Row = {"access_token": f"renewed-{secrets.token_hex(8)}", "expires_in": 3600}
+        if self.platform == "salesforce":  # the grant's answer, no expiry, no new refresh token
+            grant = self.answer()
+            self.refresh_tokens.discard(grant.pop("refresh_token"))
+            renewed = {**grant, "access_token": renewed["access_token"]}
+        if self.platform == "zoho":  # Zoho Accounts' refresh answer: no new refresh token
+            renewed.update(api_domain=self.api_base, token_type="Bearer")
+        if self.platform == "hubspot":  # its AccessTokenResponse, the refresh token given again
+            renewed = hubspot_shapes.token(renewed["access_token"], form["refresh_token"])
+        if self.platform == "pipedrive":  # the grant's answer (marketplace-oauth-authorization)
+            renewed = {**self.answer(), "access_token": renewed["access_token"]}
+        if self.platform == "dynamics":  # Entra ID's, as for a code (v2-oauth2-auth-code-flow)
+            renewed = {**self.answer(), "access_token": renewed["access_token"]}
+        return 200, renewed
 
     def answer(self) -> Row:
         """A fresh grant, shaped as the platform's own token answer."""
@@ -184,20 +206,33 @@ class AuthHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
-        form = dict(parse_qsl(self.rfile.read(length).decode()))
+        raw = self.rfile.read(length)
+        form = dict(parse_qsl(raw.decode()))
         headers = {name.lower(): value for name, value in self.headers.items()}
-        if urlsplit(self.path).path.endswith("/revoke"):
-            self._send(*self.server.revoke({**form, **dict(parse_qsl(urlsplit(self.path).query))}))
-            return
-        if not urlsplit(self.path).path.endswith("/token"):
+        path = urlsplit(self.path).path
+        if path.endswith("/revoke"):
+            query = dict(parse_qsl(urlsplit(self.path).query))
+            status, body = self.server.revoke({**form, **query})
+        elif path.endswith("/token"):
+            status, body = self.server.token(form, headers)
+            if self.server.platform == "dynamics" and status >= 400:
+                status, body = entra_error(body)  # Entra ID's 400, whatever the error
+        else:
             self._send(404, {"error": "not_found"})
             return
-        self._send(*self.server.token(form, headers))
+        # checked as the platform's own token or revocation endpoint
+        vendor, token_path, revoke_path = OAUTH_ENDPOINTS[self.server.platform]
+        named = revoke_path if path.endswith("/revoke") else token_path
+        kind = headers.get("content-type", "")
+        content = b"" if body is None else json.dumps(body).encode()
+        checked(Exchange("POST", named, kind, raw, status, content), vendor)
+        self._send(status, body)
 
-    def _send(self, status: int, body: Row) -> None:
-        data = json.dumps(body).encode()
+    def _send(self, status: int, body: Row | None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        if data:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

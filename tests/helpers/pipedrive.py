@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.helpers.crm import answer
+from tests.helpers.vendors import VendorTransport
 
 # Pipedrive's error envelope ({"success": false, "error", "error_info"}); the 404 text is ours.
 NOT_FOUND = {
@@ -22,10 +23,29 @@ NOT_FOUND = {
     "additional_data": None,
 }
 
+# Its 429 (https://pipedrive.readme.io/docs/core-api-concepts-rate-limiting): "Request over
+# limit" in the same envelope; the wait is in the headers (see connector/platforms/pipedrive.py).
+RATE_LIMITED = {**NOT_FOUND, "error": "Request over limit", "errorCode": 429}
+
 
 def found(record: dict[str, Any]) -> httpx.Response:
     """Pipedrive's answer holding one record."""
     return answer(200, {"success": True, "data": record})
+
+
+def lead(lead_id: str, title: str, **fields: Any) -> dict[str, Any]:
+    """A lead as GET /api/v1/leads and /api/v1/leads/{id} give it, `fields` changed: every
+    field of Lead (pipedrive/client-nodejs src/versions/v1/models/lead.ts) is always there,
+    its links (`person_id`, `organization_id`) null unless given."""
+    return {
+        "id": lead_id, "title": title, "owner_id": 12345678, "creator_id": 12345678,
+        "label_ids": [], "person_id": None, "organization_id": None, "source_name": "API",
+        "origin": "API", "origin_id": None, "channel": None, "channel_id": None,
+        "source_deal_id": None, "is_archived": False, "was_seen": False, "value": None,
+        "expected_close_date": None, "next_activity_id": None,
+        "add_time": "2025-06-19T16:00:00.000Z", "update_time": "2025-06-19T16:07:36.754Z",
+        "visible_to": "3", "cc_email": "acme+deal1@pipedrivemail.com", **fields,
+    }  # fmt: skip
 
 
 class HeldPipedrive:
@@ -67,7 +87,7 @@ class HeldPipedrive:
         return found(held[rest[0]])
 
     def client(self) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(self))
+        return httpx.Client(transport=VendorTransport(self))
 
     def sent(self, method: str = "PATCH") -> list[tuple[str, Any]]:
         """The path and body of each request of `method`, in order."""
@@ -201,7 +221,7 @@ class PipedriveWebhooks:
         return answer(404, {**NOT_FOUND, "error": "Webhook not found"})
 
     def client(self) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(self))
+        return httpx.Client(transport=VendorTransport(self))
 
 
 def refusal(status: int, error: str) -> httpx.Response:

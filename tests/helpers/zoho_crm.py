@@ -1,8 +1,9 @@
 """A Zoho CRM holding records of several modules (Contacts, Leads, Accounts), answering the
-v7 records API over httpx.MockTransport as Zoho documents it: get one record or several by
-`ids` (the `fields` asked, 204 when none is found), update one or a batch (a SUCCESS a record,
-in the order sent); and a notification channel confirming each module's events. Every
-request is kept."""
+v7 records API over httpx.MockTransport as Zoho documents it (tests/vendor/zoho.json): get one
+record or several by `ids` (the `fields` asked, 204 when none is found), update one or a batch
+(a SUCCESS a record, in the order sent); and a notification channel confirming each module's
+events (201 Created when enabled, 200 when its details are updated). Every request is kept;
+`refusals` answer first, whatever the call."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ INVALID_MODULE = {
     "message": "the module name given seems to be invalid",
     "status": "error",
 }
+# Each module's id (a notification event's resource_id), as Zoho's samples number them.
+MODULE_IDS = {"Contacts": "554023000000000131", "Leads": "554023000000000125",
+              "Accounts": "554023000000000129"}  # fmt: skip
+# What the enable and update-info pages answer a channel: POST, PATCH.
+WATCHED = {
+    "POST": (201, "Successfully subscribed for actions-watch of the given module"),
+    "PATCH": (200, "Successfully updated the subscribe details"),
+}
 
 
 def _success(record_id: str) -> Record:
@@ -37,9 +46,12 @@ class FakeZohoRecords:
         self.records = records
         self.requests: list[httpx.Request] = []
         self.fields: dict[str, list[Record]] = {}  # the field meta API's fields, by module
+        self.refusals: list[httpx.Response] = []  # answered first, to any call
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
+        if self.refusals:
+            return self.refusals.pop(0)
         _, _, _, module, *rest = request.url.path.split("/")  # /crm/v7/{module}[/{id}]
         if module == "actions":
             return self._watch(request)
@@ -98,13 +110,22 @@ class FakeZohoRecords:
         return httpx.Response(200, json={"data": answers})
 
     def _watch(self, request: httpx.Request) -> httpx.Response:
-        """The channel enabled or updated: one event a module watched, its expiry confirmed."""
+        """The channel enabled (POST) or updated (PATCH): one event a module watched, its
+        expiry confirmed; or disabled (DELETE ?channel_ids=), one SUCCESS a channel."""
+        if request.method == "DELETE":
+            unsubscribed = {"code": "SUCCESS", "status": "success",
+                            "message": "Successfully un-subscribed from actions-watch"}  # fmt: skip
+            ids = request.url.params["channel_ids"].split(",")
+            return httpx.Response(200, json={"watch": [
+                {**unsubscribed, "details": {"channel_id": i}} for i in ids]})  # fmt: skip
+        status, message = WATCHED[request.method]
         (channel,) = json.loads(request.content)["watch"]
         modules = dict.fromkeys(event.split(".")[0] for event in channel["events"])
         events = [
             {
                 "channel_expiry": channel["channel_expiry"],
                 "resource_uri": f"https://www.zohoapis.com/crm/v7/{module}",
+                "resource_id": MODULE_IDS.get(module, "554023000000000101"),
                 "resource_name": module,
                 "channel_id": channel["channel_id"],
             }
@@ -113,10 +134,10 @@ class FakeZohoRecords:
         answer = {
             "code": "SUCCESS",
             "details": {"events": events},
-            "message": "Successfully subscribed for actions-watch of the given module",
+            "message": message,
             "status": "success",
         }
-        return httpx.Response(200, json={"watch": [answer]})
+        return httpx.Response(status, json={"watch": [answer]})
 
 
 LISTING_LIMIT = 2_000  # records `page` reaches; past them, only page_token (documented)
