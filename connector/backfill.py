@@ -196,11 +196,13 @@ class BackfillRefused(server.ServiceError):
 def start(db: Database, connection_id: str, kind: str, since: str, max_credits: int | None,
           now: datetime) -> Row:  # fmt: skip
     """A new running backfill of `kind`, nothing listed yet (a driver lists it); refused
-    while one of that kind is running."""
-    if store.running_backfill(db, connection_id, kind) is not None:
-        raise BackfillRefused(f"A backfill of {kind} is running already: stop it first.")
+    while one of that kind is running. Like every change of a connection's backfills, it
+    locks the connection first: of two starts at once, the second finds the first's."""
     stamp = server.iso(now)
     with server.write(db):
+        store.lock_connection(db, connection_id)
+        if store.running_backfill(db, connection_id, kind) is not None:
+            raise BackfillRefused(f"A backfill of {kind} is running already: stop it first.")
         return store.start_backfill(db, {"connection_id": connection_id, "kind": kind,
                                          "since": since, "credit_cap": max_credits,
                                          "started_at": stamp, "updated_at": stamp})  # fmt: skip
@@ -210,6 +212,7 @@ def stop(db: Database, connection_id: str, kind: str, now: datetime) -> Row:
     """Stop the running backfill of `kind`: no page is queued for it any more (one being
     listed now is dropped), and it can be resumed from its cursor."""
     with server.write(db):
+        store.lock_connection(db, connection_id)
         row = store.running_backfill(db, connection_id, kind)
         if row is None:
             raise BackfillRefused(f"No backfill of {kind} is running.")
@@ -223,6 +226,7 @@ def resume(db: Database, connection_id: str, kind: str, max_credits: int | None,
     """Run the latest backfill of `kind` again from its cursor, if it stopped (on request,
     or at its cap or the balance), with `max_credits` as its cap over all it queued."""
     with server.write(db):
+        store.lock_connection(db, connection_id)
         latest = next((r for r in store.backfills_of(db, connection_id) if r["kind"] == kind), None)
         if latest is None or latest["state"] != "stopped":
             state = "none" if latest is None else latest["state"]
@@ -306,10 +310,13 @@ def _queue(
 ) -> Row:
     """Queue a page's eligible records within the budget, and save the backfill's cursor and
     counts with them, in one transaction; nothing when the backfill changed since `row` was
-    read (stopped, or advanced by another driver): the backfill as it is then."""
+    read (stopped, or advanced by another driver): the backfill as it is then. The connection
+    is locked first: neither the backfill changes, nor does another backfill of the connection
+    queue (the budget counts its events), until this page is queued."""
     now = work.clock()
     sorted_page = sort_page(work.db, link, mapping, listed.records, now)
     with server.write(work.db):
+        store.lock_connection(work.db, link["id"])
         current = store.backfill(work.db, row["id"])
         if current is None or _moved(current, row):
             return current or {**row, "state": "stopped"}

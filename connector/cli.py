@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
@@ -574,7 +575,13 @@ def _work_off(work: worker.Worker, once: bool, idle: float, batch: int) -> None:
     """Rounds of due events until SIGTERM (or, `once`, until none is due)."""
     stopping = _stop_on_sigterm()
     while not stopping:
-        outcomes = work.run_due(batch)
+        try:
+            outcomes = work.run_due(batch)
+        except server.DB_ERRORS as error:  # a deadlock, or a lock waited for too long
+            # The round's transaction was rolled back; its claims lapse and are taken again.
+            logging.getLogger("contactdata.worker").warning("round given up: %s", error)
+            time.sleep(idle)
+            continue
         if outcomes:
             click.echo(" ".join(f"{name}={n}" for name, n in sorted(outcomes.items())))
         elif once:

@@ -238,13 +238,15 @@ def rotate_secret(
     new = secret or kind.new_secret()
     _asked_of(kind)(lambda: kind.check_secret(new))
     expires = server.iso(now + timedelta(seconds=grace_seconds)) if grace_seconds else ""
-    values = {
-        "secret_sealed": store.seal(server_secret, new),
-        "secret_hint": store.hint(new),
-        "previous_secret_sealed": row["secret_sealed"] if grace_seconds else "",
-        "previous_secret_expires_at": expires,
-    }
     with server.write(db):
+        store.lock_connection(db, connection_id)  # the secret replaced is the one kept
+        current = store.connection(db, connection_id) or row
+        values = {
+            "secret_sealed": store.seal(server_secret, new),
+            "secret_hint": store.hint(new),
+            "previous_secret_sealed": current["secret_sealed"] if grace_seconds else "",
+            "previous_secret_expires_at": expires,
+        }
         store.rotate_secret(db, connection_id, values)
     return new
 

@@ -101,9 +101,11 @@ def rename_properties(
     db: Database, link: Row, kind: str, renamed: dict[str, str], now: datetime, by: str
 ) -> int:
     """Save the current mapping with its properties renamed (`with_properties`) as the next
-    version: its number, 0 when nothing is renamed. Call it in a write."""
+    version: its number, 0 when nothing is renamed. Call it in a write: the connection is
+    locked before the current version is read, so no save comes between."""
     if not renamed:
         return 0
+    store.lock_connection(db, link["id"])
     _, text = current_text(db, link, kind)
     return save(db, link, kind, with_properties(text, renamed), now, by)
 

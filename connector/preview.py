@@ -159,7 +159,9 @@ def _claim(work: worker.Worker, shown: Preview) -> None:
         if claimed:
             row = store.preview(work.db, shown.id)
             assert row is not None
-            cached = store.record(work.db, shown.connection_id, shown.record_id, shown.kind)
+            cached = store.record(  # held: a worker's write meanwhile is not lost
+                work.db, shown.connection_id, shown.record_id, shown.kind, lock=True
+            )
             written = cached["written"] if cached else "{}"
             pending = json.dumps(shown.planned)
             saving = {**json.loads(row["saving"]), "written": written, "pending": pending}

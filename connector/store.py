@@ -863,6 +863,15 @@ def connections(db: Database) -> list[Row]:
     return list(db.query("SELECT * FROM connections ORDER BY created_at, id"))
 
 
+def lock_connection(db: Database, connection_id: str) -> None:
+    """In a write transaction, hold the connection's row until it ends, so that what it reads
+    next of the connection (its secrets, backfills, mapping versions) holds when it writes: on
+    PostgreSQL another transaction locking the row waits (FOR NO KEY UPDATE: events and
+    records of the connection are still inserted). On SQLite, nothing: its writers take turns."""
+    if server.is_postgres(db):
+        db.execute("SELECT 1 FROM connections WHERE id = ? FOR NO KEY UPDATE", [connection_id])
+
+
 def add_events(db: Database, rows: list[Row]) -> int:
     """Store events not stored yet (by connection and event key); how many were new."""
     cursor = db.conn.executemany(
@@ -888,9 +897,10 @@ HELD = (
 )
 
 
-# Claiming in one statement, in a write transaction (BEGIN IMMEDIATE: one claimer at a time).
-# On PostgreSQL the subquery ends "... LIMIT n FOR UPDATE SKIP LOCKED": concurrent claimers
-# then pass over each other's rows instead of waiting for them.
+# Claiming in one statement, in a write transaction (on SQLite one claimer at a time). On
+# PostgreSQL, where claimers run at once, the subquery ends "... LIMIT n FOR UPDATE SKIP
+# LOCKED": each passes over the rows another is claiming instead of waiting for them, and a
+# row another claimed and committed meanwhile is checked again (its lease) and left.
 _CLAIM = (
     "UPDATE events SET claimed_by = :worker, lease_until = :until WHERE id IN ("
     "SELECT id FROM events WHERE status = 'pending' AND due_at <= :now AND lease_until <= :now "
@@ -995,10 +1005,15 @@ def event(db: Database, event_id: int) -> Row | None:
     return rows[0] if rows else None
 
 
-def record(db: Database, connection_id: str, record_id: str, kind: str = "contacts") -> Row | None:
-    """The transaction cache entry of a CRM record of `kind`, or None."""
+def record(
+    db: Database, connection_id: str, record_id: str, kind: str = "contacts", *, lock: bool = False
+) -> Row | None:
+    """The transaction cache entry of a CRM record of `kind`, or None. With `lock`, in a write
+    transaction, the entry is held until it ends (on PostgreSQL FOR UPDATE; SQLite's writers
+    take turns), so that what is written back from it holds."""
     sql = "SELECT * FROM records WHERE connection_id = ? AND kind = ? AND record_id = ?"
-    rows = list(db.query(sql, [connection_id, kind, record_id]))
+    locking = " FOR UPDATE" if lock and server.is_postgres(db) else ""
+    rows = list(db.query(sql + locking, [connection_id, kind, record_id]))
     return rows[0] if rows else None
 
 
@@ -1019,18 +1034,23 @@ def save_record(db: Database, row: Row) -> None:
 
 
 def save_records(db: Database, rows: list[Row]) -> None:
-    """Replace the transaction cache entries of CRM records (rows of the same columns)."""
+    """Replace the transaction cache entries of CRM records (rows of the same columns), in
+    key order: two workers saving some of the same records lock them in the same order."""
     if not rows:
         return
     columns = ", ".join(rows[0])
     values = ", ".join(f":{name}" for name in rows[0])
-    db.conn.executemany(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", rows)
+    in_order = sorted(
+        rows, key=lambda row: (row["connection_id"], row.get("kind", ""), row["record_id"])
+    )
+    db.conn.executemany(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", in_order)
 
 
 def records_written(
     db: Database, connection_id: str, kind: str, written: list[tuple[str, Row]]
 ) -> None:
-    """Add to what each record (record id, values) holds of ours and clear its pending write."""
+    """Add to what each record (record id, values) holds of ours and clear its pending write,
+    in record order (as `save_records`)."""
     # Values are flat: merging objects is json_patch on SQLite, jsonb's || on PostgreSQL.
     merged = (
         "(written::jsonb || ?::jsonb)::text" if server.is_postgres(db) else "json_patch(written, ?)"
@@ -1038,7 +1058,10 @@ def records_written(
     db.conn.executemany(
         f"UPDATE records SET written = {merged}, pending = '' "
         "WHERE connection_id = ? AND kind = ? AND record_id = ?",
-        [(json.dumps(values), connection_id, kind, record_id) for record_id, values in written],
+        [
+            (json.dumps(values), connection_id, kind, record_id)
+            for record_id, values in sorted(written, key=lambda pair: pair[0])
+        ],
     )
 
 
@@ -1192,7 +1215,9 @@ def preview_applied(db: Database, preview_id: str, outcome: str) -> None:
 def add_mapping_version(
     db: Database, connection_id: str, kind: str, text: str, at: str, by: str
 ) -> int:
-    """Save `text` as the next version of a connection's mapping of `kind`; its number."""
+    """Save `text` as the next version of a connection's mapping of `kind`; its number. The
+    connection's row is locked first: two saves at once number theirs one after the other."""
+    lock_connection(db, connection_id)
     sql = (
         "INSERT INTO mapping_versions (connection_id, kind, version, yaml, created_at, "
         "created_by) SELECT ?, ?, coalesce(max(version), 0) + 1, ?, ?, ? "

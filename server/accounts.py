@@ -74,9 +74,8 @@ def create_organization(
     email = admin.normalize_email(admin_email or f"admin@{domain or 'example.com'}")
     value = keys.new_key()
     with write(db):
-        if store.organization_named(db, org["name"]):
+        if not store.insert_organization(db, org):
             raise AlreadyExists(f"An organization named {org['name']!r} already exists.")
-        store.insert_organization(db, org)
         user = _admin_user(org["id"], email, stamp)
         store.insert_user(db, user)
         key = admin.new_key_row(org["id"], user["id"], email, "admin", value, stamp)

@@ -1,7 +1,9 @@
 """Administration of an organization's keys and users: the use cases and their state rules.
 
 Every function acts inside the caller's own organization only: an e-mail address of another
-organization is simply not found. Each change is one transaction with its audit entry.
+organization is simply not found. Each change is one transaction with its audit entry, which
+first locks the organization's row: what it checks (an e-mail not taken, another active admin
+key left) still holds when it writes, however many run at once.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def create_key(db: Database, ctx: Context, email: str) -> tuple[Row, str]:
     email = normalize_email(email)
     value = keys.new_key()
     with write(db):
+        store.lock_organization(db, ctx.caller.org_id)
         if store.key_by_email(db, ctx.caller.org_id, email):
             raise AlreadyExists(f"A key for {email} already exists in this organization.")
         key = new_key_row(ctx.caller.org_id, None, email, "standard", value, iso(ctx.now))
@@ -93,6 +96,7 @@ def update_key(
         raise InvalidParameter(f"graceSeconds must be between 0 and {MAX_GRACE_SECONDS}.")
     stamp = iso(ctx.now)
     with write(db):
+        store.lock_organization(db, ctx.caller.org_id)
         key = _key(db, ctx.caller.org_id, email)
         if key["user_status"] == "deleted":
             raise NotEligible(f"The key of {email} was revoked when its user was deleted.")
@@ -157,6 +161,7 @@ def create_user(db: Database, ctx: Context, email: str) -> tuple[Row, Row, str]:
     stamp = iso(ctx.now)
     value = keys.new_key()
     with write(db):
+        store.lock_organization(db, ctx.caller.org_id)
         if store.user_by_email(db, ctx.caller.org_id, email) or store.key_by_email(
             db, ctx.caller.org_id, email
         ):
@@ -189,6 +194,7 @@ def update_user(db: Database, ctx: Context, email: str, action: str) -> tuple[Ro
     step = _choice(action, USER_ACTIONS, "action")
     target = {"suspend": "suspend", "active": "active", "delete": "deleted"}[step]
     with write(db):
+        store.lock_organization(db, ctx.caller.org_id)
         user = store.user_by_email(db, ctx.caller.org_id, email)
         if user is None:
             raise NotFound(f"No user {email} in this organization.")

@@ -21,8 +21,9 @@ from server.clock import iso
 from server.db import patience, write
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
 
-# A key's last use is written at most this often, so reads do not each take the write lock,
-# and never waited for long: it is a hint for admins, not worth holding up a request.
+# A key's last use is written at most this often, so reads do not each take the write lock
+# (SQLite's; on PostgreSQL the key's row), and never waited for long: it is a hint for
+# admins, not worth holding up a request.
 LAST_USE_RESOLUTION = timedelta(seconds=60)
 LAST_USE_PATIENCE_MS = 50
 log = logging.getLogger(__name__)

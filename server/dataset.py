@@ -1480,6 +1480,7 @@ class _ContactWriter:
         if not self.contacts:
             return
         with database.write(self.gen.db):
+            store.lock_dataset(self.gen.db)
             store.upsert_contacts(self.gen.db, self.contacts)
             store.upsert_employments(self.gen.db, self.employments)
         self.written["contacts"] += len(self.contacts)
@@ -1517,6 +1518,7 @@ def generate(
     counts = {"companies": 0, "company_aliases": 0}
     counts.update(_write_companies(generator, plans, order))
     with database.write(db):
+        store.lock_dataset(db)
         store.index_company_names(db)
     counts.update(_ContactWriter(generator, progress).run())
     return counts
@@ -1530,6 +1532,7 @@ def _write_companies(generator: _Generator, plans: list[_Plan], order: list[int]
 
     def flush() -> None:
         with database.write(generator.db):
+            store.lock_dataset(generator.db)
             store.upsert_companies(generator.db, rows)
             store.replace_company_aliases(generator.db, [r["guid"] for r in rows], aliases)
         counts["companies"] += len(rows)

@@ -1,7 +1,8 @@
 """The SQLite connection: pragmas, write transactions and schema migrations.
 
 Every other module gets its `Database` from `connect()`; SQL itself lives in `store.py`.
-Writers of one database queue on a lock file beside it (`<db>-writelock`, see `write`).
+Writers of one SQLite file queue on a lock file beside it (`<db>-writelock`, see `write`);
+PostgreSQL's writers do not queue at all (server/pg.py).
 """
 
 from __future__ import annotations
@@ -110,8 +111,10 @@ def done(path: str | Path) -> None:
 def write(db: Database) -> Iterator[Database]:
     """A write transaction started with BEGIN IMMEDIATE (nested calls join the outer one).
 
-    A deferred BEGIN that reads and then writes can fail with "database is locked" under WAL
-    even with a busy timeout; taking the write lock up front makes waiting work.
+    On PostgreSQL that is a plain BEGIN: write transactions run side by side, each correct
+    by itself (server/pg.py says how). SQLite has one writer at a time, and a deferred BEGIN
+    that reads and then writes can fail with "database is locked" under WAL even with a busy
+    timeout; taking the write lock up front makes waiting work.
 
     Before BEGIN, the writer takes an exclusive flock on `<db>-writelock`, so writers waiting
     for each other sleep in the kernel and the next one wakes the moment the lock is released,
@@ -160,7 +163,7 @@ def _begin_immediate(db: Database) -> BinaryIO | None:
 
 def _writer_file(db: Database) -> BinaryIO | None:
     """The open `<db>-writelock` of this connection in this process (None: no file; on
-    PostgreSQL write transactions queue on an advisory lock instead, server/pg.py)."""
+    PostgreSQL writers do not queue, server/pg.py)."""
     if is_postgres(db):
         return None
     opened = _writer_files.get(db)

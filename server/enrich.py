@@ -278,7 +278,9 @@ def _deliver(
     now: datetime,
     transaction_id: str,
 ) -> Outcome:
-    """Charge and record in one write transaction, so concurrent calls never overdraw."""
+    """Charge and record in one write transaction: the debit is one conditional UPDATE, so
+    concurrent calls never overdraw, and a replayed transaction id is recorded (and charged)
+    once, by its key."""
     status = view.status if view else NO_MATCH
     with write(db):
         cost = 0 if match is None or view is None else _cost(db, who, match)
@@ -292,8 +294,11 @@ def _deliver(
 
 
 def _cost(db: Database, who: Requester, match: Match) -> int:
-    """1 credit per delivery; enterprise_plus refreshes a contact it already had for 0."""
+    """1 credit per delivery; enterprise_plus refreshes a contact it already had for 0. The
+    organization's row is locked before that is looked up, so that of two first deliveries
+    of a contact at once the second waits for the first, finds it, and is free."""
     if who.tier in FREE_REFRESH_TIERS and match.contact_guid:
+        store.lock_organization(db, who.org_id)
         return 0 if store.has_delivered(db, who.org_id, match.contact_guid) else 1
     return 1
 

@@ -156,6 +156,7 @@ def import_files(
             accepted = _accepted(next(converted), known.add, companies, report.errors)
             report.companies = _load(db, accepted, _write_companies, advance, _COMPANY_TABLES)
             with database.write(db):
+                store.lock_dataset(db)
                 store.index_company_words(db)
         if contacts is not None:
             accepted = _accepted(next(converted), known.require, contacts, report.errors)
@@ -217,6 +218,7 @@ def _load(
     if not all(store.is_empty(db, table) for table in tables):
         return _write_all(db, batches, write, advance)
     with database.bulk_write(db):
+        store.lock_dataset(db)
         indexes = store.drop_secondary_indexes(db, [t for t in tables if t in _REBUILT])
         foreign_keys = store.drop_foreign_keys(db, tables)
         written = _write_all(db, batches, partial(write, new_keys=True), advance)
@@ -235,12 +237,15 @@ def _write_all(
     """Write every batch's records; return how many were written.
 
     Several batches share a transaction: each commit rewrites every index page it touched, so
-    fewer, larger commits are much faster, while one batch at a time bounds memory.
+    fewer, larger commits are much faster, while one batch at a time bounds memory. Each
+    transaction holds the dataset lock (`store.lock_dataset`), as every writer of these
+    tables does, and no other.
     """
     written = 0
     pending = iter(batches)
     for first in pending:
         with database.write(db):
+            store.lock_dataset(db)
             for batch in chain([first], islice(pending, CHUNKS_PER_TRANSACTION - 1)):
                 write(db, batch.records)
                 written += len(batch.records)

@@ -4,10 +4,17 @@ The stores are written against sqlite-utils' `Database`; this module offers exac
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
 parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
-`REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which takes one transaction-scoped advisory
-lock so that writers are serialized as on SQLite (sent with the transaction's first statement,
-in one round trip). `rowid` is left as it is: a table read in
+`REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which becomes a plain BEGIN sent with the
+transaction's first statement, in one round trip. `rowid` is left as it is: a table read in
 insertion order has an identity column of that name (server/pg_migrations.py).
+
+Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
+every other waits for. Each is correct by itself: a balance changes in one conditional UPDATE,
+rows keyed by what they are (transactions, replays, leases) are written with ON CONFLICT, the
+worker claims events with SKIP LOCKED, and a write that depends on what it read first locks
+the row it is about (an organization's, a connection's: the stores' `lock_*` functions).
+Writers of the contact data (imports, the demo generator, suppressions) take DATASET_LOCK, an
+advisory lock no other write takes.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 SCHEMES = ("postgresql://", "postgres://")
-# The key of the advisory lock every write transaction takes (BEGIN IMMEDIATE on SQLite).
-WRITE_LOCK = 0x636F6E74  # "cont"
+# The key of the advisory lock the transactions writing the contact data take, to exclude
+# each other (server/store.py `lock_dataset`); no other write waits for it.
+DATASET_LOCK = 0x64617461  # "data"
 POOL_MAX = 4
 _pools: dict[tuple[int, str], ConnectionPool] = {}
 _pools_lock = threading.Lock()
@@ -38,7 +46,7 @@ _given_back: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.Weak
 
 # Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
 _OPTIONS = "-c lock_timeout=10000"
-# What waiting too long for the write lock raises (sqlite3.OperationalError on SQLite).
+# What waiting too long for a lock raises (sqlite3.OperationalError on SQLite).
 LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
 
@@ -159,12 +167,11 @@ class Connection:
         return self._raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
 
     def _begun(self, sql: str, values: Params, prepare: bool | None) -> psycopg.Cursor:
-        """A write transaction's first statement, sent with its BEGIN and the advisory lock
-        that serializes writers in one round trip (pipeline mode, ended before returning).
-        If any of them fails, the transaction is left failed for the writer to roll back."""
+        """A write transaction's first statement, sent with its BEGIN in one round trip
+        (pipeline mode, ended before returning). If it fails, the transaction is left failed
+        for the writer to roll back."""
         with self._raw.pipeline():
             self._raw.execute("BEGIN")
-            self._raw.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK], prepare=True)
             return self._raw.execute(sql, values, prepare=prepare)  # type: ignore[arg-type]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:

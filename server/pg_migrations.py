@@ -22,7 +22,7 @@ MIGRATION_SET = "contactdata"
 # Held while migrating, so that two processes starting at once apply each migration once.
 MIGRATION_LOCK = 0x6D696772  # "migr"
 # The first key of the two-key advisory locks a rate-limit bucket is held under (its second is
-# the bucket's hashtext): apart from the one-key WRITE_LOCK and MIGRATION_LOCK.
+# the bucket's hashtext): apart from the one-key DATASET_LOCK and MIGRATION_LOCK.
 RATE_LOCK = 0x72617465  # "rate"
 
 Migration = Callable[[PostgresDatabase], None]
@@ -269,7 +269,7 @@ GROUP BY bucket ON CONFLICT (bucket) DO NOTHING
 # One limit per array position: its bucket, kind ('sliding' or 'utc_day'), quota and period
 # (a sliding window's cut-off, a POSIX time as text: requests at or before it have left; or
 # the UTC date). Each bucket is locked (RATE_LOCK, hashtext) in the order of the lock keys, so
-# hits on the same buckets queue and none deadlock; the service's write lock is not taken.
+# hits on the same buckets queue and none deadlock; no other lock is taken.
 # Returns each limit's count before the request and, for a sliding one, the time of the
 # request whose leaving admits one more; counts the request at `moment` only if all admit it.
 def _rate_limit_hit(quota_type: str) -> str:

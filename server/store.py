@@ -78,9 +78,12 @@ _UPSERT_EMPLOYMENT = _upsert_sql(
 # --- organizations, users, keys -------------------------------------------------------------
 
 
-def insert_organization(db: Database, org: Row) -> None:
-    """Add an organization (columns of the organizations table)."""
-    db.table("organizations").insert(org)
+def insert_organization(db: Database, org: Row) -> bool:
+    """Add an organization (columns of the organizations table); False, adding nothing, when
+    one has its name (the name's unique index decides, also between writers at once)."""
+    columns, values = ", ".join(org), ", ".join(f":{name}" for name in org)
+    sql = f"INSERT INTO organizations ({columns}) VALUES ({values}) ON CONFLICT (name) DO NOTHING"
+    return db.execute(sql, org).rowcount == 1
 
 
 def insert_user(db: Database, user: Row) -> None:
@@ -102,15 +105,19 @@ def organization(db: Database, org_id: str) -> Row | None:
     return next(iter(rows), None)
 
 
-def organization_named(db: Database, name: str) -> Row | None:
-    """The organization with this exact name, or None."""
-    rows = _rows(db, "SELECT * FROM organizations WHERE name = ?", [name])
-    return next(iter(rows), None)
-
-
 def organizations(db: Database) -> list[Row]:
     """Every organization, oldest first."""
     return _rows(db, "SELECT * FROM organizations ORDER BY created_at, name")
+
+
+def lock_organization(db: Database, org_id: str) -> None:
+    """In a write transaction, hold the organization's row until it ends, so that what the
+    transaction reads next about the organization (its keys, what it was delivered) holds
+    when it writes: on PostgreSQL another transaction locking the row waits, as does a change
+    of its credits (FOR NO KEY UPDATE: rows referring to it are still inserted). On SQLite,
+    nothing: its writers take turns."""
+    if is_postgres(db):
+        db.execute("SELECT 1 FROM organizations WHERE id = ? FOR NO KEY UPDATE", [org_id])
 
 
 def set_organization_status(db: Database, org_id: str, status: str, now: str) -> bool:
@@ -503,6 +510,16 @@ def _replace_by_company(
 
 
 # --- companies and contacts ------------------------------------------------------------------
+
+
+def lock_dataset(db: Database) -> None:
+    """In a write transaction that writes the contact data (an import's, the demo generator's,
+    a suppression's), wait for the others that do, until it ends: two never interleave their
+    deletes and inserts of one company's rows, nor rebuild the name tables at once. On
+    PostgreSQL an advisory lock no other write takes (enrich, administration and the connector
+    never wait for it); on SQLite nothing: its writers take turns."""
+    if is_postgres(db):
+        db.execute("SELECT pg_advisory_xact_lock(?)", [pg.DATASET_LOCK])
 
 
 def upsert_companies(db: Database, rows: Iterable[Row]) -> None:

@@ -78,6 +78,7 @@ def act(
     rows = _list_rows(hash_of, now, people, action)
     changed: list[str] = []
     with db.write(database):
+        store.lock_dataset(database)  # not beside an import's batch: one before is found whole
         guids = sorted(contact_guids(database, [i for p in people for i in p.identifiers]))
         done = {"people": len(people), "hashes": len(rows)}
         done["listed"] = store.add_suppressions(database, rows)

@@ -1,10 +1,13 @@
-"""Enrich as a use case: input parsing, the result's fields and formats, tiers, credits, records."""
+"""Enrich as a use case: input parsing, the result's fields and formats, tiers, credits (also
+charged by several processes at once), records."""
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
 import uuid
 from collections.abc import Iterator
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
@@ -371,30 +374,91 @@ def test_an_unlimited_balance_stays_unlimited_without_ledger_lines(loaded: Datab
     assert balance(loaded, who) is None and credits.ledger(loaded, who.org_id) == []
 
 
-def test_concurrent_enrichments_never_overdraw(loaded: Database, db_path: Path) -> None:
-    who = make_requester(loaded, "pro", credit_balance=3)
-    answers: list[str] = []
-    start = threading.Barrier(8)
+def test_processes_enriching_at_once_spend_the_balance_exactly(
+    loaded: Database, db_path: Path
+) -> None:
+    """Four processes, five calls each, on an organization with 7 credits: 7 delivered and
+    charged, the rest refused; the ledger goes down one credit at a time, never below 0."""
+    who = make_requester(loaded, "pro", credit_balance=7)
+    calls = [[(who.org_id, AVA_EMAIL, new_id()) for _ in range(5)] for _ in range(4)]
+    assert sorted(at_once(db_path, calls)) == [("402", 0)] * 13 + [("Active", 1)] * 7
+    assert balance(loaded, who) == 0
+    lines = [e for e in credits.ledger(loaded, who.org_id) if e["reason"] == "enrichment"]
+    assert sorted(e["balance"] for e in lines) == list(range(7))
+    rows = store.transactions_of(loaded, who.org_id)
+    assert sum(row["credits"] for row in rows) == 7 and len(rows) == 20
 
-    def call() -> None:
-        connection = db.connect(db_path, migrate=False)
+
+def test_first_deliveries_of_a_contact_at_once_are_charged_once(
+    loaded: Database, db_path: Path
+) -> None:
+    """enterprise_plus refreshes a contact it had for nothing: six processes deliver each of
+    three contacts for the first time at once, to each of three organizations; one call pays
+    for each contact of each organization (the others wait for it, then find it)."""
+    orgs = [make_requester(loaded, "enterprise_plus", credit_balance=10) for _ in range(3)]
+    people = [AVA_EMAIL, {"contactEmail": BEN_EMAIL}, {"contactEmail": CY_EMAIL}]
+    calls = [[(who.org_id, body, new_id()) for who in orgs for body in people] for _ in range(6)]
+    assert sorted(at_once(db_path, calls)) == [("Active", 0)] * 45 + [("Active", 1)] * 9
+    for who in orgs:
+        assert [e["change"] for e in credits.ledger(loaded, who.org_id)] == [10, -1, -1, -1]
+        assert balance(loaded, who) == 7
+
+
+def test_copies_of_one_transaction_at_once_are_charged_once(
+    loaded: Database, db_path: Path
+) -> None:
+    """Four processes sending one transaction id at once (a retried call): recorded and
+    charged once, delivered to each."""
+    who = make_requester(loaded, "pro", credit_balance=5)
+    answers = at_once(db_path, [[(who.org_id, AVA_EMAIL, "retried-call")]] * 4)
+    assert sorted(answers) == [("Active", 0)] * 3 + [("Active", 1)]
+    assert balance(loaded, who) == 4 and len(store.transactions_of(loaded, who.org_id)) == 1
+
+
+BEN_EMAIL, CY_EMAIL = "ben@bluebonnet-labs.io", "cy.park@bluebonnet-labs.io"
+Call = tuple[str, dict[str, Any], str]  # an organization, an input record, a transaction id
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def at_once(db_path: Path | str, calls: list[list[Call]]) -> list[tuple[str, int]]:
+    """Enrich from one process per list of `calls` (each with its own connection), the
+    processes making their first calls together, then their second ones, and so on (the
+    lists are as long): each call's (record status or "402", credits)."""
+    context = multiprocessing.get_context("forkserver")  # a fresh process: no pooled sockets
+    context.set_forkserver_preload(["server.enrich", "tests.helpers.enrich_data"])
+    start, answers = context.Barrier(len(calls)), context.Queue()
+    processes = [
+        context.Process(target=_enrich_calls, args=(str(db_path), own, start, answers))
+        for own in calls
+    ]
+    for process in processes:
+        process.start()
+    got = [answers.get(timeout=60) for own in calls for _ in own]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    return got
+
+
+def _enrich_calls(db_path: str, calls: list[Call], start: Barrier, answers: Queue) -> None:
+    """One of `at_once`'s processes: its own connection, then its calls, each as its
+    organization's admin key and once every process is ready for its call of that rank."""
+    connection = db.connect(db_path, migrate=False)
+    orgs = {org_id for org_id, _, _ in calls}
+    who = {
+        org: enrich.requester_for(connection, org, "/v7/enrich", REQUESTER_SECRET) for org in orgs
+    }
+    for org_id, body, transaction_id in calls:
         start.wait()
         try:
-            answers.append(run(connection, who, AVA_EMAIL).result["recordStatus"])
+            outcome = enrich.enrich(connection, who[org_id], body, NOW, transaction_id)
+            answers.put((outcome.result["recordStatus"], outcome.credits))
         except InsufficientCredits:
-            answers.append("402")
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=call) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(answers) == ["402"] * 5 + ["Active"] * 3
-    assert balance(loaded, who) == 0
-    rows = store.transactions_of(loaded, who.org_id)
-    assert sum(row["credits"] for row in rows) == 3 and len(rows) == 8
+            answers.put(("402", 0))
+    connection.close()
 
 
 def test_a_retried_transaction_id_is_delivered_again_without_a_charge(loaded: Database) -> None:

@@ -453,10 +453,12 @@ def test_a_hit_on_postgresql_is_one_statement(postgres_url: str, tmp_path: Path)
 
 
 def test_a_hit_on_postgresql_does_not_wait_for_the_services_writers(postgres_url: str) -> None:
-    """Another connection holds the write lock (server/pg.py, an import's long transaction):
-    the gate still answers."""
+    """Another connection holds a long write transaction (an import's: the dataset lock and
+    its tables, server/pg.py; and every organization's row): the gate still answers."""
     with psycopg.connect(postgres_url, autocommit=True) as writer, writer.transaction():
-        writer.execute("SELECT pg_advisory_xact_lock(%s)", [pg.WRITE_LOCK])
+        writer.execute("SELECT pg_advisory_xact_lock(%s)", [pg.DATASET_LOCK])
+        writer.execute("LOCK TABLE companies, contacts, employments")
+        writer.execute("SELECT * FROM organizations FOR UPDATE")
         assert limiter_for({"DB": postgres_url}).hit([QPS, DAILY], T0).allowed
 
 

@@ -1,7 +1,8 @@
 """Several `contactdata worker` processes on one database against the fake CRM on loopback:
 they share the events (each claimed by one at a time, each worked once, each CRM record
-written once), a worker killed mid-batch leaves its events to another once its lease ends,
-and one of them runs the scheduled jobs until it dies, when another takes them over."""
+written once, on SQLite and on PostgreSQL), a worker killed mid-batch leaves its events to
+another once its lease ends, and one of them runs the scheduled jobs until it dies, when
+another takes them over."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from connector import scheduler, store
@@ -38,7 +40,7 @@ Row = dict[str, Any]
 class Workers:
     """`contactdata worker` processes on one database, each with its output in a file."""
 
-    def __init__(self, db: Path, logs: Path) -> None:
+    def __init__(self, db: Path | str, logs: Path) -> None:
         self.db, self.logs = db, logs
         self.env = {
             **os.environ,
@@ -77,13 +79,13 @@ class Workers:
 
 
 @pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Workers]:
-    started = Workers(tmp_path / "many.db", tmp_path)
+def workers(db_path: Path | str, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(db_path, tmp_path)
     yield started
     started.stop_all()
 
 
-def _setup(db_path: Path, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch) -> None:
+def _setup(db_path: Path | str, crm: FakeCrm, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dataset, a pro organization, its HubSpot connection on the fake CRM holding EVENTS
     contacts, and a thin event for each contact, due now."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
@@ -115,7 +117,10 @@ def _thin_event(connection_id: str, record_id: str, now: datetime) -> Row:
     }  # fmt: skip
 
 
-def _query(db_path: Path, sql: str) -> list[tuple[Any, ...]]:
+def _query(db_path: Path | str, sql: str) -> list[tuple[Any, ...]]:
+    if isinstance(db_path, str):  # a PostgreSQL database's URL
+        with psycopg.connect(db_path, autocommit=True) as conn:
+            return conn.execute(sql).fetchall()
     with contextlib.closing(sqlite3.connect(db_path, timeout=10)) as db:
         return db.execute(sql).fetchall()
 
@@ -132,7 +137,7 @@ def _until(condition: Callable[[], Any], what: str, workers: Workers) -> Any:
     return value
 
 
-def _all_done(db_path: Path) -> bool:
+def _all_done(db_path: Path | str) -> bool:
     return _query(db_path, "SELECT count(*) FROM events WHERE status = 'done'") == [(EVENTS,)]
 
 
@@ -153,6 +158,7 @@ CHARGED_TWICE = """
 """
 
 
+@pytest.mark.both_backends
 def test_two_workers_share_the_events_and_work_each_once(
     workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,7 +1,9 @@
 """The PostgreSQL backend: its connections held by a thread until its request ends or the
-thread does, closed when a gunicorn worker exits; the order transactions were recorded in;
-the COPY text lines an import sends; and numbers as large as the product allows (balances
-and limits of 10**12, credit caps of 2**63 - 1) held as SQLite holds them."""
+thread does, closed when a gunicorn worker exits; write transactions that wait for one
+another only over the row they are about (an organization's, a connection's), never all for
+one lock; the order transactions were recorded in; the COPY text lines an import sends; and
+numbers as large as the product allows (balances and limits of 10**12, credit caps of
+2**63 - 1) held as SQLite holds them."""
 
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from sqlite_utils import Database
 from connector import backfill
 from connector import store as connector_store
 from connector.cli import MOVED
-from server import accounts, credits, db, limits, move, pg, store
+from server import accounts, admin, auth, credits, db, limits, move, pg, store
+from server.clock import iso
 from server.credits import MAX_CREDITS
-from server.errors import InvalidParameter
+from server.errors import AlreadyExists, InvalidParameter
 from server.http.app import create_app
 from server.http.serve import gunicorn_options
 from tests.helpers.constants import NOW, SECRET
@@ -114,28 +117,111 @@ def test_queries_whose_plan_depends_on_their_values_are_never_prepared(pg_url: s
     assert [text for (text,) in prepared] == ["SELECT count(*) FROM companies WHERE guid = $1"]
 
 
-def write_lock_holders(url: str) -> int:
-    """How many sessions hold the advisory lock of write transactions (server/pg.py)."""
-    query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s"
+def open_transactions(url: str) -> int:
+    """How many other sessions of the database at `url` are inside a transaction."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid != pg_backend_pid() AND xact_start IS NOT NULL"
+    )
     with psycopg.connect(url, autocommit=True) as conn:
-        return conn.execute(query, [pg.WRITE_LOCK]).fetchone()[0]
+        return conn.execute(query).fetchone()[0]
 
 
 def test_a_write_transaction_begins_with_its_first_statement(pg_url: str) -> None:
     database = pg.connect(pg_url, migrate=False)
     database.execute("CREATE TABLE notes (text TEXT)")
     with db.write(database):
-        assert database.conn.in_transaction and write_lock_holders(pg_url) == 0  # nothing sent
+        assert database.conn.in_transaction and open_transactions(pg_url) == 0  # nothing sent
         database.execute("INSERT INTO notes VALUES ('kept')")
-        assert write_lock_holders(pg_url) == 1  # BEGIN, the lock and the INSERT in one go
+        assert open_transactions(pg_url) == 1  # BEGIN and the INSERT in one go
     with pytest.raises(RuntimeError), db.write(database):
         database.conn.raw.execute("INSERT INTO notes VALUES ('rolled back')")  # sends BEGIN
         raise RuntimeError
     with db.write(database):
         pass  # begun and ended without a round trip
     assert [row[0] for row in database.execute("SELECT text FROM notes")] == ["kept"]
-    assert not database.conn.in_transaction and write_lock_holders(pg_url) == 0
+    assert not database.conn.in_transaction and open_transactions(pg_url) == 0
     database.close()
+
+
+def _charge_and_add_a_key(database: Database, org: dict, key: str, email: str) -> None:
+    """Writes of one organization: a credit charged, another added, a key made."""
+    caller = auth.authenticate(database, SECRET.encode(), key, NOW)
+    credits.debit(database, org["id"], 1, NOW, f"tx-{org['name']}")
+    credits.top_up(database, org["id"], 1, NOW)
+    admin.create_key(database, admin.Context(caller, NOW, secret=SECRET.encode()), email)
+
+
+def test_write_transactions_of_two_organizations_do_not_wait_for_each_other(
+    pg_url: str,
+) -> None:
+    """No lock that every write transaction takes, on any node: while one holds its
+    transaction open after charging an organization and changing its keys, another does as
+    much for another organization (it waited for the first's commit when every write took
+    one advisory lock)."""
+    first, second = pg.connect(pg_url, migrate=False), pg.connect(pg_url, migrate=False)
+    (acme, acme_key), (zeta, zeta_key) = (
+        organization(first, name=name, credits=5) for name in ("Acme", "Zeta")
+    )
+    with db.write(first):
+        _charge_and_add_a_key(first, acme, acme_key, "ann@acme.example")
+        with db.patience(second, 200):
+            _charge_and_add_a_key(second, zeta, zeta_key, "zoe@zeta.example")
+        assert open_transactions(pg_url) == 1  # the first's, still open
+    assert [store.organization(first, org["id"])["credits"] for org in (acme, zeta)] == [5, 5]
+    first.close()
+    second.close()
+
+
+def test_an_organizations_key_changes_wait_for_each_other(pg_url: str) -> None:
+    """What they wait for instead is the organization's row: while a key change of one
+    organization is not committed, another of the same organization waits for it (here past
+    its patience), so that what it checks (e-mails taken, admin keys left) is what the first
+    left."""
+    first, second = pg.connect(pg_url, migrate=False), pg.connect(pg_url, migrate=False)
+    org, key = organization(first, name="Acme")
+    caller = auth.authenticate(first, SECRET.encode(), key, NOW)
+    ctx = admin.Context(caller, NOW, secret=SECRET.encode())
+    with db.write(first):
+        admin.create_key(first, ctx, "ann@acme.example")
+        with db.patience(second, 100), pytest.raises(pg.LockNotAvailable):
+            admin.create_key(second, ctx, "bob@acme.example")  # another e-mail, still waits
+    admin.create_key(second, ctx, "bob@acme.example")
+    with pytest.raises(AlreadyExists):
+        admin.create_key(second, ctx, "ann@acme.example")
+    emails = sorted(k["email"] for k in store.keys_of(first, org["id"]))
+    assert emails == ["admin@acme.example", "ann@acme.example", "bob@acme.example"]
+    first.close()
+    second.close()
+
+
+def test_two_saves_of_a_connections_mapping_at_once_number_theirs_one_after_the_other(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next version number is read, then written: a second save while the first is not
+    committed waits for the connection's row, then reads the first's number (without it, it
+    would take the same number and fail on the first's)."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    first, link, _ = connected(pg_url, "hubspot", "pat-na1-token", secret="x")
+    second = pg.connect(pg_url, migrate=False)
+
+    def save(database: Database, text: str) -> int:
+        with db.write(database):
+            at = iso(NOW)
+            return connector_store.add_mapping_version(
+                database, link.row["id"], "contacts", text, at, "t"
+            )
+
+    numbers: list[int] = []
+    with db.write(first):
+        numbers.append(save(first, "first"))
+        waiting = threading.Thread(target=lambda: numbers.append(save(second, "second")))
+        waiting.start()
+        time.sleep(0.3)  # the second save is under way, waiting
+    waiting.join(timeout=PATIENCE_S)
+    assert numbers == [1, 2]
+    first.close()
+    second.close()
 
 
 def test_a_failed_first_statement_leaves_its_transaction_for_the_writer_to_roll_back(

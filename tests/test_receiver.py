@@ -350,9 +350,10 @@ def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
 ) -> None:
     client.get("/healthz")  # this thread's connection exists; make it give up quickly
     db.database(db_path).execute("PRAGMA busy_timeout = 50")
-    holder = db.connect(db_path, migrate=False)  # holds the write lock (on either backend)
+    holder = db.connect(db_path, migrate=False)  # SQLite: any write holds up every other
     holder.conn.execute("BEGIN IMMEDIATE")
-    holder.execute("SELECT 1")  # PostgreSQL sends BEGIN and takes the lock with a statement
+    # PostgreSQL: the connection's removal, not yet committed, holds its events' inserts
+    holder.execute("DELETE FROM connections WHERE id = ?", [links["salesforce"].row["id"]])
     try:
         response = _outbound_message(client, links["salesforce"], OUTBOUND_MESSAGE)
     finally:

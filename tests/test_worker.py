@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from click.testing import CliRunner
 from sqlite_utils import Database
 
 import server
-from connector import connections, outbound, store, worker
+from connector import cli, connections, outbound, store, worker
 from connector.cli import main
 from connector.platforms.hubspot import CONTACTS
 from server import accounts
@@ -655,3 +656,22 @@ def test_a_postponed_event_is_released_for_any_worker(worker_setup: Any, crm: Fa
     clock.advance(worker.BACKOFF_FIRST_SECONDS * 2)  # the longest first wait
     other = dataclasses.replace(work, name="another-host:7:abc")
     assert other.run_due() == {"done": 1}
+
+
+def test_a_round_the_database_ends_is_given_up_and_the_worker_goes_on() -> None:
+    """On PostgreSQL write transactions run side by side, so one may meet a deadlock or wait
+    too long for a row: the round is rolled back, its claims lapse, and the worker lives on."""
+
+    class Rounds:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def run_due(self, batch: int) -> dict[str, int]:
+            self.calls += 1
+            if self.calls == 1:
+                raise psycopg.errors.DeadlockDetected("deadlock detected")
+            return {}
+
+    rounds = Rounds()
+    cli._work_off(rounds, once=True, idle=0, batch=10)  # type: ignore[arg-type]
+    assert rounds.calls == 2
