@@ -33,11 +33,13 @@ format: install
 
 # The settings page's browser tests drive Debian's chromium through playwright; the limiter
 # tests start Debian's redis-server on a loopback port of their own; the suites marked
-# both_backends also run on a PostgreSQL cluster a fixture starts (Debian's postgresql).
+# both_backends also run on a PostgreSQL cluster a fixture starts (Debian's postgresql), and
+# those marked through_pgbouncer once more through Debian's pgbouncer in front of it.
 test: lint
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	test -x /usr/lib/postgresql/15/bin/pg_ctl || { apt-get update -qq && apt-get install -y -qq postgresql; }
+	test -x /usr/sbin/pgbouncer || { apt-get update -qq && apt-get install -y -qq pgbouncer; }
 	$(BIN)/pytest -q
 
 # bench/enrich.py drives the server with wrk (a Debian package); it builds var/bench-full.db once.

@@ -254,7 +254,7 @@ def _job_store(db_path: str | Path) -> BaseJobStore:
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
     from sqlalchemy.exc import DBAPIError
 
-    store = SQLAlchemyJobStore(url=_job_store_url(db_path))
+    store = SQLAlchemyJobStore(url=_job_store_url(db_path), engine_options=_engine_options(db_path))
     try:
         store.jobs_t.create(store.engine, checkfirst=True)
     except DBAPIError as error:
@@ -269,6 +269,14 @@ def _job_store_url(db_path: str | Path) -> str:
     if server.is_database_url(db_path):
         return "postgresql+psycopg://" + str(db_path).split("://", 1)[1]
     return f"sqlite:///{Path(f'{db_path}.jobs').resolve()}"
+
+
+def _engine_options(db_path: str | Path) -> dict[str, Any]:
+    """SQLAlchemy's engine options: through a transaction pooler (server/pg.py), its psycopg
+    connections prepare no statement."""
+    if server.is_database_url(db_path) and server.through_pooler():
+        return {"connect_args": {"prepare_threshold": None}}
+    return {}
 
 
 def _args(job_id: str, db_path: str | Path) -> list[str]:

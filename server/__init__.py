@@ -76,6 +76,7 @@ _HOMES = {
     "suppression_hashes": "server.store:suppression_hashes",
     "usage": "server.usage",
     "utcnow": "server.clock:utcnow",
+    "through_pooler": "server.pg:through_pooler",
     "write": "server.db:write",
 }
 __all__ = list(_HOMES)

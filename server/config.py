@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     # separate address ("127.0.0.1:9100") that alone serves it (README: Metrics).
     "METRICS_TOKEN": "",
     "METRICS_BIND": "",
+    # "transaction": PostgreSQL is reached through a pooler in transaction mode (PgBouncer's
+    # pool_mode = transaction), which keeps no session state between transactions (server/pg.py).
+    "PG_POOLER": "",
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}

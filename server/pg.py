@@ -45,7 +45,8 @@ CHECK_AFTER_IDLE_S = 5.0
 _given_back: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 
 # Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
-_OPTIONS = "-c lock_timeout=10000"
+LOCK_TIMEOUT_MS = 10000
+_OPTIONS = f"-c lock_timeout={LOCK_TIMEOUT_MS}"
 # What waiting too long for a lock raises (sqlite3.OperationalError on SQLite).
 LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
@@ -130,6 +131,9 @@ class Connection:
 
     def __init__(self, raw: psycopg.Connection) -> None:
         self._raw = raw
+        # Through a transaction pooler (where psycopg prepares nothing: `_connect_options`),
+        # the lock timeout each write transaction sets for itself; None: the session's.
+        self._lock_timeout = LOCK_TIMEOUT_MS if raw.prepare_threshold is None else None
         # BEGIN IMMEDIATE not sent yet: it goes with the transaction's first statement.
         self._begin_pending = False
         self._primary_keys: dict[str, list[str]] = {}
@@ -172,14 +176,22 @@ class Connection:
         for the writer to roll back."""
         with self._raw.pipeline():
             self._raw.execute("BEGIN")
+            if self._lock_timeout is not None:
+                self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
             return self._raw.execute(sql, values, prepare=prepare)  # type: ignore[arg-type]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:
-        """`PRAGMA busy_timeout = N` as lock_timeout; SQLite's other tuning means nothing here."""
+        """`PRAGMA busy_timeout = N` as lock_timeout (through a transaction pooler, of the
+        transaction begun and those begun next); SQLite's other tuning means nothing here."""
         match = re.fullmatch(r"\s*PRAGMA busy_timeout = (\d+)\s*", sql, re.IGNORECASE)
-        if match:
+        if not match:
+            return self.raw.execute("SELECT NULL")
+        if self._lock_timeout is None:
             return self.raw.execute(f"SET lock_timeout = {int(match[1])}")
-        return self.raw.execute("SELECT NULL")
+        self._lock_timeout = int(match[1])
+        if self._raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            return self._raw.cursor()
+        return self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> psycopg.Cursor:
         """Run one statement for each of `rows`."""
@@ -271,10 +283,33 @@ class PostgresDatabase:
         self.conn.close()
 
 
+def through_pooler() -> bool:
+    """Whether the database is reached through a pooler in transaction mode (PgBouncer's
+    `pool_mode = transaction`), as CONTACTDATA_PG_POOLER says."""
+    from server import config  # here: it imports this module
+
+    mode = config.load()["PG_POOLER"]
+    if mode not in ("", "transaction"):
+        raise ValueError(f"CONTACTDATA_PG_POOLER is 'transaction' or unset, not {mode!r}")
+    return mode == "transaction"
+
+
+def _connect_options() -> dict[str, Any]:
+    """psycopg's connection options: autocommit, a lock timeout for the session, statements
+    prepared once run often. Through a transaction pooler, each transaction may run on
+    another server session, which another client used last: neither startup options
+    (PgBouncer refuses them) nor prepared statements (another session does not know them,
+    or knows another client's of the same name); a write transaction sets its own lock
+    timeout (`Connection._begun`)."""
+    if through_pooler():
+        return {"autocommit": True, "prepare_threshold": None}
+    return {"autocommit": True, "options": _OPTIONS}
+
+
 def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
     """A new connection to the database at `url` (autocommit: `write` opens transactions),
     migrated unless `migrate` is False."""
-    db = PostgresDatabase(psycopg.connect(url, autocommit=True, options=_OPTIONS), url)
+    db = PostgresDatabase(psycopg.connect(url, **_connect_options()), url)
     if migrate:
         from server import pg_migrations  # here: it imports this module
 
@@ -364,7 +399,7 @@ def _pool(url: str) -> ConnectionPool:
                 url,
                 min_size=1,
                 max_size=POOL_MAX,
-                kwargs={"autocommit": True, "options": _OPTIONS},
+                kwargs=_connect_options(),
                 check=_check,
                 open=True,
             )

@@ -17,6 +17,7 @@ import connector.app
 from connector import connections, worker
 from server import db, pg
 from server.http.app import create_app
+from tests.helpers import pgbouncer as bouncer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.crm import FakeHubSpot
@@ -37,11 +38,12 @@ def vendors_agree() -> Iterator[None]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Tests marked `both_backends` run once on SQLite and once on PostgreSQL."""
-    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "both_backends"
-    ):
-        metafunc.parametrize("backend", BACKENDS, indirect=True)
+    """Tests marked `both_backends` run once on SQLite and once on PostgreSQL; those also
+    marked `through_pgbouncer` once more on PostgreSQL through PgBouncer."""
+    marked = metafunc.definition.get_closest_marker
+    if "backend" in metafunc.fixturenames and marked("both_backends"):
+        pooled = (bouncer.BACKEND,) if marked("through_pgbouncer") else ()
+        metafunc.parametrize("backend", BACKENDS + pooled, indirect=True)
 
 
 @pytest.fixture
@@ -59,15 +61,32 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def pgbouncer(postgres: PostgresServer) -> Iterator[bouncer.PgBouncer]:
+    """PgBouncer in transaction pooling mode in front of the cluster, for the whole run,
+    started when a test first needs it."""
+    if not bouncer.available():
+        pytest.skip("PgBouncer is not installed (make test installs it)")
+    with bouncer.PgBouncer.running(postgres) as running:
+        yield running
+
+
 @pytest.fixture
-def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[Path | str]:
+def db_path(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path | str]:
     """The `DB` setting of the test: a SQLite file, or the URL of a fresh PostgreSQL
-    database with the service's schema (its pooled connections closed afterwards)."""
-    if backend != "postgresql":
+    database with the service's schema (its pooled connections closed afterwards), reached
+    directly or, with CONTACTDATA_PG_POOLER set for the test and its processes, through
+    PgBouncer."""
+    if backend == "sqlite":
         yield tmp_path / "test.db"
         return
     server: PostgresServer = request.getfixturevalue("postgres")
     url = server.create_database(server.migrated_template())
+    if backend == bouncer.BACKEND:
+        monkeypatch.setenv("CONTACTDATA_PG_POOLER", "transaction")
+        url = request.getfixturevalue("pgbouncer").url(url)
     yield url
     pg.release(url)
 

@@ -4,6 +4,7 @@ charged by several processes at once), records."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import uuid
 from collections.abc import Iterator
 from multiprocessing.queues import Queue
@@ -324,6 +325,7 @@ def test_the_shown_employment_is_the_former_one_without_a_current_one() -> None:
 # --- credits ---------------------------------------------------------------------------------
 
 
+@pytest.mark.through_pgbouncer
 @pytest.mark.parametrize("tier", ["enterprise_standard", "pro"])
 def test_standard_and_pro_charge_every_delivery_refreshes_included(
     loaded: Database, tier: str
@@ -344,6 +346,7 @@ def test_plus_refreshes_a_contact_it_already_enriched_for_nothing(loaded: Databa
     assert run(loaded, other, AVA_EMAIL).credits == 1  # another organization pays its own
 
 
+@pytest.mark.through_pgbouncer
 def test_at_zero_credits_a_delivery_is_refused_and_nothing_delivered(loaded: Database) -> None:
     who = make_requester(loaded, "pro", credit_balance=0)
     with pytest.raises(InsufficientCredits) as refused:
@@ -374,6 +377,7 @@ def test_an_unlimited_balance_stays_unlimited_without_ledger_lines(loaded: Datab
     assert balance(loaded, who) is None and credits.ledger(loaded, who.org_id) == []
 
 
+@pytest.mark.through_pgbouncer
 def test_processes_enriching_at_once_spend_the_balance_exactly(
     loaded: Database, db_path: Path
 ) -> None:
@@ -389,6 +393,7 @@ def test_processes_enriching_at_once_spend_the_balance_exactly(
     assert sum(row["credits"] for row in rows) == 7 and len(rows) == 20
 
 
+@pytest.mark.through_pgbouncer
 def test_first_deliveries_of_a_contact_at_once_are_charged_once(
     loaded: Database, db_path: Path
 ) -> None:
@@ -404,6 +409,7 @@ def test_first_deliveries_of_a_contact_at_once_are_charged_once(
         assert balance(loaded, who) == 7
 
 
+@pytest.mark.through_pgbouncer
 def test_copies_of_one_transaction_at_once_are_charged_once(
     loaded: Database, db_path: Path
 ) -> None:
@@ -430,8 +436,9 @@ def at_once(db_path: Path | str, calls: list[list[Call]]) -> list[tuple[str, int
     context = multiprocessing.get_context("forkserver")  # a fresh process: no pooled sockets
     context.set_forkserver_preload(["server.enrich", "tests.helpers.enrich_data"])
     start, answers = context.Barrier(len(calls)), context.Queue()
+    pooler = os.environ.get("CONTACTDATA_PG_POOLER", "")
     processes = [
-        context.Process(target=_enrich_calls, args=(str(db_path), own, start, answers))
+        context.Process(target=_enrich_calls, args=(str(db_path), pooler, own, start, answers))
         for own in calls
     ]
     for process in processes:
@@ -443,9 +450,13 @@ def at_once(db_path: Path | str, calls: list[list[Call]]) -> list[tuple[str, int
     return got
 
 
-def _enrich_calls(db_path: str, calls: list[Call], start: Barrier, answers: Queue) -> None:
-    """One of `at_once`'s processes: its own connection, then its calls, each as its
+def _enrich_calls(
+    db_path: str, pooler: str, calls: list[Call], start: Barrier, answers: Queue
+) -> None:
+    """One of `at_once`'s processes: its own connection (through the test's pooler, if any:
+    the forkserver has the environment of when it started), then its calls, each as its
     organization's admin key and once every process is ready for its call of that rank."""
+    os.environ["CONTACTDATA_PG_POOLER"] = pooler
     connection = db.connect(db_path, migrate=False)
     orgs = {org_id for org_id, _, _ in calls}
     who = {

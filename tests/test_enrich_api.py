@@ -85,6 +85,7 @@ def assert_error(response: TestResponse, status: int, code: str) -> str:
 # --- one record ------------------------------------------------------------------------------
 
 
+@pytest.mark.through_pgbouncer
 def test_enrich_answers_the_flat_result_with_transaction_and_credit_headers(
     client: FlaskClient, pro: Org
 ) -> None:
@@ -169,6 +170,7 @@ def test_an_inactive_organization_is_refused(client: FlaskClient, pro: Org, db_p
     assert_error(enrich(client, AVA_EMAIL, pro.key), 403, "organization_inactive")
 
 
+@pytest.mark.through_pgbouncer
 def test_rate_limited_calls_cost_and_record_nothing(
     client: FlaskClient, app: Flask, db_path: Path
 ) -> None:
@@ -249,6 +251,7 @@ def test_bulk_answers_every_record_in_order_with_its_own_status(
     assert results[0]["data"]["smarteTransactionId"] == results[0]["smarteTransactionId"]
 
 
+@pytest.mark.through_pgbouncer
 def test_bulk_stops_charging_at_402(client: FlaskClient, db_path: Path, app: Flask) -> None:
     short = Org(db_path, "pro", credits=1)
     r = bulk(client, {"records": [AVA_EMAIL, BEN_OLD_EMAIL, NOBODY]}, short.key)
@@ -406,6 +409,7 @@ def test_a_copy_while_the_first_is_being_answered_is_409_until_the_claim_lapses(
     assert again.headers["Idempotent-Replayed"] == "true" and pro.credits() == 9
 
 
+@pytest.mark.through_pgbouncer
 def test_copies_sent_at_once_are_charged_once(app: Flask, pro: Org) -> None:
     answers: list[TestResponse] = []
 

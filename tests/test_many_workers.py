@@ -159,6 +159,7 @@ CHARGED_TWICE = """
 
 
 @pytest.mark.both_backends
+@pytest.mark.through_pgbouncer
 def test_two_workers_share_the_events_and_work_each_once(
     workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,6 +45,7 @@ MEANINGS = {
     "Erasure": privacy.Erasure,
     "apply_migrations": db.apply_migrations,
     "is_database_url": pg.is_url,
+    "through_pooler": pg.through_pooler,
     "is_postgres": db.is_postgres,
     "ERROR_DESCRIPTIONS": server.http.openapi.ERROR_DESCRIPTIONS,
     "add_operations": server.http.openapi.add_operations,

@@ -41,6 +41,7 @@ def _credits(db: Database) -> int:
     return db.execute("SELECT credits FROM organizations WHERE name = 'Acme'").fetchone()[0]
 
 
+@pytest.mark.through_pgbouncer
 def test_an_event_is_enriched_and_written_back_once(worker_setup: Any, crm: FakeHubSpot) -> None:
     db, work, link, _ = worker_setup
     hubspot_event(db, link, "e1")
@@ -251,6 +252,7 @@ def test_a_write_that_failed_after_its_intent_was_saved_is_finished(
     assert crm.patches()[-1]["jobtitle"] == "Vice President of Sales" and _credits(db) == 9
 
 
+@pytest.mark.through_pgbouncer
 def test_events_of_several_records_go_out_in_one_batch_update(
     worker_setup: Any, crm: FakeHubSpot
 ) -> None:
@@ -617,6 +619,7 @@ def test_a_crm_connection_not_connected_yet_holds_its_events(
     assert work.run_due() == {"done": 1} and len(crm.patches()) == 1
 
 
+@pytest.mark.through_pgbouncer
 def test_an_event_claimed_by_one_worker_is_not_worked_by_another_until_its_lease_ends(
     worker_setup: Any, crm: FakeHubSpot
 ) -> None:
@@ -632,6 +635,7 @@ def test_an_event_claimed_by_one_worker_is_not_worked_by_another_until_its_lease
     assert (event["status"], event["claimed_by"], event["lease_until"]) == ("done", "", "")
 
 
+@pytest.mark.through_pgbouncer
 def test_a_worker_extends_its_claims_while_it_works(worker_setup: Any) -> None:
     db, work, link, clock = worker_setup
     hubspot_event(db, link, "e1")
