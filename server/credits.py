@@ -6,6 +6,7 @@ own transaction, so a call that fails or is rolled back costs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlite_utils import Database
 
 from server import audit, store
 from server.clock import iso
-from server.db import write
+from server.db import write, write_at_once
 from server.errors import InsufficientCredits, InvalidParameter, NotFound
 
 # More than any organization buys, and far below SQLite's largest integer, past which a
@@ -60,6 +61,20 @@ def debit(db: Database, org_id: str, amount: int, now: datetime, transaction_id:
                 transaction_id=transaction_id,
             )  # fmt: skip
     return balance
+
+
+def charge(db: Database, transaction: dict[str, Any], delivered: Sequence[str]) -> bool:
+    """Record a delivery's transaction and take its `credits` (a ledger line), together:
+    False for a replay of a transaction already delivered (nothing recorded or taken).
+
+    Raises InsufficientCredits, nothing recorded, when the balance is smaller. On
+    PostgreSQL one statement, in one round trip (store.record_charged_transaction).
+    """
+    with write_at_once(db):
+        recorded = store.record_charged_transaction(db, transaction, delivered, "enrichment")
+        if recorded is None:
+            raise InsufficientCredits("Insufficient credits to process the request.")
+    return recorded
 
 
 def top_up(db: Database, org_id: str, amount: int, now: datetime) -> int:

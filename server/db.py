@@ -138,6 +138,19 @@ def write(db: Database) -> Iterator[Database]:
             fcntl.flock(queued, fcntl.LOCK_UN)
 
 
+@contextmanager
+def write_at_once(db: Database) -> Iterator[Database]:
+    """A write PostgreSQL is sent at once: one statement, with those sent before it by
+    `send_with_next` (server/pg.py), in one round trip. In autocommit that is a transaction
+    by itself, with no BEGIN and COMMIT to send; else it is part of the caller's. On SQLite,
+    `write`."""
+    if is_postgres(db):
+        yield db
+        return
+    with write(db):
+        yield db
+
+
 def _begin_immediate(db: Database) -> BinaryIO | None:
     """BEGIN IMMEDIATE after this writer's turn at the lock file; the file, if it was taken."""
     lock_file = _writer_file(db)

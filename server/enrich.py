@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from sqlite_utils import Database
 
 from server import auth, credits, matching, metrics, privacy, records, store, titles
 from server.clock import iso
-from server.db import write
+from server.db import write, write_at_once
 from server.errors import (
     Forbidden,
     InsufficientCredits,
@@ -265,7 +266,7 @@ def record_failure(
 ) -> None:
     """Record a refused call (after authentication) under its error code; nothing is charged."""
     row = _transaction_row(transaction_id, who, None, code, 0, now)
-    with write(db):
+    with write_at_once(db):
         store.record_transaction(db, row, DELIVERED)
 
 
@@ -278,26 +279,30 @@ def _deliver(
     now: datetime,
     transaction_id: str,
 ) -> Outcome:
-    """Charge and record in one write transaction: the debit is one conditional UPDATE, so
-    concurrent calls never overdraw, and a replayed transaction id is recorded (and charged)
-    once, by its key."""
+    """Charge and record at once (credits.charge): the debit is conditional, so concurrent
+    calls never overdraw, and a replayed transaction id is recorded (and charged) once, by
+    its key. A free refresh depends on what was delivered before: that is read and the
+    charge made in one write transaction."""
     status = view.status if view else NO_MATCH
-    with write(db):
+    refresh = match is not None and view is not None and _refreshes_free(who, match)
+    with write(db) if refresh else nullcontext(db):
         cost = 0 if match is None or view is None else _cost(db, who, match)
         row = _transaction_row(transaction_id, who, match, status, cost, now)
-        if not store.record_transaction(db, row, DELIVERED):
+        if not credits.charge(db, row, DELIVERED):
             cost = 0  # a replay of a delivered transaction: delivered again for nothing
-        elif cost:
-            credits.debit(db, who.org_id, cost, now, transaction_id)
     result = build_result(given, match, view, transaction_id)
     return Outcome(transaction_id, result, cost)
+
+
+def _refreshes_free(who: Requester, match: Match) -> bool:
+    return who.tier in FREE_REFRESH_TIERS and bool(match.contact_guid)
 
 
 def _cost(db: Database, who: Requester, match: Match) -> int:
     """1 credit per delivery; enterprise_plus refreshes a contact it already had for 0. The
     organization's row is locked before that is looked up, so that of two first deliveries
     of a contact at once the second waits for the first, finds it, and is free."""
-    if who.tier in FREE_REFRESH_TIERS and match.contact_guid:
+    if _refreshes_free(who, match):
         store.lock_organization(db, who.org_id)
         return 0 if store.has_delivered(db, who.org_id, match.contact_guid) else 1
     return 1

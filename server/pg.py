@@ -5,12 +5,14 @@ of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executema
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
 parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
 `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which becomes a plain BEGIN sent with the
-transaction's first statement, in one round trip. `rowid` is left as it is: a table read in
-insertion order has an identity column of that name (server/pg_migrations.py).
+transaction's first statement, in one round trip, as a statement whose answer no one reads
+may be (`send_with_next`). `rowid` is left as it is: a table read in insertion order has an
+identity column of that name (server/pg_migrations.py).
 
 Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
-every other waits for. Each is correct by itself: a balance changes in one conditional UPDATE,
-rows keyed by what they are (transactions, replays, leases) are written with ON CONFLICT, the
+every other waits for. Each is correct by itself: a balance changes in one UPDATE that never
+takes it below zero (by its condition, or the balance's CHECK failing the statement), rows
+keyed by what they are (transactions, replays, leases) are written with ON CONFLICT, the
 worker claims events with SKIP LOCKED, and a write that depends on what it read first locks
 the row it is about (an organization's, a connection's: the stores' `lock_*` functions).
 Writers of the contact data (imports, the demo generator, suppressions) take DATASET_LOCK, an
@@ -126,6 +128,10 @@ def numbered_params(params: Params) -> dict[str, Any]:
 # --- the facade ----------------------------------------------------------------------------
 
 
+# A write transaction's BEGIN, as it waits to go with the transaction's first statement.
+_BEGIN: tuple[str, Params, bool | None] = ("BEGIN", (), False)
+
+
 class Connection:
     """What the stores use of a sqlite3 connection, over a psycopg one in autocommit mode."""
 
@@ -134,50 +140,68 @@ class Connection:
         # Through a transaction pooler (where psycopg prepares nothing: `_connect_options`),
         # the lock timeout each write transaction sets for itself; None: the session's.
         self._lock_timeout = LOCK_TIMEOUT_MS if raw.prepare_threshold is None else None
-        # BEGIN IMMEDIATE not sent yet: it goes with the transaction's first statement.
-        self._begin_pending = False
+        # Statements whose answer no one reads (a transaction's BEGIN, a row lock), not sent
+        # yet: they go with the next statement, in one round trip.
+        self._pending: list[tuple[str, Params, bool | None]] = []
         self._primary_keys: dict[str, list[str]] = {}
 
     @property
     def raw(self) -> psycopg.Connection:
-        """The psycopg connection, a pending BEGIN sent first (its user may write with it)."""
-        if self._begin_pending:
-            self._begin_pending = False
-            self._begun("SELECT NULL", (), prepare=None)
+        """The psycopg connection, what is pending sent first (its user may write with it)."""
+        if self._pending:
+            self._sent_with_pending("SELECT NULL", (), prepare=None)
         return self._raw
 
     @property
     def in_transaction(self) -> bool:
         status = self._raw.info.transaction_status
-        return self._begin_pending or status != psycopg.pq.TransactionStatus.IDLE
+        return _BEGIN in self._pending or status != psycopg.pq.TransactionStatus.IDLE
 
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
         """Run one statement (SQLite dialect) and return its cursor."""
         command = sql.strip().upper()
         if command == "BEGIN IMMEDIATE":
-            self._begin_pending = True
+            self._pending.append(_BEGIN)
             return self._raw.cursor()
-        idle = self._raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        if command in ("COMMIT", "ROLLBACK") and idle:
-            self._begin_pending = False  # nothing was sent since BEGIN: nothing to end
-            return self._raw.cursor()
+        if command in ("COMMIT", "ROLLBACK"):
+            return self._end(command)
         if command.startswith("PRAGMA"):
             return self._pragma(sql)
         statement = translate(self._replacing(sql))
         values = numbered_params(params) if statement.numbered else params
-        if self._begin_pending:
-            self._begin_pending = False
-            return self._begun(statement.sql, values, prepare=statement.prepare)
+        if self._pending:
+            return self._sent_with_pending(statement.sql, values, prepare=statement.prepare)
         return self._raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
 
-    def _begun(self, sql: str, values: Params, prepare: bool | None) -> psycopg.Cursor:
-        """A write transaction's first statement, sent with its BEGIN in one round trip
-        (pipeline mode, ended before returning). If it fails, the transaction is left failed
-        for the writer to roll back."""
+    def send_with_next(self, sql: str, params: Params = ()) -> None:
+        """Send a statement whose answer no one reads (a row lock, a delete) with the next
+        one, in one round trip: an error of it is raised by that one. A ROLLBACK coming
+        first drops it; a COMMIT takes it along."""
+        statement = translate(self._replacing(sql))
+        values = numbered_params(params) if statement.numbered else params
+        self._pending.append((statement.sql, values, statement.prepare))
+
+    def _end(self, command: str) -> psycopg.Cursor:
+        """COMMIT or ROLLBACK. A BEGIN not sent yet stays unsent, as does what a ROLLBACK
+        would undo; anything else pending goes with the COMMIT, in one round trip."""
+        if command == "ROLLBACK" or self._pending == [_BEGIN]:
+            self._pending.clear()
+        if self._pending:
+            return self._sent_with_pending(command, (), prepare=False)
+        if self._raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            return self._raw.cursor()  # nothing was sent since BEGIN: nothing to end
+        return self._raw.execute(command, prepare=False)  # prepared, it would cost a trip
+
+    def _sent_with_pending(self, sql: str, values: Params, prepare: bool | None) -> psycopg.Cursor:
+        """A statement sent after what is pending (a write transaction's BEGIN, the first time),
+        in one round trip (pipeline mode, ended before returning). If one fails, a
+        transaction is left failed for the writer to roll back."""
+        pending, self._pending = self._pending, []
         with self._raw.pipeline():
-            self._raw.execute("BEGIN")
-            if self._lock_timeout is not None:
-                self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
+            for pending_sql, pending_values, pending_prepare in pending:
+                self._raw.execute(pending_sql, pending_values, prepare=pending_prepare)  # type: ignore[arg-type]
+                if (pending_sql, pending_values) == _BEGIN[:2] and self._lock_timeout is not None:
+                    self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
             return self._raw.execute(sql, values, prepare=prepare)  # type: ignore[arg-type]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:

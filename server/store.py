@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg.errors import UniqueViolation
+from psycopg.errors import CheckViolation, UniqueViolation
 from sqlite_utils import Database
 
 from server import pg
@@ -54,6 +54,15 @@ def _rows(db: Database, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -
     cursor = db.conn.execute(sql, params)
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _execute_with_next(db: Database, sql: str, params: Sequence[Any] = ()) -> None:
+    """Run a statement whose answer no one reads: on PostgreSQL it is sent with the next
+    statement, in one round trip (server/pg.py `send_with_next`)."""
+    if is_postgres(db):
+        db.conn.send_with_next(sql, params)
+    else:
+        db.execute(sql, params)
 
 
 def _first(db: Database, sql: str, params: Sequence[Any] = ()) -> Row | None:
@@ -116,8 +125,9 @@ def lock_organization(db: Database, org_id: str) -> None:
     when it writes: on PostgreSQL another transaction locking the row waits, as does a change
     of its credits (FOR NO KEY UPDATE: rows referring to it are still inserted). On SQLite,
     nothing: its writers take turns."""
-    if is_postgres(db):
-        db.execute("SELECT 1 FROM organizations WHERE id = ? FOR NO KEY UPDATE", [org_id])
+    if is_postgres(db):  # sent with the transaction's next statement, in one round trip
+        locking = "SELECT 1 FROM organizations WHERE id = ? FOR NO KEY UPDATE"
+        db.conn.send_with_next(locking, [org_id])
 
 
 def set_organization_status(db: Database, org_id: str, status: str, now: str) -> bool:
@@ -161,7 +171,12 @@ _KEY_WITH_STATES = """
 
 
 def touch_key(db: Database, key_id: str, now: str) -> None:
-    """Record that a key was used at `now`."""
+    """Record that a key was used at `now`; on PostgreSQL not while another transaction
+    holds the key's row (SKIP LOCKED: a hint is not worth waiting for)."""
+    if is_postgres(db):
+        free = "SELECT id FROM api_keys WHERE id = ? FOR NO KEY UPDATE SKIP LOCKED"
+        db.execute(f"UPDATE api_keys SET last_used_at = ? WHERE id = ({free})", [now, key_id])
+        return
     db.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", [now, key_id])
 
 
@@ -896,15 +911,74 @@ def transaction(db: Database, transaction_id: str) -> Row | None:
 def record_transaction(db: Database, row: Row, delivered: Sequence[str]) -> bool:
     """Insert a transaction, or replace the one with its id unless that one's record status
     is in `delivered`, in one statement; False when it was left as it was (a replay)."""
+    return db.execute(_recording(row, delivered), row).fetchone() is not None
+
+
+def _recording(row: Row, delivered: Sequence[str]) -> str:
+    """`record_transaction`'s statement: the id of the row inserted or replaced, if any."""
     columns = ", ".join(row)
     values = ", ".join(f":{name}" for name in row)
     updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "id")
     statuses = ", ".join(f"'{status}'" for status in delivered)
-    sql = (
+    return (
         f"INSERT INTO transactions ({columns}) VALUES ({values}) ON CONFLICT (id) DO UPDATE "
         f"SET {updates} WHERE transactions.record_status NOT IN ({statuses}) RETURNING id"
     )
-    return db.execute(sql, row).fetchone() is not None
+
+
+def record_charged_transaction(
+    db: Database, row: Row, delivered: Sequence[str], reason: str
+) -> bool | None:
+    """`record_transaction`, and when it records the row, its `credits` taken from the
+    organization's limited balance with a ledger line giving `reason`: whether it recorded
+    the row (False: a replay, nothing taken), or None when the balance is smaller.
+
+    On PostgreSQL one statement, which a too small balance fails as a whole (the balance's
+    CHECK): nothing is written, and it needs no transaction around it. On SQLite three, in
+    the caller's write transaction, which is to roll back the row recorded on None.
+    """
+    if is_postgres(db):
+        return _record_charged_at_once(db, row, delivered, reason)
+    if not record_transaction(db, row, delivered):
+        return False
+    if not row["credits"]:
+        return True
+    applied, balance = change_credits(db, row["org_id"], -row["credits"])
+    if applied and balance is not None:
+        line = {"org_id": row["org_id"], "change": -row["credits"], "balance": balance}
+        line |= {"reason": reason, "transaction_id": row["id"], "created_at": row["created_at"]}
+        insert_ledger_entry(db, line)
+    return True if applied else None
+
+
+def _record_charged_at_once(
+    db: Database, row: Row, delivered: Sequence[str], reason: str
+) -> bool | None:
+    sql = _CHARGED.format(recording=_recording(row, delivered))
+    try:
+        return db.execute(sql, {**row, "reason": reason}).fetchone()[0]
+    except CheckViolation as error:
+        if error.diag.constraint_name != "organizations_credits_check":
+            raise
+        return None
+
+
+# PostgreSQL: the transaction recorded, its credits taken from a limited balance (an
+# unlimited one, NULL, is left as it is) when it was, and the balance after in the ledger.
+_CHARGED = """
+    WITH recorded AS ({recording}),
+    debited AS (
+        UPDATE organizations SET credits = credits - :credits
+        WHERE id = :org_id AND credits IS NOT NULL AND :credits > 0
+            AND EXISTS (SELECT 1 FROM recorded)
+        RETURNING credits
+    ),
+    noted AS (
+        INSERT INTO credit_ledger (org_id, change, balance, reason, transaction_id, created_at)
+        SELECT :org_id, -:credits, credits, :reason, :id, :created_at FROM debited
+    )
+    SELECT EXISTS (SELECT 1 FROM recorded)
+"""
 
 
 def save_transaction(db: Database, row: Row) -> None:
@@ -1247,9 +1321,11 @@ def claim_idempotency_key(
     """Claim a key for answering: None when it is new (the claim is made), else the row of
     the request seen before with it. Keys claimed before `forget_before` are deleted first,
     and this key's claim if still unanswered since before `lapsed` (its request died). Run it
-    in a write transaction, so two copies cannot both claim."""
-    forget_idempotency_keys(db, forget_before)
-    db.execute(
+    in a write (`write_at_once` will do: on PostgreSQL the deletes go with the claim, in one
+    round trip), so two copies cannot both claim."""
+    _execute_with_next(db, _FORGET_KEYS, [forget_before])
+    _execute_with_next(
+        db,
         f"DELETE FROM idempotency_keys WHERE {_KEY_IS} AND status = 0 AND claimed_at < ?",
         [*scope, lapsed],
     )
@@ -1265,7 +1341,10 @@ def claim_idempotency_key(
 
 def forget_idempotency_keys(db: Database, before: str) -> int:
     """Delete the keys (and answers kept) claimed before `before`; how many."""
-    return db.execute("DELETE FROM idempotency_keys WHERE claimed_at < ?", [before]).rowcount
+    return db.execute(_FORGET_KEYS, [before]).rowcount
+
+
+_FORGET_KEYS = "DELETE FROM idempotency_keys WHERE claimed_at < ?"
 
 
 def answer_idempotency_key(

@@ -26,7 +26,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request
 
 from server import auth, enrich, privacy, store
 from server.clock import iso
-from server.db import DB_ERRORS, write
+from server.db import DB_ERRORS, write_at_once
 from server.errors import (
     IdempotencyKeyReused,
     InvalidParameter,
@@ -168,12 +168,12 @@ def _answered_once(
 
 
 def _claim(scope: store.KeyScope) -> store.Row | None:
-    """Claim the key in one write transaction: None when the request is new, else the
-    answer kept for it (`_kept_answer`)."""
+    """Claim the key in one write: None when the request is new, else the answer kept for
+    it (`_kept_answer`)."""
     db, moment = get_db(), now()
     fingerprint = hashlib.sha256(request.get_data(cache=True)).hexdigest()
     forget_before, lapsed = iso(moment - IDEMPOTENCY_WINDOW), iso(moment - CLAIM_LAPSES_AFTER)
-    with write(db):
+    with write_at_once(db):
         seen = store.claim_idempotency_key(
             db, scope, fingerprint, iso(moment), forget_before, lapsed
         )
@@ -208,7 +208,7 @@ def _replayed(seen: store.Row) -> Response:
 def _settle(scope: store.KeyScope, response: Response | None) -> None:
     """Keep a 2xx answer for the key's copies, or drop the claim (nothing was charged)."""
     try:
-        with write(get_db()) as db:
+        with write_at_once(get_db()) as db:
             if response is None or not 200 <= response.status_code < 300:
                 store.release_idempotency_key(db, scope)
                 return
