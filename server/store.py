@@ -645,9 +645,11 @@ def _copy_upsert(
             return
     columns, keys = ", ".join(fields), ", ".join(key)
     stage = f"stage_{table}"
+    # Dropped at the transaction's end: behind a transaction pooler the session is another
+    # client's next, and a table kept from before a migration would lack its new columns.
     raw.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {stage} (LIKE {table} INCLUDING DEFAULTS, "
-        "stage_order BIGINT GENERATED ALWAYS AS IDENTITY)"
+        "stage_order BIGINT GENERATED ALWAYS AS IDENTITY) ON COMMIT DROP"
     )
     _copy(raw, stage, fields, text)
     updates = ", ".join(f"{f} = excluded.{f}" for f in fields if f not in key)
