@@ -29,6 +29,7 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, SECRET
 from tests.helpers.dataverse import ListedDataverseTables, remote_execution_context
 from tests.helpers.orgs import connected
+from tests.helpers.throttle import assert_held_until
 from tests.helpers.vendors import VendorTransport
 
 TOKEN = "entra-access-token"
@@ -113,12 +114,7 @@ def test_a_service_protection_limit_holds_the_whole_connection_without_spending_
     (event,) = [e for e in setup.events() if e["record_id"] == AVA_ID]
     assert event["attempts"] == 0 and event["due_at"] == server.iso(held)
     assert event["last_error"] == f"429 Too Many Requests: {code}: {message}"
-    calls = len(setup.crm.requests)
-    setup.clock.now = held - timedelta(seconds=1)
-    assert setup.work.run_due() == {} and len(setup.crm.requests) == calls  # neither attempted
-    setup.clock.now = held
-    assert setup.work.run_due() == {"done": 2}
-    assert {e["attempts"] for e in setup.events()} == {1}
+    assert_held_until(setup.work, setup.clock, setup.crm.requests, held, setup.events)
     first, again = setup.crm.reads("contacts")  # the 429, then one query of both contacts
     assert first.url.path == f"/api/data/v9.2/contacts({AVA_ID})"
     asked = IN.fullmatch(again.url.params["$filter"])

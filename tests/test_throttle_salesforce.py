@@ -28,6 +28,7 @@ from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, SECRET
 from tests.helpers.crm import FakeSalesforce, sample
 from tests.helpers.orgs import connected
+from tests.helpers.throttle import assert_held_until
 from tests.helpers.vendors import VendorTransport
 
 pytestmark = pytest.mark.both_backends
@@ -113,10 +114,5 @@ def test_the_request_limit_holds_the_whole_connection_an_hour_without_spending_a
     (event,) = [e for e in org.events() if e["record_id"] == AVA_ID]
     assert event["attempts"] == 0 and event["due_at"] == server.iso(held)
     assert "REQUEST_LIMIT_EXCEEDED" in event["last_error"]
-    calls = len(org.crm.requests)
-    org.clock.now = held - timedelta(seconds=1)
-    assert org.work.run_due() == {} and len(org.crm.requests) == calls  # neither is attempted
-    org.clock.now = held
-    assert org.work.run_due() == {"done": 2}
-    assert {e["attempts"] for e in org.events()} == {1}
+    assert_held_until(org.work, org.clock, org.crm.requests, held, org.events)
     assert {key for batch in org.crm.writes("Contact") for key in batch} == {AVA_ID, CARA_ID}

@@ -27,6 +27,7 @@ from connector.platforms.zoho import PLATFORM as ZOHO
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, PLATFORMS, SECRET
 from tests.helpers.orgs import connected
+from tests.helpers.throttle import assert_held_until
 from tests.helpers.vendors import VendorTransport
 from tests.helpers.zoho_crm import FakeZohoRecords
 
@@ -98,12 +99,7 @@ def test_too_many_requests_holds_the_whole_connection_without_spending_attempts(
     (event,) = [e for e in org.events() if e["record_id"] == AVA_ID]
     assert event["attempts"] == 0 and event["due_at"] == server.iso(held)
     assert "concurrent requests has exceeded the limit" in event["last_error"]
-    calls = len(org.crm.requests)
-    org.clock.now = held - timedelta(seconds=1)
-    assert org.work.run_due() == {} and len(org.crm.requests) == calls  # neither is attempted
-    org.clock.now = held
-    assert org.work.run_due() == {"done": 2}
-    assert {e["attempts"] for e in org.events()} == {1}
+    assert_held_until(org.work, org.clock, org.crm.requests, held, org.events)
     assert written(org.crm) == {AVA_ID, CARA_ID}
 
 
