@@ -24,9 +24,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from server import accounts, admin, auth, db, keys, limits
+from server import accounts, admin, auth, keys, limits
 from server.clock import utcnow
 from server.errors import ServiceError
+from server.storage import db
 
 RESULTS = Path(__file__).parent / "results" / "auth.txt"
 SECRET = b"bench-secret"

@@ -80,8 +80,8 @@ from serving import (
     wrk_figures,
 )
 
-from server import db as database
 from server.http import app as service
+from server.storage import db as database
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.redis_server import redis_server
 

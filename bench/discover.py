@@ -46,8 +46,8 @@ from serving import (
 )
 from sqlite_utils import Database
 
-from server import db as database
 from server import discover
+from server.storage import db as database
 
 RESULTS = Path(__file__).parent / "results" / "discover.txt"
 REPEATS = 1000

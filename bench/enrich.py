@@ -91,14 +91,15 @@ from serving import (
     wrk_line,
 )
 
-from server import db as database
-from server import enrich, matching, privacy, store, suppression
+from server import enrich, matching, privacy, suppression
 from server.clock import iso, utcnow
 from server.enrich import Requester
 from server.matching import Match, Query
 from server.names import first_keys
 from server.normalize import company_key, fold, person_key, registrable_domain
 from server.records import JOIN
+from server.storage import db as database
+from server.storage import store
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent

@@ -119,8 +119,9 @@ def _client(db: Path) -> Any:
 
 def _timing_writes(waits: list[float]) -> None:
     """Make every outermost `db.write` add its wait for the lock to `waits` (this process)."""
-    from server import auth, credits, db, enrich
+    from server import auth, credits, enrich
     from server.limits import sqlite
+    from server.storage import db
 
     original = db.write
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from flask import Flask, Response, jsonify
 
-from server import auth, config, db, discover, enrich, store
+from server import auth, config, discover, enrich
 from server.http import access, app, body, serve
+from server.storage import db, store
 
 
 def create_app(settings: dict[str, Any]) -> Flask:

@@ -73,7 +73,8 @@ def export(size: str, work: Path) -> tuple[Path, Path]:
 def split(comp_csv: Path, cont_csv: Path) -> str:
     """Import into a new PostgreSQL database in this process; its wall time and the CPU
     seconds of this process (the writer), of the converters it forked and of the cluster."""
-    from server import db, importer, places
+    from server import importer, places
+    from server.storage import db
 
     places.warm_up()  # as the `import` command's process does before it forks
     with PostgresServer.running() as server:

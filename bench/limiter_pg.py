@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from import_pg import cluster_cpu
 
-from server import pg
 from server.limits import Limit, Limiter, PostgresLimiter, SqliteLimiter
+from server.storage import pg
 from tests.helpers.postgres import PostgresServer
 
 ROUNDS = 6

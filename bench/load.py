@@ -75,9 +75,9 @@ from serving import (
 from sqlite_utils import Database
 from webhooks import SALESFORCE_ORG, contactdata, people, sender_script
 
-from server import db as database
 from server import discover
 from server.errors import ServiceError
+from server.storage import db as database
 
 RESULTS = Path(__file__).parent / "results" / "load.txt"
 QPS, DAILY, DISCOVER_PER_MINUTE = 5_000, 1_000_000, 600

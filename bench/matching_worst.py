@@ -46,10 +46,11 @@ from serving import (
 )
 from sqlite_utils import Database
 
-from server import db as database
-from server import enrich, matching, store
+from server import enrich, matching
 from server.matching import Query
 from server.normalize import company_key
+from server.storage import db as database
+from server.storage import store
 
 RESULTS = Path(__file__).parent / "results" / "matching_worst.txt"
 REPEATS = 7

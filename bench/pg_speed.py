@@ -64,10 +64,11 @@ from serving import (
     top_functions,
 )
 
-from server import accounts, auth, config, discover, enrich, limits, matching, pg, privacy
-from server import db as database
+from server import accounts, auth, config, discover, enrich, limits, matching, privacy
 from server.clock import utcnow
 from server.matching import Query
+from server.storage import db as database
+from server.storage import pg
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.redis_server import redis_server
 

@@ -1,4 +1,4 @@
-"""Benchmark: what `PRAGMA secure_delete = ON` (server/db.py, issue 34) costs the service's
+"""Benchmark: what `PRAGMA secure_delete = ON` (server/storage/db.py, issue 34) costs the service's
 writes, against OFF in the same run, and what an erasure's WAL checkpoint costs.
 
     .venv/bin/python bench/secure_delete.py                       # 40,000 contacts, 3 rounds

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from server import accounts
-from server import db as database
 from server.clock import utcnow
+from server.storage import db as database
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent

@@ -272,7 +272,7 @@ def _job_store_url(db_path: str | Path) -> str:
 
 
 def _engine_options(db_path: str | Path) -> dict[str, Any]:
-    """SQLAlchemy's engine options: through a transaction pooler (server/pg.py), its psycopg
+    """SQLAlchemy's engine options: through a transaction pooler (server/storage/pg.py), its psycopg
     connections prepare no statement."""
     if server.is_database_url(db_path) and server.through_pooler():
         return {"connect_args": {"prepare_threshold": None}}

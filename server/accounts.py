@@ -9,12 +9,13 @@ from urllib.parse import urlsplit
 
 from sqlite_utils import Database
 
-from server import admin, audit, keys, store
+from server import admin, audit, keys
 from server import credits as credit_ledger
 from server.clock import iso
 from server.credits import MAX_CREDITS
-from server.db import write
 from server.errors import AlreadyExists, InvalidParameter, NotFound
+from server.storage import store
+from server.storage.db import write
 
 TIERS = ("enterprise_standard", "enterprise_plus", "pro")
 ORG_STATUSES = ("active", "inactive")

@@ -16,11 +16,12 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import audit, keys, store
+from server import audit, keys
 from server.auth import Caller, require_active_organization
 from server.clock import iso
-from server.db import write
 from server.errors import AlreadyExists, InvalidParameter, NotEligible, NotFound
+from server.storage import store
+from server.storage.db import write
 
 Row = dict[str, Any]
 

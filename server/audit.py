@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import store
 from server.clock import iso
+from server.storage import store
 
 OPERATOR = "operator (command line)"
 

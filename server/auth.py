@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 
 from sqlite_utils import Database
 
-from server import keys, store
+from server import keys
 from server.clock import iso
-from server.db import is_postgres, patience, write
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
+from server.storage import store
+from server.storage.db import is_postgres, patience, write
 
 # A key's last use is written at most this often, so reads do not each take the write lock
 # (SQLite's; on PostgreSQL the key's row), and never waited for long: it is a hint for

@@ -16,9 +16,10 @@ from urllib.parse import urlsplit
 import click
 from click.core import ParameterSource
 
-from server import accounts, config, db, demo, pg
+from server import accounts, config, demo
 from server.clock import utcnow
 from server.errors import InsufficientCredits, ServiceError
+from server.storage import db, pg
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -560,7 +561,7 @@ def _warn_of_copies_left(db_path: Path | str, done: dict[str, int]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def privacy_list(db_path: Path, as_json: bool) -> None:
     """List the suppression list: hashes, kinds, actions, reasons and dates (no clear values)."""
-    from server import store
+    from server.storage import store
 
     rows = store.suppression_list(db.connect(db_path))
     if as_json:
@@ -646,7 +647,7 @@ def db_init(db_path: Path | str) -> None:
 def db_move(source: Path, target: str) -> None:
     """Copy every table of a SQLite database (and its job schedule) into an empty PostgreSQL
     database, migrated first, in one transaction; print and verify each table's rows."""
-    from server import move
+    from server.storage import move
 
     schemas = _entry_option("schemas", ())
     try:

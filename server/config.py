@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from server.pg import is_url
+from server.storage.pg import is_url
 
 MAX_BODY_BYTES = 1 << 20  # contract §1: bodies over 1 MiB answer 413
 
@@ -41,7 +41,8 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_TOKEN": "",
     "METRICS_BIND": "",
     # "transaction": PostgreSQL is reached through a pooler in transaction mode (PgBouncer's
-    # pool_mode = transaction), which keeps no session state between transactions (server/pg.py).
+    # pool_mode = transaction), which keeps no session state between transactions
+    # (server/storage/pg.py).
     "PG_POOLER": "",
 }
 # Each setting and the environment variable that sets it, for the README and `--help`.

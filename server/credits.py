@@ -12,10 +12,11 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import audit, store
+from server import audit
 from server.clock import iso
-from server.db import write, write_at_once
 from server.errors import InsufficientCredits, InvalidParameter, NotFound
+from server.storage import store
+from server.storage.db import write, write_at_once
 
 # More than any organization buys, and far below SQLite's largest integer, past which a
 # balance would silently turn into a floating-point number.

@@ -27,11 +27,12 @@ import zipcodes
 from phonenumbers import PhoneNumber, PhoneNumberFormat, PhoneNumberType
 from sqlite_utils import Database
 
-from server import db as database
-from server import facets, industry, places, store, titles
+from server import facets, industry, places, titles
 from server.clock import iso
 from server.normalize import company_key, fold, person_key, registrable_domain
 from server.records import JOIN, REVENUE_RANGES
+from server.storage import db as database
+from server.storage import store
 
 DATA = Path(__file__).parent / "data"
 Row = dict[str, Any]

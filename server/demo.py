@@ -12,8 +12,9 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict
 from sqlite_utils import Database
 
-from server import accounts, config, db, pg, store
+from server import accounts, config
 from server.clock import utcnow
+from server.storage import db, pg, store
 
 DEMO_COMPANIES = 5_000
 DEMO_CONTACTS = 100_000

@@ -15,10 +15,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from sqlite_utils import Database
 
-from server import facets, places, store, titles
+from server import facets, places, titles
 from server.enrich import DIAL_TIERS, mask_dial
 from server.errors import InvalidParameter, MissingIdentifier, NotFound
 from server.records import GRADES, JOIN
+from server.storage import store
 from server.wire import NUMBERS_ONLY
 
 MAX_TITLES = 15  # [vendor]

@@ -16,9 +16,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import auth, credits, matching, metrics, privacy, records, store, titles
+from server import auth, credits, matching, metrics, privacy, records, titles
 from server.clock import iso
-from server.db import write, write_at_once
 from server.errors import (
     Forbidden,
     InsufficientCredits,
@@ -29,6 +28,8 @@ from server.errors import (
 )
 from server.matching import Match, Query, profile_url
 from server.normalize import email_key, person_key, registrable_domain
+from server.storage import store
+from server.storage.db import write, write_at_once
 
 Row = dict[str, Any]
 Result = dict[str, str]

@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import store
 from server.records import (
     COMPANY_COLUMNS,
     COMPANY_EXTRA_COLUMNS,
@@ -23,6 +22,7 @@ from server.records import (
     employee_range,
     month_to_vendor,
 )
+from server.storage import store
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson")
 COMPANY_HEADER = [*COMPANY_COLUMNS, "compEmpRange", *COMPANY_EXTRA_COLUMNS]

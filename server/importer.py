@@ -33,8 +33,7 @@ from typing import Any, NamedTuple, TextIO
 from nameparser import HumanName
 from sqlite_utils import Database
 
-from server import db as database
-from server import facets, places, privacy, store, titles
+from server import facets, places, privacy, titles
 from server.clock import iso, utcnow
 from server.normalize import (
     alias_keys,
@@ -55,6 +54,8 @@ from server.records import (
     REVENUE_RANGES,
     month_to_stored,
 )
+from server.storage import db as database
+from server.storage import store
 
 Values = list[str]
 

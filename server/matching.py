@@ -19,7 +19,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import DamerauLevenshtein
 from sqlite_utils import Database
 
-from server import names, places, store
+from server import names, places
 from server.normalize import (
     alias_keys,
     company_key,
@@ -31,6 +31,7 @@ from server.normalize import (
     split_aka,
     stored_forms,
 )
+from server.storage import store
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ at a company's domain, each in the form matching looks it up by (an e-mail key, 
 profile URL, the name keys and the registrable domain). The list keeps only a keyed hash of
 each: BLAKE2b keyed with a key derived from the server secret (the one API keys are hashed
 with), so that the list is not itself a contact list; without the secret a hash can neither
-be reversed nor tested against a guess. Pure: the table is server/store.py's.
+be reversed nor tested against a guess. Pure: the table is server/storage/store.py's.
 """
 
 from __future__ import annotations

@@ -14,11 +14,12 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import audit, db, pg, privacy, store
+from server import audit, privacy
 from server.clock import iso
 from server.enrich import DELIVERED
 from server.errors import InvalidParameter
 from server.privacy import Eraser, Erasure, Hasher, Identifier
+from server.storage import db, pg, store
 
 COLUMNS = ("email", "profile_url", "name", "company_domain", "reason")
 ORG_ID = ""  # the audit log's organization of privacy actions: they concern no organization
@@ -96,10 +97,11 @@ def act(
 
 def _off_disk(database: Database, changed: Sequence[str]) -> dict[str, int]:
     """After an erasure's commit, the old copies of the rows it deleted or changed taken off
-    the disk. SQLite zeroes deleted rows in the pages it writes (secure_delete, server/db.py),
-    but the pages holding them still sit in the database file until the WAL is checkpointed,
-    and in the WAL until it is truncated: both are done here. On PostgreSQL the old rows stay
-    in the tables' files as dead tuples: the `changed` tables are vacuumed."""
+    the disk. SQLite zeroes deleted rows in the pages it writes (secure_delete,
+    server/storage/db.py), but the pages holding them still sit in the database file until the
+    WAL is checkpointed, and in the WAL until it is truncated: both are done here. On
+    PostgreSQL the old rows stay in the tables' files as dead tuples: the `changed` tables
+    are vacuumed."""
     if db.is_postgres(database):
         busy = pg.vacuum(database, changed)  # type: ignore[arg-type]
         return {VACUUMED: len(changed) - len(busy), **({BUSY: len(busy)} if busy else {})}

@@ -8,10 +8,11 @@ from datetime import UTC, datetime, time, timedelta
 
 from sqlite_utils import Database
 
-from server import limits, store
+from server import limits
 from server.auth import Caller
 from server.clock import iso
 from server.limits.base import utc
+from server.storage import store
 
 
 @dataclass(frozen=True)

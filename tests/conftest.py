@@ -15,8 +15,8 @@ from sqlite_utils import Database
 
 import connector.app
 from connector import connections, worker
-from server import db, pg
 from server.http.app import create_app
+from server.storage import db, pg
 from tests.helpers import pgbouncer as bouncer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET

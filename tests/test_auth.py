@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import accounts, auth, db, keys, store
+from server import accounts, auth, keys
 from server.clock import iso
 from server.errors import Forbidden, InvalidApiKey, Unauthorized
+from server.storage import db, store
 
 pytestmark = pytest.mark.both_backends
 

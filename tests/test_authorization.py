@@ -8,7 +8,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from server import accounts, db, keys
+from server import accounts, keys
+from server.storage import db
 from tests.helpers.admin import START, Org, error_code, make_org, new_key, new_user, post
 
 pytestmark = pytest.mark.both_backends

@@ -18,8 +18,9 @@ from werkzeug.test import TestResponse
 
 from connector import connections, mappings, store
 from connector.platforms import PLATFORMS
-from server import accounts, db, importer
+from server import accounts, importer
 from server.clock import iso
+from server.storage import db
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, DATA, NOW, SECRET
 from tests.helpers.orgs import organization

@@ -7,8 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from connector.cli import main
-from server import keys, store
-from server.db import connect
+from server import keys
+from server.storage import store
+from server.storage.db import connect
 from tests.helpers.constants import DATA
 from tests.servers import CONTACTDATA, free_port
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from connector import connections, oauth, outbound, store
 from connector.cli import main
-from server import db
+from server.storage import db
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import organization

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import accounts, credits, db
+from server import accounts, credits
 from server.errors import InsufficientCredits
+from server.storage import db
 
 pytestmark = pytest.mark.both_backends
 

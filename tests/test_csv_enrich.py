@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
-from server import credits, csv_enrich, enrich, privacy, store
+from server import credits, csv_enrich, enrich, privacy
 from server.cli import main
 from server.enrich import OUTPUT_FIELDS
+from server.storage import store
 from tests.helpers.enrich_data import (
     AVA,
     LONESTAR,

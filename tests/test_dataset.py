@@ -13,9 +13,10 @@ import phonenumbers
 import pytest
 from sqlite_utils import Database
 
-from server import dataset, db, industry, places, store, titles
+from server import dataset, industry, places, titles
 from server.normalize import company_key, registrable_domain
 from server.records import EMPLOYEE_RANGES, REVENUE_RANGES, employee_range
+from server.storage import db, store
 
 COMPANIES = 200
 CONTACTS = 3_000

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import db
-from server.migrations import MIGRATIONS
+from server.storage import db
+from server.storage.migrations import MIGRATIONS
 from tests.helpers.threads import at_once
 
 
@@ -189,7 +189,7 @@ def test_a_writer_killed_holding_the_lock_holds_up_no_one(db_path: Path) -> None
 
 _HOLD_THE_WRITE_LOCK = """
 import sys, time
-from server import db
+from server.storage import db
 held = db.connect(sys.argv[1], migrate=False)
 with db.write(held):
     held.execute("CREATE TABLE uncommitted (n INTEGER)")

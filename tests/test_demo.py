@@ -12,9 +12,10 @@ import pytest
 import server
 from connector import connections
 from connector import store as connector_store
-from server import demo, keys, pg, store
+from server import demo, keys
 from server.clock import utcnow
-from server.db import connect
+from server.storage import pg, store
+from server.storage.db import connect
 from tests.servers import CONTACTDATA, free_port, start, stop
 
 

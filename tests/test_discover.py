@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from sqlite_utils import Database
 
-from server import db as database
-from server import discover, importer, privacy, store
+from server import discover, importer, privacy
 from server.clock import iso
 from server.errors import InvalidParameter, MissingIdentifier, NotFound
+from server.storage import db as database
+from server.storage import store
 from tests.helpers.constants import DATA
 from tests.helpers.discover_data import EVERYONE, HILL_COUNTRY, LONESTAR, TEXAS
 from tests.helpers.postgres import BACKENDS, PostgresServer

@@ -12,8 +12,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from server import accounts, db, importer
+from server import accounts, importer
 from server.http.app import create_app
+from server.storage import db
 from tests.helpers.constants import DATA, NOW, SECRET
 from tests.helpers.discover_data import EVERYONE, LONESTAR
 from tests.helpers.orgs import organization

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlite_utils import Database
 
-from server import accounts, credits, db, enrich, privacy, store, suppression
+from server import accounts, credits, enrich, privacy, suppression
 from server.enrich import Failure, Outcome, Requester
 from server.errors import (
     Forbidden,
@@ -26,6 +26,7 @@ from server.errors import (
 )
 from server.matching import Query
 from server.records import GRADES
+from server.storage import db, store
 from tests.helpers.enrich_data import (
     AVA,
     AVA_EMAIL,

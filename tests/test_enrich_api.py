@@ -15,9 +15,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from server import accounts, credits, db, privacy, store
+from server import accounts, credits, privacy
 from server.clock import iso
 from server.http.app import create_app
+from server.storage import db, store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.enrich_data import (

@@ -27,7 +27,8 @@ from sqlite_utils import Database
 from connector import scheduler, store
 from connector.cli import main
 from connector.suppression import erase as connector_eraser
-from server import db, privacy, suppression
+from server import privacy, suppression
+from server.storage import db
 from tests.helpers.constants import AVA, NOW, SECRET
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import organization
@@ -38,10 +39,10 @@ CONTACT = "D15C00000000000000000000000000C1"  # Ava's, in tests/data/discover_co
 NEEDLES = (AVA, "512-555-0101", CONTACT)
 # The tables an erasure of Ava changes on PostgreSQL (deleted or updated rows).
 CHANGED = ("contacts", "employments", "events", "idempotency_keys", "records", "transactions")
-# Another process with the database open through server/db.py, reading when told to.
+# Another process with the database open through server/storage/db.py, reading when told to.
 OTHER_PROCESS = """
 import sys
-from server import db
+from server.storage import db
 database = db.connect(sys.argv[1], migrate=False)
 for line in sys.stdin:
     if line == "read\\n":

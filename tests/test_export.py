@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import dataset, db
+from server import dataset
 from server.export import export_files
 from server.importer import import_files
+from server.storage import db
 
 TABLES = {
     "companies": "guid",

@@ -8,7 +8,7 @@ import pytest
 from sqlite_utils import Database
 
 from server import facets
-from server.migrations import MIGRATIONS
+from server.storage.migrations import MIGRATIONS
 
 
 def test_job_facets_of_a_row() -> None:

@@ -48,10 +48,11 @@ from connector.platforms.base import (
     WEBHOOK_TIMESTAMP,
     sign_standard_webhooks,
 )
-from server import accounts, db, importer, keys
+from server import accounts, importer, keys
 from server.config import MAX_BODY_BYTES
 from server.http import access
 from server.records import GRADES
+from server.storage import db
 from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
 
 LOCAL = "http://localhost"  # the test client's host: the public URL HubSpot signs requests for

@@ -23,7 +23,8 @@ from werkzeug.test import TestResponse
 from connector import connections, jobs, mappings, oauth_apps, store
 from connector.cli import main
 from connector.platforms import hubspot
-from server import db, importer
+from server import importer
+from server.storage import db
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, PLATFORMS, SECRET
 from tests.helpers.hubspot_developer import FakeHubSpotDeveloper, sdk_model, sdk_refusal

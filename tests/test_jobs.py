@@ -19,8 +19,8 @@ from sqlite_utils import Database
 from connector import connections, jobs, scheduler, store, worker
 from connector.cli import main
 from server import accounts, importer
-from server import store as server_store
 from server.clock import iso
+from server.storage import store as server_store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, FakeZohoWatch

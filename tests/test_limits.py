@@ -21,7 +21,6 @@ import pytest
 import redis
 from sqlite_utils import Database
 
-from server import db, pg, pg_migrations
 from server.http.app import create_app
 from server.limits import (
     DAY,
@@ -37,6 +36,7 @@ from server.limits import (
     limiter_for,
     organization_daily,
 )
+from server.storage import db, pg, pg_migrations
 from tests.helpers.constants import SECRET
 from tests.helpers.orgs import organization
 from tests.helpers.postgres import PostgresServer
@@ -454,7 +454,7 @@ def test_a_hit_on_postgresql_is_one_statement(postgres_url: str, tmp_path: Path)
 
 def test_a_hit_on_postgresql_does_not_wait_for_the_services_writers(postgres_url: str) -> None:
     """Another connection holds a long write transaction (an import's: the dataset lock and
-    its tables, server/pg.py; and every organization's row): the gate still answers."""
+    its tables, server/storage/pg.py; and every organization's row): the gate still answers."""
     with psycopg.connect(postgres_url, autocommit=True) as writer, writer.transaction():
         writer.execute("SELECT pg_advisory_xact_lock(%s)", [pg.DATASET_LOCK])
         writer.execute("LOCK TABLE companies, contacts, employments")

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import db as database
-from server import enrich, facets, matching, store
+from server import enrich, facets, matching
 from server.matching import Query
 from server.normalize import company_key, person_key, registrable_domain
+from server.storage import db as database
+from server.storage import store
 
 STAMP = "2025-01-01T00:00:00.000+00:00"
 ACME, ACME_UK, NORTHWIND, SIEMENS, SIEMENS_UK, RIVERCREST = (

@@ -24,8 +24,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from connector import oauth
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Retriable
-from server import db, logs, metrics
+from server import logs, metrics
 from server.http.app import create_app
+from server.storage import db
 from tests import servers
 from tests.helpers import hubspot_shapes
 from tests.helpers.constants import SECRET

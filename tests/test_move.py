@@ -19,9 +19,10 @@ from flask import Flask
 import server
 from connector import scheduler, store, worker
 from connector.cli import MOVED
-from server import credits, db, move, pg
+from server import credits
 from server.http.app import create_app
-from server.migrations import MIGRATIONS
+from server.storage import db, move, pg
+from server.storage.migrations import MIGRATIONS
 from tests.helpers.constants import AVA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot
 from tests.helpers.discover_data import LONESTAR

@@ -20,12 +20,13 @@ from sqlite_utils import Database
 from connector import backfill
 from connector import store as connector_store
 from connector.cli import MOVED
-from server import accounts, admin, auth, credits, db, limits, move, pg, store
+from server import accounts, admin, auth, credits, limits
 from server.clock import iso
 from server.credits import MAX_CREDITS
 from server.errors import AlreadyExists, InvalidParameter
 from server.http.app import create_app
 from server.http.serve import gunicorn_options
+from server.storage import db, move, pg, store
 from tests.helpers.constants import NOW, SECRET
 from tests.helpers.enrich_data import AVA_EMAIL, copy_dataset
 from tests.helpers.orgs import connected, organization

@@ -1,4 +1,4 @@
-"""PostgreSQL behind PgBouncer in transaction pooling mode (server/pg.py): without
+"""PostgreSQL behind PgBouncer in transaction pooling mode (server/storage/pg.py): without
 CONTACTDATA_PG_POOLER the service's sessions are refused and prepared statements meet another
 client's; with it nothing is prepared, the service's and the job store's alike, and a write
 transaction's lock timeout ends with it. The enrich and worker suites run through it too
@@ -13,7 +13,7 @@ import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from connector import scheduler
-from server import db, pg
+from server.storage import db, pg
 from tests.helpers.pgbouncer import PgBouncer
 from tests.helpers.postgres import PostgresServer
 

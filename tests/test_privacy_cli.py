@@ -15,9 +15,10 @@ from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
 from connector.cli import main
-from server import db, discover, enrich, privacy, store
+from server import discover, enrich, privacy
 from server.clock import iso
 from server.privacy import Erasure
+from server.storage import db, store
 from tests.helpers.enrich_data import (
     AVA,
     AVA_EMAIL,

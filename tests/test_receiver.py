@@ -24,7 +24,8 @@ import server
 from connector import connections, store
 from connector.platforms.base import STANDARD_WEBHOOKS_TOLERANCE
 from connector.platforms.zoho import PLATFORM as ZOHO_PLATFORM
-from server import accounts, db, importer, pg
+from server import accounts, importer
+from server.storage import db, pg
 from tests import servers
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, DATA, NOW, PLATFORMS, SECRET
@@ -368,7 +369,7 @@ def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
 
 def _threads(backend: str, wanted: int) -> int:
     """Threads for sending at once: on PostgreSQL each holds one of the process's pooled
-    connections during its request (server/pg.py) and the test's own thread keeps one, so
+    connections during its request (server/storage/pg.py) and the test's own thread keeps one, so
     that none waits for a free one."""
     return wanted if backend == "sqlite" else min(wanted, pg.POOL_MAX - 1)
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from server import db, pg
 from server.http.app import create_app
+from server.storage import db, pg
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.enrich_data import AVA_EMAIL, NOBODY, NOW, copy_dataset

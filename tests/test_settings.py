@@ -26,9 +26,9 @@ from connector.platforms import PLATFORMS
 from connector.views import settings
 from server import accounts, audit, auth, keys, usage
 from server import admin as use_cases
-from server import store as service_store
 from server.clock import iso
 from server.errors import ServiceError
+from server.storage import store as service_store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
 from tests.helpers.settings_forms import sign_in, source, submit, token

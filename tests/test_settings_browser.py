@@ -19,8 +19,8 @@ from sqlite_utils import Database
 import server
 from connector import connections, store
 from server import accounts, config
-from server import store as service_store
 from server.clock import utcnow
+from server.storage import store as service_store
 from tests.helpers.browser import LAPTOP, chromium, shoot
 from tests.servers import free_port, serve, stop
 

@@ -22,7 +22,7 @@ from werkzeug.test import TestResponse
 from connector import connections, oauth_apps, store
 from connector.app import create_app
 from server import accounts, audit, auth
-from server import store as service_store
+from server.storage import store as service_store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import PLATFORMS, SECRET
 from tests.helpers.crm_server import FakeCrm, running

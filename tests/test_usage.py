@@ -8,8 +8,9 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from server import accounts, auth, limits, store, usage
+from server import accounts, auth, limits, usage
 from server.clock import iso
+from server.storage import store
 
 SECRET = b"test-secret"
 NOW = datetime(2026, 3, 2, 0, 30, tzinfo=UTC)

@@ -12,10 +12,11 @@ from datetime import datetime
 from flask import Flask, Response, current_app, g, request
 from sqlite_utils import Database
 
-from server import auth, db, limits, metrics
+from server import auth, limits, metrics
 from server.auth import Caller
 from server.clock import utcnow
 from server.errors import RateLimitExceeded, ServiceError
+from server.storage import db
 
 # Every header a key may come in; each endpoint names the one its documentation shows first.
 KEY_HEADERS = ("Api-Key", "Admin-Api-Key", "apikey")

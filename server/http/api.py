@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from server import store
 from server.http.access import get_db
+from server.storage import store
 
 blueprint = Blueprint("api", __name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from server import config, db, logs
+from server import config, logs
 from server.http import (
     access,
     admin_api,
@@ -21,6 +21,7 @@ from server.http import (
     metrics_api,
     openapi,
 )
+from server.storage import db
 
 _REQUEST_ID_MAX = 128
 

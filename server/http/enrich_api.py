@@ -24,9 +24,8 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
 
-from server import auth, enrich, privacy, store
+from server import auth, enrich, privacy
 from server.clock import iso
-from server.db import DB_ERRORS, write_at_once
 from server.errors import (
     IdempotencyKeyReused,
     InvalidParameter,
@@ -35,6 +34,8 @@ from server.errors import (
 )
 from server.http.access import admit, get_db, key_from_headers, now
 from server.http.body import json_body
+from server.storage import store
+from server.storage.db import DB_ERRORS, write_at_once
 
 blueprint = Blueprint("enrich", __name__, url_prefix="/v7")
 

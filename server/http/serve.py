@@ -13,7 +13,8 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
-from server import logs, metrics, pg
+from server import logs, metrics
+from server.storage import pg
 
 DEFAULT_FACTORY = "server.http.app:create_app"
 _QUERY = re.compile(r"\?[^\s'\"]*")  # a URL's query, up to white space or a quote

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from server import pg
 from server.limits.base import (
     DAY,
     Decision,
@@ -20,6 +19,7 @@ from server.limits.base import (
 )
 from server.limits.postgres import PostgresLimiter
 from server.limits.sqlite import SqliteLimiter
+from server.storage import pg
 
 __all__ = [
     "DAY",

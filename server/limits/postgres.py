@@ -2,10 +2,10 @@
 
 The tables are the SQLite limiter's (a row per counted request of a sliding limit, a count per
 UTC date of a daily one), made by a migration with the function `rate_limit_hit`
-(server/pg_migrations.py p003): it locks the request's buckets, reads every limit and counts
+(server/storage/pg_migrations.py p003): it locks the request's buckets, reads every limit and counts
 the request in all of them only when all admit it, in one statement that is its own
 transaction, as Redis's Lua script. It does not queue behind the service's other writers. The
-connection is the thread's pooled one (server/pg.py), given back at the end of the request.
+connection is the thread's pooled one (server/storage/pg.py), given back at the end of the request.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from server import pg
 from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day, window_start
+from server.storage import pg
 
 _HIT = "SELECT counts, oldests FROM rate_limit_hit(?, ?, ?, ?, ?)"
 _DAY_COUNT = "SELECT count FROM rate_counts WHERE bucket = ? AND period = ?"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from server.db import connect, write
 from server.limits.base import Decision, Limit, Usage, decide, utc, utc_day, window_start
+from server.storage.db import connect, write
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rate_events (bucket TEXT NOT NULL, at REAL NOT NULL)",

@@ -10,7 +10,8 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from server import accounts, db
+from server import accounts
+from server.storage import db
 from tests.helpers.constants import SECRET
 
 START = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from server import accounts, db, enrich, importer, privacy, store
+from server import accounts, enrich, importer, privacy
 from server.clock import iso
 from server.enrich import Requester
 from server.privacy import Identifier
+from server.storage import db, store
 from tests.helpers.constants import DATA
 
 NOW = datetime(2025, 4, 10, 18, 49, 51, 123000, tzinfo=UTC)

@@ -16,9 +16,9 @@ from typing import Any
 from psycopg.errors import CheckViolation, UniqueViolation
 from sqlite_utils import Database
 
-from server import pg
-from server.db import is_postgres
 from server.normalize import alias_keys, company_forms, fold, split_aka
+from server.storage import pg
+from server.storage.db import is_postgres
 
 Row = dict[str, Any]
 
@@ -58,7 +58,7 @@ def _rows(db: Database, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -
 
 def _execute_with_next(db: Database, sql: str, params: Sequence[Any] = ()) -> None:
     """Run a statement whose answer no one reads: on PostgreSQL it is sent with the next
-    statement, in one round trip (server/pg.py `send_with_next`)."""
+    statement, in one round trip (server/storage/pg.py `send_with_next`)."""
     if is_postgres(db):
         db.conn.send_with_next(sql, params)
     else:
@@ -761,7 +761,7 @@ _PG_FOREIGN_KEYS = (
 )
 
 
-# --- moving a SQLite database into PostgreSQL (server/move.py) -----------------------------
+# --- moving a SQLite database into PostgreSQL (server/storage/move.py) -----------------------
 
 # Where each backend records its applied migrations: the target's are its own, never copied.
 MIGRATION_TABLES = ("_sqlite_migrations", "_migrations")

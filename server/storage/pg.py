@@ -7,7 +7,7 @@ parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of a
 `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which becomes a plain BEGIN sent with the
 transaction's first statement, in one round trip, as a statement whose answer no one reads
 may be (`send_with_next`). `rowid` is left as it is: a table read in insertion order has an
-identity column of that name (server/pg_migrations.py).
+identity column of that name (server/storage/pg_migrations.py).
 
 Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
 every other waits for. Each is correct by itself: a balance changes in one UPDATE that never
@@ -35,7 +35,7 @@ from psycopg_pool import ConnectionPool
 
 SCHEMES = ("postgresql://", "postgres://")
 # The key of the advisory lock the transactions writing the contact data take, to exclude
-# each other (server/store.py `lock_dataset`); no other write waits for it.
+# each other (server/storage/store.py `lock_dataset`); no other write waits for it.
 DATASET_LOCK = 0x64617461  # "data"
 POOL_MAX = 4
 _pools: dict[tuple[int, str], ConnectionPool] = {}
@@ -46,7 +46,8 @@ _local = threading.local()
 CHECK_AFTER_IDLE_S = 5.0
 _given_back: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
 
-# Waiting for a lock, as SQLite's busy timeout (server/db.py BUSY_TIMEOUT_MS) and patience().
+# Waiting for a lock, as SQLite's busy timeout (server/storage/db.py BUSY_TIMEOUT_MS) and
+# patience().
 LOCK_TIMEOUT_MS = 10000
 _OPTIONS = f"-c lock_timeout={LOCK_TIMEOUT_MS}"
 # What waiting too long for a lock raises (sqlite3.OperationalError on SQLite).
@@ -335,7 +336,7 @@ def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
     migrated unless `migrate` is False."""
     db = PostgresDatabase(psycopg.connect(url, **_connect_options()), url)
     if migrate:
-        from server import pg_migrations  # here: it imports this module
+        from server.storage import pg_migrations  # here: it imports this module
 
         with db.conn.raw.transaction():
             pg_migrations.apply(db)

@@ -2,7 +2,7 @@
 
 Every other module gets its `Database` from `connect()`; SQL itself lives in `store.py`.
 Writers of one SQLite file queue on a lock file beside it (`<db>-writelock`, see `write`);
-PostgreSQL's writers do not queue at all (server/pg.py).
+PostgreSQL's writers do not queue at all (server/storage/pg.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import psycopg
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from server import pg
-from server.migrations import MIGRATIONS
+from server.storage import pg
+from server.storage.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
 CACHE_SIZE = -65536  # KiB when negative: 64 MB
@@ -47,7 +47,7 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
     """Open the database at `path` with WAL, a busy timeout, foreign keys and secure delete,
     migrated.
 
-    A `postgresql://` URL opens a PostgreSQL database instead (server/pg.py).
+    A `postgresql://` URL opens a PostgreSQL database instead (server/storage/pg.py).
     """
     if pg.is_url(path):
         return pg.connect(str(path), migrate=migrate)  # type: ignore[return-value]
@@ -112,7 +112,7 @@ def write(db: Database) -> Iterator[Database]:
     """A write transaction started with BEGIN IMMEDIATE (nested calls join the outer one).
 
     On PostgreSQL that is a plain BEGIN: write transactions run side by side, each correct
-    by itself (server/pg.py says how). SQLite has one writer at a time, and a deferred BEGIN
+    by itself (server/storage/pg.py says how). SQLite has one writer at a time, and a deferred BEGIN
     that reads and then writes can fail with "database is locked" under WAL even with a busy
     timeout; taking the write lock up front makes waiting work.
 
@@ -141,7 +141,7 @@ def write(db: Database) -> Iterator[Database]:
 @contextmanager
 def write_at_once(db: Database) -> Iterator[Database]:
     """A write PostgreSQL is sent at once: one statement, with those sent before it by
-    `send_with_next` (server/pg.py), in one round trip. In autocommit that is a transaction
+    `send_with_next` (server/storage/pg.py), in one round trip. In autocommit that is a transaction
     by itself, with no BEGIN and COMMIT to send; else it is part of the caller's. On SQLite,
     `write`."""
     if is_postgres(db):
@@ -176,7 +176,7 @@ def _begin_immediate(db: Database) -> BinaryIO | None:
 
 def _writer_file(db: Database) -> BinaryIO | None:
     """The open `<db>-writelock` of this connection in this process (None: no file; on
-    PostgreSQL writers do not queue, server/pg.py)."""
+    PostgreSQL writers do not queue, server/storage/pg.py)."""
     if is_postgres(db):
         return None
     opened = _writer_files.get(db)
@@ -306,7 +306,8 @@ def patience(db: Database, milliseconds: int) -> Iterator[Database]:
 
 
 def is_postgres(db: Database) -> bool:
-    """Whether `db` is the PostgreSQL backend (server/pg.py), for the few SQL differences."""
+    """Whether `db` is the PostgreSQL backend (server/storage/pg.py), for the few SQL
+    differences."""
     return isinstance(db, pg.PostgresDatabase)
 
 
@@ -316,7 +317,7 @@ def apply_migrations(
     """Apply another component's migrations (the connector's) after the service's: `sqlite`
     on SQLite, or `postgres` on PostgreSQL, recorded under the name of `sqlite`'s set."""
     if is_postgres(db):
-        from server import pg_migrations
+        from server.storage import pg_migrations
 
         with db.conn.raw.transaction():  # type: ignore[attr-defined]
             pg_migrations.apply(db, postgres, sqlite.name)  # type: ignore[arg-type]
@@ -328,7 +329,7 @@ def apply_migrations(
 def schema_version(db: Database) -> list[str]:
     """Names of the migrations applied to `db`, oldest first."""
     if isinstance(db, pg.PostgresDatabase):
-        from server import pg_migrations
+        from server.storage import pg_migrations
 
         return pg_migrations.applied(db)
     return [m.name for m in MIGRATIONS.applied(db)]

@@ -245,8 +245,10 @@ def m005_matching(db: Database) -> None:
 def m006_company_keys_without_partnership_forms(db: Database) -> None:
     """Company keys drop the legal forms "SCP" and "(Partnerschaft) mbB" now: key again the
     companies and aliases whose keys change, then the name words."""
-    from server import store  # here, not at the top: normalize loads tldextract's suffix list
     from server.normalize import alias_keys, company_key
+    from server.storage import (
+        store,  # here, not at the top: normalize loads tldextract's suffix list
+    )
 
     rows = db.execute("SELECT guid, name, name_key, aka FROM companies").fetchall()
     changed = [(guid, name, aka) for guid, name, key, aka in rows if company_key(name) != key]
@@ -334,7 +336,9 @@ def m009_company_name_forms(db: Database) -> None:
     """Company names as people write them: each name and alias in the forms its variants
     share (`normalize.stored_forms`), filled by `store.index_company_names`, which now also
     counts the words of names as written among the name words."""
-    from server import store  # here, not at the top: normalize loads tldextract's suffix list
+    from server.storage import (
+        store,  # here, not at the top: normalize loads tldextract's suffix list
+    )
 
     _run(db, f"{COMPANY_NAME_FORMS} WITHOUT ROWID;\n{COMPANY_NAME_FORMS_INDEX}")
     store.index_company_names(db)

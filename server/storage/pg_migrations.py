@@ -1,6 +1,6 @@
 """Schema of the service's PostgreSQL database, as an ordered list of migrations.
 
-p001 is the schema SQLite reaches with m001–m007 (server/migrations.py), in PostgreSQL's
+p001 is the schema SQLite reaches with m001–m007 (server/storage/migrations.py), in PostgreSQL's
 types: DOUBLE PRECISION for REAL, identity columns for INTEGER PRIMARY KEY, no WITHOUT ROWID.
 Never edit an applied migration: add a new one below it, beside its SQLite twin.
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from server.migrations import (
+from server.storage.migrations import (
     COMPANY_NAME_FORMS,
     COMPANY_NAME_FORMS_INDEX,
     DISCOVER_INDEX,
     IDEMPOTENCY_KEYS,
     SUPPRESSIONS,
 )
-from server.pg import PostgresDatabase
+from server.storage.pg import PostgresDatabase
 
 MIGRATION_SET = "contactdata"
 # Held while migrating, so that two processes starting at once apply each migration once.
@@ -352,7 +352,9 @@ def p004_suppressions(db: PostgresDatabase) -> None:
 @migration
 def p005_company_name_forms(db: PostgresDatabase) -> None:
     """Company names as people write them, as m009_company_name_forms."""
-    from server import store  # here, not at the top: normalize loads tldextract's suffix list
+    from server.storage import (
+        store,  # here, not at the top: normalize loads tldextract's suffix list
+    )
 
     _run(db, f"{COMPANY_NAME_FORMS};\n{COMPANY_NAME_FORMS_INDEX}")
     store.index_company_names(db)

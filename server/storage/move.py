@@ -1,6 +1,6 @@
 """Moving a SQLite database into an empty PostgreSQL database (`contactdata db move`): every
 table of the file, and of the files beside it that another component names, in one
-transaction that is verified by row counts before it commits. SQL is in server/store.py."""
+transaction that is verified by row counts before it commits. SQL is in server/storage/store.py."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import psycopg
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from server import config, db, pg, store
-from server.migrations import MIGRATIONS
+from server import config
+from server.storage import db, pg, store
+from server.storage.migrations import MIGRATIONS
 
 Table = tuple[Database, str, list[str]]  # the source database, the table, its columns
 
