@@ -57,7 +57,7 @@ _HOMES = {
     "get_db": "server.http.access:get_db",
     "iso": "server.clock:iso",
     "is_database_url": "server.storage.pg:is_url",
-    "is_postgres": "server.storage.db:is_postgres",
+    "is_postgres": "server.storage.dialect:is_postgres",
     "key_secret": "server.config:key_secret",
     "limits": "server.limits",
     "metrics": "server.metrics",

@@ -23,6 +23,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from server.storage import pg
+from server.storage.dialect import is_postgres
 from server.storage.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
@@ -303,12 +304,6 @@ def patience(db: Database, milliseconds: int) -> Iterator[Database]:
         yield db
     finally:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
-def is_postgres(db: Database) -> bool:
-    """Whether `db` is the PostgreSQL backend (server/storage/pg.py), for the few SQL
-    differences."""
-    return isinstance(db, pg.PostgresDatabase)
 
 
 def apply_migrations(

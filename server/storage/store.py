@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from server.normalize import alias_keys, company_forms, fold, split_aka
 from server.storage import pg
-from server.storage.db import is_postgres
+from server.storage.dialect import is_postgres
 
 Row = dict[str, Any]
 
