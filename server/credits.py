@@ -78,6 +78,19 @@ def charge(db: Database, transaction: dict[str, Any], delivered: Sequence[str]) 
     return recorded
 
 
+def charge_refresh(
+    db: Database, transaction: dict[str, Any], delivered: Sequence[str]
+) -> tuple[bool, int]:
+    """`charge` for a delivery of a contact that is free to refresh: 1 credit unless the
+    organization was delivered the contact before; whether it was recorded, and its cost.
+    On PostgreSQL in one round trip (store.record_refresh_transaction)."""
+    with write(db):
+        recorded, cost = store.record_refresh_transaction(db, transaction, delivered, "enrichment")
+        if recorded is None:
+            raise InsufficientCredits("Insufficient credits to process the request.")
+    return recorded, cost
+
+
 def top_up(db: Database, org_id: str, amount: int, now: datetime) -> int:
     """Add credits to a limited balance (operator); the balance after."""
     if not 1 <= amount <= MAX_CREDITS:

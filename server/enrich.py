@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,7 +28,7 @@ from server.errors import (
 from server.matching import Match, Query, profile_url
 from server.normalize import email_key, person_key, registrable_domain
 from server.storage import store
-from server.storage.db import write, write_at_once
+from server.storage.db import write_at_once
 
 Row = dict[str, Any]
 Result = dict[str, str]
@@ -282,31 +281,19 @@ def _deliver(
 ) -> Outcome:
     """Charge and record at once (credits.charge): the debit is conditional, so concurrent
     calls never overdraw, and a replayed transaction id is recorded (and charged) once, by
-    its key. A free refresh depends on what was delivered before: that is read and the
-    charge made in one write transaction."""
+    its key. A refresh free for the tier costs 1 credit unless the contact was delivered
+    to the organization before (credits.charge_refresh)."""
     status = view.status if view else NO_MATCH
-    refresh = match is not None and view is not None and _refreshes_free(who, match)
-    with write(db) if refresh else nullcontext(db):
-        cost = 0 if match is None or view is None else _cost(db, who, match)
-        row = _transaction_row(transaction_id, who, match, status, cost, now)
-        if not credits.charge(db, row, DELIVERED):
-            cost = 0  # a replay of a delivered transaction: delivered again for nothing
+    cost = 0 if match is None or view is None else 1
+    row = _transaction_row(transaction_id, who, match, status, cost, now)
+    if cost and who.tier in FREE_REFRESH_TIERS and match and match.contact_guid:
+        recorded, cost = credits.charge_refresh(db, row, DELIVERED)
+    else:
+        recorded = credits.charge(db, row, DELIVERED)
+    if not recorded:
+        cost = 0  # a replay of a delivered transaction: delivered again for nothing
     result = build_result(given, match, view, transaction_id)
     return Outcome(transaction_id, result, cost)
-
-
-def _refreshes_free(who: Requester, match: Match) -> bool:
-    return who.tier in FREE_REFRESH_TIERS and bool(match.contact_guid)
-
-
-def _cost(db: Database, who: Requester, match: Match) -> int:
-    """1 credit per delivery; enterprise_plus refreshes a contact it already had for 0. The
-    organization's row is locked before that is looked up, so that of two first deliveries
-    of a contact at once the second waits for the first, finds it, and is free."""
-    if _refreshes_free(who, match):
-        store.lock_organization(db, who.org_id)
-        return 0 if store.has_delivered(db, who.org_id, match.contact_guid) else 1
-    return 1
 
 
 def _transaction_row(

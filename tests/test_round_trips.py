@@ -21,8 +21,12 @@ from tests.helpers.orgs import organization
 from tests.helpers.pg_wire import RoundTrips, tapped
 from tests.helpers.redis_server import redis_server
 
-# Authentication, the rate limits, matching, the rows shown, the charge and its record.
-ENRICH_ROUND_TRIPS = 8
+# Authentication, the rate limits, matching (the company, the person), the rows shown, and the
+# charge with its record (a free refresh's lookup and lock in the same trip). The issue's
+# bound is 8: this is what the service takes now, held so that a change adding one fails.
+ENRICH_ROUND_TRIPS = 6
+# After an idle pause the pool checks the connection, and a key's use is noted once a minute.
+AFTER_AN_IDLE_PAUSE = ENRICH_ROUND_TRIPS + 2
 # An Idempotency-Key adds its claim and the answer kept for its copies.
 WITH_AN_IDEMPOTENCY_KEY = ENRICH_ROUND_TRIPS + 2
 CY_EMAIL = {"contactEmail": "cy.park@bluebonnet-labs.io"}
@@ -88,7 +92,7 @@ def counted(trips: RoundTrips, client: FlaskClient, body: dict[str, str], key: s
     ],
     ids=["charged", "no-match", "by-name", "plus-first-delivery", "plus-free-refresh"],
 )
-def test_an_enrich_reaches_the_database_in_at_most_8_round_trips(
+def test_an_enrich_reaches_the_database_in_at_most_6_round_trips(
     tap: tuple[str, RoundTrips], db_path: str, tier: str, body: dict[str, str], cost: int
 ) -> None:
     url, trips = tap
@@ -98,7 +102,7 @@ def test_an_enrich_reaches_the_database_in_at_most_8_round_trips(
     assert round_trips <= ENRICH_ROUND_TRIPS and charged == cost, trips.breakdown()
 
 
-def test_a_keys_first_call_after_an_idle_pause_stays_within_the_8(
+def test_a_keys_first_call_after_an_idle_pause_adds_at_most_two(
     tap: tuple[str, RoundTrips], db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pool checks a connection idle for a while (one round trip) and a key's use is
@@ -108,7 +112,7 @@ def test_a_keys_first_call_after_an_idle_pause_stays_within_the_8(
     warmed(client, key_of_new_organization(db_path, "pro"))
     monkeypatch.setattr(pg, "CHECK_AFTER_IDLE_S", 0.0)  # every connection checked
     round_trips, _ = counted(trips, client, AVA_EMAIL, key_of_new_organization(db_path, "pro"))
-    assert round_trips <= ENRICH_ROUND_TRIPS, trips.breakdown()
+    assert round_trips <= AFTER_AN_IDLE_PAUSE, trips.breakdown()
     assert "(an empty statement)" in trips.breakdown() and "last_used_at" in trips.breakdown()
 
 

@@ -174,6 +174,15 @@ class Connection:
             return self._sent_with_pending(statement.sql, values, prepare=statement.prepare)
         return self._raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
 
+    def execute_committing(self, sql: str, params: Params = ()) -> psycopg.Cursor:
+        """Run a write transaction's last statement and COMMIT it, with what is pending
+        before it (its BEGIN, a row lock), in one round trip: the statement's cursor. If the
+        statement fails, the transaction is left failed for the writer to roll back."""
+        statement = translate(self._replacing(sql))
+        values = numbered_params(params) if statement.numbered else params
+        self._pending.append((statement.sql, values, statement.prepare))
+        return self._sent_with_pending("COMMIT", (), prepare=False, answer=-2)
+
     def send_with_next(self, sql: str, params: Params = ()) -> None:
         """Send a statement whose answer no one reads (a row lock, a delete) with the next
         one, in one round trip: an error of it is raised by that one. A ROLLBACK coming
@@ -193,17 +202,24 @@ class Connection:
             return self._raw.cursor()  # nothing was sent since BEGIN: nothing to end
         return self._raw.execute(command, prepare=False)  # prepared, it would cost a trip
 
-    def _sent_with_pending(self, sql: str, values: Params, prepare: bool | None) -> psycopg.Cursor:
+    def _sent_with_pending(
+        self, sql: str, values: Params, prepare: bool | None, answer: int = -1
+    ) -> psycopg.Cursor:
         """A statement sent after what is pending (a write transaction's BEGIN, the first time),
-        in one round trip (pipeline mode, ended before returning). If one fails, a
-        transaction is left failed for the writer to roll back."""
+        in one round trip (pipeline mode, ended before returning): the cursor of the statement
+        at `answer` among those sent (-1: this one). If one fails, a transaction is left
+        failed for the writer to roll back."""
         pending, self._pending = self._pending, []
+        cursors = []
         with self._raw.pipeline():
             for pending_sql, pending_values, pending_prepare in pending:
-                self._raw.execute(pending_sql, pending_values, prepare=pending_prepare)  # type: ignore[arg-type]
+                cursors.append(
+                    self._raw.execute(pending_sql, pending_values, prepare=pending_prepare)
+                )  # type: ignore[arg-type]
                 if (pending_sql, pending_values) == _BEGIN[:2] and self._lock_timeout is not None:
                     self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
-            return self._raw.execute(sql, values, prepare=prepare)  # type: ignore[arg-type]
+            cursors.append(self._raw.execute(sql, values, prepare=prepare))  # type: ignore[arg-type]
+        return cursors[answer]
 
     def _pragma(self, sql: str) -> psycopg.Cursor:
         """`PRAGMA busy_timeout = N` as lock_timeout (through a transaction pooler, of the

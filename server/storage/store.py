@@ -890,12 +890,14 @@ def employments_of(db: Database, contact_guid: str) -> list[Row]:
 
 def has_delivered(db: Database, org_id: str, contact_guid: str) -> bool:
     """Whether the organization was already delivered this contact (Active or No Longer)."""
-    sql = (
-        "SELECT EXISTS (SELECT 1 FROM transactions WHERE org_id = ? AND contact_guid = ? "
-        "AND record_status IN ('Active', 'No Longer'))"
-    )
-    return db.execute(sql, [org_id, contact_guid]).fetchone()[0] == 1
+    sql = f"SELECT EXISTS ({_DELIVERED_BEFORE})"
+    return db.execute(sql, {"org_id": org_id, "contact_guid": contact_guid}).fetchone()[0] == 1
 
+
+_DELIVERED_BEFORE = (
+    "SELECT 1 FROM transactions WHERE org_id = :org_id AND contact_guid = :contact_guid "
+    "AND record_status IN ('Active', 'No Longer')"
+)
 
 # A transaction's columns (on PostgreSQL the table also has `rowid`, as SQLite's is implicit).
 _TRANSACTION = (
@@ -916,15 +918,17 @@ def record_transaction(db: Database, row: Row, delivered: Sequence[str]) -> bool
     return db.execute(_recording(row, delivered), row).fetchone() is not None
 
 
-def _recording(row: Row, delivered: Sequence[str]) -> str:
-    """`record_transaction`'s statement: the id of the row inserted or replaced, if any."""
+def _recording(row: Row, delivered: Sequence[str], credits: str = ":credits") -> str:
+    """`record_transaction`'s statement: the id and credits of the row inserted or replaced,
+    if any; its credits are the SQL expression `credits`."""
     columns = ", ".join(row)
-    values = ", ".join(f":{name}" for name in row)
+    values = ", ".join(credits if name == "credits" else f":{name}" for name in row)
     updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "id")
     statuses = ", ".join(f"'{status}'" for status in delivered)
     return (
         f"INSERT INTO transactions ({columns}) VALUES ({values}) ON CONFLICT (id) DO UPDATE "
-        f"SET {updates} WHERE transactions.record_status NOT IN ({statuses}) RETURNING id"
+        f"SET {updates} WHERE transactions.record_status NOT IN ({statuses}) "
+        "RETURNING id, credits"
     )
 
 
@@ -940,7 +944,9 @@ def record_charged_transaction(
     the caller's write transaction, which is to roll back the row recorded on None.
     """
     if is_postgres(db):
-        return _record_charged_at_once(db, row, delivered, reason)
+        sql = _CHARGED.format(cost="", recording=_recording(row, delivered))
+        answer = _charged(db, sql, {**row, "reason": reason}, commit=False)
+        return None if answer is None else answer[0]
     if not record_transaction(db, row, delivered):
         return False
     if not row["credits"]:
@@ -953,34 +959,60 @@ def record_charged_transaction(
     return True if applied else None
 
 
-def _record_charged_at_once(
+def record_refresh_transaction(
     db: Database, row: Row, delivered: Sequence[str], reason: str
-) -> bool | None:
-    sql = _CHARGED.format(recording=_recording(row, delivered))
+) -> tuple[bool | None, int]:
+    """`record_charged_transaction` for the delivery of a contact that is free when the
+    organization was delivered it before (a refresh), and costs 1 credit if not: whether it
+    recorded the row, and the credits it cost.
+
+    In the caller's write transaction, ended here on PostgreSQL. The organization's row is
+    locked before what it was delivered is read, so that of two first deliveries of a
+    contact at once the second waits for the first, finds it, and is free. On PostgreSQL
+    all of it goes in one round trip: BEGIN, the lock, one statement, which reads what was
+    delivered after the lock is had (each statement sees what was committed before it
+    began), and COMMIT. On SQLite, whose writers take turns, two statements and the charge.
+    """
+    if not is_postgres(db):
+        cost = 0 if has_delivered(db, row["org_id"], row["contact_guid"]) else 1
+        return record_charged_transaction(db, {**row, "credits": cost}, delivered, reason), cost
+    lock_organization(db, row["org_id"])
+    cost = f"cost AS (SELECT CASE WHEN EXISTS ({_DELIVERED_BEFORE}) THEN 0 ELSE 1 END AS n),"
+    recording = _recording(row, delivered, credits="(SELECT n FROM cost)")
+    sql = _CHARGED.format(cost=cost, recording=recording) + ", (SELECT n FROM cost)"
+    answer = _charged(db, sql, {**row, "reason": reason}, commit=True)
+    return (None, 1) if answer is None else (answer[0], answer[1])
+
+
+def _charged(db: Database, sql: str, params: Row, *, commit: bool) -> tuple[Any, ...] | None:
+    """The answer of a charging statement (_CHARGED) on PostgreSQL, sent with the write
+    transaction's COMMIT if `commit`; None when the balance is smaller than the charge."""
     try:
-        return db.execute(sql, {**row, "reason": reason}).fetchone()[0]
+        cursor = db.conn.execute_committing(sql, params) if commit else db.execute(sql, params)
     except CheckViolation as error:
         if error.diag.constraint_name != "organizations_credits_check":
             raise
         return None
+    return cursor.fetchone()
 
 
 # PostgreSQL: the transaction recorded, its credits taken from a limited balance (an
 # unlimited one, NULL, is left as it is) when it was, and the balance after in the ledger.
 _CHARGED = """
-    WITH recorded AS ({recording}),
+    WITH {cost} recorded AS ({recording}),
     debited AS (
-        UPDATE organizations SET credits = credits - :credits
-        WHERE id = :org_id AND credits IS NOT NULL AND :credits > 0
-            AND EXISTS (SELECT 1 FROM recorded)
-        RETURNING credits
+        UPDATE organizations SET credits = organizations.credits - recorded.credits
+        FROM recorded
+        WHERE organizations.id = :org_id AND organizations.credits IS NOT NULL
+            AND recorded.credits > 0
+        RETURNING organizations.credits
     ),
     noted AS (
         INSERT INTO credit_ledger (org_id, change, balance, reason, transaction_id, created_at)
-        SELECT :org_id, -:credits, credits, :reason, :id, :created_at FROM debited
+        SELECT :org_id, -recorded.credits, debited.credits, :reason, :id, :created_at
+        FROM debited, recorded
     )
-    SELECT EXISTS (SELECT 1 FROM recorded)
-"""
+    SELECT EXISTS (SELECT 1 FROM recorded)"""
 
 
 def save_transaction(db: Database, row: Row) -> None:
