@@ -56,7 +56,7 @@ _HOMES = {
     "forget_idempotency_keys": "server.storage.store:forget_idempotency_keys",
     "get_db": "server.http.access:get_db",
     "iso": "server.clock:iso",
-    "is_database_url": "server.storage.pg:is_url",
+    "is_database_url": "server.config:is_url",
     "is_postgres": "server.storage.dialect:is_postgres",
     "key_secret": "server.config:key_secret",
     "limits": "server.limits",

@@ -19,7 +19,7 @@ from click.core import ParameterSource
 from server import accounts, config, demo
 from server.clock import utcnow
 from server.errors import InsufficientCredits, ServiceError
-from server.storage import db, pg
+from server.storage import db
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -71,7 +71,7 @@ def _database(
     """A SQLite file's path, or a `postgresql://` URL as it is. A missing file is refused
     unless the command `creates` data (its directory is made then)."""
     origin = _ORIGINS.get(ctx.get_parameter_source("db_path"), f"the default, {value}")
-    database: Path | str = value if pg.is_url(value) else Path(value)
+    database: Path | str = value if config.is_url(value) else Path(value)
     if isinstance(database, Path) and creates:
         database.parent.mkdir(parents=True, exist_ok=True)
     elif isinstance(database, Path) and not database.exists():
@@ -628,7 +628,7 @@ def db_group() -> None:
 def db_init(db_path: Path | str) -> None:
     """Create and migrate an empty database (every component's tables), for a deployment that
     starts from nothing; an existing one is migrated, its data kept."""
-    existed = pg.is_url(db_path) or Path(db_path).exists()
+    existed = config.is_url(db_path) or Path(db_path).exists()
     database = db.connect(db_path)
     _migrate_components(database)
     database.close()

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from server.storage.pg import is_url
-
 MAX_BODY_BYTES = 1 << 20  # contract §1: bodies over 1 MiB answer 413
 
 DEFAULTS: dict[str, Any] = {
@@ -49,6 +47,13 @@ DEFAULTS: dict[str, Any] = {
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}
 # Bind addresses that listen on every interface: this machine reaches them at the loopback.
 ANY_ADDRESS = ("0.0.0.0", "::")
+# How a `DB` setting that names a PostgreSQL database begins (anything else is a SQLite file).
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(target: object) -> bool:
+    """Whether a `DB` setting names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
 def load(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

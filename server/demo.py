@@ -14,7 +14,7 @@ from sqlite_utils import Database
 
 from server import accounts, config
 from server.clock import utcnow
-from server.storage import db, pg, store
+from server.storage import db, store
 
 DEMO_COMPANIES = 5_000
 DEMO_CONTACTS = 100_000
@@ -29,7 +29,7 @@ def ensure_database(
 ) -> None:
     """Generate the demo dataset unless `path` already holds one (a SQLite file is built
     aside, then moved; a PostgreSQL database is filled in place, by one COPY transaction)."""
-    if pg.is_url(path):
+    if config.is_url(path):
         if store.counts(db.connect(path))["companies"] == 0:
             _generate(db.connect(path), path, companies, contacts, seed)
         return
@@ -59,7 +59,7 @@ def _generate(
 def keys_file(path: Path | str) -> Path:
     """Where the demo organizations' admin keys are kept: `<db>.keys.json` beside a SQLite
     file; for a PostgreSQL database, `var/demo-<host>-<port>-<database>.keys.json`."""
-    if not pg.is_url(path):
+    if not config.is_url(path):
         return Path(f"{path}.keys.json")
     where = conninfo_to_dict(str(path))
     name = "-".join(str(where.get(part) or "") for part in ("host", "port", "dbname"))

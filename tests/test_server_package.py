@@ -41,7 +41,7 @@ MEANINGS = {
     "Eraser": privacy.Eraser,
     "Erasure": privacy.Erasure,
     "apply_migrations": db.apply_migrations,
-    "is_database_url": pg.is_url,
+    "is_database_url": config.is_url,
     "through_pooler": pg.through_pooler,
     "is_postgres": db.is_postgres,
     "ERROR_DESCRIPTIONS": server.http.openapi.ERROR_DESCRIPTIONS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from server import config
 from server.limits.base import (
     DAY,
     Decision,
@@ -19,7 +20,6 @@ from server.limits.base import (
 )
 from server.limits.postgres import PostgresLimiter
 from server.limits.sqlite import SqliteLimiter
-from server.storage import pg
 
 __all__ = [
     "DAY",
@@ -44,7 +44,7 @@ def limiter_for(settings: Mapping[str, Any]) -> Limiter:
     statement, server/limits/postgres.py) or a Redis URL (`redis://…`, `rediss://…`), which
     loads redis-py only then."""
     backend = str(settings.get("RATE_LIMITER", "sqlite"))
-    if backend == "sqlite" and pg.is_url(settings["DB"]):
+    if backend == "sqlite" and config.is_url(settings["DB"]):
         return PostgresLimiter(settings["DB"])
     if backend == "sqlite":
         return SqliteLimiter(f"{settings['DB']}.limits")

@@ -22,6 +22,7 @@ import psycopg
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from server import config
 from server.storage import pg
 from server.storage.dialect import is_postgres
 from server.storage.migrations import MIGRATIONS
@@ -50,7 +51,7 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
 
     A `postgresql://` URL opens a PostgreSQL database instead (server/storage/pg.py).
     """
-    if pg.is_url(path):
+    if config.is_url(path):
         return pg.connect(str(path), migrate=migrate)  # type: ignore[return-value]
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -92,7 +93,7 @@ def database(path: str | Path) -> Database:
     A SQLite connection belongs to the thread that opened it, and a forked worker must not
     reuse its parent's, so connections are kept per thread and process.
     """
-    if pg.is_url(path):
+    if config.is_url(path):
         return pg.database(str(path))  # type: ignore[return-value]
     cache: dict[tuple[int, str], Database] = _local.__dict__.setdefault("connections", {})
     key = (os.getpid(), str(path))
@@ -104,7 +105,7 @@ def database(path: str | Path) -> Database:
 def done(path: str | Path) -> None:
     """This thread is done with its connection to `path` for now (the end of a request): a
     PostgreSQL one goes back to its pool; a SQLite one, the thread's own, stays open."""
-    if pg.is_url(path):
+    if config.is_url(path):
         pg.done(str(path))
 
 

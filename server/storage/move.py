@@ -15,7 +15,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from server import config
-from server.storage import db, pg, store
+from server.storage import db, store
 from server.storage.migrations import MIGRATIONS
 
 Table = tuple[Database, str, list[str]]  # the source database, the table, its columns
@@ -45,7 +45,7 @@ def move(
     """Copy the SQLite database at `source` into the PostgreSQL database at `target`, which
     is migrated first and must hold no rows; the rows of each table moved. Raises MoveRefused
     before writing anything, or rolls everything back when a count does not match."""
-    if not pg.is_url(target):
+    if not config.is_url(target):
         raise MoveRefused(f"the target must be a postgresql:// URL, not {target!r}")
     with ExitStack() as stack:
         sources = [stack.enter_context(_reading(path)) for path in _files(source, schemas)]

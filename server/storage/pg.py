@@ -33,7 +33,8 @@ from typing import Any, NamedTuple
 import psycopg
 from psycopg_pool import ConnectionPool
 
-SCHEMES = ("postgresql://", "postgres://")
+from server import config
+
 # The key of the advisory lock the transactions writing the contact data take, to exclude
 # each other (server/storage/store.py `lock_dataset`); no other write waits for it.
 DATASET_LOCK = 0x64617461  # "data"
@@ -53,11 +54,6 @@ _OPTIONS = f"-c lock_timeout={LOCK_TIMEOUT_MS}"
 # What waiting too long for a lock raises (sqlite3.OperationalError on SQLite).
 LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
-
-
-def is_url(target: object) -> bool:
-    """Whether a `DB` setting names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(target, str) and target.startswith(SCHEMES)
 
 
 # --- SQL translation -----------------------------------------------------------------------
@@ -327,8 +323,6 @@ class PostgresDatabase:
 def through_pooler() -> bool:
     """Whether the database is reached through a pooler in transaction mode (PgBouncer's
     `pool_mode = transaction`), as CONTACTDATA_PG_POOLER says."""
-    from server import config  # here: it imports this module
-
     mode = config.load()["PG_POOLER"]
     if mode not in ("", "transaction"):
         raise ValueError(f"CONTACTDATA_PG_POOLER is 'transaction' or unset, not {mode!r}")
