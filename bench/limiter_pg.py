@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from import_pg import cluster_cpu
 
-from server.limits import Limit, Limiter, PostgresLimiter, SqliteLimiter
-from server.storage import pg
+from server.limits import Limit, Limiter, PostgresLimiter, SqliteLimiter, postgres
+from server.storage import db, pg
 from tests.helpers.postgres import PostgresServer
 
 ROUNDS = 6
@@ -52,7 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     with PostgresServer.running() as server:
         url = server.create_database()
-        pg.connect(url).close()  # the service's schema, the limiter's tables and function
+        db.connect(url).close()  # the service's schema
+        postgres.migrate(url)  # the limiter's tables and function
         limiters = {
             "SqliteLimiter on PG": SqliteLimiter(url),
             "PostgresLimiter": PostgresLimiter(url),

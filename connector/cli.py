@@ -29,9 +29,9 @@ from connector import (
     mappings,
     oauth_apps,
     outbound,
-    pg_migrations,
     preview,
     scheduler,
+    schema,
     store,
     suppression,
     webhook_setup,
@@ -63,7 +63,7 @@ def run() -> None:
 
 # What `db move` moves of the connector: its tables, and the job schedule kept beside a
 # SQLite database (connector/scheduler.py), which on PostgreSQL is the database's.
-MOVED = server.MoveSchema(store.MIGRATIONS, pg_migrations.MIGRATIONS, companions=(".jobs",))
+MOVED = server.MoveSchema(schema.MIGRATIONS, companions=(".jobs",))
 
 
 # The longest `worker --idle` and `--lease`, in seconds: past it a lease is a typo, and far

@@ -10,7 +10,7 @@ taken over once its lease ends (a job it missed runs once then, within MISFIRE_G
 The job store is APScheduler's SQLAlchemyJobStore. On SQLite it is `<db>.jobs`, apart from the
 database: SQLAlchemy's writes to it would otherwise contend with the service's write
 transactions. On PostgreSQL, whose row locks let them pass each other, it is the database's
-table `apscheduler_jobs` (connector/pg_migrations.py), so every machine sees one schedule.
+table `apscheduler_jobs` (connector/schema.py), so every machine sees one schedule.
 A job's trigger changed by a user persists: starting adds the default jobs that are missing
 and leaves stored ones as they are.
 """

@@ -474,7 +474,7 @@ def _act(db_path: Path | str, action: str, people: list[Any]) -> dict[str, int]:
 def _migrate_components(database: Any) -> None:
     """Every component's tables (the entry point's `schemas`), made or migrated."""
     for schema in _entry_option("schemas", ()):
-        db.apply_migrations(database, schema.sqlite, schema.postgres)
+        db.apply_migrations(database, schema.migrations)
 
 
 _PAST = {"suppress": "suppressed", "erase": "erased"}

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from connector import connections, oauth, outbound, store
+from connector import connections, oauth, outbound, schema, store
 from connector.cli import main
 from server.storage import db
 from tests.helpers.constants import NOW, SECRET
@@ -322,7 +322,7 @@ def test_connections_that_shared_an_account_before_leave_it_to_the_oldest(
     database.execute(forget, ["m024_one_connection_per_account"])
     for link, account in zip(added, ("4242", "4242", "777"), strict=True):
         store.save_crm_grant(database, link.row["id"], {"crm_account_id": account})
-    store.MIGRATIONS.apply(database)
+    db.apply_migrations(database, schema.MIGRATIONS)
     rows = [store.connection(database, link.row["id"]) or {} for link in added]
     assert [row["crm_account_id"] for row in rows] == ["4242", "", "777"]
     assert [bool(row["crm_auth_error"]) for row in rows] == [False, True, False]

@@ -8,6 +8,7 @@ import pytest
 from sqlite_utils import Database
 
 from server import facets
+from server.storage import db as storage
 from server.storage.migrations import MIGRATIONS
 
 
@@ -49,8 +50,10 @@ def test_grades_rank_best_first() -> None:
 
 
 def test_m007_backfills_the_facets_of_existing_employments(db_path: Path) -> None:
+    """m007 asks for the rebuild of the employments it finds; connecting runs it."""
     db = Database(db_path)
-    MIGRATIONS.apply(db, stop_before="m007_discover")
+    with storage.write(db):
+        MIGRATIONS.apply(db, stop_before="m007_discover")
     db["companies"].insert(
         {"guid": "A000000000000001", "name": "Acme", "name_key": "acme", "updated_at": "x"}
     )
@@ -60,7 +63,7 @@ def test_m007_backfills_the_facets_of_existing_employments(db_path: Path) -> Non
     db["employments"].update(
         ("0" * 32, "A000000000000001"), {"work_city": "Denver", "work_state": "CO"}
     )
-    MIGRATIONS.apply(db)
+    db = storage.connect(db_path)
     row = db.execute(
         "SELECT level_rank, level_bits, function_bits, title_key, place_key, grade FROM employments"
     ).fetchone()

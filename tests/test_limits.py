@@ -36,7 +36,7 @@ from server.limits import (
     limiter_for,
     organization_daily,
 )
-from server.storage import db, pg, pg_migrations
+from server.storage import db, pg
 from tests.helpers.constants import SECRET
 from tests.helpers.orgs import organization
 from tests.helpers.postgres import PostgresServer
@@ -466,14 +466,13 @@ def test_counts_the_sqlite_limiter_kept_on_postgresql_go_on_counting(
     postgres: PostgresServer,
 ) -> None:
     """A database whose limits the SQLite limiter kept (its tables made on first use), then
-    migrated: the requests it counted still count, in the window and in the day."""
+    counted by the PostgreSQL limiter, whose migrations keep those tables: the requests it
+    counted still count, in the window and in the day."""
     url = postgres.create_database()
-    with closing(pg.connect(url, migrate=False)) as database, database.conn.raw.transaction():
-        pg_migrations.apply(database, pg_migrations.MIGRATIONS[:2])
+    db.connect(url).close()  # the service's schema
     before = SqliteLimiter(url)
     assert all(before.hit([QPS, DAILY], at(i / 10)).allowed for i in range(3))
     before._db().close()
-    pg.connect(url).close()  # migrates: p003 and on
     after = limiter_for({"DB": url})
     assert isinstance(after, PostgresLimiter)
     assert [after.hit([QPS, DAILY], at(0.5)).allowed for _ in range(3)] == [True, True, False]

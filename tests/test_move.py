@@ -17,7 +17,7 @@ import pytest
 from flask import Flask
 
 import server
-from connector import scheduler, store, worker
+from connector import scheduler, schema, store, worker
 from connector.cli import MOVED
 from server import credits
 from server.http.app import create_app
@@ -164,7 +164,7 @@ def test_a_connector_half_migrated_is_refused_and_a_service_only_file_moves(
     assert move.move(tmp_path / "service.db", target, [MOVED])["organizations"] == 0
     half = db.connect(tmp_path / "half.db")
     with db.write(half):
-        store.MIGRATIONS.apply(half, stop_before="m020_claims_and_leases")
+        schema.MIGRATIONS.apply(half, stop_before="m020_claims_and_leases")
     refused = r"lacks migrations .*m020_claims_and_leases.* of set 'connector'"
     with pytest.raises(move.MoveRefused, match=refused):
         move.move(tmp_path / "half.db", target, [MOVED])

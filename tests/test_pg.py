@@ -129,7 +129,7 @@ def open_transactions(url: str) -> int:
 
 
 def test_a_write_transaction_begins_with_its_first_statement(pg_url: str) -> None:
-    database = pg.connect(pg_url, migrate=False)
+    database = pg.connect(pg_url)
     database.execute("CREATE TABLE notes (text TEXT)")
     with db.write(database):
         assert database.conn.in_transaction and open_transactions(pg_url) == 0  # nothing sent
@@ -160,7 +160,7 @@ def test_write_transactions_of_two_organizations_do_not_wait_for_each_other(
     transaction open after charging an organization and changing its keys, another does as
     much for another organization (it waited for the first's commit when every write took
     one advisory lock)."""
-    first, second = pg.connect(pg_url, migrate=False), pg.connect(pg_url, migrate=False)
+    first, second = pg.connect(pg_url), pg.connect(pg_url)
     (acme, acme_key), (zeta, zeta_key) = (
         organization(first, name=name, credits=5) for name in ("Acme", "Zeta")
     )
@@ -179,7 +179,7 @@ def test_an_organizations_key_changes_wait_for_each_other(pg_url: str) -> None:
     organization is not committed, another of the same organization waits for it (here past
     its patience), so that what it checks (e-mails taken, admin keys left) is what the first
     left."""
-    first, second = pg.connect(pg_url, migrate=False), pg.connect(pg_url, migrate=False)
+    first, second = pg.connect(pg_url), pg.connect(pg_url)
     org, key = organization(first, name="Acme")
     caller = auth.authenticate(first, SECRET.encode(), key, NOW)
     ctx = admin.Context(caller, NOW, secret=SECRET.encode())
@@ -204,7 +204,7 @@ def test_two_saves_of_a_connections_mapping_at_once_number_theirs_one_after_the_
     would take the same number and fail on the first's)."""
     monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
     first, link, _ = connected(pg_url, "hubspot", "pat-na1-token", secret="x")
-    second = pg.connect(pg_url, migrate=False)
+    second = pg.connect(pg_url)
 
     def save(database: Database, text: str) -> int:
         with db.write(database):
@@ -228,7 +228,7 @@ def test_two_saves_of_a_connections_mapping_at_once_number_theirs_one_after_the_
 def test_a_failed_first_statement_leaves_its_transaction_for_the_writer_to_roll_back(
     pg_url: str,
 ) -> None:
-    database = pg.connect(pg_url, migrate=False)
+    database = pg.connect(pg_url)
     database.execute("CREATE TABLE notes (text TEXT PRIMARY KEY)")
     database.execute("INSERT INTO notes VALUES ('taken')")
     with pytest.raises(psycopg.errors.InFailedSqlTransaction), db.write(database):

@@ -42,7 +42,7 @@ def test_without_the_setting_pgbouncer_refuses_the_services_session_options(
     pooled_url: str,
 ) -> None:
     with pytest.raises(psycopg.OperationalError, match="unsupported startup parameter: options"):
-        pg.connect(pooled_url, migrate=False)
+        pg.connect(pooled_url)
 
 
 def test_statements_prepared_through_pgbouncer_meet_another_clients(pooled_url: str) -> None:
@@ -58,7 +58,7 @@ def test_statements_prepared_through_pgbouncer_meet_another_clients(pooled_url: 
 
 @pytest.mark.usefixtures("pooler_set")
 def test_with_the_setting_statements_run_often_are_never_prepared(pooled_url: str) -> None:
-    first, second = (pg.connect(pooled_url, migrate=False) for _ in range(2))
+    first, second = (pg.connect(pooled_url) for _ in range(2))
     for client in (first, second, first):
         for _ in range(RUNS):
             assert client.execute("SELECT count(*) FROM organizations WHERE id <> ?", ["none"])
@@ -82,7 +82,7 @@ def test_with_the_setting_the_job_store_prepares_nothing(pooled_url: str) -> Non
 def test_a_write_transaction_sets_its_lock_timeout_and_leaves_the_session_as_it_was(
     pooled_url: str,
 ) -> None:
-    database = pg.connect(pooled_url, migrate=False)
+    database = pg.connect(pooled_url)
 
     def lock_timeout() -> str:
         return database.execute("SHOW lock_timeout").fetchone()[0]

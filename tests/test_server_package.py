@@ -32,7 +32,7 @@ from server import (
     usage,
     wire,
 )
-from server.storage import db, move, pg, store
+from server.storage import db, dialect, move, pg, schema, store
 
 # Each exported name and the object it stands for, in the module that defines it.
 MEANINGS = {
@@ -48,6 +48,7 @@ MEANINGS = {
     "add_operations": server.http.openapi.add_operations,
     "FREE_REFRESH_TIERS": enrich.FREE_REFRESH_TIERS,
     "JOIN": records.JOIN,
+    "Migrations": schema.Migrations,
     "MoveSchema": move.Schema,
     "NEWER_NAMES": enrich.NEWER_NAMES,
     "OLDER_NAMES": enrich.OLDER_NAMES,
@@ -75,6 +76,7 @@ MEANINGS = {
     "connect": db.connect,
     "create_app": server.http.app.create_app,
     "decode_json": wire.decode_json,
+    "dialect": dialect,
     "enrich_with_key": enrich.enrich_with_key,
     "enrich_each_with_key": enrich.enrich_each_with_key,
     "EnrichFailure": enrich.Failure,

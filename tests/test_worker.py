@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from sqlite_utils import Database
 
 import server
-from connector import cli, connections, outbound, store, worker
+from connector import cli, connections, outbound, schema, store, worker
 from connector.cli import main
 from connector.platforms.hubspot import CONTACTS
 from server import accounts
@@ -566,17 +566,19 @@ def test_m010_keeps_each_cached_record_as_a_contact_and_lets_kinds_share_ids(
 ) -> None:
     """A database cached before records had kinds: its records are contacts after m010, and
     a company may then have the id a contact has (a CRM numbers each kind on its own). (A
-    SQLite migration: PostgreSQL starts from the schema m020 reaches.)"""
+    step PostgreSQL takes too, on a new database: it had no records before.)"""
     db_path = tmp_path / "test.db"
     db = Database(db_path)
-    store.MIGRATIONS.apply(db, stop_before="m010_record_kinds")
+    with server.write(db):
+        schema.MIGRATIONS.apply(db, stop_before="m010_record_kinds")
     cached = {
         "connection_id": "c1", "record_id": "501", "transaction_id": "t1",
         "contact_guid": "g1", "input_fingerprint": "f", "written": '{"jobtitle": "CTO"}',
         "enriched_at": "2026-11-01T00:00:00.000+00:00", "pending": "",
     }  # fmt: skip
     db["records"].insert(cached)
-    store.MIGRATIONS.apply(db)
+    with server.write(db):
+        schema.MIGRATIONS.apply(db)
     assert store.record(db, "c1", "501") == {**cached, "kind": "contacts", "company_guid": ""}
     store.save_record(db, {**cached, "kind": "companies", "written": "{}"})
     assert store.record(db, "c1", "501", "companies")["written"] == "{}"

@@ -1,4 +1,4 @@
-"""The SQLite connection: pragmas, write transactions and schema migrations.
+"""The connection: SQLite's pragmas, write transactions, and migrating on either backend.
 
 Every other module gets its `Database` from `connect()`; SQL itself lives in `store.py`.
 Writers of one SQLite file queue on a lock file beside it (`<db>-writelock`, see `write`);
@@ -13,19 +13,19 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import psycopg
 from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
 
 from server import config
-from server.storage import pg
+from server.storage import pg, store
 from server.storage.dialect import is_postgres
 from server.storage.migrations import MIGRATIONS
+from server.storage.schema import Migrations
 
 BUSY_TIMEOUT_MS = 10_000
 CACHE_SIZE = -65536  # KiB when negative: 64 MB
@@ -46,13 +46,17 @@ _writer_files: weakref.WeakKeyDictionary[Database, tuple[int, BinaryIO | None]] 
 
 
 def connect(path: str | Path, *, migrate: bool = True) -> Database:
-    """Open the database at `path` with WAL, a busy timeout, foreign keys and secure delete,
-    migrated.
+    """Open the database at `path`, migrated (`apply_migrations`) unless `migrate` is False:
+    a SQLite file with WAL, a busy timeout, foreign keys and secure delete, or, for a
+    `postgresql://` URL, a PostgreSQL database (server/storage/pg.py)."""
+    db = pg.connect(str(path)) if config.is_url(path) else _open(path)
+    if migrate:
+        apply_migrations(db, MIGRATIONS)  # type: ignore[arg-type]
+    return db  # type: ignore[return-value]
 
-    A `postgresql://` URL opens a PostgreSQL database instead (server/storage/pg.py).
-    """
-    if config.is_url(path):
-        return pg.connect(str(path), migrate=migrate)  # type: ignore[return-value]
+
+def _open(path: str | Path) -> Database:
+    """The SQLite file at `path`, with the pragmas every connection has."""
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     _use_wal(conn)
@@ -64,11 +68,7 @@ def connect(path: str | Path, *, migrate: bool = True) -> Database:
     conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute(f"PRAGMA cache_size = {CACHE_SIZE}")
-    db = Database(conn)
-    if migrate:
-        with write(db):
-            MIGRATIONS.apply(db)
-    return db
+    return Database(conn)
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:
@@ -307,25 +307,17 @@ def patience(db: Database, milliseconds: int) -> Iterator[Database]:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
-def apply_migrations(
-    db: Database, sqlite: Migrations, postgres: list[tuple[str, Callable[[Any], None]]]
-) -> None:
-    """Apply another component's migrations (the connector's) after the service's: `sqlite`
-    on SQLite, or `postgres` on PostgreSQL, recorded under the name of `sqlite`'s set."""
-    if is_postgres(db):
-        from server.storage import pg_migrations
-
-        with db.conn.raw.transaction():  # type: ignore[attr-defined]
-            pg_migrations.apply(db, postgres, sqlite.name)  # type: ignore[arg-type]
-        return
+def apply_migrations(db: Database, migrations: Migrations) -> list[str]:
+    """Apply a component's `migrations` (the service's, then the connector's) that `db` lacks,
+    in one write transaction, then run the rebuilds they requested; their names."""
     with write(db):
-        sqlite.apply(db)
+        added = migrations.apply(db)
+    if store.rebuilds_requested(db):
+        with write(db):
+            store.rebuild(db)
+    return added
 
 
 def schema_version(db: Database) -> list[str]:
-    """Names of the migrations applied to `db`, oldest first."""
-    if isinstance(db, pg.PostgresDatabase):
-        from server.storage import pg_migrations
-
-        return pg_migrations.applied(db)
-    return [m.name for m in MIGRATIONS.applied(db)]
+    """Names of the service's migrations applied to `db`, in order."""
+    return MIGRATIONS.applied(db)

@@ -1,29 +1,51 @@
-"""Schema of the service's SQLite database, as an ordered set of migrations.
+"""Schema of the service's database, on SQLite and PostgreSQL alike, as one ordered list of
+steps (server/storage/schema.py): each step is written once, for both backends; a step a
+backend needs nothing of (m011, m012: SQLite has a rowid and 64-bit INTEGERs) does nothing there.
 
-Never edit an applied migration: add a new one below it.
+Never edit an applied step: add a new one below it. A step never calls the store: data to
+compute again is a rebuild it requests (`schema.request_rebuild`), run by the store afterwards.
 """
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+from typing import Any
 
-MIGRATIONS = Migrations("contactdata")
+from server.storage.dialect import identity_key, insertion_order, widened, without_rowid
+from server.storage.schema import Migrations, request_rebuild, run
+
+# The steps a PostgreSQL database migrated before the one list recorded (pg_migrations.py, now
+# gone), each with the steps below that reach its schema. p003 and the rate-limit part of p007
+# made the PostgreSQL limiter's tables, which it now migrates itself (server/limits/postgres.py).
+FORMER_POSTGRES_STEPS = {
+    "p001_schema": (
+        "m001_accounts",
+        "m002_contact_data",
+        "m003_company_aliases_by_company",
+        "m004_access",
+        "m005_matching",
+        "m006_company_keys_without_partnership_forms",
+        "m007_discover",
+    ),
+    "p002_transactions_in_insertion_order": ("m011_transactions_in_insertion_order",),
+    "p003_rate_limits": (),
+    "p004_suppressions": ("m008_suppressions",),
+    "p005_company_name_forms": ("m009_company_name_forms",),
+    "p006_idempotency_keys": ("m010_idempotency_keys",),
+    "p007_bigint_credits_limits_and_counts": ("m012_bigint_credits_and_limits",),
+}
+MIGRATIONS = Migrations("contactdata", former=FORMER_POSTGRES_STEPS)
+# The data rebuilds steps request (server/storage/store.py `rebuild` runs them).
+COMPANY_KEYS = "company_keys"
+COMPANY_NAMES = "company_names"
+EMPLOYMENT_FACETS = "employment_facets"
 
 
-def _run(db: Database, statements: str) -> None:
-    """Execute `;`-separated DDL inside the caller's transaction (executescript would commit)."""
-    for statement in statements.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-@MIGRATIONS()
-def m001_accounts(db: Database) -> None:
+@MIGRATIONS.step
+def m001_accounts(db: Any) -> None:
     """Organizations, their users and API keys (only hashes of key values), transactions."""
-    _run(
+    run(
         db,
-        """
+        f"""
         CREATE TABLE organizations (
             id TEXT PRIMARY KEY,
             name TEXT NOT NULL,
@@ -70,7 +92,7 @@ def m001_accounts(db: Database) -> None:
             key_id TEXT NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
             expires_at TEXT,
             created_at TEXT NOT NULL
-        ) WITHOUT ROWID;
+        ){without_rowid(db)};
         CREATE INDEX api_key_hashes_key ON api_key_hashes (key_id);
         CREATE TABLE transactions (
             id TEXT PRIMARY KEY,
@@ -91,12 +113,12 @@ def m001_accounts(db: Database) -> None:
     )
 
 
-@MIGRATIONS()
-def m002_contact_data(db: Database) -> None:
+@MIGRATIONS.step
+def m002_contact_data(db: Any) -> None:
     """Companies, contacts and each contact's employments (current and former)."""
-    _run(
+    run(
         db,
-        """
+        f"""
         CREATE TABLE companies (
             guid TEXT PRIMARY KEY CHECK (length(guid) = 16),
             name TEXT NOT NULL,
@@ -109,8 +131,8 @@ def m002_contact_data(db: Database) -> None:
             state TEXT NOT NULL DEFAULT '',
             zipcode TEXT NOT NULL DEFAULT '',
             country TEXT NOT NULL DEFAULT '',
-            latitude REAL,
-            longitude REAL,
+            latitude DOUBLE PRECISION,
+            longitude DOUBLE PRECISION,
             phone TEXT NOT NULL DEFAULT '',
             employee_count INTEGER,
             revenue_range TEXT NOT NULL DEFAULT '',
@@ -135,7 +157,7 @@ def m002_contact_data(db: Database) -> None:
             alias_key TEXT NOT NULL,
             company_guid TEXT NOT NULL REFERENCES companies (guid) ON DELETE CASCADE,
             PRIMARY KEY (alias_key, company_guid)
-        ) WITHOUT ROWID;
+        ){without_rowid(db)};
         CREATE TABLE contacts (
             guid TEXT PRIMARY KEY CHECK (length(guid) = 32),
             first_name TEXT NOT NULL DEFAULT '',
@@ -165,8 +187,8 @@ def m002_contact_data(db: Database) -> None:
             work_zipcode TEXT NOT NULL DEFAULT '',
             work_country TEXT NOT NULL DEFAULT '',
             work_phone TEXT NOT NULL DEFAULT '',
-            latitude REAL,
-            longitude REAL,
+            latitude DOUBLE PRECISION,
+            longitude DOUBLE PRECISION,
             direct_dial1 TEXT NOT NULL DEFAULT '',
             direct_dial2 TEXT NOT NULL DEFAULT '',
             job_started_on TEXT NOT NULL DEFAULT '',
@@ -180,20 +202,20 @@ def m002_contact_data(db: Database) -> None:
     )
 
 
-@MIGRATIONS()
-def m003_company_aliases_by_company(db: Database) -> None:
+@MIGRATIONS.step
+def m003_company_aliases_by_company(db: Any) -> None:
     """Index aliases by company: importing replaces a company's aliases by its GUID."""
-    _run(db, "CREATE INDEX company_aliases_company ON company_aliases (company_guid)")
+    run(db, "CREATE INDEX company_aliases_company ON company_aliases (company_guid)")
 
 
-@MIGRATIONS()
-def m004_access(db: Database) -> None:
+@MIGRATIONS.step
+def m004_access(db: Any) -> None:
     """Audit log and credit ledger."""
-    _run(
+    run(
         db,
-        """
+        f"""
         CREATE TABLE audit_log (
-            id INTEGER PRIMARY KEY,
+            id {identity_key(db)},
             org_id TEXT NOT NULL,
             actor TEXT NOT NULL,
             action TEXT NOT NULL,
@@ -204,7 +226,7 @@ def m004_access(db: Database) -> None:
         );
         CREATE INDEX audit_log_org ON audit_log (org_id, id);
         CREATE TABLE credit_ledger (
-            id INTEGER PRIMARY KEY,
+            id {identity_key(db)},
             org_id TEXT NOT NULL REFERENCES organizations (id),
             change INTEGER NOT NULL,
             balance INTEGER,
@@ -217,18 +239,18 @@ def m004_access(db: Database) -> None:
     )
 
 
-@MIGRATIONS()
-def m005_matching(db: Database) -> None:
+@MIGRATIONS.step
+def m005_matching(db: Any) -> None:
     """What enrich matching looks people and companies up by.
 
     Employments carry their contact's name keys, so "this last name at this company" is one
     index seek even at a company of 50,000 people; the words of company names and aliases are
-    a table, for correcting a misspelt name a word at a time (filled by
-    `store.index_company_names`).
+    a table, for correcting a misspelt name a word at a time (filled by the store's
+    `index_company_names`).
     """
-    _run(
+    run(
         db,
-        """
+        f"""
         ALTER TABLE employments ADD COLUMN first_key TEXT NOT NULL DEFAULT '';
         ALTER TABLE employments ADD COLUMN last_key TEXT NOT NULL DEFAULT '';
         UPDATE employments SET first_key = c.first_key, last_key = c.last_key
@@ -236,51 +258,28 @@ def m005_matching(db: Database) -> None:
         CREATE INDEX employments_company_last ON employments (company_guid, last_key, first_key);
         CREATE INDEX employments_company_first ON employments (company_guid, first_key);
         CREATE TABLE company_name_words (word TEXT PRIMARY KEY, companies INTEGER NOT NULL)
-            WITHOUT ROWID
+            {without_rowid(db)}
         """,
     )
 
 
-@MIGRATIONS()
-def m006_company_keys_without_partnership_forms(db: Database) -> None:
-    """Company keys drop the legal forms "SCP" and "(Partnerschaft) mbB" now: key again the
-    companies and aliases whose keys change, then the name words."""
-    from server.normalize import alias_keys, company_key
-    from server.storage import (
-        store,  # here, not at the top: normalize loads tldextract's suffix list
-    )
-
-    rows = db.execute("SELECT guid, name, name_key, aka FROM companies").fetchall()
-    changed = [(guid, name, aka) for guid, name, key, aka in rows if company_key(name) != key]
-    db.conn.executemany(
-        "UPDATE companies SET name_key = ? WHERE guid = ?",
-        [(company_key(name), guid) for guid, name, _ in changed],
-    )
-    aliased = [(guid, aka) for guid, _, _, aka in rows if aka]
-    keys = {guid: alias_keys(aka) for guid, aka in aliased}
-    store.replace_company_aliases(db, keys, [(guid, k) for guid, ks in keys.items() for k in ks])
-    store.index_company_words(db)
+@MIGRATIONS.step
+def m006_company_keys_without_partnership_forms(db: Any) -> None:
+    """Company keys drop the legal forms "SCP" and "(Partnerschaft) mbB" now: the companies
+    and aliases whose keys change are keyed again, then the name tables rebuilt."""
+    request_rebuild(db, COMPANY_KEYS, unless_empty="companies")
+    request_rebuild(db, COMPANY_NAMES, unless_empty="companies")
 
 
-@MIGRATIONS()
-def m007_discover(db: Database) -> None:
+@MIGRATIONS.step
+def m007_discover(db: Any) -> None:
     """What discover filters and sorts a company's people by (see server/facets.py), and one
     index of current employments that answers a discover query without reading the table.
+    The columns of employments already there are computed by a rebuild.
 
     The index leads with employments_company_geo's columns, so it replaces that one.
     """
-    from server import facets, places  # here, not at the top: places builds tables when used
-
-    for name, arity, function in (
-        ("level_rank", 1, facets.level_rank),
-        ("level_bits", 1, facets.level_bits),
-        ("function_bits", 1, facets.function_bits),
-        ("title_key", 1, facets.title_key),
-        ("place_key", 4, places.place_key),
-        ("grade_rank", 1, facets.grade_rank),
-    ):
-        db.conn.create_function(name, arity, function, deterministic=True)
-    _run(
+    run(
         db,
         f"""
         ALTER TABLE employments ADD COLUMN level_rank INTEGER NOT NULL DEFAULT 0;
@@ -289,17 +288,11 @@ def m007_discover(db: Database) -> None:
         ALTER TABLE employments ADD COLUMN title_key TEXT NOT NULL DEFAULT '';
         ALTER TABLE employments ADD COLUMN place_key TEXT NOT NULL DEFAULT '';
         ALTER TABLE employments ADD COLUMN grade INTEGER NOT NULL DEFAULT 0;
-        UPDATE employments SET
-            level_rank = level_rank(levels),
-            level_bits = level_bits(levels),
-            function_bits = function_bits(functions),
-            title_key = title_key(job_title),
-            place_key = place_key(work_city, work_state, work_zipcode, work_country),
-            grade = (SELECT grade_rank(c.accuracy) FROM contacts c WHERE c.guid = contact_guid);
         DROP INDEX employments_company_geo;
         {DISCOVER_INDEX}
         """,
     )
+    request_rebuild(db, EMPLOYMENT_FACETS, unless_empty="employments")
 
 
 # Current employments of a company by grade, then by latitude for radius searches; the rest
@@ -312,11 +305,11 @@ CREATE INDEX employments_discover ON employments (
 """
 
 
-@MIGRATIONS()
-def m008_suppressions(db: Database) -> None:
+@MIGRATIONS.step
+def m008_suppressions(db: Any) -> None:
     """The suppression list (server/privacy.py): people who opted out or were erased, each
     identifier kept only as a keyed hash."""
-    _run(db, SUPPRESSIONS)
+    run(db, SUPPRESSIONS)
 
 
 SUPPRESSIONS = """
@@ -331,17 +324,13 @@ CREATE TABLE suppressions (
 """
 
 
-@MIGRATIONS()
-def m009_company_name_forms(db: Database) -> None:
+@MIGRATIONS.step
+def m009_company_name_forms(db: Any) -> None:
     """Company names as people write them: each name and alias in the forms its variants
-    share (`normalize.stored_forms`), filled by `store.index_company_names`, which now also
-    counts the words of names as written among the name words."""
-    from server.storage import (
-        store,  # here, not at the top: normalize loads tldextract's suffix list
-    )
-
-    _run(db, f"{COMPANY_NAME_FORMS} WITHOUT ROWID;\n{COMPANY_NAME_FORMS_INDEX}")
-    store.index_company_names(db)
+    share (`normalize.stored_forms`), filled by the store's `index_company_names`, which now
+    also counts the words of names as written among the name words (a rebuild)."""
+    run(db, f"{COMPANY_NAME_FORMS}{without_rowid(db)};\n{COMPANY_NAME_FORMS_INDEX}")
+    request_rebuild(db, COMPANY_NAMES, unless_empty="companies")
 
 
 COMPANY_NAME_FORMS = """
@@ -359,12 +348,12 @@ COMPANY_NAME_FORMS_INDEX = (
 )
 
 
-@MIGRATIONS()
-def m010_idempotency_keys(db: Database) -> None:
+@MIGRATIONS.step
+def m010_idempotency_keys(db: Any) -> None:
     """Idempotency-Key (server/http/enrich_api.py): each key an organization sent to an
     endpoint, with the hash of the body it came with and, once answered, the answer (status
     0 while the first request is being answered), kept 24 hours."""
-    _run(db, IDEMPOTENCY_KEYS)
+    run(db, IDEMPOTENCY_KEYS)
 
 
 IDEMPOTENCY_KEYS = """
@@ -381,3 +370,20 @@ CREATE TABLE idempotency_keys (
 );
 CREATE INDEX idempotency_keys_claimed ON idempotency_keys (claimed_at)
 """
+
+
+@MIGRATIONS.step
+def m011_transactions_in_insertion_order(db: Any) -> None:
+    """A `rowid` for transactions on PostgreSQL, as SQLite's: the order transactions were
+    recorded in, the tie-break of those recorded in the same instant."""
+    run(db, insertion_order(db, "transactions"))
+
+
+@MIGRATIONS.step
+def m012_bigint_credits_and_limits(db: Any) -> None:
+    """64-bit integers for the numbers that pass PostgreSQL's INTEGER: balances, credit changes
+    and limits up to MAX_CREDITS (10**12, server/credits.py). Not a transaction's credits (0
+    or 1): that table, the largest, is not rewritten."""
+    limits = ("credits", "daily_rate_limit", "qps_limit", "discover_per_minute")
+    run(db, widened(db, "organizations", *limits))
+    run(db, widened(db, "credit_ledger", "change", "balance"))

@@ -8,15 +8,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
 
 from server import config
 from server.storage import db, store
 from server.storage.migrations import MIGRATIONS
+from server.storage.schema import Migrations
 
 Table = tuple[Database, str, list[str]]  # the source database, the table, its columns
 
@@ -27,12 +26,11 @@ class MoveRefused(Exception):
 
 @dataclass(frozen=True)
 class Schema:
-    """Another component's tables (the connector's): its SQLite migrations, which a source
-    must have applied all of or none of, its PostgreSQL migrations, applied to the target,
-    and the suffixes of SQLite files beside the database whose tables move too (`.jobs`)."""
+    """Another component's tables (the connector's): its migrations, which a source must have
+    applied all of or none of and which the target is migrated with, and the suffixes of
+    SQLite files beside the database whose tables move too (`.jobs`)."""
 
-    sqlite: Migrations
-    postgres: list[tuple[str, Callable[[Any], None]]]
+    migrations: Migrations
     companions: tuple[str, ...] = ()
 
 
@@ -79,9 +77,9 @@ def _reading(path: Path) -> Iterator[Database]:
 def _check_migrated(source_db: Database, source: Path, schemas: Sequence[Schema]) -> None:
     """Refuse a source whose migrations are not those of this code: its tables would not be
     the target's. A component's set may be missing as a whole (it was never used)."""
-    for migrations, required in ((MIGRATIONS, True), *((s.sqlite, False) for s in schemas)):
-        applied = {m.name for m in migrations.applied(source_db)}
-        pending = [m.name for m in migrations.pending(source_db)]
+    for migrations, required in ((MIGRATIONS, True), *((s.migrations, False) for s in schemas)):
+        applied = migrations.applied(source_db)
+        pending = migrations.pending(source_db)
         if pending and (applied or required):
             raise MoveRefused(
                 f"{source} lacks migrations {', '.join(pending)} of set {migrations.name!r}: "
@@ -97,7 +95,7 @@ def _empty_target(target: str, schemas: Sequence[Schema]) -> Database:
     except db.DB_ERRORS as error:
         raise MoveRefused(f"cannot open {_safe(target)}: {error}") from None
     for schema in schemas:
-        db.apply_migrations(target_db, schema.sqlite, schema.postgres)
+        db.apply_migrations(target_db, schema.migrations)
     filled = [t for t in store.table_names(target_db) if store.row_count(target_db, t)]
     if filled:
         target_db.close()

@@ -7,7 +7,7 @@ parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of a
 `REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which becomes a plain BEGIN sent with the
 transaction's first statement, in one round trip, as a statement whose answer no one reads
 may be (`send_with_next`). `rowid` is left as it is: a table read in insertion order has an
-identity column of that name (server/storage/pg_migrations.py).
+identity column of that name (server/storage/dialect.py `insertion_order`).
 
 Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
 every other waits for. Each is correct by itself: a balance changes in one UPDATE that never
@@ -341,16 +341,10 @@ def _connect_options() -> dict[str, Any]:
     return {"autocommit": True, "options": _OPTIONS}
 
 
-def connect(url: str, *, migrate: bool = True) -> PostgresDatabase:
+def connect(url: str) -> PostgresDatabase:
     """A new connection to the database at `url` (autocommit: `write` opens transactions),
-    migrated unless `migrate` is False."""
-    db = PostgresDatabase(psycopg.connect(url, **_connect_options()), url)
-    if migrate:
-        from server.storage import pg_migrations  # here: it imports this module
-
-        with db.conn.raw.transaction():
-            pg_migrations.apply(db)
-    return db
+    as it is: server/storage/db.py `connect` migrates it."""
+    return PostgresDatabase(psycopg.connect(url, **_connect_options()), url)
 
 
 def database(url: str) -> PostgresDatabase:

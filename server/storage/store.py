@@ -16,9 +16,12 @@ from typing import Any
 from psycopg.errors import CheckViolation, UniqueViolation
 from sqlite_utils import Database
 
-from server.normalize import alias_keys, company_forms, fold, split_aka
+from server import facets
+from server.normalize import alias_keys, company_forms, company_key, fold, split_aka
 from server.storage import pg
 from server.storage.dialect import is_postgres
+from server.storage.migrations import COMPANY_KEYS, COMPANY_NAMES, EMPLOYMENT_FACETS
+from server.storage.schema import REBUILDS
 
 Row = dict[str, Any]
 
@@ -522,6 +525,62 @@ def _replace_by_company(
         return
     db.conn.executemany(f"DELETE FROM {table} WHERE company_guid = ?", [(g,) for g in set(guids)])
     db.conn.executemany(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({_marks(columns)})", rows)
+
+
+# --- rebuilds the migrations request ---------------------------------------------------------
+
+
+def rebuilds_requested(db: Database) -> list[str]:
+    """The rebuilds migrating asked for (schema.py `request_rebuild`) and not run yet."""
+    return [name for (name,) in db.execute(f"SELECT name FROM {REBUILDS} ORDER BY name")]
+
+
+def rebuild(db: Database) -> list[str]:
+    """In a write transaction: run the rebuilds requested, each once, keys before the name
+    tables made from them, and forget the requests; their names. Another process that ran
+    them first leaves none (on PostgreSQL it held the dataset lock meanwhile)."""
+    lock_dataset(db)
+    requested = set(rebuilds_requested(db))
+    unknown = requested - _REBUILDS.keys()
+    if unknown:
+        raise ValueError(f"no such rebuild: {', '.join(sorted(unknown))}")
+    done = [name for name in _REBUILDS if name in requested]
+    for name in done:
+        _REBUILDS[name](db)
+        db.execute(f"DELETE FROM {REBUILDS} WHERE name = ?", [name])
+    return done
+
+
+def rekey_companies(db: Database) -> None:
+    """Key again the companies and aliases whose keys `normalize` now makes otherwise."""
+    rows = db.execute("SELECT guid, name, name_key, aka FROM companies").fetchall()
+    changed = [(company_key(name), guid) for guid, name, key, _ in rows if company_key(name) != key]
+    db.conn.executemany("UPDATE companies SET name_key = ? WHERE guid = ?", changed)
+    keys = {guid: alias_keys(aka) for guid, _, _, aka in rows if aka}
+    replace_company_aliases(db, keys, [(guid, k) for guid, ks in keys.items() for k in ks])
+
+
+def compute_employment_facets(db: Database) -> None:
+    """Compute again what discover filters each employment by (facets.job_facets) and its
+    contact's grade."""
+    rows = db.execute(
+        "SELECT e.job_title, e.levels, e.functions, e.work_city, e.work_state, e.work_zipcode, "
+        "e.work_country, c.accuracy, e.contact_guid, e.company_guid FROM employments e "
+        "JOIN contacts c ON c.guid = e.contact_guid"
+    ).fetchall()
+    changes = ", ".join(f"{name} = ?" for name in (*JOB_FACET_FIELDS, "grade"))
+    db.conn.executemany(
+        f"UPDATE employments SET {changes} WHERE contact_guid = ? AND company_guid = ?",
+        [(*facets.job_facets(*row[:7]), facets.grade_rank(row[7]), *row[8:]) for row in rows],
+    )
+
+
+# Each rebuild by name, in the order they run.
+_REBUILDS: dict[str, Callable[[Database], None]] = {
+    COMPANY_KEYS: rekey_companies,
+    COMPANY_NAMES: index_company_names,
+    EMPLOYMENT_FACETS: compute_employment_facets,
+}
 
 
 # --- companies and contacts ------------------------------------------------------------------

@@ -96,14 +96,29 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
         return self.url(name)
 
+    def schema_dump(self, url: str) -> str:
+        """What pg_dump --schema-only writes of the database at `url`, one of this cluster's,
+        less the lines that differ from run to run (pg_dump's version, psql's \\restrict key)."""
+        database = url.rsplit("/", 1)[1]
+        dumped = subprocess.run(
+            [str(BIN / "pg_dump"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+             "--schema-only", "--no-owner", "--no-privileges", database],
+            check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        kept = (line for line in dumped.splitlines() if not line.startswith(("\\", "-- Dumped")))
+        return "\n".join(kept)
+
     def migrated_template(self) -> str:
-        """The name of a database holding the service's and the connector's schema, made on
-        first use, for `create_database` to copy (quicker than migrating each test's)."""
+        """The name of a database holding the service's, the connector's and the PostgreSQL
+        limiter's schema, made on first use, for `create_database` to copy (quicker than
+        migrating each test's)."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [TEMPLATE])
             if exists.fetchone() is None:
                 conn.execute(f'CREATE DATABASE "{TEMPLATE}" TEMPLATE template0')
                 from connector import store
+                from server.limits import postgres
 
                 store.connect(self.url(TEMPLATE)).close()
+                postgres.migrate(self.url(TEMPLATE))
         return TEMPLATE
