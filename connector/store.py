@@ -68,6 +68,17 @@ def connect(path: str | Path) -> Database:
     return db
 
 
+def _upsert(table: str, row: Row, key: tuple[str, ...]) -> str:
+    """An INSERT of `row`'s columns (as `:name` parameters) that updates the row of the same
+    `key` instead, if there is one (its other columns are kept)."""
+    columns, values = ", ".join(row), ", ".join(f":{name}" for name in row)
+    changes = ", ".join(f"{name} = excluded.{name}" for name in row if name not in key)
+    return (
+        f"INSERT INTO {table} ({columns}) VALUES ({values}) "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {changes}"
+    )
+
+
 def _update(db: Database, table: str, row_id: object, values: Row) -> None:
     """Set `values` (column: value) on the row of `table` whose id is `row_id`."""
     changes = ", ".join(f"{name} = :{name}" for name in values)
@@ -98,14 +109,7 @@ def set_crm_auth_error(db: Database, connection_id: str, error: str) -> None:
 
 def save_oauth_app(db: Database, row: Row) -> None:
     """A platform's OAuth app, replacing the one it had."""
-    columns = ", ".join(row)
-    values = ", ".join(f":{name}" for name in row)
-    changes = ", ".join(f"{name} = excluded.{name}" for name in row if name != "platform")
-    db.execute(
-        f"INSERT INTO oauth_apps ({columns}) VALUES ({values}) "
-        f"ON CONFLICT (platform) DO UPDATE SET {changes}",
-        row,
-    )
+    db.execute(_upsert("oauth_apps", row, ("platform",)), row)
 
 
 def oauth_apps(db: Database) -> list[Row]:
@@ -173,8 +177,8 @@ def claim_webhook(
         [connection_id, webhook_id, lapsed],
     )
     claimed = db.execute(
-        "INSERT OR IGNORE INTO webhook_replays "
-        "(connection_id, webhook_id, received_at, fingerprint) VALUES (?, ?, ?, ?)",
+        "INSERT INTO webhook_replays (connection_id, webhook_id, received_at, fingerprint) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [connection_id, webhook_id, now, fingerprint],
     )
     if claimed.rowcount == 1:
@@ -235,10 +239,10 @@ def note_hubspot_v3(db: Database, connection_id: str, kind: str) -> None:
 
 def _add_v3_kind(db: Database, table: str, key: str, value: str, kind: str) -> None:
     """Add `kind` once to the `hubspot_v3_kinds` of `table`'s row whose `key` is `value`."""
+    listed = server.dialect.position(db, "',' || hubspot_v3_kinds || ','", "',' || :kind || ','")
     db.execute(
         f"UPDATE {table} SET hubspot_v3_kinds = ltrim(hubspot_v3_kinds || ',' || :kind, ',') "
-        f"WHERE {key} = :value "
-        "AND instr(',' || hubspot_v3_kinds || ',', ',' || :kind || ',') = 0",
+        f"WHERE {key} = :value AND {listed} = 0",
         {"kind": kind, "value": value},
     )
 
@@ -477,9 +481,9 @@ def lock_connection(db: Database, connection_id: str) -> None:
 def add_events(db: Database, rows: list[Row]) -> int:
     """Store events not stored yet (by connection and event key); how many were new."""
     cursor = db.conn.executemany(
-        "INSERT OR IGNORE INTO events (connection_id, event_key, kind, record_id, payload, "
-        "thin, received_at, due_at, priority) VALUES (:connection_id, :event_key, :kind, "
-        ":record_id, :payload, :thin, :received_at, :received_at, :priority)",
+        "INSERT INTO events (connection_id, event_key, kind, record_id, payload, thin, "
+        "received_at, due_at, priority) VALUES (:connection_id, :event_key, :kind, :record_id, "
+        ":payload, :thin, :received_at, :received_at, :priority) ON CONFLICT DO NOTHING",
         [{"kind": "contacts", "priority": 0, **row} for row in rows],
     )
     return max(cursor.rowcount, 0)  # the sum over the rows: 1 for each inserted
@@ -622,9 +626,10 @@ def record(
 def records(db: Database, connection_id: str, kind: str, record_ids: list[str]) -> dict[str, Row]:
     """The transaction cache entries of these CRM records of `kind`, by record id (those
     that have one)."""
+    ids = server.dialect.json_array_values(db, "?")
     sql = (
         "SELECT * FROM records WHERE connection_id = ? AND kind = ? "
-        "AND record_id IN (SELECT value FROM json_each(?))"
+        f"AND record_id IN (SELECT value FROM {ids})"
     )
     rows = db.query(sql, [connection_id, kind, json.dumps(record_ids)])
     return {row["record_id"]: row for row in rows}
@@ -636,16 +641,16 @@ def save_record(db: Database, row: Row) -> None:
 
 
 def save_records(db: Database, rows: list[Row]) -> None:
-    """Replace the transaction cache entries of CRM records (rows of the same columns), in
-    key order: two workers saving some of the same records lock them in the same order."""
+    """Replace the transaction cache entries of CRM records (rows of the same columns; a
+    column left out keeps an entry's value), in key order: two workers saving some of the
+    same records lock them in the same order."""
     if not rows:
         return
-    columns = ", ".join(rows[0])
-    values = ", ".join(f":{name}" for name in rows[0])
     in_order = sorted(
         rows, key=lambda row: (row["connection_id"], row.get("kind", ""), row["record_id"])
     )
-    db.conn.executemany(f"INSERT OR REPLACE INTO records ({columns}) VALUES ({values})", in_order)
+    key = ("connection_id", "kind", "record_id")
+    db.conn.executemany(_upsert("records", rows[0], key), in_order)
 
 
 def records_written(
@@ -726,9 +731,10 @@ def queued_records(
     db: Database, connection_id: str, prefix: str, record_ids: list[str]
 ) -> set[str]:
     """Which of these records have an event whose key is `prefix` and the record id."""
+    ids = server.dialect.json_array_values(db, "?")
     sql = (
         "SELECT record_id FROM events WHERE connection_id = ? "
-        "AND event_key IN (SELECT ? || value FROM json_each(?))"
+        f"AND event_key IN (SELECT ? || value FROM {ids})"
     )
     rows = db.execute(sql, [connection_id, prefix, json.dumps(record_ids)])
     return {record_id for (record_id,) in rows}
@@ -747,9 +753,10 @@ def update_backfill(db: Database, backfill_id: int, values: Row) -> None:
 
 def cached_records(db: Database, connection_id: str, kind: str, record_ids: list[str]) -> list[Row]:
     """The transaction cache entries (record_id, contact_guid, enriched_at) of these records."""
+    ids = server.dialect.json_array_values(db, "?")
     sql = (
         "SELECT record_id, contact_guid, enriched_at FROM records WHERE connection_id = ? "
-        "AND kind = ? AND record_id IN (SELECT value FROM json_each(?))"
+        f"AND kind = ? AND record_id IN (SELECT value FROM {ids})"
     )
     return list(db.query(sql, [connection_id, kind, json.dumps(record_ids)]))
 
@@ -883,9 +890,11 @@ def event_health(db: Database, connection_id: str, since: str) -> Row:
         "(SELECT count(*) FROM events WHERE connection_id = :c AND status = 'dead') AS dead_total"
     )
     row = dict(next(iter(db.query(counts, {"c": connection_id, "s": since}))))
+    colon = server.dialect.position(db, "event_key", "':'")
+    skipped = server.dialect.json_array_values(db, "?")
     received = (
-        "SELECT received_at FROM events WHERE connection_id = ? AND substr(event_key, 1, "
-        "instr(event_key, ':')) NOT IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
+        f"SELECT received_at FROM events WHERE connection_id = ? AND substr(event_key, 1, "
+        f"{colon}) NOT IN (SELECT value FROM {skipped}) ORDER BY id DESC LIMIT 1"
     )
     found = db.execute(received, [connection_id, json.dumps(_NOT_RECEIVED)]).fetchone()
     return {**row, "last_received": found[0] if found else None}

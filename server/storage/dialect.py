@@ -7,6 +7,7 @@ this module for the parts where the two differ. Nothing here rewrites a statemen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from server.storage import pg
@@ -15,6 +16,37 @@ from server.storage import pg
 def is_postgres(db: Any) -> bool:
     """Whether `db` is the PostgreSQL backend (server/storage/pg.py) rather than SQLite."""
     return isinstance(db, pg.PostgresDatabase)
+
+
+def indexed_by(db: Any, index: str) -> str:
+    """What follows a table's name in FROM to use `index`: on SQLite `INDEXED BY index`, which
+    holds its planner to it; on PostgreSQL nothing, its planner chooses (for each call's
+    values when the query is run by `execute_planned_per_call`)."""
+    return "" if is_postgres(db) else f"INDEXED BY {index}"
+
+
+def execute_planned_per_call(db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    """Run a query whose best plan depends on its values (discover's, over a company of 20
+    people or of 20,000) and return its cursor. On PostgreSQL it is never prepared: psycopg
+    prepares a statement run five times, and after five more runs PostgreSQL may keep one
+    generic plan for any values (discover's page of people took 50-100 ms with one instead of
+    3). On SQLite, as any query."""
+    if is_postgres(db):
+        return db.execute(sql, params, planned_per_call=True)
+    return db.execute(sql, params)
+
+
+def position(db: Any, text: str, part: str) -> str:
+    """SQL for where the string `part` first occurs in the string `text` (both SQL
+    expressions), counted from 1; 0 when it does not: instr on SQLite, strpos on PostgreSQL."""
+    return f"{'strpos' if is_postgres(db) else 'instr'}({text}, {part})"
+
+
+def json_array_values(db: Any, array: str) -> str:
+    """SQL for a table of the values of a JSON array (`array`, an SQL expression of its text),
+    in one column named `value`, for FROM: json_each on SQLite, json_array_elements_text on
+    PostgreSQL. A string's value is the string; PostgreSQL gives any value as text."""
+    return f"{'json_array_elements_text' if is_postgres(db) else 'json_each'}({array})"
 
 
 # --- schema

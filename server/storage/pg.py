@@ -154,8 +154,11 @@ class Connection:
         status = self._raw.info.transaction_status
         return _BEGIN in self._pending or status != psycopg.pq.TransactionStatus.IDLE
 
-    def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
-        """Run one statement (SQLite dialect) and return its cursor."""
+    def execute(
+        self, sql: str, params: Params = (), *, planned_per_call: bool = False
+    ) -> psycopg.Cursor:
+        """Run one statement (SQLite dialect) and return its cursor; `planned_per_call`: never
+        prepared (server/storage/dialect.py `execute_planned_per_call`)."""
         command = sql.strip().upper()
         if command == "BEGIN IMMEDIATE":
             self._pending.append(_BEGIN)
@@ -166,9 +169,10 @@ class Connection:
             return self._pragma(sql)
         statement = translate(self._replacing(sql))
         values = numbered_params(params) if statement.numbered else params
+        prepare = False if planned_per_call else statement.prepare
         if self._pending:
-            return self._sent_with_pending(statement.sql, values, prepare=statement.prepare)
-        return self._raw.execute(statement.sql, values, prepare=statement.prepare)  # type: ignore[arg-type]
+            return self._sent_with_pending(statement.sql, values, prepare=prepare)
+        return self._raw.execute(statement.sql, values, prepare=prepare)  # type: ignore[arg-type]
 
     def execute_committing(self, sql: str, params: Params = ()) -> psycopg.Cursor:
         """Run a write transaction's last statement and COMMIT it, with what is pending
@@ -298,9 +302,12 @@ class PostgresDatabase:
         self.conn = Connection(raw)
         self.url = url
 
-    def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor:
-        """Run one statement (SQLite dialect) and return its cursor."""
-        return self.conn.execute(sql, params)
+    def execute(
+        self, sql: str, params: Params = (), *, planned_per_call: bool = False
+    ) -> psycopg.Cursor:
+        """Run one statement (SQLite dialect) and return its cursor; `planned_per_call`: never
+        prepared (server/storage/dialect.py `execute_planned_per_call`)."""
+        return self.conn.execute(sql, params, planned_per_call=planned_per_call)
 
     def query(self, sql: str, params: Params = ()) -> Iterator[dict[str, Any]]:
         """The rows of a query as dicts."""

@@ -19,7 +19,12 @@ from sqlite_utils import Database
 from server import facets
 from server.normalize import alias_keys, company_forms, company_key, fold, split_aka
 from server.storage import pg
-from server.storage.dialect import is_postgres
+from server.storage.dialect import (
+    execute_planned_per_call,
+    indexed_by,
+    is_postgres,
+    position,
+)
 from server.storage.migrations import COMPANY_KEYS, COMPANY_NAMES, EMPLOYMENT_FACETS
 from server.storage.schema import REBUILDS
 
@@ -43,6 +48,8 @@ EMPLOYMENT_FIELDS = (
 
 
 def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
+    """An INSERT of `fields` (as `:name` parameters) that updates the row of the same `key`
+    instead, if there is one (its other columns are kept)."""
     columns = ", ".join(fields)
     params = ", ".join(f":{f}" for f in fields)
     updates = ", ".join(f"{f} = excluded.{f}" for f in fields if f not in key)
@@ -524,7 +531,9 @@ def _replace_by_company(
         )
         return
     db.conn.executemany(f"DELETE FROM {table} WHERE company_guid = ?", [(g,) for g in set(guids)])
-    db.conn.executemany(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({_marks(columns)})", rows)
+    db.conn.executemany(
+        f"INSERT INTO {table} ({names}) VALUES ({_marks(columns)}) ON CONFLICT DO NOTHING", rows
+    )
 
 
 # --- rebuilds the migrations request ---------------------------------------------------------
@@ -1075,9 +1084,9 @@ _CHARGED = """
 
 
 def save_transaction(db: Database, row: Row) -> None:
-    """Record a transaction (one with the same id is replaced: a retried CLI row)."""
-    columns, values = ", ".join(row), ", ".join(f":{name}" for name in row)
-    db.execute(f"INSERT OR REPLACE INTO transactions ({columns}) VALUES ({values})", row)
+    """Record a transaction (one with the same id is updated, keeping its place in the order
+    recorded: a retried CLI row)."""
+    db.execute(_upsert_sql("transactions", list(row), ["id"]), row)
 
 
 def transactions_of(db: Database, org_id: str) -> list[Row]:
@@ -1155,6 +1164,8 @@ class PeopleFilter:
 
 
 _DISCOVER_ORDER = "grade, level_rank, last_key, first_key, contact_guid"
+# The index discover's queries hold SQLite's planner to (PostgreSQL's chooses per call).
+_DISCOVER_INDEX = "employments_discover"
 
 
 def people_page(
@@ -1162,14 +1173,15 @@ def people_page(
 ) -> tuple[int, list[tuple[str, float | None]]]:
     """How many people match, and the (contact GUID, distance in miles or None) of `limit`
     of them from `offset`, in discover's order (best grade, most senior, name, GUID)."""
-    where, params = _people_where(wanted)
+    where, params = _people_where(db, wanted)
     distance, distance_params = _nearest_distance(wanted, is_postgres(db))
     sql = (
         f"SELECT contact_guid, {distance}, count(*) OVER () FROM employments "
-        f"INDEXED BY employments_discover WHERE {where} "
+        f"{indexed_by(db, _DISCOVER_INDEX)} WHERE {where} "
         f"ORDER BY {_DISCOVER_ORDER} LIMIT ? OFFSET ?"
     )
-    rows = db.execute(sql, [*distance_params, *params, limit, offset]).fetchall()
+    params = [*distance_params, *params, limit, offset]
+    rows = execute_planned_per_call(db, sql, params).fetchall()
     if rows:
         return rows[0][2], [(guid, miles) for guid, miles, _ in rows]
     return count_people(db, wanted), []
@@ -1177,21 +1189,21 @@ def people_page(
 
 def count_people(db: Database, wanted: PeopleFilter) -> int:
     """How many people match."""
-    where, params = _people_where(wanted)
-    sql = f"SELECT count(*) FROM employments INDEXED BY employments_discover WHERE {where}"
-    return db.execute(sql, params).fetchone()[0]
+    where, params = _people_where(db, wanted)
+    sql = f"SELECT count(*) FROM employments {indexed_by(db, _DISCOVER_INDEX)} WHERE {where}"
+    return execute_planned_per_call(db, sql, params).fetchone()[0]
 
 
 def people_by_levels_and_functions(
     db: Database, wanted: PeopleFilter
 ) -> list[tuple[int, int, int]]:
     """(level bits, function bits, how many) of the matching people, per combination."""
-    where, params = _people_where(wanted)
+    where, params = _people_where(db, wanted)
     sql = (
-        "SELECT level_bits, function_bits, count(*) FROM employments "
-        f"INDEXED BY employments_discover WHERE {where} GROUP BY level_bits, function_bits"
+        f"SELECT level_bits, function_bits, count(*) FROM employments "
+        f"{indexed_by(db, _DISCOVER_INDEX)} WHERE {where} GROUP BY level_bits, function_bits"
     )
-    return db.execute(sql, params).fetchall()
+    return execute_planned_per_call(db, sql, params).fetchall()
 
 
 def people_details(db: Database, company_guid: str, contact_guids: Sequence[str]) -> list[Row]:
@@ -1206,32 +1218,35 @@ def people_details(db: Database, company_guid: str, contact_guids: Sequence[str]
     return _rows(db, sql, [company_guid, *contact_guids])
 
 
-def _people_where(wanted: PeopleFilter) -> tuple[str, list[Any]]:
+def _people_where(db: Database, wanted: PeopleFilter) -> tuple[str, list[Any]]:
     grades = list(range(wanted.max_grade + 1))
     clauses = [f"company_guid = ? AND status = 'Active' AND grade IN ({_marks(grades)})"]
     params: list[Any] = [wanted.company_guid, *grades]
     if wanted.titles:
-        clauses.append(" OR ".join(_title_condition(term, params) for term in wanted.titles))
+        clauses.append(" OR ".join(_title_condition(db, term, params) for term in wanted.titles))
     if wanted.places:
-        conditions = [_place_condition(term, wanted.radius_miles, params) for term in wanted.places]
+        radius = wanted.radius_miles
+        conditions = [_place_condition(db, term, radius, params) for term in wanted.places]
         clauses.append(" OR ".join(conditions))
     return " AND ".join(f"({clause})" for clause in clauses), params
 
 
-def _title_condition(term: TitleTerm, params: list[Any]) -> str:
+def _title_condition(db: Database, term: TitleTerm, params: list[Any]) -> str:
     params.append(term.phrase)
+    found = f"{position(db, 'title_key', '?')} > 0"
     if not term.taxonomy:
-        return "instr(title_key, ?) > 0"
+        return found
     named = []
     for bits, column in ((term.levels, "level_bits"), (term.functions, "function_bits")):
         if bits:
             named.append(f"({column} & ?) != 0")
             params.append(bits)
-    return f"(instr(title_key, ?) > 0 OR ({' AND '.join(named)}))"
+    return f"({found} OR ({' AND '.join(named)}))"
 
 
-def _place_condition(term: PlaceTerm, radius: float | None, params: list[Any]) -> str:
-    inside = " AND ".join("instr(place_key, ?) > 0" for _ in term.tokens)
+def _place_condition(db: Database, term: PlaceTerm, radius: float | None, params: list[Any]) -> str:
+    token = f"{position(db, 'place_key', '?')} > 0"
+    inside = " AND ".join(token for _ in term.tokens)
     if radius is None:
         params.extend(term.tokens)
         return f"({inside})"
