@@ -105,8 +105,9 @@ def test_a_busy_database_does_not_hold_up_authentication(
     db_path: Path, database: Database, admin_key: str
 ) -> None:
     writer = db.connect(db_path, migrate=False)
-    writer.execute("BEGIN IMMEDIATE")  # SQLite: any write holds up every other (an import)
-    writer.execute("UPDATE api_keys SET updated_at = updated_at")  # PostgreSQL: the key's row
+    writer.execute("BEGIN")
+    # SQLite: any write holds up every other (an import); PostgreSQL: the key's row
+    writer.execute("UPDATE api_keys SET updated_at = updated_at")
     try:
         # Waiting out the busy timeout would end in "database is locked"; the last use is
         # skipped instead.

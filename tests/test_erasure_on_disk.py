@@ -208,7 +208,7 @@ def test_a_table_another_vacuum_holds_is_counted_not_waited_for(
     known: Database, db_path: str
 ) -> None:
     database = db.connect(db_path)  # as the command's: nothing changed on it before
-    database.execute("PRAGMA busy_timeout = 100")  # lock_timeout on PostgreSQL
+    db.set_patience(database, 100)
     hash_of, ava = privacy.hasher(SECRET.encode()), suppression.person(email=AVA)
     with psycopg.connect(db_path) as holder:  # in a transaction until the block ends
         holder.execute("LOCK TABLE contacts IN SHARE UPDATE EXCLUSIVE MODE")  # as VACUUM does

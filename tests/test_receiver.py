@@ -350,9 +350,9 @@ def test_a_store_that_cannot_take_the_events_answers_503_with_retry_after(
     client: FlaskClient, links: dict[str, connections.Added], db_path: Path
 ) -> None:
     client.get("/healthz")  # this thread's connection exists; make it give up quickly
-    db.database(db_path).execute("PRAGMA busy_timeout = 50")
+    db.set_patience(db.database(db_path), 50)
     holder = db.connect(db_path, migrate=False)  # SQLite: any write holds up every other
-    holder.conn.execute("BEGIN IMMEDIATE")
+    holder.conn.execute("BEGIN")
     # PostgreSQL: the connection's removal, not yet committed, holds its events' inserts
     holder.execute("DELETE FROM connections WHERE id = ?", [links["salesforce"].row["id"]])
     try:

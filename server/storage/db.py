@@ -113,8 +113,9 @@ def done(path: str | Path) -> None:
 def write(db: Database) -> Iterator[Database]:
     """A write transaction started with BEGIN IMMEDIATE (nested calls join the outer one).
 
-    On PostgreSQL that is a plain BEGIN: write transactions run side by side, each correct
-    by itself (server/storage/pg.py says how). SQLite has one writer at a time, and a deferred BEGIN
+    On PostgreSQL it is the facade's (`begin`: a plain BEGIN, sent with the transaction's
+    first statement): write transactions run side by side, each correct by itself
+    (server/storage/pg.py says how). SQLite has one writer at a time, and a deferred BEGIN
     that reads and then writes can fail with "database is locked" under WAL even with a busy
     timeout; taking the write lock up front makes waiting work.
 
@@ -127,17 +128,36 @@ def write(db: Database) -> Iterator[Database]:
     if db.conn.in_transaction:
         yield db
         return
-    queued = _begin_immediate(db)
+    queued = _begin(db)
     try:
         try:
             yield db
         except BaseException:
-            db.conn.execute("ROLLBACK")
+            _end(db, commit=False)
             raise
-        db.conn.execute("COMMIT")
+        _end(db, commit=True)
     finally:
         if queued is not None:
             fcntl.flock(queued, fcntl.LOCK_UN)
+
+
+def _begin(db: Database) -> BinaryIO | None:
+    """Begin a write transaction; the lock file, if it was taken (SQLite)."""
+    if is_postgres(db):
+        db.conn.begin()  # type: ignore[attr-defined]
+        return None
+    return _begin_immediate(db)
+
+
+def _end(db: Database, *, commit: bool) -> None:
+    """COMMIT or ROLLBACK the write transaction (on PostgreSQL the facade's, which sends
+    nothing for a transaction that sent nothing)."""
+    if not is_postgres(db):
+        db.conn.execute("COMMIT" if commit else "ROLLBACK")
+    elif commit:
+        db.conn.commit()
+    else:
+        db.conn.rollback()
 
 
 @contextmanager
@@ -154,7 +174,8 @@ def write_at_once(db: Database) -> Iterator[Database]:
 
 
 def _begin_immediate(db: Database) -> BinaryIO | None:
-    """BEGIN IMMEDIATE after this writer's turn at the lock file; the file, if it was taken."""
+    """SQLite: BEGIN IMMEDIATE after this writer's turn at the lock file; the file, if it was
+    taken."""
     lock_file = _writer_file(db)
     if lock_file is None:
         db.conn.execute("BEGIN IMMEDIATE")
@@ -177,10 +198,7 @@ def _begin_immediate(db: Database) -> BinaryIO | None:
 
 
 def _writer_file(db: Database) -> BinaryIO | None:
-    """The open `<db>-writelock` of this connection in this process (None: no file; on
-    PostgreSQL writers do not queue, server/storage/pg.py)."""
-    if is_postgres(db):
-        return None
+    """The open `<db>-writelock` of this SQLite connection in this process (None: no file)."""
     opened = _writer_files.get(db)
     if opened is None or opened[0] != os.getpid():
         opened = (os.getpid(), _open_writer_file(db))
@@ -246,7 +264,14 @@ def bulk_write(db: Database) -> Iterator[Database]:
 
     Sorts, as for CREATE INDEX in `sorting_in_threads`, may use BULK_SORT_THREADS threads;
     they need temporary files (temp_store is FILE inside, which drops TEMP tables).
+
+    On PostgreSQL a write transaction (its foreign keys are dropped by the caller,
+    store.drop_foreign_keys).
     """
+    if is_postgres(db):
+        with write(db):
+            yield db
+        return
     journaled = _leave_wal(db)
     temp_store = db.execute("PRAGMA temp_store").fetchone()[0]
     foreign_keys = db.execute("PRAGMA foreign_keys").fetchone()[0]
@@ -300,11 +325,20 @@ def _leave_wal(db: Database) -> bool:
 @contextmanager
 def patience(db: Database, milliseconds: int) -> Iterator[Database]:
     """Inside the block, wait at most `milliseconds` for a lock (instead of BUSY_TIMEOUT_MS)."""
-    db.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
+    set_patience(db, milliseconds)
     try:
         yield db
     finally:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        set_patience(db, BUSY_TIMEOUT_MS)
+
+
+def set_patience(db: Database, milliseconds: int) -> None:
+    """From now on wait at most `milliseconds` for a lock: SQLite's busy timeout, PostgreSQL's
+    lock timeout (server/storage/pg.py `Connection.set_lock_timeout`)."""
+    if is_postgres(db):
+        db.conn.set_lock_timeout(int(milliseconds))  # type: ignore[attr-defined]
+    else:
+        db.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
 
 
 def apply_migrations(db: Database, migrations: Migrations) -> list[str]:

@@ -4,9 +4,11 @@ The stores are written against sqlite-utils' `Database`; this module offers exac
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
 `conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
 parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
-`REAL`, `WITHOUT ROWID`, and `BEGIN IMMEDIATE`, which becomes a plain BEGIN sent with the
-transaction's first statement, in one round trip, as a statement whose answer no one reads
-may be (`send_with_next`). `rowid` is left as it is: a table read in insertion order has an
+`REAL` and `WITHOUT ROWID`. A write transaction is begun, ended and given a lock timeout
+by the facade's own methods (`Connection.begin`, `commit`, `rollback`, `set_lock_timeout`:
+server/storage/db.py calls them): its BEGIN is sent with the transaction's first
+statement, in one round trip, as a statement whose answer no one reads may be
+(`send_with_next`). `rowid` is left as it is: a table read in insertion order has an
 identity column of that name (server/storage/dialect.py `insertion_order`).
 
 Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
@@ -159,14 +161,6 @@ class Connection:
     ) -> psycopg.Cursor:
         """Run one statement (SQLite dialect) and return its cursor; `planned_per_call`: never
         prepared (server/storage/dialect.py `execute_planned_per_call`)."""
-        command = sql.strip().upper()
-        if command == "BEGIN IMMEDIATE":
-            self._pending.append(_BEGIN)
-            return self._raw.cursor()
-        if command in ("COMMIT", "ROLLBACK"):
-            return self._end(command)
-        if command.startswith("PRAGMA"):
-            return self._pragma(sql)
         statement = translate(self._replacing(sql))
         values = numbered_params(params) if statement.numbered else params
         prepare = False if planned_per_call else statement.prepare
@@ -190,6 +184,19 @@ class Connection:
         statement = translate(self._replacing(sql))
         values = numbered_params(params) if statement.numbered else params
         self._pending.append((statement.sql, values, statement.prepare))
+
+    def begin(self) -> None:
+        """Begin a write transaction: its BEGIN waits to go with the transaction's first
+        statement, in one round trip (`_sent_with_pending`)."""
+        self._pending.append(_BEGIN)
+
+    def commit(self) -> None:
+        """End the write transaction, keeping what it wrote."""
+        self._end("COMMIT")
+
+    def rollback(self) -> None:
+        """End the write transaction, undoing what it wrote."""
+        self._end("ROLLBACK")
 
     def _end(self, command: str) -> psycopg.Cursor:
         """COMMIT or ROLLBACK. A BEGIN not sent yet stays unsent, as does what a ROLLBACK
@@ -221,18 +228,15 @@ class Connection:
             cursors.append(self._raw.execute(sql, values, prepare=prepare))  # type: ignore[arg-type]
         return cursors[answer]
 
-    def _pragma(self, sql: str) -> psycopg.Cursor:
-        """`PRAGMA busy_timeout = N` as lock_timeout (through a transaction pooler, of the
-        transaction begun and those begun next); SQLite's other tuning means nothing here."""
-        match = re.fullmatch(r"\s*PRAGMA busy_timeout = (\d+)\s*", sql, re.IGNORECASE)
-        if not match:
-            return self.raw.execute("SELECT NULL")
+    def set_lock_timeout(self, milliseconds: int) -> None:
+        """Wait at most `milliseconds` for a lock (as SQLite's busy timeout): the session's;
+        through a transaction pooler, the transaction's begun and of those begun next."""
         if self._lock_timeout is None:
-            return self.raw.execute(f"SET lock_timeout = {int(match[1])}")
-        self._lock_timeout = int(match[1])
-        if self._raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            return self._raw.cursor()
-        return self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
+            self.raw.execute(f"SET lock_timeout = {int(milliseconds)}")
+            return
+        self._lock_timeout = int(milliseconds)
+        if self._raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            self._raw.execute(f"SET LOCAL lock_timeout = {self._lock_timeout}")
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> psycopg.Cursor:
         """Run one statement for each of `rows`."""
@@ -342,7 +346,7 @@ def _connect_options() -> dict[str, Any]:
     another server session, which another client used last: neither startup options
     (PgBouncer refuses them) nor prepared statements (another session does not know them,
     or knows another client's of the same name); a write transaction sets its own lock
-    timeout (`Connection._begun`)."""
+    timeout (`Connection.begin`)."""
     if through_pooler():
         return {"autocommit": True, "prepare_threshold": None}
     return {"autocommit": True, "options": _OPTIONS}
