@@ -36,6 +36,7 @@ from server.limits import (
     limiter_for,
     organization_daily,
 )
+from server.limits import sqlite as sqlite_limits
 from server.storage import db, pg
 from tests.helpers.constants import SECRET
 from tests.helpers.orgs import organization
@@ -463,11 +464,18 @@ def test_a_hit_on_postgresql_does_not_wait_for_the_services_writers(postgres_url
 
 
 def test_counts_the_sqlite_limiter_kept_on_postgresql_go_on_counting(
-    postgres: PostgresServer,
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A database whose limits the SQLite limiter kept (its tables made on first use), then
     counted by the PostgreSQL limiter, whose migrations keep those tables: the requests it
     counted still count, in the window and in the day."""
+    # Its tables as PostgreSQL was sent them then: the facade wrote REAL as DOUBLE PRECISION
+    # and dropped WITHOUT ROWID (it sends statements as written now).
+    then = [
+        statement.replace(" REAL ", " DOUBLE PRECISION ").replace(" WITHOUT ROWID", "")
+        for statement in sqlite_limits._SCHEMA
+    ]
+    monkeypatch.setattr(sqlite_limits, "_SCHEMA", then)
     url = postgres.create_database()
     db.connect(url).close()  # the service's schema
     before = SqliteLimiter(url)

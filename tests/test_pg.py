@@ -116,6 +116,29 @@ def test_queries_whose_plan_depends_on_their_values_are_never_prepared(pg_url: s
     assert [text for (text,) in prepared] == ["SELECT count(*) FROM companies WHERE guid = $1"]
 
 
+def test_paramstyle_writes_sqlites_placeholders_as_psycopgs() -> None:
+    assert pg.paramstyle("SELECT ? WHERE a = :a AND b = ?") == (
+        "SELECT %s WHERE a = %(a)s AND b = %s"
+    )
+
+
+def test_paramstyle_leaves_string_literals_and_casts_alone_but_for_their_percent() -> None:
+    sql = "SELECT '?', ':name', '5%', 'it''s ?', x::jsonb FROM t WHERE y LIKE ? || '%'"
+
+    assert pg.paramstyle(sql) == (
+        "SELECT '?', ':name', '5%%', 'it''s ?', x::jsonb FROM t WHERE y LIKE %s || '%%'"
+    )
+
+
+def test_a_statement_reaches_postgresql_as_written(pg_url: str) -> None:
+    database = pg.database(pg_url)
+
+    positional = database.execute("SELECT ? || '%?:x', 7 % ?", ["a", 4]).fetchone()
+    named = database.execute("SELECT :y || '%?:x', 7 % :four", {"y": "b", "four": 4}).fetchone()
+
+    assert (positional, named) == (("a%?:x", 3), ("b%?:x", 3))
+
+
 def open_transactions(url: str) -> int:
     """How many other sessions of the database at `url` are inside a transaction."""
     query = (

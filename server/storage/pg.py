@@ -2,14 +2,15 @@
 
 The stores are written against sqlite-utils' `Database`; this module offers exactly the part
 of it they use (`execute`, `query`, `table(...).insert`, `conn.execute/executemany`,
-`conn.in_transaction`) and translates their SQLite SQL on the way: `?`, `?N` and `:name`
-parameters, `INSERT OR IGNORE/REPLACE`, `INDEXED BY`, `instr`, `json_each` (of an array),
-`REAL` and `WITHOUT ROWID`. A write transaction is begun, ended and given a lock timeout
-by the facade's own methods (`Connection.begin`, `commit`, `rollback`, `set_lock_timeout`:
-server/storage/db.py calls them): its BEGIN is sent with the transaction's first
-statement, in one round trip, as a statement whose answer no one reads may be
-(`send_with_next`). `rowid` is left as it is: a table read in insertion order has an
-identity column of that name (server/storage/dialect.py `insertion_order`).
+`conn.in_transaction`). Their statements are written once, in SQL both backends understand
+(server/storage/dialect.py names where the two differ); all that changes on the way is the
+driver's parameter style (`paramstyle`: sqlite3's `?` and `:name` as psycopg's `%s` and
+`%(name)s`). A query whose best plan depends on its values is never prepared (`_prepare`).
+A write transaction is begun, ended and given a lock timeout by the facade's own methods
+(`Connection.begin`, `commit`, `rollback`, `set_lock_timeout`: server/storage/db.py calls
+them): its BEGIN is sent with the transaction's first statement, in one round trip, as a
+statement whose answer no one reads may be (`send_with_next`). A table read in insertion
+order has an identity column named `rowid`, as SQLite's (server/storage/dialect.py `insertion_order`).
 
 Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
 every other waits for. Each is correct by itself: a balance changes in one UPDATE that never
@@ -30,7 +31,7 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -58,70 +59,45 @@ LockNotAvailable = psycopg.errors.LockNotAvailable
 Params = Sequence[Any] | dict[str, Any]
 
 
-# --- SQL translation -----------------------------------------------------------------------
+# --- the driver's parameter style ---------------------------------------------------------
 
-_TOKENS = re.compile(
-    r"'(?:[^']|'')*'|\?(\d*)|(?<![:\w]):(\w+)|%|\bINDEXED BY \w+|\binstr\("
-    r"|\bWITHOUT ROWID\b|\bREAL\b|\bjson_each\("
-)
+# A string literal (no placeholder inside), a `?` or `:name` placeholder (not a `::type`
+# cast), or a `%`, which psycopg reads as the start of one of its own (in a literal too).
+_PLACEHOLDERS = re.compile(r"'(?:[^']|'')*'|\?|(?<![:\w]):(\w+)|%")
+# A list of values, `IN (?, ?, …)`, the one thing still looked for in a statement's text
+# (`_prepare`): the stores build such lists in a few dozen places (a statement per length),
+# and a call among them not marked planned per call would be prepared without a sign.
 _VALUE_LIST = re.compile(r"\bIN \(\?", re.IGNORECASE)
-_OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.IGNORECASE)
-_OR_REPLACE = re.compile(
-    r"^\s*INSERT OR REPLACE INTO (\w+) \(([^)]*)\)(.*)$", re.IGNORECASE | re.DOTALL
-)
-
-
-class Translated(NamedTuple):
-    """A statement in PostgreSQL's dialect, and how to send it."""
-
-    sql: str
-    numbered: bool  # its parameters were `?N`: `numbered_params` turns their values
-    prepare: bool | None  # psycopg's `prepare`: None once run often, False never
 
 
 @lru_cache(maxsize=2048)
-def translate(sql: str) -> Translated:
-    """SQLite SQL as PostgreSQL SQL; numbered parameters become named ones (`%(pN)s`).
+def paramstyle(sql: str) -> str:
+    """`sql` with the placeholders the stores write, sqlite3's `?` and `:name`, as psycopg's
+    `%s` and `%(name)s` (none is read inside a string literal), and each `%` of its own as
+    `%%`. Nothing else changes: the statement is written in SQL both backends understand
+    (server/storage/dialect.py)."""
 
-    Psycopg prepares a statement run five times, and after five more runs PostgreSQL may
-    keep one generic plan for any values. A query whose best plan depends on its values is
-    never prepared, so that it is planned for each call's: one naming its index for SQLite
-    (`INDEXED BY`, dropped: the planner chooses), over a company of 20 people or of 20,000,
-    and one with a list of values (`IN (?, ?, …)`: one statement per length, too).
-    Discover's page of people took 50-100 ms with a generic plan instead of 3.
-    """
-    numbered = False
-
-    def token(match: re.Match[str]) -> str:
-        nonlocal numbered
+    def placeholder(match: re.Match[str]) -> str:
         text = match[0]
         if text.startswith("'"):
-            return text
-        if text.startswith("?"):
-            numbered = numbered or bool(match[1])
-            return f"%(p{match[1]})s" if match[1] else "%s"
-        if match[2]:
-            return f"%({match[2]})s"
-        if text == "%":
-            return "%%"
-        if text == "REAL":
-            return "DOUBLE PRECISION"  # a REAL of PostgreSQL has 6 digits, SQLite's 15
-        if text == "instr(":
-            return "strpos("
-        if text == "json_each(":
-            return "json_array_elements_text("  # a JSON array's values, as column `value`
-        return ""  # INDEXED BY (the planner chooses) and WITHOUT ROWID
+            return text.replace("%", "%%")
+        if text == "?":
+            return "%s"
+        return f"%({match[1]})s" if match[1] else "%%"
 
-    translated = _TOKENS.sub(token, sql)
-    if _OR_IGNORE.match(translated):
-        translated = _OR_IGNORE.sub("INSERT INTO", translated) + " ON CONFLICT DO NOTHING"
-    planned_per_call = "INDEXED BY" in sql or _VALUE_LIST.search(sql) is not None
-    return Translated(translated, numbered, False if planned_per_call else None)
+    return _PLACEHOLDERS.sub(placeholder, sql)
 
 
-def numbered_params(params: Params) -> dict[str, Any]:
-    """Values for `?1, ?2, …` as the names `translate` gives them."""
-    return {f"p{n}": value for n, value in enumerate(params, start=1)}
+@lru_cache(maxsize=2048)
+def _has_value_list(sql: str) -> bool:
+    return _VALUE_LIST.search(sql) is not None
+
+
+def _prepare(sql: str, planned_per_call: bool = False) -> bool | None:
+    """psycopg's `prepare` for `sql`: None, prepared once run often; or False, never, for a
+    query whose best plan depends on its values, so that it is planned for each call's:
+    one run as such (`planned_per_call`), or one with a list of values."""
+    return False if planned_per_call or _has_value_list(sql) else None
 
 
 # --- the facade ----------------------------------------------------------------------------
@@ -142,7 +118,6 @@ class Connection:
         # Statements whose answer no one reads (a transaction's BEGIN, a row lock), not sent
         # yet: they go with the next statement, in one round trip.
         self._pending: list[tuple[str, Params, bool | None]] = []
-        self._primary_keys: dict[str, list[str]] = {}
 
     @property
     def raw(self) -> psycopg.Connection:
@@ -159,31 +134,26 @@ class Connection:
     def execute(
         self, sql: str, params: Params = (), *, planned_per_call: bool = False
     ) -> psycopg.Cursor:
-        """Run one statement (SQLite dialect) and return its cursor; `planned_per_call`: never
-        prepared (server/storage/dialect.py `execute_planned_per_call`)."""
-        statement = translate(self._replacing(sql))
-        values = numbered_params(params) if statement.numbered else params
-        prepare = False if planned_per_call else statement.prepare
+        """Run one statement (`paramstyle`'s placeholders) and return its cursor;
+        `planned_per_call`: never prepared (server/storage/dialect.py
+        `execute_planned_per_call`)."""
+        prepare = _prepare(sql, planned_per_call)
         if self._pending:
-            return self._sent_with_pending(statement.sql, values, prepare=prepare)
-        return self._raw.execute(statement.sql, values, prepare=prepare)  # type: ignore[arg-type]
+            return self._sent_with_pending(paramstyle(sql), params, prepare=prepare)
+        return self._raw.execute(paramstyle(sql), params, prepare=prepare)  # type: ignore[arg-type]
 
     def execute_committing(self, sql: str, params: Params = ()) -> psycopg.Cursor:
         """Run a write transaction's last statement and COMMIT it, with what is pending
         before it (its BEGIN, a row lock), in one round trip: the statement's cursor. If the
         statement fails, the transaction is left failed for the writer to roll back."""
-        statement = translate(self._replacing(sql))
-        values = numbered_params(params) if statement.numbered else params
-        self._pending.append((statement.sql, values, statement.prepare))
+        self._pending.append((paramstyle(sql), params, _prepare(sql, False)))
         return self._sent_with_pending("COMMIT", (), prepare=False, answer=-2)
 
     def send_with_next(self, sql: str, params: Params = ()) -> None:
         """Send a statement whose answer no one reads (a row lock, a delete) with the next
         one, in one round trip: an error of it is raised by that one. A ROLLBACK coming
         first drops it; a COMMIT takes it along."""
-        statement = translate(self._replacing(sql))
-        values = numbered_params(params) if statement.numbered else params
-        self._pending.append((statement.sql, values, statement.prepare))
+        self._pending.append((paramstyle(sql), params, _prepare(sql)))
 
     def begin(self) -> None:
         """Begin a write transaction: its BEGIN waits to go with the transaction's first
@@ -240,39 +210,11 @@ class Connection:
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> psycopg.Cursor:
         """Run one statement for each of `rows`."""
-        statement = translate(self._replacing(sql))
-        values = [numbered_params(r) if statement.numbered else r for r in rows]
+        values = list(rows)
         cursor = self.raw.cursor()
         if values:
-            cursor.executemany(statement.sql, values)  # type: ignore[arg-type]
+            cursor.executemany(paramstyle(sql), values)  # type: ignore[arg-type]
         return cursor
-
-    def _replacing(self, sql: str) -> str:
-        """INSERT OR REPLACE as an upsert on the table's primary key."""
-        match = _OR_REPLACE.match(sql)
-        if not match:
-            return sql
-        table, columns, rest = match[1], match[2], match[3]
-        key = self.primary_key(table)
-        updates = ", ".join(
-            f"{c} = excluded.{c}" for c in (c.strip() for c in columns.split(",")) if c not in key
-        )
-        return (
-            f"INSERT INTO {table} ({columns}){rest} "
-            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
-        )
-
-    def primary_key(self, table: str) -> list[str]:
-        """The columns of `table`'s primary key."""
-        if table not in self._primary_keys:
-            rows = self.raw.execute(
-                "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
-                "ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) "
-                "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY a.attnum",
-                [table],
-            ).fetchall()
-            self._primary_keys[table] = [name for (name,) in rows]
-        return self._primary_keys[table]
 
     def close(self) -> None:
         self._raw.close()
@@ -309,8 +251,9 @@ class PostgresDatabase:
     def execute(
         self, sql: str, params: Params = (), *, planned_per_call: bool = False
     ) -> psycopg.Cursor:
-        """Run one statement (SQLite dialect) and return its cursor; `planned_per_call`: never
-        prepared (server/storage/dialect.py `execute_planned_per_call`)."""
+        """Run one statement (`paramstyle`'s placeholders) and return its cursor;
+        `planned_per_call`: never prepared (server/storage/dialect.py
+        `execute_planned_per_call`)."""
         return self.conn.execute(sql, params, planned_per_call=planned_per_call)
 
     def query(self, sql: str, params: Params = ()) -> Iterator[dict[str, Any]]:

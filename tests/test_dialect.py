@@ -1,0 +1,56 @@
+"""Where SQLite's SQL and PostgreSQL's differ (server/storage/dialect.py): each named function
+gives SQL that runs, and means the same, on either backend, also through PgBouncer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlite_utils import Database
+
+from server.storage import db
+from server.storage.dialect import (
+    execute_planned_per_call,
+    indexed_by,
+    is_postgres,
+    json_array_values,
+    position,
+)
+
+pytestmark = [pytest.mark.both_backends, pytest.mark.through_pgbouncer]
+
+
+def test_position_counts_from_one_and_is_zero_when_not_found(database: Database) -> None:
+    sql = f"SELECT {position(database, '?', '?')}, {position(database, '?', '?')}"
+
+    assert database.execute(sql, ["a,b,c", ",c", "a,b,c", "d"]).fetchone() == (4, 0)
+
+
+def test_json_array_values_are_rows_of_a_value_column(database: Database) -> None:
+    sql = f"SELECT value FROM {json_array_values(database, '?')} ORDER BY value"
+    values = database.execute(sql, [json.dumps(["b", "a:1", "c"])]).fetchall()
+
+    assert [value for (value,) in values] == ["a:1", "b", "c"]
+
+
+def test_an_empty_json_array_has_no_values(database: Database) -> None:
+    sql = f"SELECT count(*) FROM {json_array_values(database, '?')}"
+
+    assert database.execute(sql, ["[]"]).fetchone() == (0,)
+
+
+def test_a_table_indexed_by_its_index_is_queried_on_either_backend(database: Database) -> None:
+    named = indexed_by(database, "employments_discover")  # of the Active employments
+    sql = f"SELECT count(*) FROM employments {named} WHERE company_guid = ? AND status = 'Active'"
+
+    assert database.execute(sql, ["A" * 16]).fetchone() == (0,)
+    assert ("INDEXED BY" in named) is not is_postgres(database)
+
+
+def test_a_query_planned_per_call_answers_as_any_other(database: Database) -> None:
+    with db.write(database):
+        database.execute("INSERT INTO company_name_words (word, companies) VALUES (?, ?)", ["x", 2])
+    sql = "SELECT companies FROM company_name_words WHERE word = ?"
+
+    for _ in range(12):  # past psycopg's preparing a statement at its sixth run
+        assert execute_planned_per_call(database, sql, ["x"]).fetchall() == [(2,)]
