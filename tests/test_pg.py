@@ -1,9 +1,10 @@
-"""The PostgreSQL backend: its connections held by a thread until its request ends or the
-thread does, closed when a gunicorn worker exits; write transactions that wait for one
-another only over the row they are about (an organization's, a connection's), never all for
-one lock; the order transactions were recorded in; the COPY text lines an import sends; and
-numbers as large as the product allows (balances and limits of 10**12, credit caps of
-2**63 - 1) held as SQLite holds them."""
+"""The PostgreSQL backend: statements sent as written but for the driver's parameter style,
+and never prepared when their plan depends on their values; its connections held by a thread
+until its request ends or the thread does, closed when a gunicorn worker exits; write
+transactions that wait for one another only over the row they are about (an organization's,
+a connection's), never all for one lock; the order transactions were recorded in; the COPY
+text lines an import sends; and numbers as large as the product allows (balances and limits
+of 10**12, credit caps of 2**63 - 1) held as SQLite holds them."""
 
 from __future__ import annotations
 
