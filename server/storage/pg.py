@@ -10,7 +10,8 @@ A write transaction is begun, ended and given a lock timeout by the facade's own
 (`Connection.begin`, `commit`, `rollback`, `set_lock_timeout`: server/storage/db.py calls
 them): its BEGIN is sent with the transaction's first statement, in one round trip, as a
 statement whose answer no one reads may be (`send_with_next`). A table read in insertion
-order has an identity column named `rowid`, as SQLite's (server/storage/dialect.py `insertion_order`).
+order has an identity column named `rowid`, as SQLite's (server/storage/dialect.py
+`insertion_order`).
 
 Write transactions run side by side, in READ COMMITTED, on every node: none takes a lock that
 every other waits for. Each is correct by itself: a balance changes in one UPDATE that never
