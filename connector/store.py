@@ -520,7 +520,7 @@ def claim_events(db: Database, worker: str, now: str, until: str, limit: int) ->
     """Claim up to `limit` pending events whose time has come and that no live claim holds
     (none, or its lease ended before `now`), but for held connections' (HELD), for `worker`
     until `until`: live ones (priority 0) before a backfill's (1), each oldest due first."""
-    sql = _CLAIM.format(lock=" FOR UPDATE SKIP LOCKED" if server.is_postgres(db) else "")
+    sql = _CLAIM.format(lock=server.dialect.row_lock(db, skip_locked=True))
     cursor = db.execute(sql, {"worker": worker, "now": now, "until": until, "limit": limit})
     names = [column[0] for column in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -618,7 +618,7 @@ def record(
     transaction, the entry is held until it ends (on PostgreSQL FOR UPDATE; SQLite's writers
     take turns), so that what is written back from it holds."""
     sql = "SELECT * FROM records WHERE connection_id = ? AND kind = ? AND record_id = ?"
-    locking = " FOR UPDATE" if lock and server.is_postgres(db) else ""
+    locking = server.dialect.row_lock(db) if lock else ""
     rows = list(db.query(sql + locking, [connection_id, kind, record_id]))
     return rows[0] if rows else None
 
@@ -658,10 +658,7 @@ def records_written(
 ) -> None:
     """Add to what each record (record id, values) holds of ours and clear its pending write,
     in record order (as `save_records`)."""
-    # Values are flat: merging objects is json_patch on SQLite, jsonb's || on PostgreSQL.
-    merged = (
-        "(written::jsonb || ?::jsonb)::text" if server.is_postgres(db) else "json_patch(written, ?)"
-    )
+    merged = server.dialect.json_merged(db, "written", "?")  # values are flat
     db.conn.executemany(
         f"UPDATE records SET written = {merged}, pending = '' "
         "WHERE connection_id = ? AND kind = ? AND record_id = ?",

@@ -14,7 +14,10 @@ from server.storage.dialect import (
     indexed_by,
     is_postgres,
     json_array_values,
+    json_merged,
     position,
+    row_lock,
+    smallest,
 )
 
 pytestmark = [pytest.mark.both_backends, pytest.mark.through_pgbouncer]
@@ -54,3 +57,26 @@ def test_a_query_planned_per_call_answers_as_any_other(database: Database) -> No
 
     for _ in range(12):  # past psycopg's preparing a statement at its sixth run
         assert execute_planned_per_call(database, sql, ["x"]).fetchall() == [(2,)]
+
+
+def test_the_smallest_of_several_values_and_of_one(database: Database) -> None:
+    sql = f"SELECT {smallest(database, ['?', '?', '?'])}, {smallest(database, ['?'])}"
+
+    assert database.execute(sql, [3.5, 1.25, 2, 7]).fetchone() == (1.25, 7)
+
+
+def test_a_json_object_merged_keeps_its_keys_and_takes_the_patchs(database: Database) -> None:
+    sql = f"SELECT {json_merged(database, '?', '?')}"
+    merged = database.execute(sql, ['{"a": 1, "b": "x"}', '{"b": "y", "c": 2}']).fetchone()[0]
+
+    assert json.loads(merged) == {"a": 1, "b": "y", "c": 2}
+
+
+def test_rows_read_with_a_row_lock_are_those_without(database: Database) -> None:
+    with db.write(database):
+        database.execute("INSERT INTO company_name_words (word, companies) VALUES (?, ?)", ["z", 3])
+        sql = "SELECT companies FROM company_name_words WHERE word = ?"
+        for skip_locked in (False, True):
+            locked = sql + row_lock(database, skip_locked=skip_locked)
+            assert database.execute(locked, ["z"]).fetchall() == [(3,)]
+    assert ("FOR UPDATE" in row_lock(database)) is is_postgres(database)

@@ -49,6 +49,32 @@ def json_array_values(db: Any, array: str) -> str:
     return f"{'json_array_elements_text' if is_postgres(db) else 'json_each'}({array})"
 
 
+def smallest(db: Any, values: Sequence[str]) -> str:
+    """SQL for the smallest of several SQL expressions: min(…) on SQLite, least(…) on
+    PostgreSQL (whose min is only the aggregate); one expression as it is."""
+    if len(values) == 1:
+        return values[0]
+    return f"{'least' if is_postgres(db) else 'min'}({', '.join(values)})"
+
+
+def json_merged(db: Any, target: str, patch: str) -> str:
+    """SQL for the JSON object text `target` with the keys of the object text `patch` set
+    (flat objects, no null in `patch`, which json_patch takes to delete the key and jsonb's ||
+    keeps): json_patch on SQLite, jsonb's || on PostgreSQL."""
+    if is_postgres(db):
+        return f"({target}::jsonb || {patch}::jsonb)::text"
+    return f"json_patch({target}, {patch})"
+
+
+def row_lock(db: Any, *, skip_locked: bool = False) -> str:
+    """What ends a SELECT whose rows the write transaction holds until it ends (skipping those
+    another holds, if `skip_locked`): FOR UPDATE on PostgreSQL; nothing on SQLite, whose
+    writers take turns."""
+    if not is_postgres(db):
+        return ""
+    return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
+
+
 # --- schema
 
 

@@ -24,6 +24,7 @@ from server.storage.dialect import (
     indexed_by,
     is_postgres,
     position,
+    smallest,
 )
 from server.storage.migrations import COMPANY_KEYS, COMPANY_NAMES, EMPLOYMENT_FACETS
 from server.storage.schema import REBUILDS
@@ -1174,7 +1175,7 @@ def people_page(
     """How many people match, and the (contact GUID, distance in miles or None) of `limit`
     of them from `offset`, in discover's order (best grade, most senior, name, GUID)."""
     where, params = _people_where(db, wanted)
-    distance, distance_params = _nearest_distance(wanted, is_postgres(db))
+    distance, distance_params = _nearest_distance(db, wanted)
     sql = (
         f"SELECT contact_guid, {distance}, count(*) OVER () FROM employments "
         f"{indexed_by(db, _DISCOVER_INDEX)} WHERE {where} "
@@ -1282,16 +1283,13 @@ def _distance(term: PlaceTerm, params: list[Any]) -> str:
     )
 
 
-def _nearest_distance(wanted: PeopleFilter, postgres: bool = False) -> tuple[str, list[Any]]:
-    """SQL for the distance to the nearest place term's point when a radius is given, else NULL.
-
-    The smallest of several values is min(…) on SQLite, least(…) on PostgreSQL."""
+def _nearest_distance(db: Database, wanted: PeopleFilter) -> tuple[str, list[Any]]:
+    """SQL for the distance to the nearest place term's point when a radius is given, else NULL."""
     if wanted.radius_miles is None or not wanted.places:
         return "NULL", []
     params: list[Any] = []
     distances = [_distance(term, params) for term in wanted.places]
-    smallest = "least" if postgres else "min"
-    return (f"{smallest}({', '.join(distances)})" if len(distances) > 1 else distances[0]), params
+    return smallest(db, distances), params
 
 
 # --- privacy ---------------------------------------------------------------------------------
