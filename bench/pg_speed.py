@@ -256,25 +256,31 @@ def profile(label: str, calls: Sequence[Callable[[], Any]], top: int = 14) -> li
 
 
 def statement_times(label: str, calls: Sequence[Callable[[], Any]], top: int = 12) -> list[str]:
-    """Time in each statement (SQLite dialect, as the stores send it) over `calls`: the
+    """Time in each statement (as the stores write it) over `calls`: the
     round trips of a call and what each costs, waiting for the server included."""
     spent: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    execute = pg.Connection.execute
+    # A write transaction's last statement goes with its COMMIT (`execute_committing`).
+    methods = {name: getattr(pg.Connection, name) for name in ("execute", "execute_committing")}
 
-    def timed_execute(self: pg.Connection, sql: str, params: Any = ()) -> Any:
-        started = time.perf_counter()
-        try:
-            return execute(self, sql, params)
-        finally:
-            spent[" ".join(sql.split())][0] += 1
-            spent[" ".join(sql.split())][1] += time.perf_counter() - started
+    def timed(method: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_method(self: pg.Connection, sql: str, params: Any = (), **options: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return method(self, sql, params, **options)
+            finally:
+                spent[" ".join(sql.split())][0] += 1
+                spent[" ".join(sql.split())][1] += time.perf_counter() - started
 
-    pg.Connection.execute = timed_execute  # type: ignore[method-assign]
+        return timed_method
+
+    for name, method in methods.items():
+        setattr(pg.Connection, name, timed(method))
     try:
         for call in calls:
             call()
     finally:
-        pg.Connection.execute = execute  # type: ignore[method-assign]
+        for name, method in methods.items():
+            setattr(pg.Connection, name, method)
     n, total = len(calls), sum(seconds for _, seconds in spent.values())
     lines = [
         f"statements of {n} {label} on PostgreSQL: {sum(c for c, _ in spent.values()) / n:.1f} "

@@ -97,7 +97,7 @@ def take_oauth_state(db: Database, state_hash: str) -> Row | None:
     sql = "DELETE FROM oauth_states WHERE state_hash = ? RETURNING *"
     cursor = db.execute(sql, [state_hash])
     found = cursor.fetchone()
-    columns = [column[0] for column in cursor.description or ()]
+    columns = server.dialect.result_names(cursor)
     return dict(zip(columns, found, strict=True)) if found else None
 
 
@@ -446,7 +446,7 @@ def insert_connection(db: Database, row: Row) -> None:
 def connection(db: Database, connection_id: str) -> Row | None:
     """The connection with this id, or None."""
     rows = db.execute("SELECT * FROM connections WHERE id = ?", [connection_id])
-    names = [column[0] for column in rows.description]
+    names = server.dialect.result_names(rows)
     found = rows.fetchone()
     return dict(zip(names, found, strict=True)) if found else None
 
@@ -522,7 +522,7 @@ def claim_events(db: Database, worker: str, now: str, until: str, limit: int) ->
     until `until`: live ones (priority 0) before a backfill's (1), each oldest due first."""
     sql = _CLAIM.format(lock=server.dialect.row_lock(db, skip_locked=True))
     cursor = db.execute(sql, {"worker": worker, "now": now, "until": until, "limit": limit})
-    names = [column[0] for column in cursor.description]
+    names = server.dialect.result_names(cursor)
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return sorted(rows, key=lambda row: (row["priority"], row["due_at"], row["id"]))
 

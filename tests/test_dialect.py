@@ -16,6 +16,7 @@ from server.storage.dialect import (
     json_array_values,
     json_merged,
     position,
+    result_names,
     row_lock,
     smallest,
 )
@@ -80,3 +81,9 @@ def test_rows_read_with_a_row_lock_are_those_without(database: Database) -> None
             locked = sql + row_lock(database, skip_locked=skip_locked)
             assert database.execute(locked, ["z"]).fetchall() == [(3,)]
     assert ("FOR UPDATE" in row_lock(database)) is is_postgres(database)
+
+
+def test_a_querys_column_names_are_given_in_order(database: Database) -> None:
+    cursor = database.execute("SELECT 1 AS one, 'x' AS two, NULL AS three")
+
+    assert result_names(cursor) == ["one", "two", "three"]

@@ -75,6 +75,13 @@ def row_lock(db: Any, *, skip_locked: bool = False) -> str:
     return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
 
 
+def result_names(cursor: Any) -> list[str]:
+    """The names of a query's columns, in order (pg.result_names on PostgreSQL)."""
+    if isinstance(cursor, pg.psycopg.Cursor):
+        return pg.result_names(cursor)
+    return [column[0] for column in cursor.description or ()]
+
+
 # --- schema
 
 

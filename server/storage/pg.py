@@ -221,6 +221,16 @@ class Connection:
         self._raw.close()
 
 
+def result_names(cursor: psycopg.Cursor) -> list[str]:
+    """The names of a query's columns, in order, read off the result itself: psycopg's
+    `description` makes a Column, and looks up its type, for each column at each access (a
+    third of a millisecond an enrich, whose rows shown have 90 columns)."""
+    result = cursor.pgresult
+    if result is None:
+        return []
+    return [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+
+
 class Table:
     """`db.table(name)` as far as the stores and tests use it: a row count, inserting a row."""
 
@@ -260,7 +270,7 @@ class PostgresDatabase:
     def query(self, sql: str, params: Params = ()) -> Iterator[dict[str, Any]]:
         """The rows of a query as dicts."""
         cursor = self.execute(sql, params)
-        names = [column.name for column in cursor.description or ()]
+        names = result_names(cursor)
         for row in cursor:
             yield dict(zip(names, row, strict=True))
 

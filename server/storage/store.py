@@ -24,6 +24,7 @@ from server.storage.dialect import (
     indexed_by,
     is_postgres,
     position,
+    result_names,
     smallest,
 )
 from server.storage.migrations import COMPANY_KEYS, COMPANY_NAMES, EMPLOYMENT_FACETS
@@ -63,7 +64,7 @@ def _upsert_sql(table: str, fields: Sequence[str], key: Sequence[str]) -> str:
 def _rows(db: Database, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
     """The rows of a query as dicts (leaner than sqlite-utils' `query`, on hot paths)."""
     cursor = db.conn.execute(sql, params)
-    names = [column[0] for column in cursor.description]
+    names = result_names(cursor)
     return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
@@ -937,7 +938,7 @@ def contact_with_jobs(
     is on the suppression list, in one statement; (None, [], False) without employments."""
     padded = [*hashes, *[""] * (LISTED_HASHES - len(hashes))]  # no hash is ""
     cursor = db.conn.execute(_CONTACT_JOBS, [*padded, guid])
-    names = [column[0] for column in cursor.description]
+    names = result_names(cursor)
     seams = [i for i, name in enumerate(names) if name == "_seam_"]
     spans = [(0, seams[0]), (seams[0] + 1, seams[1]), (seams[1] + 1, seams[2])]
     contact, jobs, listed = None, [], False
