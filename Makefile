@@ -12,9 +12,9 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # Reinstall whenever pyproject.toml changes. `data` too: a test rebuilds the industry code
-# table from its sources and compares it with the checked-in one.
+# table from its sources and compares it with the checked-in one; `docs` builds docs/.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,data]'
+	$(BIN)/pip install --quiet -e '.[test,data,docs]'
 	touch $@
 
 install: $(VENV)/.installed
