@@ -35,7 +35,9 @@ format: install
 # tests start Debian's redis-server on a loopback port of their own; the suites marked
 # both_backends also run on a PostgreSQL cluster a fixture starts (Debian's postgresql), and
 # those marked through_pgbouncer once more through Debian's pgbouncer in front of it.
+# Before them, docs/ builds strictly (mkdocs.yml): a broken link or anchor fails the run.
 test: lint
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir var/site
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	test -x /usr/lib/postgresql/15/bin/pg_ctl || { apt-get update -qq && apt-get install -y -qq postgresql; }
