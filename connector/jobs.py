@@ -182,7 +182,7 @@ def purge_deliveries(db: Database, now: datetime) -> str:
 
 
 def retention(db: Database, now: datetime, payload_days: int, transaction_days: int) -> str:
-    """Purge personal data kept past its time (README: Privacy): the stored webhook payloads
+    """Purge personal data kept past its time (docs/admins/privacy.md): the stored webhook payloads
     of events finished over `payload_days` ago; the transaction cache entries (each record's
     last input and the values written) and the transactions' matched contacts over
     `transaction_days` old."""

@@ -25,17 +25,17 @@ DEFAULTS: dict[str, Any] = {
     "PUBLIC_URL": "http://127.0.0.1:8080",
     # Credits one run of the scheduled reenrich job may spend per organization.
     "REFRESH_CREDIT_CAP": 1000,
-    # Days the connector keeps stored webhook payloads of finished events (README: Privacy).
+    # Days the connector keeps stored webhook payloads of finished events (docs/admins/privacy.md).
     "RETENTION_PAYLOAD_DAYS": 30,
     # Days transaction inputs are kept: the connector's transaction cache entries and the
-    # matched contact of each transaction (README: Privacy).
+    # matched contact of each transaction (docs/admins/privacy.md).
     "RETENTION_TRANSACTION_DAYS": 395,
     # Where tables built from installed packages are kept ("": ~/.cache/contactdata; "off").
     "CACHE_DIR": "",
     # Proxies in front of the server that append to X-Forwarded-For; 0 believes no such header.
     "TRUSTED_PROXIES": 0,
     # GET /metrics is off unless one is set: the bearer token a scrape must send, and/or a
-    # separate address ("127.0.0.1:9100") that alone serves it (README: Metrics).
+    # separate address ("127.0.0.1:9100") that alone serves it (docs/operators/metrics.md).
     "METRICS_TOKEN": "",
     "METRICS_BIND": "",
     # "transaction": PostgreSQL is reached through a pooler in transaction mode (PgBouncer's
@@ -43,7 +43,7 @@ DEFAULTS: dict[str, Any] = {
     # (server/storage/pg.py).
     "PG_POOLER": "",
 }
-# Each setting and the environment variable that sets it, for the README and `--help`.
+# Each setting and the environment variable that sets it, for the docs and `--help`.
 ENVIRONMENT = {name: f"CONTACTDATA_{name}" for name in DEFAULTS}
 # Bind addresses that listen on every interface: this machine reaches them at the loopback.
 ANY_ADDRESS = ("0.0.0.0", "::")

@@ -510,7 +510,7 @@ def _headquarters(tied: Sequence[CompanyCandidate]) -> CompanyCandidate | None:
 
 # --- grades -----------------------------------------------------------------------------------
 
-# The least score of each grade, calibrated on bench/enrich.py (see the README).
+# The least score of each grade, calibrated on bench/enrich.py (docs/api/enrich.md, matching).
 GRADES: tuple[tuple[str, float], ...] = (("A+", 0.97), ("A", 0.93), ("A-", 0.88), ("B", 0.80))
 TIE = 0.02  # a runner-up this close cannot be told apart from the best: No Match
 CLOSE = 0.05  # a runner-up this close: one grade lower

@@ -24,7 +24,7 @@ from server.storage import db, pg, store
 COLUMNS = ("email", "profile_url", "name", "company_domain", "reason")
 ORG_ID = ""  # the audit log's organization of privacy actions: they concern no organization
 # What an erasure did on disk, as `act` counts it: the frames the WAL still holds (0: it was
-# truncated), the tables vacuumed and those an autovacuum kept busy (README: Privacy).
+# truncated), the tables vacuumed and those an autovacuum kept busy (docs/admins/privacy.md).
 WAL_KEPT, VACUUMED, BUSY = "WAL frames kept", "tables vacuumed", "tables busy"
 # How long an erasure's checkpoint waits for other connections reading the WAL to finish.
 CHECKPOINT_PATIENCE_MS = 2_000
