@@ -26,9 +26,18 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, oauth, outbound, store
+from connector import (
+    connections,
+    mapping_versions,
+    mappings,
+    oauth,
+    outbound,
+    store,
+    webhook_setup,
+)
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Permanent, Platform, Retriable
+from connector.webhook_setup import Outcome
 from server import InvalidParameter, ServiceError
 
 Row = dict[str, Any]
@@ -36,6 +45,9 @@ STATE_LIFETIME = timedelta(minutes=10)
 CALLBACK_PATH = "/settings/oauth/callback"
 TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,253}")  # an Entra tenant id or domain name
 CANCELLED = ("access_denied", "consent_required", "interaction_required")
+# The connector's own custom fields, which connecting creates where missing: contactdata_*
+# (after a Pipedrive lead's person/ or organization/ link).
+OWN_FIELD = re.compile(r"(?:person/|organization/)?contactdata_\w+", re.IGNORECASE)
 
 
 class AuthorizationRefused(ServiceError):
@@ -68,9 +80,9 @@ def app_for(db: Database, platform: str) -> Row | None:
 
 
 def offer(db: Database, link: Row, now: datetime) -> Row:
-    """What the connections page offers a CRM connection: Connect (or Reconnect) with the
-    platform's OAuth app when one is registered (`app`), whether the platform asks for its
-    environment first, and the state of its token."""
+    """What the connections page offers a CRM connection: Connect with the platform's OAuth
+    app when one is registered (`app`), Reconnect once it is connected (`connected`),
+    whether the platform asks for its environment first, and the state of its token."""
     kind = PLATFORMS[link["platform"]]
     state = connections.token_state(link, now) if link["crm_base_url"] else "not connected"
     app = app_for(db, kind.name) if kind.crm else None
@@ -79,6 +91,7 @@ def offer(db: Database, link: Row, now: datetime) -> Row:
         "consent_origin": _origin(app["authorize_url"]) if app else "",
         "environment": kind.oauth_environment,
         "token_state": state,
+        "connected": bool(link["crm_base_url"]),
         "label": kind.title or kind.name,
     }
 
@@ -104,7 +117,7 @@ def begin(
     kind = PLATFORMS[link["platform"]]
     app = app_for(db, kind.name)
     if app is None:
-        raise InvalidParameter(f"No OAuth app is registered for {kind.name}: give a token.")
+        raise InvalidParameter(f"No OAuth app is registered for {_title(kind)}: give a token.")
     environment, tenant = _environment(kind, environment, tenant)
     authorize, token_url = kind.consent_endpoints(app["authorize_url"], app["token_url"], tenant)
     state = secrets.token_urlsafe(32)
@@ -172,7 +185,7 @@ def finish(
         raise AuthorizationRefused(_consent_refused(kind, args))
     app = app_for(db, kind.name)
     if app is None:
-        raise AuthorizationRefused(f"The {kind.name} OAuth app was removed: nothing connected.")
+        raise AuthorizationRefused(f"The {_title(kind)} OAuth app was removed: nothing connected.")
     try:
         token_url = outbound.check_crm_url(kind.callback_token_url(pending["token_url"], args))
     except ValueError as error:
@@ -199,11 +212,11 @@ def _base_url(kind: Platform, answer: oauth.Consented, token_url: str, environme
     try:
         url = kind.installed_base_url(answer.fields, token_url, environment)
     except ValueError as error:
-        raise AuthorizationRefused(f"{kind.name} did not connect: {error}.") from None
+        raise AuthorizationRefused(f"{_title(kind)} did not connect: {error}.") from None
     try:
         return outbound.check_crm_url(url)
     except outbound.UnsafeUrl as error:
-        message = f"{kind.name} did not connect: the API URL of its token answer, {error}."
+        message = f"{_title(kind)} did not connect: the API URL of its token answer, {error}."
         raise AuthorizationRefused(message) from None
 
 
@@ -230,9 +243,9 @@ def _consent_refused(kind: Platform, args: Mapping[str, str]) -> str:
     error = args.get("error", "")[:100]
     said = " ".join(args.get("error_description", "").split())[:200]
     if error in CANCELLED:
-        start = f"Consent on {kind.name} was refused or cancelled: nothing was connected."
+        start = f"Consent on {_title(kind)} was refused or cancelled: nothing was connected."
     else:
-        start = f"{kind.name} did not authorize the connection ({error}): nothing was connected."
+        start = f"{_title(kind)} did not authorize the connection ({error}): nothing was connected."
     return f"{start} {said}".strip() if said else start
 
 
@@ -273,3 +286,78 @@ def save(db: Database, secret: bytes, grant: Grant) -> Row:
 
 def _hashed(state: str) -> str:
     return hashlib.sha256(state.encode()).hexdigest()
+
+
+def _title(kind: Platform) -> str:
+    return kind.title or kind.name
+
+
+# --- finishing the installation --------------------------------------------------------------
+
+
+def complete(
+    db: Database, secret: bytes, link: Row, client: httpx.Client, public_url: str,
+    now: datetime, by: str,
+) -> list[Outcome]:  # fmt: skip
+    """Finish a just-connected connection's installation where its platform's API allows:
+    its webhooks registered (`webhook_setup.set_up`) and the custom fields its mappings write
+    created (`create_fields`). An outcome for each, for the admin; a refusal, in the CRM's
+    words with what is left to do, never loses the connection."""
+    webhooks = webhook_setup.set_up(db, secret, link, client, public_url, now)
+    return [webhooks, create_fields(db, secret, link, client, now, by)]
+
+
+def create_fields(
+    db: Database, secret: bytes, link: Row, client: httpx.Client, now: datetime, by: str
+) -> Outcome:
+    """Create in the CRM the connector's own custom fields (`OWN_FIELD`) that the
+    connection's mappings (one a kind of record) write and it lacks, where the connector
+    creates fields (`webhook_setup.FIELDS_MADE`); a mapping is saved again (as `by`) writing
+    to the name the CRM gave one (Pipedrive's key). Another missing property is named as
+    left to the admin: it may be a CRM's own field its list did not show."""
+    kind = PLATFORMS[link["platform"]]
+    if kind.name not in webhook_setup.FIELDS_MADE or not link["crm_base_url"]:
+        return Outcome(True)
+    made: list[str] = []
+    left: list[str] = []
+    try:
+        for objects in kind.objects:
+            made += _fields_made(db, secret, link, objects, client, now, by, left)
+    except (*webhook_setup.FAILURES, mappings.MappingError, ValueError) as error:
+        so_far = f" (created before it: {', '.join(made)})" if made else ""
+        return Outcome(False, f"Could not create the custom fields the mapping writes in "
+                              f"{_title(kind)}{so_far}: {_reason(error)}. Create them from the "
+                              "mapping editor (Create missing fields) or in "
+                              f"{_title(kind)}.")  # fmt: skip
+    said = [f"Created in {_title(kind)}: {', '.join(made)}."] if made else []
+    if left:
+        said.append(f"Not in {_title(kind)}, left to you (map another field or create it "
+                    f"there): {', '.join(left)}.")  # fmt: skip
+    return Outcome(not left, " ".join(said))
+
+
+def _fields_made(
+    db: Database, secret: bytes, link: Row, kind: str, client: httpx.Client, now: datetime,
+    by: str, left: list[str],
+) -> list[str]:  # fmt: skip
+    """Create the connector's own fields the `kind` mapping writes and the CRM lacks: each as
+    "label (name)"; the other missing properties are added to `left`."""
+    clock = lambda: now  # noqa: E731
+    mapping = mapping_versions.current(db, link, kind)
+    fields = mapping_versions.crm_fields(db, secret, link, kind, client, clock)
+    missing = mapping_versions.missing_fields(mapping, fields)
+    wanted = [field for field in missing if OWN_FIELD.fullmatch(field[0])]
+    left += [name for name, _, _ in missing if not OWN_FIELD.fullmatch(name)]
+    made = mapping_versions.create_fields(db, secret, link, kind, client, clock, wanted)
+    renamed = {name: field.name for (name, _, _), field in zip(wanted, made, strict=True)
+               if field.name != name}  # fmt: skip
+    with server.write(db):
+        mapping_versions.rename_properties(db, link, kind, renamed, now, by)
+    return [f"{field.label} ({field.name})" for field in made]
+
+
+def _reason(error: Exception) -> str:
+    """A failure in the CRM's words (Permanent and Retriable keep them as their reason)."""
+    if isinstance(error, mappings.MappingError):
+        return "; ".join(error.problems)
+    return str(getattr(error, "reason", error)).rstrip(".")

@@ -30,6 +30,11 @@ Row = dict[str, Any]
 # What a registration or a deletion can fail with: the CRM's refusal, a CRM that cannot be
 # reached, a base URL no longer allowed, a token this server secret cannot open.
 FAILURES = (Permanent, Retriable, outbound.UnsafeUrl, store.UnsealError)
+# The platforms whose field API the connector creates the mapping's custom fields through when
+# a connection is connected (connector/install.py's `create_fields`; crm-install.md §3):
+# Salesforce's needs the Tooling API and field-level security, Zoho's a settings scope the
+# grant does not ask for, Dataverse's a solution publisher's prefix: their admins make them.
+FIELDS_MADE = frozenset({"hubspot", "pipedrive"})
 
 
 @dataclass(frozen=True)
@@ -157,17 +162,28 @@ def install(db: Database, row: Row, public_url: str, secret: str | None = None) 
     """What the installation partial (templates/settings/_install_steps.html) shows of a
     connection: its platform's steps with its real URLs (`secret` in them only when given,
     at its first display) and, for a sender of fields, the keys it sends and a body to paste;
-    whether the connector registers the webhook itself, and how many it has registered."""
+    whether the connector registers the webhook itself, and how many it has registered;
+    whether it made the custom fields at connect (their step is then not among those left)."""
     platform = PLATFORMS[row["platform"]]
     urls = connections.urls(row, public_url, secret)
+    steps = platform.install_steps(urls, row["secret_hint"], sent_fields(db, row))
+    fields_made = bool(row["crm_base_url"]) and platform.name in FIELDS_MADE
     return {
         "connection_id": row["id"],
         "platform": platform.title,
         "registers": platform.registers_webhooks and platform.crm,
         "registered": len(store.webhook_ids(row)),
         "connected": bool(row["crm_base_url"]),
-        "steps": platform.install_steps(urls, row["secret_hint"], sent_fields(db, row)),
+        "fields_made": fields_made,
+        "steps": [step for step in steps if not (fields_made and is_fields_step(step))],
     }
+
+
+def is_fields_step(step: str) -> bool:
+    """Whether an installation step is the one creating the custom fields the mapping writes
+    ("Create the contactdata_* ... the mapping writes."), which connecting does where
+    FIELDS_MADE says so."""
+    return step.startswith("Create the ") and step.endswith("the mapping writes.")
 
 
 def sent_fields(db: Database, row: Row) -> dict[str, str]:

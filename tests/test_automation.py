@@ -93,7 +93,7 @@ def test_platform_names_are_written_as_the_platforms_write_them() -> None:
     titles = {name: platform.title for name, platform in PLATFORMS.items()}
     assert titles == {
         "hubspot": "HubSpot", "salesforce": "Salesforce", "pipedrive": "Pipedrive",
-        "zoho": "Zoho CRM", "dynamics": "Dynamics 365", "marketo": "Marketo",
+        "zoho": "Zoho CRM", "dynamics": "Microsoft Dynamics 365", "marketo": "Marketo",
         "zapier": "Zapier", "make": "Make", "n8n": "n8n",
     }  # fmt: skip
 

@@ -178,7 +178,8 @@ def test_a_refused_consent_comes_back_with_a_clear_message_and_connects_nothing(
     done = back(client, consent(start(client, link_id, **environment(fake)).location))
 
     page = source(client.get(done.location))
-    assert f"Consent on {fake.platform} was refused or cancelled: nothing was connected." in page
+    said = f"Consent on {platform_title(fake.platform)} was refused or cancelled"
+    assert f"{said}: nothing was connected." in page
     assert "The user denied access" in page
     assert fake.seen.token_requests == []
     row = store.connection(database, link_id)
@@ -387,7 +388,7 @@ def test_a_malformed_instance_url_in_the_token_answer_connects_nothing_and_says_
 
         page = refusal(client, back(client, consent(start(client, link_id).location)))
 
-        said = f"salesforce did not connect: the API URL of its token answer, {instance_url!r}"
+        said = f"Salesforce did not connect: the API URL of its token answer, {instance_url!r}"
         assert f"{said}: not a URL" in page
         assert len(fake.seen.token_requests) == 1 and not_connected(database, link_id)
 
@@ -424,7 +425,7 @@ def test_without_an_app_the_page_says_so_and_connect_is_refused(
 
     assert "No Pipedrive OAuth app is registered on this server" in page
     assert "Connect with Pipedrive" not in page
-    assert "No OAuth app is registered for pipedrive" in refusal(client, answer)
+    assert "No OAuth app is registered for Pipedrive" in refusal(client, answer)
 
 
 def test_dynamics_asks_for_a_tenant_before_consent(
@@ -438,7 +439,7 @@ def test_dynamics_asks_for_a_tenant_before_consent(
 
         answer = start(client, link_id, environment=fake.url, tenant="../evil")
 
-        assert 'name="tenant"' in page and "Connect with Dynamics 365" in page
+        assert 'name="tenant"' in page and "Reconnect with Microsoft Dynamics 365" in page
         assert "Give your Microsoft Entra tenant" in refusal(client, answer)
         assert fake.seen.authorized == []
 
@@ -486,7 +487,8 @@ def test_a_refresh_token_refused_for_good_shows_reconnect_until_connected_again(
     back(client, consent(start(client, link_id).location))
     row = store.connection(database, link_id)
     assert row is not None and connections.token_state(row, clock()) == "valid"
-    assert "Connect with HubSpot" in source(client.get(f"/settings/connections/{link_id}"))
+    again = source(client.get(f"/settings/connections/{link_id}"))
+    assert "needs reconnect" not in again and "Reconnect with HubSpot" in again
 
 
 def test_only_the_page_with_connect_lets_its_form_go_to_the_consent_origin(

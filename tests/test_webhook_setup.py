@@ -510,5 +510,5 @@ def test_a_dynamics_client_credentials_grant_has_nothing_to_revoke(db: Database)
     outcome = remove(db, link, endpoint)
 
     assert outcome.ok and endpoint.requests == []
-    assert "Dynamics 365 offers no revocation of one grant" in outcome.message
+    assert "Microsoft Dynamics 365 offers no revocation of one grant" in outcome.message
     assert store.connection(db, link.row["id"]) is None

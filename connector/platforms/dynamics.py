@@ -554,7 +554,7 @@ class DynamicsPlatform(UrlSecret):
     contacts, leads and accounts (our companies)."""
 
     name: str = "dynamics"
-    title: str = "Dynamics 365"
+    title: str = "Microsoft Dynamics 365"
     adapter_class: Callable[..., Adapter] | None = Dynamics
     url_param: str = "code"
     refreshable: bool = True

@@ -30,6 +30,7 @@ from connector import (
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
+from connector.views.install import finished
 from server import ServiceError, admin
 
 Row = dict[str, Any]
@@ -157,7 +158,7 @@ def set_crm_credentials(connection_id: str) -> Response:
     if (refused := _changed(apply, "connection.crm", link)) is not None:
         return refused
     flash(f"{link['name']} is connected to its CRM; held events are worked off now.", "success")
-    webhooks.registered(page.own_connection(link["id"]))
+    finished(page.own_connection(link["id"]))
     return _back(link)
 
 

@@ -1,6 +1,7 @@
 """The settings page's Connect with OAuth (issue 22): the button that sends an admin to a
 CRM's consent page for one of the organization's connections, and the deployment's one
-callback, which connects it (connector/install.py does both halves).
+callback, which connects it (connector/install.py does both halves) and finishes its
+installation in the CRM where the platform's API allows (`finished`).
 
 A browser coming back from the CRM's consent page (another site) sends no SameSite=Strict
 session cookie; the callback then answers a page that asks again from this site, which does
@@ -8,16 +9,17 @@ send it (`resume`): the state stays pending until a request in its own session t
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
-from flask import Response, current_app, flash, redirect, request, url_for
+from flask import Response, current_app, flash, g, redirect, request, url_for
 
 import server
 from connector import install, outbound
 from connector.views import settings as page
-from connector.views import webhooks
 from server import ServiceError
 
+Row = dict[str, Any]
 RESUMED = "resumed"  # the callback's mark that it already asked again for the cookie
 
 
@@ -56,8 +58,24 @@ def oauth_callback() -> Response:
         return page.failed(error, ".connections_page")
     title = page.platform_title(grant.link["platform"])
     flash(f"{grant.link['name']} is connected to {title}.", "success")
-    webhooks.registered(page.own_connection(grant.link["id"]))
+    finished(page.own_connection(grant.link["id"]))
     return redirect(url_for(".connection", connection_id=grant.link["id"]), 303)
+
+
+def finished(link: Row) -> None:
+    """Finish a just-connected connection's installation in its CRM (`install.complete`:
+    webhooks, custom fields), each outcome flashed and what was done audited."""
+    by = f"{g.caller.email} ({g.caller.key_id})"
+    with outbound.client(timeout=10.0) as client:
+        outcomes = install.complete(
+            page.db(), page.server_secret(), link, client, current_app.config["PUBLIC_URL"],
+            server.now(), by,
+        )  # fmt: skip
+    said = [outcome.message for outcome in outcomes if outcome.message]
+    page.change(lambda _: bool(said), "connection.install", link["name"], {"outcomes": said})
+    for outcome in outcomes:
+        if outcome.message:
+            flash(outcome.message, "success" if outcome.ok else "error")
 
 
 def resume() -> Response:

@@ -1,0 +1,235 @@
+"""Connect finishes the installation where the CRM's API allows (issue 37, connector/install.py's
+`complete`): after the OAuth callback (or a pasted token) the connector creates the custom
+fields the mapping writes and the CRM lacks (HubSpot's properties, Pipedrive's person fields,
+the mapping then writing to the key Pipedrive gave), registers the webhooks it can (Pipedrive),
+and the connection's page lists only the steps left; a refusal says so in the CRM's words and
+keeps the connection. The button reads Reconnect once connected. Against the loopback fake CRM
+and fake authorization servers, every call held to the vendors' descriptions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlite_utils import Database
+
+import server
+from connector import connections, mapping_versions, mappings, oauth_apps, store
+from connector.app import create_app
+from server import audit
+from tests.helpers.clock import Clock
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.oauth_server import CLIENT_ID, CLIENT_SECRET, FakeAuthServer
+from tests.helpers.oauth_server import running as authorizing
+from tests.helpers.orgs import organization
+from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.settings_forms import signed_in, source, token
+
+PUBLIC_URL = "https://connector.example.com"
+HASH_KEY = re.compile(r"[0-9a-f]{40}")
+HUBSPOT_MISSING = "contactdata_job_functions"  # a property the HubSpot contacts mapping writes
+FIELDS_STEP = "Create the contactdata_* contact and company properties the mapping writes."
+
+
+@pytest.fixture
+def crm() -> Iterator[FakeCrm]:
+    with running(FakeCrm()) as fake:
+        yield fake
+
+
+@pytest.fixture
+def app(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the fakes are on loopback
+    config = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": Clock(NOW),
+              "PUBLIC_URL": PUBLIC_URL}  # fmt: skip
+    return create_app(config)
+
+
+@pytest.fixture
+def database(app: Flask, db_path: Path) -> Database:
+    return store.connect(db_path)
+
+
+@pytest.fixture
+def acme(database: Database) -> tuple[str, str]:
+    row, key = organization(database, "Acme", credits=100)
+    return str(row["id"]), key
+
+
+@contextmanager
+def authorized(platform: str, crm: FakeCrm, database: Database) -> Iterator[FakeAuthServer]:
+    """The platform's fake authorization server, naming the fake CRM as the API base, and the
+    operator's app pointed at it (HubSpot's token endpoint is on its API host)."""
+    with authorizing(platform) as auth:
+        auth.api_base = crm.url
+        token_url = auth.token_url
+        if platform == "hubspot":
+            crm.hubspot_oauth = auth
+            token_url = f"{crm.url}/oauth/2026-03/token"
+        oauth_apps.save(
+            database, SECRET.encode(), NOW, platform=platform, client_id=CLIENT_ID,
+            client_secret=CLIENT_SECRET, authorize_url=auth.authorize_url, token_url=token_url,
+        )  # fmt: skip
+        yield auth
+
+
+def added(database: Database, key: str, platform: str) -> str:
+    """A connection not yet connected to its CRM."""
+    extra = {"secret": CLIENT_SECRET} if platform == "hubspot" else {}
+    link = connections.add(database, SECRET.encode(), NOW, name="Acme CRM", platform=platform,
+                           api_key=key, connected=False, **extra)  # fmt: skip
+    return str(link.row["id"])
+
+
+def connect(client: FlaskClient, link_id: str) -> str:
+    """Press Connect, agree on the fake consent page, come back: the connection's page."""
+    page = client.get(f"/settings/connections/{link_id}")
+    assert "Connect with" in source(page) and "Reconnect with" not in source(page)
+    started = client.post(f"/settings/connections/{link_id}/connect",
+                          data={"csrf_token": token(page)})  # fmt: skip
+    assert started.status_code == 303
+    callback = httpx.get(started.location, follow_redirects=False).headers["location"]
+    done = client.get(callback.removeprefix(PUBLIC_URL))
+    assert done.status_code == 303 and done.location == f"/settings/connections/{link_id}"
+    return source(client.get(done.location))
+
+
+def install_section(page: str) -> str:
+    """The connection page's installation section."""
+    found = re.search(r'<section[^>]*aria-labelledby="install-title">(.*?)</section>', page, re.S)
+    assert found, "no installation section"
+    return found.group(1)
+
+
+def test_hubspot_connect_creates_the_missing_properties_and_drops_that_step(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    org_id, key = acme
+    crm.properties["contacts"] = [
+        p for p in crm.properties["contacts"] if p["name"] != HUBSPOT_MISSING
+    ]
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+    before = install_section(source(client.get(f"/settings/connections/{link_id}")))
+    assert FIELDS_STEP in before
+
+    with authorized("hubspot", crm, database):
+        page = connect(client, link_id)
+
+    created = [c for c in crm.calls if c.method == "POST" and "/properties/" in c.path]
+    assert [(c.path, c.body["name"], c.body["type"]) for c in created] == [
+        ("/crm/properties/2026-03/contacts", HUBSPOT_MISSING, "string")
+    ]
+    assert "Acme CRM is connected to HubSpot." in page
+    assert f"Created in HubSpot: {created[0].body['label']} ({HUBSPOT_MISSING})." in page
+    section = install_section(page)
+    assert FIELDS_STEP not in section and "fields made" in section
+    assert "Left to do in HubSpot:" in section and "Send a webhook" in section
+    assert "Reconnect with HubSpot" in page and "Connect with HubSpot" not in page
+    logged = [e for e in audit.entries(database, org_id) if e["action"] == "connection.install"]
+    assert len(logged) == 1 and HUBSPOT_MISSING in json.loads(logged[0]["detail"])["outcomes"][0]
+
+
+def test_a_refused_property_creation_says_why_and_keeps_the_connection(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    _, key = acme
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+    crm.properties_refused = True  # the grant lacks crm.schemas.contacts.read
+
+    with authorized("hubspot", crm, database):
+        page = connect(client, link_id)
+
+    assert "Acme CRM is connected to HubSpot." in page
+    said = "Could not create the custom fields the mapping writes in HubSpot: "
+    assert said in page and "token expired or revoked" in page
+    assert "Create missing fields" in page
+    row = store.connection(database, link_id)
+    assert row is not None and row["crm_base_url"] == crm.url
+
+
+def test_pipedrive_connect_creates_the_field_registers_webhooks_and_maps_the_new_key(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    _, key = acme
+    link_id = added(database, key, "pipedrive")
+    link = store.connection(database, link_id)
+    assert link is not None
+    _, text = mapping_versions.current_text(database, link, "contacts")
+    rows = [{"field": "conJobTitleEn", "property": "contactdata_job_title", "policy": "always"}]
+    with_title = mapping_versions.with_outputs(text, [*_outputs(text), *rows])
+    with server.write(database):
+        mapping_versions.save(database, link, "contacts", with_title, NOW, "test")
+    client = signed_in(app, key)
+
+    with authorized("pipedrive", crm, database):
+        page = connect(client, link_id)
+
+    pipedrive = crm.mocked["pipedrive"]
+    assert isinstance(pipedrive, HeldPipedrive)
+    assert pipedrive.sent("POST") == [
+        ("/api/v2/personFields", {"field_name": "Contactdata job title", "field_type": "varchar"})
+    ]  # only the connector's own: the fake lists no organization field, none is made up
+    assert "Not in Pipedrive, left to you (map another field or create it there): " in page
+    assert "organization/address, " in page
+    made = pipedrive.fields["personFields"][-1]["field_code"]
+    assert HASH_KEY.fullmatch(made) and f"Contactdata job title ({made})" in page
+    mapping = mapping_versions.current(database, link, "contacts")
+    assert [r.property for r in mapping.output if r.field == "conJobTitleEn"] == [made]
+    section = install_section(page)
+    assert "registered" in section and "<ol" not in section  # nothing left to do by hand
+    assert "Registered in Pipedrive" in page
+
+
+def test_a_pasted_token_finishes_the_installation_too(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    _, key = acme
+    crm.properties["contacts"] = [
+        p for p in crm.properties["contacts"] if p["name"] != HUBSPOT_MISSING
+    ]
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+    path = f"/settings/connections/{link_id}"
+    form = {"csrf_token": token(client.get(path)), "base_url": crm.url, "token": "pat-na1-1"}
+
+    done = client.post(f"{path}/crm", data=form)
+
+    page = source(client.get(done.location))
+    assert f"Created in HubSpot: Contactdata job functions ({HUBSPOT_MISSING})." in page
+    assert FIELDS_STEP not in install_section(page)
+
+
+def test_salesforce_fields_are_left_to_the_admin_and_their_step_stays(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    _, key = acme
+    link_id = connections.add(
+        database, SECRET.encode(), NOW, name="Acme CRM", platform="salesforce", api_key=key,
+        salesforce_org_ids=("00D5e000000abcD",), connected=False,
+    ).row["id"]  # fmt: skip
+    client = signed_in(app, key)
+
+    with authorized("salesforce", crm, database):
+        page = connect(client, str(link_id))
+
+    assert not [c for c in crm.calls if c.method == "POST" and "tooling" in c.path]
+    section = install_section(page)
+    assert "Create the ContactData_*__c fields the mapping writes." in section
+    assert "fields made" not in section and "Left to do in Salesforce:" in section
+    assert "Reconnect with Salesforce" in page
+
+
+def _outputs(text: str) -> list[dict[str, str]]:
+    """The rows of a mapping's outputs, as the editor posts them."""
+    return [{"field": r.field, "property": r.property, "transforms": " ".join(r.transforms),
+             "policy": r.policy} for r in mappings.parse(text, "pipedrive").output]  # fmt: skip
