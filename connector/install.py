@@ -313,41 +313,35 @@ def create_fields(
     """Create in the CRM the connector's own custom fields (`OWN_FIELD`) that the
     connection's mappings (one a kind of record) write and it lacks, where the connector
     creates fields (`webhook_setup.FIELDS_MADE`); a mapping is saved again (as `by`) writing
-    to the name the CRM gave one (Pipedrive's key). Another missing property is named as
-    left to the admin: it may be a CRM's own field its list did not show."""
+    to the name the CRM gave one (Pipedrive's key). Any other property the CRM lacks is the
+    mapping editor's to report: it may be a CRM's own field, never made up here."""
     kind = PLATFORMS[link["platform"]]
     if kind.name not in webhook_setup.FIELDS_MADE or not link["crm_base_url"]:
         return Outcome(True)
     made: list[str] = []
-    left: list[str] = []
     try:
         for objects in kind.objects:
-            made += _fields_made(db, secret, link, objects, client, now, by, left)
+            made += _fields_made(db, secret, link, objects, client, now, by)
     except (*webhook_setup.FAILURES, mappings.MappingError, ValueError) as error:
         so_far = f" (created before it: {', '.join(made)})" if made else ""
         return Outcome(False, f"Could not create the custom fields the mapping writes in "
                               f"{_title(kind)}{so_far}: {_reason(error)}. Create them from the "
                               "mapping editor (Create missing fields) or in "
                               f"{_title(kind)}.")  # fmt: skip
-    said = [f"Created in {_title(kind)}: {', '.join(made)}."] if made else []
-    if left:
-        said.append(f"Not in {_title(kind)}, left to you (map another field or create it "
-                    f"there): {', '.join(left)}.")  # fmt: skip
-    return Outcome(not left, " ".join(said))
+    return Outcome(True, f"Created in {_title(kind)}: {', '.join(made)}." if made else "")
 
 
 def _fields_made(
     db: Database, secret: bytes, link: Row, kind: str, client: httpx.Client, now: datetime,
-    by: str, left: list[str],
+    by: str,
 ) -> list[str]:  # fmt: skip
     """Create the connector's own fields the `kind` mapping writes and the CRM lacks: each as
-    "label (name)"; the other missing properties are added to `left`."""
+    "label (name)"."""
     clock = lambda: now  # noqa: E731
     mapping = mapping_versions.current(db, link, kind)
     fields = mapping_versions.crm_fields(db, secret, link, kind, client, clock)
     missing = mapping_versions.missing_fields(mapping, fields)
     wanted = [field for field in missing if OWN_FIELD.fullmatch(field[0])]
-    left += [name for name, _, _ in missing if not OWN_FIELD.fullmatch(name)]
     made = mapping_versions.create_fields(db, secret, link, kind, client, clock, wanted)
     renamed = {name: field.name for (name, _, _), field in zip(wanted, made, strict=True)
                if field.name != name}  # fmt: skip

@@ -1,12 +1,13 @@
 """Issue 22's "Done when", in a real browser (Debian's headless Chromium through Playwright)
 against the production server (gunicorn, two workers) for each of the five CRMs: an admin adds
 a connection on the page, connects it through a loopback fake authorization server's consent
-and our callback, edits its mapping on the CRM's own fields (a picklist mismatch refused with
-the field named, then a valid save), previews a record and applies it (the loopback fake CRM
-receives exactly the shown write, once). A HubSpot Webhooks API batch reaches the connected
-portal's connection through the app-level URL, and an admin of another organization sees none
-of it. One server, one browser and one set of fakes serve the module's tests, in order;
-screenshots go to tests/artifacts/."""
+and our callback (issue 37: the install finished where the CRM's API allows, only the steps
+left shown, the button then reading Reconnect), edits its mapping on the CRM's own fields (a
+picklist mismatch refused with the field named, then a valid save), previews a record and
+applies it (the loopback fake CRM receives exactly the shown write, once). A HubSpot Webhooks
+API batch reaches the connected portal's connection through the app-level URL, and an admin of
+another organization sees none of it. One server, one browser and one set of fakes serve the
+module's tests, in order; screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
@@ -249,6 +250,12 @@ def test_an_admin_adds_a_connection_and_connects_it_through_consent(
     assert f"{name} is connected to {platform_title(platform)}." in messages(page)
     assert page.locator(".message-error").count() == 0, messages(page)  # webhooks registered too
     assert page.locator("p", has_text="Token:").locator(".badge").inner_text() == "valid"
+    title = platform_title(platform)
+    assert page.get_by_role("button", name=f"Reconnect with {title}").count() == 1
+    left = page.locator("#install-title + .install-steps").inner_text()
+    made = platform in ("hubspot", "pipedrive")  # their custom fields made at connect
+    by_hand = platform in ("salesforce", "dynamics")  # their admins make them (Zoho's: none)
+    assert ("fields made" in left) == made and ("the mapping writes." in left) == by_hand, left
     shoot(page, f"install-connected-{platform}")
     row = store.connection(site.db(), link_id)
     assert row is not None and row["crm_base_url"] == site.crm.url and row["refresh_days"] == 14
