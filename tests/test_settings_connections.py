@@ -395,3 +395,42 @@ def test_every_connection_form_needs_its_csrf_token(
         assert signed_in.post(path, data={"name": "x", "refresh_days": 3}).status_code == 400
     assert named(database, "Zap")["secret_sealed"] == row["secret_sealed"]
     assert connections.state(named(database, "Zap")) == "active"
+
+
+# --- platform names as the platforms write them (issue 37) ------------------------------------
+
+# Lower-case platform ids that must not show in a page's copy, but in a path or file name
+# (mappings/marketo.yaml): Make's and n8n's ids are their names (and "make" a word).
+IDS = re.compile(
+    r"(?<![/\w])(hubspot|salesforce|pipedrive|zoho|dynamics|zapier|marketo)(?![\w/]|\.\w)"
+)
+
+
+def copy(response: TestResponse) -> str:
+    """A page's text as people read it: no code (commands, file names), no tags."""
+    body = re.sub(r"<code>.*?</code>|<script.*?</script>", " ", response.get_data(as_text=True),
+                  flags=re.S)  # fmt: skip
+    return " ".join(re.sub(r"<[^>]*>", " ", body).split())
+
+
+def test_pages_name_each_platform_as_it_writes_itself(
+    database: Database, signed_in: FlaskClient, acme: tuple[str, str]
+) -> None:
+    names = {"hubspot": "HubSpot", "salesforce": "Salesforce", "pipedrive": "Pipedrive",
+             "zoho": "Zoho CRM", "dynamics": "Microsoft Dynamics 365", "zapier": "Zapier",
+             "make": "Make", "n8n": "n8n", "marketo": "Marketo"}  # fmt: skip
+    for platform in names:
+        extra = {"secret": "issued-secret"} if platform == "hubspot" else {}
+        if platform == "salesforce":
+            extra = {"salesforce_org_ids": "00D5e000000abcD"}
+        assert add(signed_in, f"Acme {names[platform]}", platform, **extra).status_code == 200
+
+    listed = signed_in.get("/settings/connections")
+    assert IDS.findall(copy(listed)) == []
+    for row in store.connections(database):
+        page = signed_in.get(f"/settings/connections/{row['id']}")
+        shown = copy(page)
+        assert IDS.findall(shown) == [], row["platform"]
+        assert f"Installation in {names[row['platform']]}" in shown
+    assert "Signing secret the platform issued (only HubSpot; " in copy(listed)
+    assert "organization ids allowed to send (only Salesforce; " in copy(listed)
