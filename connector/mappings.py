@@ -15,6 +15,8 @@ contacts, `hubspot.companies.yaml`), loaded into a strict model (unknown keys ar
         transforms: [strip]                # optional: names from TRANSFORMS, applied in order
         policy: overwrite_if_ours          # optional: fill_if_empty (the default),
                                            # overwrite_if_ours, always or never (see may_write)
+    minimum_grade: A                       # optional: below this match grade (A+, A, A-, B)
+                                           # nothing is written
 
 A path is dict keys and list indexes joined by dots (`identities.0.value`). A payload value
 is present unless it is None, "", "[[unknown]]" or not a string, number or boolean. Every
@@ -43,12 +45,21 @@ from server import (
     NEWER_NAMES,
     OLDER_NAMES,
     OUTPUT_FIELDS,
+    OUTPUT_VALUES,
     registrable_domain,
 )
 
 DIRECTORY = Path(__file__).resolve().parent.parent / "mappings"  # the default mappings
 UNKNOWN = "[[unknown]]"  # a placeholder other enrichment tools write; counts as empty
 Policy = Literal["fill_if_empty", "overwrite_if_ours", "always", "never"]
+# The policies in the words the settings page shows them in: the one place they are named.
+POLICY_WORDS: dict[str, str] = {
+    "fill_if_empty": "Fill if empty",
+    "overwrite_if_ours": "Overwrite until a user edits",
+    "always": "Always overwrite",
+    "never": "Never",
+}
+GRADES: tuple[str, ...] = OUTPUT_VALUES["accuracy"]  # enrich's match grades, best first
 Problem = tuple[tuple[Any, ...], str, int | None]  # where, what, and the line if known
 
 _NEWER_BY_ATTRIBUTE = {attribute: name for name, attribute in NEWER_NAMES.items()}
@@ -271,10 +282,22 @@ def may_write(policy: str, current: Any, ours: Any = None) -> bool:
 NO_VALUE = "no enriched value"
 SAME_VALUE = "the CRM already holds this value"
 KEPT = {  # why a policy leaves the CRM's value as it is
-    "fill_if_empty": "the CRM has a value, and fill_if_empty keeps it",
-    "overwrite_if_ours": "the CRM's value is not ours (a user's), and overwrite_if_ours keeps it",
-    "never": "the policy is never",
+    "fill_if_empty": 'the CRM has a value, and "Fill if empty" keeps it',
+    "overwrite_if_ours": "the CRM's value is not ours (a user's), and \"Overwrite until a user "
+    'edits" keeps it',
+    "never": 'the policy is "Never"',
 }
+
+
+BELOW = "the match grade"  # how a decision below the minimum grade starts
+
+
+def below_minimum(grade: str, minimum: str) -> str:
+    """Why a match of `grade` is not written under the `minimum` grade ("" when it is, and
+    when there is no minimum)."""
+    if not minimum or (grade in GRADES and GRADES.index(grade) <= GRADES.index(minimum)):
+        return ""
+    return f"{BELOW} {grade or '(none)'} is below the minimum {minimum}"
 
 
 def skip_reason(policy: str, value: Any, current: Any, ours: Any = None) -> str:
@@ -353,6 +376,12 @@ def _property_name(name: str) -> str:
     return name
 
 
+def _grade_name(name: str) -> str:
+    if name and name not in GRADES:
+        raise ValueError(f"unknown grade {name!r}; use one of {', '.join(GRADES)}")
+    return name
+
+
 def _platform_name(name: str) -> str:
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"{name!r} is not a platform name (lower-case letters, digits, _)")
@@ -399,6 +428,7 @@ class Mapping(BaseModel):
     record_paths: _Paths = Field(alias="record_id")
     input: dict[Annotated[str, AfterValidator(_input_name)], _Paths] = Field(min_length=1)
     output: tuple[Rule, ...] = Field(min_length=1)
+    minimum_grade: Annotated[str, AfterValidator(_grade_name)] = ""
 
     @property
     def name(self) -> str:
@@ -482,6 +512,8 @@ class Mapping(BaseModel):
         clear a field) and values the CRM already holds."""
         ours = ours or {}
         written: dict[str, Any] = {}
+        if below_minimum(str(result.get("accuracy") or ""), self.minimum_grade):
+            return written
         for field, name, functions, policy in self._rules:
             value = result.get(field)
             if value is None or is_empty(value):  # no transform makes something of nothing
@@ -499,13 +531,14 @@ class Mapping(BaseModel):
         properties `changes` returns are exactly those decided to be written."""
         ours = ours or {}
         decided = []
+        low = below_minimum(str(result.get("accuracy") or ""), self.minimum_grade)
         for field, name, functions, policy in self._rules:
             value = result.get(field)
             reason = NO_VALUE
             if value is not None and not is_empty(value):
                 for function in functions:
                     value = function(value)
-                reason = skip_reason(policy, value, current.get(name), ours.get(name))
+                reason = low or skip_reason(policy, value, current.get(name), ours.get(name))
             shown = "" if value is None or is_empty(value) else value
             decided.append(Decision(name, field, current.get(name), shown, reason))
         return decided
@@ -770,6 +803,16 @@ def _duplicate_properties(data: Any) -> Iterator[Problem]:
         if earlier != index:
             clash = f"property {name!r} is already written by output[{earlier}]"
             yield ("output", index, "property"), clash, None
+
+
+def rule_problems(data: dict[str, Any]) -> dict[str, str]:
+    """What refuses one output rule (an editor's row: field, property, transforms, policy),
+    by the key at fault, in the file's terms; {} when the rule is fine."""
+    try:
+        Rule.model_validate(data)
+    except ValidationError as error:
+        return {str(d["loc"][0]) if d["loc"] else "": _message(d) for d in error.errors()}
+    return {}
 
 
 def _schema_problems(error: ValidationError) -> list[Problem]:

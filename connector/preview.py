@@ -58,6 +58,11 @@ class Preview:
     applied_at: str | None
     outcome: str
 
+    @property
+    def graded_out(self) -> str:
+        """Why nothing is written when the match is below the mapping's minimum grade ("")."""
+        return next((r["reason"] for r in self.rows if r["reason"].startswith(mappings.BELOW)), "")
+
     @classmethod
     def of(cls, row: Row) -> Preview:
         """A previews table row as a Preview."""

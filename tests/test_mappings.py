@@ -20,6 +20,7 @@ from connector.mappings import (
     Mapping,
     MappingError,
     Rule,
+    below_minimum,
     check,
     is_empty,
     load,
@@ -615,7 +616,7 @@ def write(tmp_path: Path, text: str, name: str = "test.yaml") -> Path:
             [
                 "line 1, record_id: this required key is missing",
                 "line 2, record_ids: unknown key; "
-                "the keys here are platform, object, record_id, input, output",
+                "the keys here are platform, object, record_id, input, output, minimum_grade",
             ],
         ),
         (
@@ -704,7 +705,7 @@ def test_all_problems_of_a_file_are_listed_in_line_order(tmp_path: Path) -> None
     )
     assert check(path) == [
         f"{path}, line 2, extra: unknown key; the keys here are platform, object, record_id, "
-        "input, output",
+        "input, output, minimum_grade",
         f"{path}, line 5, input.conEmial: unknown enrich input field 'conEmial'; "
         "did you mean 'conEmail'?",
         f"{path}, line 9, output[0].transforms[1]: unknown transform 'titlecase'; "
@@ -855,3 +856,31 @@ def test_twenty_levels_are_read_and_a_file_over_the_size_is_refused_unread(
     assert "upload, line 2, record_id[0]: expected text" in raised.value.problems
     big = write(tmp_path, GOOD + "#" * 64 * 1024)
     assert check(big) == [f"{big}, line 1: the text is over 64 KiB; a mapping file is a few KiB"]
+
+
+# --- the minimum match grade -----------------------------------------------------------------
+
+
+def test_a_match_below_the_minimum_grade_writes_nothing_and_each_row_says_why() -> None:
+    mapping = load(DIRECTORY / "hubspot.yaml").model_copy(update={"minimum_grade": "A"})
+    result = {"accuracy": "A-", "conFirstName": "Ava", "conLastName": "Adams"}
+    assert mapping.changes(result, {}) == {}
+    decided = {d.property: d.reason for d in mapping.decisions(result, {})}
+    assert decided["lastname"] == "the match grade A- is below the minimum A"
+    assert decided["industry"] == NO_VALUE  # nothing to write says so first
+    assert mapping.changes({**result, "accuracy": "A+"}, {}) == {
+        "firstname": "Ava", "lastname": "Adams"
+    }  # fmt: skip
+
+
+def test_below_minimum_orders_the_grades_best_first() -> None:
+    assert [below_minimum(g, "A") == "" for g in ("A+", "A", "A-", "B", "")] == [
+        True, True, False, False, False
+    ]  # fmt: skip
+    assert below_minimum("B", "") == ""  # no minimum: every grade
+
+
+def test_an_unknown_minimum_grade_is_refused_naming_the_grades(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "minimum_grade: C\n")
+    (problem,) = check(path)
+    assert problem.endswith("minimum_grade: unknown grade 'C'; use one of A+, A, A-, B")
