@@ -18,7 +18,7 @@ import yaml
 from sqlite_utils import Database
 
 import server
-from connector import field_check, mappings, store
+from connector import field_check, mapping_words, mappings, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import CrmField
 
@@ -37,8 +37,7 @@ def current_text(db: Database, link: Row, kind: str) -> tuple[int, str]:
     if version:
         row = store.mapping_version(db, link["id"], kind, version)
         return version, row["yaml"] if row else ""
-    own = link["mapping"] if kind == "contacts" else mappings.DIRECTORY / _default_file(link, kind)
-    return 0, Path(own).read_text(encoding="utf-8")
+    return 0, _file_text(link, kind)
 
 
 def validated(
@@ -79,12 +78,61 @@ def versions(db: Database, link: Row, kind: str) -> list[Row]:
     return store.mapping_versions(db, link["id"], kind)
 
 
-def with_outputs(text: str, outputs: list[Row]) -> str:
+def with_outputs(text: str, outputs: list[Row], minimum_grade: str | None = None) -> str:
     """The YAML of mapping `text` with its `output` list replaced by `outputs` (the editor's
-    rows: field, property, transforms as names joined by spaces, policy), its other keys kept."""
+    rows: field, property, transforms as names joined by spaces, policy) and, when given, its
+    minimum grade ("" for none); its other keys kept."""
     data = yaml.safe_load(text) or {}
     data["output"] = [_output(row) for row in outputs]
+    if minimum_grade is not None:
+        data.pop("minimum_grade", None)
+        data |= {"minimum_grade": minimum_grade} if minimum_grade else {}
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def refused_rows(
+    link: Row, kind: str, text: str, rows: list[Row], fields: list[CrmField] | None
+) -> tuple[dict[int, list[str]], list[str]]:
+    """What refuses the editor's `rows` (saved into mapping `text`): the refusals of each row
+    by its index, and those of the mapping as a whole; both empty when it may be saved."""
+    by_row = mapping_words.row_refusals(rows)
+    if by_row:
+        return by_row, []
+    try:
+        mapping = validated(link, kind, text)
+    except mappings.MappingError as error:
+        return {}, error.problems
+    found = mapping_words.crm_refusals(rows, mapping, fields) if fields is not None else {}
+    return found, []
+
+
+def recommended_text(link: Row, kind: str) -> str:
+    """The recommended mapping of the connection's platform and `kind`: the shipped file."""
+    return (mappings.DIRECTORY / _default_file(link, kind)).read_text(encoding="utf-8")
+
+
+def history(db: Database, link: Row, kind: str) -> list[Row]:
+    """The saved versions, newest first, each with what it changed from the one before it
+    (the first, from the file in use before) in words (`changes`)."""
+    saved = versions(db, link, kind)
+    parsed = {
+        row["version"]: _parsed(version_text(db, link, kind, row["version"])) for row in saved
+    }
+    start = _parsed(_file_text(link, kind))
+    shown = []
+    for row in saved:
+        before = max((v for v in parsed if v < row["version"]), default=0)
+        old, new = parsed.get(before, start), parsed[row["version"]]
+        changes = mapping_words.differences(old, new) if new else ["(cannot be read)"]
+        shown.append({**row, "changes": changes})
+    return shown
+
+
+def _parsed(text: str) -> mappings.Mapping | None:
+    try:
+        return mappings.parse(text, "version")
+    except mappings.MappingError:
+        return None
 
 
 def with_properties(text: str, renamed: dict[str, str]) -> str:
@@ -165,6 +213,12 @@ def _adapter(
     token = store.crm_token(secret, link)
     auth = store.crm_auth(db, secret, link, clock)
     return platform.adapter(link["crm_base_url"], token, client, auth, kind)
+
+
+def _file_text(link: Row, kind: str) -> str:
+    """The text of the file a connection uses for `kind` while no version is saved."""
+    own = link["mapping"] if kind == "contacts" else mappings.DIRECTORY / _default_file(link, kind)
+    return Path(own).read_text(encoding="utf-8")
 
 
 def _default_file(link: Row, kind: str) -> str:

@@ -918,3 +918,19 @@ def event_counts(db: Database) -> dict[str, int]:
     for status, count in db.execute("SELECT status, count(*) FROM events GROUP BY status"):
         counts[status] = count
     return counts
+
+
+def latest_enrichment(db: Database, connection_id: str, kind: str) -> tuple[list[Row], Row]:
+    """A connection's last enrichment of `kind`, for the mapping editor's examples: the rows of
+    its newest preview ([] when none) and what its newest written record holds ({} when none)."""
+    shown = db.execute(
+        "SELECT rows FROM previews WHERE connection_id = ? AND kind = ? "
+        "ORDER BY created_at DESC LIMIT 1",
+        [connection_id, kind],
+    ).fetchone()
+    held = db.execute(
+        "SELECT written FROM records WHERE connection_id = ? AND kind = ? AND written != '{}' "
+        "ORDER BY enriched_at DESC LIMIT 1",
+        [connection_id, kind],
+    ).fetchone()
+    return (json.loads(shown[0]) if shown else []), (json.loads(held[0]) if held else {})

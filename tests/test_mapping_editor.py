@@ -32,7 +32,7 @@ from tests.helpers.crm import FakeHubSpot
 from tests.helpers.crm_server import FakeCrm, hubspot_property, running
 from tests.helpers.events import hubspot_event
 from tests.helpers.orgs import organization
-from tests.helpers.settings_forms import sign_in, source, token
+from tests.helpers.settings_forms import sign_in, source, text, token
 from tests.helpers.yaml_bombs import ALIAS_BOMB, DEEP
 from tests.servers import CONTACTDATA, free_port, serve, stop
 
@@ -411,3 +411,127 @@ def test_the_production_server_refuses_an_alias_bomb_well_within_its_worker_time
     assert answer.status_code == 400
     assert "contacts mapping, line 1, a0: YAML anchors and aliases" in html.unescape(answer.text)
     assert answer.elapsed.total_seconds() < 5  # it was 30 s, and the worker killed
+
+
+# --- the editor in words ---------------------------------------------------------------------
+
+
+def test_fields_and_policies_read_in_words_with_the_organizations_own_examples(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    held = {"connection_id": link["id"], "kind": "contacts", "record_id": "501",
+            "transaction_id": "t1", "input_fingerprint": "f", "enriched_at": NOW.isoformat(),
+            "written": '{"jobtitle": "Head of Widgets"}'}  # fmt: skip
+    with store.server.write(database):
+        store.save_records(database, [held])
+    shown = source(signed_in.get(_editor(link)))
+    assert (
+        '<option value="conJobTitleEn" selected>Job title (English), e.g. Head of Widgets' in shown
+    )
+    assert '<option value="compIndustry">Industry, e.g. Software</option>' in shown  # the sample
+    assert '<option value="always" selected>Always overwrite</option>' in shown
+    assert "jobtitle</span> ← Job title (English) · Overwrite until a user edits" in shown
+    assert "compEmpRange</option>" not in shown and ">overwrite_if_ours<" not in shown
+
+
+def test_existing_rows_are_one_tab_stop_each_their_controls_behind_a_disclosure(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str]
+) -> None:
+    shown = source(signed_in.get(_editor(acme[0])))
+    rows = len(_rows(HUBSPOT_FILE))
+    assert shown.count('<li class="map-row"') == rows + 1
+    assert shown.count("<details>") == rows  # closed: only their summaries take the focus
+    assert shown.count("<details open>") == 1  # the blank row, to fill at once
+
+
+def test_a_refused_row_is_marked_with_its_reason_and_listed_at_the_top(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    rows = [*_rows(HUBSPOT_FILE), {"property": "hs_object_id", "field": "compEmpCount",
+                                   "transforms": "integer", "policy": "always"}]  # fmt: skip
+    answer = _post_rows(signed_in, acme[0], rows)
+    assert answer.status_code == 400
+    shown = source(answer)
+    last = len(rows) - 1
+    assert 'id="refusals" role="alert"' in shown and "Not saved: 1 row refused" in shown
+    assert f'<a href="#row-{last}">Row {len(rows)}</a>, hs_object_id: Hs Object Id is ' \
+        "read-only in the CRM" in shown  # fmt: skip
+    assert f'<li class="map-row map-row-refused" id="row-{last}">' in shown
+    assert f'id="property-{last}" name="property" aria-invalid="true" ' \
+        f'aria-describedby="problem-{last}"' in shown  # fmt: skip
+    assert shown.count('aria-invalid="true"') == 1
+    assert f'<p class="map-problem" id="problem-{last}">Hs Object Id is read-only' in shown
+    assert _versions(database, acme[0]) == []
+
+
+def test_a_duplicate_property_is_reported_by_the_row_not_the_files_line(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    rows = _rows(HUBSPOT_FILE)
+    rows.append({**rows[2], "field": "conFunctions"})  # jobtitle, the third row, again
+    answer = _post_rows(signed_in, acme[0], rows)
+    assert answer.status_code == 400
+    shown = source(answer)
+    assert f"Row {len(rows)}</a>, jobtitle: row 3 already writes jobtitle" in shown
+    assert "output[" not in shown and not re.search(r"line \d", shown)
+    assert _versions(database, acme[0]) == []
+
+
+def test_several_rows_are_added_at_once_keeping_the_edits(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    rows = [r for r in _rows(HUBSPOT_FILE) if r["property"] != "phone"]
+    form: dict[str, Any] = {column: [r[column] for r in rows] for column in rows[0]}
+    csrf = token(signed_in.get(_editor(link)))
+    answer = signed_in.post(
+        _editor(link), data={**form, "action": "add", "add": "4", "csrf_token": csrf}
+    )
+    assert answer.status_code == 200
+    shown = source(answer)
+    assert shown.count('name="property"') == len(rows) + 4
+    assert shown.count("<details open>") == 4 and ">phone</span>" not in shown
+    assert _versions(database, link) == []  # nothing saved yet
+
+
+def test_saving_what_is_in_use_makes_no_new_version(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
+) -> None:
+    link = acme[0]
+    assert _post_rows(signed_in, link, _rows(HUBSPOT_FILE)).status_code == 303
+    again = _post_rows(signed_in, link, _rows(HUBSPOT_FILE))
+    assert "Nothing changed: version 1 stays in use." in text(signed_in.get(again.location))
+    assert _versions(database, link) == [1]
+
+
+def test_versions_show_what_each_changed_in_words(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str]
+) -> None:
+    link = acme[0]
+    rows = [r for r in _rows(HUBSPOT_FILE) if r["property"] != "phone"]
+    rows = [{**r, "policy": "always"} if r["property"] == "jobtitle" else r for r in rows]
+    assert _post_rows(signed_in, link, rows).status_code == 303
+    shown = text(signed_in.get(_editor(link)))
+    assert "What version 1 changed" in shown
+    assert "Removes phone ← Work phone (e164), Overwrite until a user edits" in shown
+    assert "Changes jobtitle: policy Overwrite until a user edits → Always overwrite" in shown
+
+
+def test_the_recommended_mapping_is_saved_its_missing_custom_fields_created_first(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], fake: FakeCrm, database: Database
+) -> None:
+    link = acme[0]
+    assert _post_rows(signed_in, link, _rows(HUBSPOT_FILE)[:3]).status_code == 303
+    fake.properties["contacts"] = [
+        p for p in fake.properties["contacts"] if p["name"] != "contactdata_revenue_range"
+    ]
+    csrf = token(signed_in.get(_editor(link)))
+    path = f"/settings/connections/{link['id']}/mapping/recommended?kind=contacts"
+    answer = signed_in.post(path, data={"csrf_token": csrf})
+    assert answer.status_code == 303
+    assert "Saved as version 2" in text(signed_in.get(answer.location))
+    (created,) = [c.body for c in fake.calls if c.method == "POST"]
+    assert created["name"] == "contactdata_revenue_range"
+    _, saved = mapping_versions.current_text(database, link, "contacts")
+    assert mappings.parse(saved, "v2") == mappings.parse(HUBSPOT_FILE, "file")

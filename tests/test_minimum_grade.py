@@ -13,13 +13,17 @@ from typing import Any
 import httpx
 import pytest
 
-from connector import mapping_versions, mappings, preview, worker
+import connector.app
+from connector import connections, mapping_versions, mappings, preview, store, worker
 from connector.store import server as store_server
+from server import importer
 from tests.helpers.clock import Clock
-from tests.helpers.constants import AVA, NOW, SECRET
+from tests.helpers.constants import AVA, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, SearchableHubSpot
+from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.events import hubspot_event
-from tests.helpers.orgs import connected
+from tests.helpers.orgs import connected, organization
+from tests.helpers.settings_forms import signed_in, submit, text
 from tests.helpers.vendors import VendorTransport
 
 Row = dict[str, Any]
@@ -84,3 +88,36 @@ def test_the_worker_writes_nothing_below_the_minimum_and_writes_above_it(
     assert work.run_due() == {"done": 1}
     (written,) = crm.patches()
     assert written["lastname"] == "Adams"
+
+
+def test_the_grade_set_in_the_editor_shows_in_the_previews_page(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    config = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": Clock()}
+    app = connector.app.create_app(config)
+    db = store.connect(db_path)
+    importer.import_files(
+        db, companies=DATA / "discover_companies.csv", contacts=DATA / "discover_contacts.csv"
+    )
+    _, key = organization(db, "Acme", credits=10)
+    with running(FakeCrm()) as fake:
+        fake.contacts["hubspot"]["503"] = dict(A_MINUS)
+        link = connections.add(
+            db, SECRET.encode(), NOW, name="Acme HubSpot", platform="hubspot", api_key=key,
+            crm_base_url=fake.url, crm_token="pat-na1-token", secret="hubspot-app-secret",
+        ).row  # fmt: skip
+        client = signed_in(app, key)
+        editor = f"/settings/connections/{link['id']}/mapping?kind=contacts"
+        form = {name: [r[name] for r in _rows(HUBSPOT_FILE)]
+                for name in ("property", "field", "transforms", "policy")}  # fmt: skip
+        saved = submit(client, editor, editor, **form, minimum_grade="A", action="save")
+        assert saved.status_code == 303, text(saved)
+        page = text(client.get(saved.location))
+        assert "Saved as version 1" in page and "Minimum match grade: any → A" in page
+
+        asked = f"/settings/connections/{link['id']}/preview"
+        made = submit(client, asked, asked, kind="contacts", record_id="503", email="")
+        shown = text(client.get(made.location))
+        assert "Nothing is written: the match grade A- is below the minimum A." in shown
+        assert "Apply: write" not in shown and fake.writes["503"] == 0

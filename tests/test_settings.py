@@ -808,6 +808,8 @@ NUMERIC_FIELDS = (
      "/settings/connections/{hubspot}/backfill/resume", "credit_cap", {"kind": "contacts"}),
     ("/settings/connections/{hubspot}/mapping",
      "/settings/connections/{hubspot}/mapping/restore?kind=contacts", "version", {}),
+    ("/settings/connections/{hubspot}/mapping",
+     "/settings/connections/{hubspot}/mapping?kind=contacts", "add", {"action": "add"}),
 )  # fmt: skip
 
 

@@ -1,8 +1,10 @@
 """The mapping editor, /settings/connections/<id>/mapping?kind=contacts: a connection's mapping
-of one kind of record as rows (CRM field <- enrich field, transform, overwrite policy) over
-the CRM's own fields, read with the connection's token; saving validates (the file's rules,
-then the CRM's fields) and makes a new version; versions restorable; custom fields created
-where the CRM allows; YAML exported and imported. Use cases: connector/mapping_versions.py."""
+of one kind of record as rows (CRM field <- enrich field in words with an example, transform,
+policy in words) over the CRM's own fields, read with the connection's token, and its minimum
+match grade; saving validates (each row, the file's rules, then the CRM's fields), marks the
+rows refused and makes a new version when something changed; versions shown with what each
+changed, restorable; the recommended mapping as a start, custom fields created where the CRM
+allows; YAML exported and imported. Use cases: connector/mapping_versions.py, mapping_words.py."""
 
 from __future__ import annotations
 
@@ -11,15 +13,15 @@ from typing import Any
 from flask import Response, abort, flash, g, redirect, request, url_for
 
 import server
-from connector import mapping_versions, mappings, outbound, store
+from connector import mapping_versions, mapping_words, mappings, outbound, store
 from connector.platforms import PLATFORMS
 from connector.platforms.base import CrmClient, CrmField, Permanent, Retriable
 from connector.views import settings as page
 from server import OUTPUT_FIELDS, ServiceError
 
 Row = dict[str, Any]
-POLICIES = ("fill_if_empty", "overwrite_if_ours", "always", "never")
 BLANK_ROWS = 1  # empty rows under the mapping's, to add an output without script
+MOST_ADDED = 20  # rows "Add rows" adds at once, at most
 
 
 @page.blueprint.get("/connections/<connection_id>/mapping")
@@ -27,17 +29,41 @@ def mapping_editor(connection_id: str) -> Response:
     """The editor of a connection's mapping of `kind` (contacts unless the query says)."""
     link, kind = _link_and_kind(connection_id)
     version, text = mapping_versions.current_text(page.db(), link, kind)
-    rows = [_row(rule) for rule in mappings.parse(text, "mapping").output]
-    return _editor(link, kind, rows, version)
+    mapping = mappings.parse(text, "mapping")
+    rows = [_row(rule) for rule in mapping.output]
+    return _editor(link, kind, rows, version, grade=mapping.minimum_grade)
 
 
 @page.blueprint.post("/connections/<connection_id>/mapping")
 def save_mapping(connection_id: str) -> Response:
-    """Save the editor's rows as a new version, or show what refuses them (nothing saved)."""
+    """Save the editor's rows as a new version, or show what refuses them (nothing saved);
+    "Add rows" shows the rows posted with blank ones under them (nothing saved)."""
     link, kind = _link_and_kind(connection_id)
-    rows = _posted_rows()
-    _, text = mapping_versions.current_text(page.db(), link, kind)
-    return _save(link, kind, mapping_versions.with_outputs(text, rows), rows, "mapping.save")
+    rows, grade = _posted_rows(), request.form.get("minimum_grade", "")
+    if request.form.get("action") == "add":
+        added = page.integer("add", "number of rows to add")
+        if not 1 <= added <= MOST_ADDED:
+            return _back(link, kind, f"Add 1 to {MOST_ADDED} rows at a time.", "error")
+        return _editor(link, kind, rows, None, grade=grade, blank=added)
+    version, text = mapping_versions.current_text(page.db(), link, kind)
+    changed = mapping_versions.with_outputs(text, rows, grade)
+    if version and _same(changed, text):
+        return _back(link, kind, f"Nothing changed: version {version} stays in use.", "success")
+    return _save(link, kind, changed, rows, "mapping.save", grade)
+
+
+@page.blueprint.post("/connections/<connection_id>/mapping/recommended")
+def use_recommended(connection_id: str) -> Response:
+    """The recommended mapping of the platform and kind as a new version, the custom fields it
+    writes created first where the CRM lacks them and its API allows."""
+    link, kind = _link_and_kind(connection_id)
+    text = mapping_versions.recommended_text(link, kind)
+    if _creates_fields(link):
+        try:
+            text = _with_fields_made(link, kind, text)
+        except (Permanent, Retriable) as error:
+            return _back(link, kind, f"The CRM refused to create the fields: {error}", "error")
+    return _save(link, kind, text, None, "mapping.recommended")
 
 
 @page.blueprint.post("/connections/<connection_id>/mapping/import")
@@ -118,15 +144,20 @@ def _link_and_kind(connection_id: str) -> tuple[Row, str]:
     return link, kind
 
 
-def _save(link: Row, kind: str, text: str, rows: list[Row] | None, action: str) -> Response:
-    """Validate `text` (against the CRM's fields when they can be read) and save it as a new
-    version; refused, the editor again with every refusal and nothing saved."""
+def _save(
+    link: Row, kind: str, text: str, rows: list[Row] | None, action: str, grade: str = ""
+) -> Response:
+    """Validate `text` (each row, then against the CRM's fields when they can be read) and
+    save it as a new version; refused, the editor again with every refusal on its row and
+    nothing saved."""
     fields, unread = _fields_or_why(link, kind)
-    try:
-        mapping_versions.validated(link, kind, text, fields)
-    except mappings.MappingError as error:
-        shown = rows if rows is not None else []
-        return _editor(link, kind, shown, None, error.problems, fields, unread, code=400)
+    shown = rows if rows is not None else _rows_of(text)
+    by_row, problems = mapping_versions.refused_rows(link, kind, text, shown, fields)
+    if by_row or problems:
+        return _editor(
+            link, kind, shown, None, problems, fields, unread, code=400, by_row=by_row,
+            grade=grade if rows is not None else _grade_of(text),
+        )  # fmt: skip
     by = f"{g.caller.email} ({g.caller.key_id})"
 
     def apply(db: Any) -> int:
@@ -142,19 +173,71 @@ def _save(link: Row, kind: str, text: str, rows: list[Row] | None, action: str) 
 def _editor(
     link: Row, kind: str, rows: list[Row], version: int | None, problems: list[str] | None = None,
     fields: list[CrmField] | None = None, unread: str = "", code: int = 200,
+    by_row: dict[int, list[str]] | None = None, grade: str = "", blank: int = BLANK_ROWS,
 ) -> Response:  # fmt: skip
     if fields is None and not unread:
         fields, unread = _fields_or_why(link, kind)
+    db = page.db()
     if version is None:
-        version = mapping_versions.current_text(page.db(), link, kind)[0]
+        version = mapping_versions.current_text(db, link, kind)[0]
     platform = PLATFORMS[link["platform"]]
     return page.render(
-        "mapping.html", code, link=link, kind=kind, kinds=platform.objects, rows=rows,
-        blank=BLANK_ROWS, version=version, problems=problems or [], fields=fields or [],
-        unread=unread, enrich_fields=OUTPUT_FIELDS, transforms=_transform_choices(rows),
-        policies=POLICIES, creates=_creates_fields(link),
-        versions=mapping_versions.versions(page.db(), link, kind),
+        "mapping.html", code, link=link, kind=kind, kinds=platform.objects,
+        rows=rows + [_BLANK] * blank, first_blank=len(rows), version=version,
+        problems=problems or [], by_row=by_row or {}, fields=fields or [], unread=unread,
+        enrich_fields=mapping_words.enrich_fields(_own_examples(link, kind, rows)),
+        labels={name: mapping_words.label(name) for name in OUTPUT_FIELDS},
+        transforms=_transform_choices(rows), policies=mappings.POLICY_WORDS,
+        grades=mappings.GRADES, grade=grade, creates=_creates_fields(link),
+        most_added=MOST_ADDED, versions=mapping_versions.history(db, link, kind),
     )  # fmt: skip
+
+
+_BLANK: Row = {"property": "", "field": "", "transforms": "", "policy": "fill_if_empty"}
+
+
+def _own_examples(link: Row, kind: str, rows: list[Row]) -> dict[str, str]:
+    """Example values from the connection's last enrichment of `kind` (none: the samples)."""
+    shown, written = store.latest_enrichment(page.db(), link["id"], kind)
+    rules = [mappings.Rule.model_construct(field=row["field"], property=row["property"])
+             for row in rows]  # fmt: skip
+    return mapping_words.own_examples(shown, written, rules)
+
+
+def _with_fields_made(link: Row, kind: str, text: str) -> str:
+    """`text` after creating in the CRM the custom fields it writes and the CRM lacks, each
+    written under the name the CRM gave it."""
+    mapping = mapping_versions.validated(link, kind, text)
+    with outbound.client(timeout=10.0) as client:
+        wanted = mapping_versions.missing_fields(mapping, _read_fields(link, kind, client))
+        made = mapping_versions.create_fields(
+            page.db(), page.server_secret(), link, kind, client, server.now, wanted
+        )
+    renamed = {name: field.name for (name, _, _), field in zip(wanted, made, strict=True)}
+    return mapping_versions.with_properties(text, renamed)
+
+
+def _same(text: str, other: str) -> bool:
+    """Whether two mapping texts hold the same data (comments and layout aside)."""
+    try:
+        return mappings.parse(text, "a") == mappings.parse(other, "b")
+    except mappings.MappingError:
+        return False
+
+
+def _rows_of(text: str) -> list[Row]:
+    """The rows of a mapping text, or none when it cannot be read."""
+    try:
+        return [_row(rule) for rule in mappings.parse(text, "mapping").output]
+    except mappings.MappingError:
+        return []
+
+
+def _grade_of(text: str) -> str:
+    try:
+        return mappings.parse(text, "mapping").minimum_grade
+    except mappings.MappingError:
+        return ""
 
 
 def _fields_or_why(link: Row, kind: str) -> tuple[list[CrmField] | None, str]:
