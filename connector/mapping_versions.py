@@ -159,7 +159,9 @@ def rename_properties(
 
 
 def _output(row: Row) -> Row:
-    rule: Row = {"field": row["field"], "property": row["property"]}
+    constant = str(row.get("constant") or "").strip()
+    source = {"constant": constant} if constant and not row["field"] else {"field": row["field"]}
+    rule: Row = {**source, "property": row["property"]}
     if str(row.get("transforms") or "").split():
         rule["transforms"] = str(row["transforms"]).split()
     return {**rule, "policy": row.get("policy") or "fill_if_empty"}

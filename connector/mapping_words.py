@@ -14,6 +14,7 @@ from connector import field_check, mappings
 from connector.platforms.base import CrmField
 
 FIELDS_FILE = mappings.DIRECTORY / "enrich_fields.csv"
+SHOWN_OPTIONS = 6  # a picklist's options a refusal lists
 Row = dict[str, Any]
 
 
@@ -73,7 +74,8 @@ def row_refusals(rows: list[Row]) -> dict[int, list[str]]:
     refused: dict[int, list[str]] = {}
     first: dict[str, int] = {}
     for index, row in enumerate(rows):
-        problems = [f"{_KEYS.get(key, key)}: {what}" for key, what in _rule_problems(row).items()]
+        problems = [f"{_KEYS[key]}: {what}" if key in _KEYS else what
+                    for key, what in _rule_problems(row).items()]  # fmt: skip
         earlier = first.setdefault(row["property"], index)
         if earlier != index:
             problems.append(f"row {earlier + 1} already writes {row['property']}")
@@ -87,14 +89,37 @@ def crm_refusals(
 ) -> dict[int, list[str]]:
     """What the CRM's `fields` refuse of `mapping` (the `rows`, each a property once), by row."""
     index = {row["property"]: number for number, row in enumerate(rows)}
+    by_name = {field.name: field for field in fields}
+    static = {rule.property: rule for rule in mapping.output if rule.constant}
     refused: dict[int, list[str]] = {}
     for line in field_check.refusals(mapping, fields):
         name, _, why = line.partition(": ")
-        refused.setdefault(index.get(name, -1), []).append(why)
-    return refused
+        if name not in static:  # field_check knows enrich fields; a constant is checked below
+            refused.setdefault(index.get(name, -1), []).append(why)
+    for name, rule in static.items():
+        why = constant_refusal(rule.transformed(rule.constant), by_name.get(name))
+        refused.setdefault(index.get(name, -1), []).extend([why] if why else [])
+    return {number: reasons for number, reasons in refused.items() if reasons}
 
 
-_KEYS = {"field": "enrich field", "property": "CRM field", "transforms": "transform"}
+def constant_refusal(value: Any, field: CrmField | None) -> str:
+    """Why the CRM `field` cannot take a static `value` ("" when it can)."""
+    if field is None:
+        return "no such field in the CRM (create it, or map another)"
+    if field.read_only:
+        return f"{field.label} is read-only in the CRM"
+    if field.type == "number" and not isinstance(value, int):
+        return f"{field.label} holds numbers: {value!r} is not one (add the integer transform)"
+    if field.type in ("picklist", "multipicklist") and str(value) not in field.options:
+        shown = ", ".join(field.options[:SHOWN_OPTIONS]) + (
+            "…" if len(field.options) > SHOWN_OPTIONS else ""
+        )
+        return f"{value!r} is not one of {field.label}'s options as the CRM writes them ({shown})"
+    return ""
+
+
+_KEYS = {"field": "enrich field", "property": "CRM field", "transforms": "transform",
+         "constant": "static value", "policy": "policy"}  # fmt: skip
 
 
 def _rule_problems(row: Row) -> dict[str, str]:
@@ -102,7 +127,9 @@ def _rule_problems(row: Row) -> dict[str, str]:
 
 
 def _data(row: Row) -> Row:
+    constant = str(row.get("constant") or "")
     data = {"field": row["field"], "property": row["property"], "policy": row["policy"]}
+    data |= {"constant": constant} if constant else {}
     return data | {"transforms": str(row.get("transforms") or "").split()}
 
 
@@ -128,13 +155,18 @@ def describe(rule: mappings.Rule) -> str:
     """A rule in words: "jobtitle ← Job title (English), Always overwrite"."""
     through = f" ({', '.join(rule.transforms)})" if rule.transforms else ""
     policy = mappings.POLICY_WORDS[rule.policy]
-    return f"{rule.property} ← {label(rule.field)}{through}, {policy}"
+    return f"{rule.property} ← {_source(rule)}{through}, {policy}"
+
+
+def _source(rule: mappings.Rule) -> str:
+    """Where a rule's value comes from, in words."""
+    return f'"{rule.constant}" (static value)' if rule.constant else label(rule.field)
 
 
 def _changed(old: mappings.Rule, new: mappings.Rule) -> str:
     parts = []
-    if old.field != new.field:
-        parts.append(f"enrich field {label(old.field)} → {label(new.field)}")
+    if (old.field, old.constant) != (new.field, new.constant):
+        parts.append(f"value {_source(old)} → {_source(new)}")
     if old.transforms != new.transforms:
         parts.append(f"transforms {_chain(old)} → {_chain(new)}")
     if old.policy != new.policy:

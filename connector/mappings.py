@@ -15,6 +15,8 @@ contacts, `hubspot.companies.yaml`), loaded into a strict model (unknown keys ar
         transforms: [strip]                # optional: names from TRANSFORMS, applied in order
         policy: overwrite_if_ours          # optional: fill_if_empty (the default),
                                            # overwrite_if_ours, always or never (see may_write)
+      - constant: Contact data             # a static value instead of a field: written, as
+        property: lead_source              # the policy allows, to each record enrich matched
     minimum_grade: A                       # optional: below this match grade (A+, A, A-, B)
                                            # nothing is written
 
@@ -37,7 +39,7 @@ from typing import Annotated, Any, Literal
 
 import phonenumbers
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
 from server import (
@@ -280,6 +282,7 @@ def may_write(policy: str, current: Any, ours: Any = None) -> bool:
 
 
 NO_VALUE = "no enriched value"
+STATIC = "(static value)"  # a decision's field when its rule writes a constant
 SAME_VALUE = "the CRM already holds this value"
 KEPT = {  # why a policy leaves the CRM's value as it is
     "fill_if_empty": 'the CRM has a value, and "Fill if empty" keeps it',
@@ -353,7 +356,7 @@ def _input_name(name: str) -> str:
 
 
 def _output_name(name: str) -> str:
-    if name not in OUTPUT_FIELDS:
+    if name and name not in OUTPUT_FIELDS:
         raise ValueError(_unknown("enrich result field", name, OUTPUT_FIELDS))
     return name
 
@@ -388,22 +391,36 @@ def _platform_name(name: str) -> str:
     return name
 
 
+MAX_CONSTANT = 255  # characters of a static value (a CRM's single-line text holds 255)
+NO_SOURCE = "give field (an enrich field) or constant (a static value to write)"
+TWO_SOURCES = "give field (an enrich field) or constant (a static value), not both"
 _Paths = Annotated[tuple[Annotated[str, AfterValidator(_dotted_path)], ...], Field(min_length=1)]
 
 
 class Rule(BaseModel):
-    """One output: an enrich result field, its transforms, the CRM property and the policy."""
+    """One output: an enrich result field (or a static value, `constant`), its transforms, the
+    CRM property and the policy."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    field: Annotated[str, AfterValidator(_output_name)]
+    field: Annotated[str, AfterValidator(_output_name)] = ""
+    constant: Annotated[str, Field(max_length=MAX_CONSTANT)] = ""
     property: Annotated[str, AfterValidator(_property_name)]
     transforms: tuple[Annotated[str, AfterValidator(_transform_name)], ...] = ()
     policy: Policy = "fill_if_empty"
 
+    @model_validator(mode="after")
+    def _field_or_constant(self) -> Rule:
+        if not self.field and not self.constant.strip():
+            raise ValueError(NO_SOURCE)
+        if self.field and self.constant:
+            raise ValueError(TWO_SOURCES)
+        return self
+
     def value(self, result: dict[str, Any]) -> Any:
-        """This rule's field of an enrich result, transformed ("" when it is empty)."""
-        value = result.get(self.field)
+        """This rule's field of an enrich result (or its constant), transformed ("" when it is
+        empty)."""
+        value = self.constant or result.get(self.field)
         return self.transformed("" if is_empty(value) else value)
 
     def transformed(self, value: Any) -> Any:
@@ -514,8 +531,9 @@ class Mapping(BaseModel):
         written: dict[str, Any] = {}
         if below_minimum(str(result.get("accuracy") or ""), self.minimum_grade):
             return written
-        for field, name, functions, policy in self._rules:
-            value = result.get(field)
+        matched = bool(result.get("accuracy"))
+        for field, name, functions, policy, constant in self._rules:
+            value = (constant if matched else None) if constant else result.get(field)
             if value is None or is_empty(value):  # no transform makes something of nothing
                 continue
             for function in functions:
@@ -532,21 +550,23 @@ class Mapping(BaseModel):
         ours = ours or {}
         decided = []
         low = below_minimum(str(result.get("accuracy") or ""), self.minimum_grade)
-        for field, name, functions, policy in self._rules:
-            value = result.get(field)
+        matched = bool(result.get("accuracy"))
+        for field, name, functions, policy, constant in self._rules:
+            value = (constant if matched else None) if constant else result.get(field)
             reason = NO_VALUE
             if value is not None and not is_empty(value):
                 for function in functions:
                     value = function(value)
                 reason = low or skip_reason(policy, value, current.get(name), ours.get(name))
             shown = "" if value is None or is_empty(value) else value
-            decided.append(Decision(name, field, current.get(name), shown, reason))
+            source = field or STATIC
+            decided.append(Decision(name, source, current.get(name), shown, reason))
         return decided
 
     @cached_property
-    def _rules(self) -> tuple[tuple[str, str, tuple[Callable[[Any], Any], ...], str], ...]:
-        """Each output rule as plain data: field, property, transforms, policy."""
-        return tuple((r.field, r.property, r.functions, r.policy) for r in self.output)
+    def _rules(self) -> tuple[tuple[str, str, tuple[Callable[[Any], Any], ...], str, str], ...]:
+        """Each output rule as plain data: field, property, transforms, policy, constant."""
+        return tuple((r.field, r.property, r.functions, r.policy, r.constant) for r in self.output)
 
 
 def _vendor_named(payload: Any) -> Iterator[tuple[str, str, Any]]:

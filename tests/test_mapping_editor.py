@@ -535,3 +535,31 @@ def test_the_recommended_mapping_is_saved_its_missing_custom_fields_created_firs
     assert created["name"] == "contactdata_revenue_range"
     _, saved = mapping_versions.current_text(database, link, "contacts")
     assert mappings.parse(saved, "v2") == mappings.parse(HUBSPOT_FILE, "file")
+
+
+def test_a_static_value_is_saved_and_checked_against_a_picklists_options(
+    signed_in: FlaskClient, acme: tuple[dict[str, Any], str], fake: FakeCrm, database: Database
+) -> None:
+    link = acme[0]
+    fake.properties["contacts"].append(
+        hubspot_property("hs_lead_status", "enumeration", ("NEW", "OPEN"))
+    )
+    rows = [{**r, "constant": ""} for r in _rows(HUBSPOT_FILE)]
+    static = {"property": "hs_lead_status", "field": "", "constant": "Open", "transforms": "",
+              "policy": "fill_if_empty"}  # fmt: skip
+    form: dict[str, Any] = {column: [r[column] for r in [*rows, static]] for column in static}
+    csrf = token(signed_in.get(_editor(link)))
+    refused = signed_in.post(_editor(link), data={**form, "csrf_token": csrf})
+    assert refused.status_code == 400
+    assert "'Open' is not one of Hs Lead Status's options as the CRM writes them (NEW, OPEN)" \
+        in source(refused)  # fmt: skip
+    form["constant"][-1] = "OPEN"
+    saved = signed_in.post(_editor(link), data={**form, "csrf_token": csrf})
+    assert saved.status_code == 303
+    text_saved = mapping_versions.current_text(database, link, "contacts")[1]
+    assert mappings.parse(text_saved, "v1").output[-1] == mappings.Rule(
+        constant="OPEN", property="hs_lead_status"
+    )
+    assert 'hs_lead_status</span> ← "OPEN" (static value) · Fill if empty' in source(
+        signed_in.get(_editor(link))
+    )

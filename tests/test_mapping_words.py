@@ -102,3 +102,24 @@ def test_the_fields_table_is_beside_the_mappings_not_one_of_them() -> None:
     assert mapping_words.FIELDS_FILE.parent == mappings.DIRECTORY
     assert mapping_words.FIELDS_FILE.suffix == ".csv"  # load_all reads *.yaml only
     assert "hubspot" in mappings.load_all(mappings.DIRECTORY)
+
+
+def test_a_static_value_is_checked_against_the_crms_field() -> None:
+    status = CrmField("status", "Lead Status", "picklist", ("NEW", "OPEN", "CONNECTED"))
+    assert mapping_words.constant_refusal("OPEN", status) == ""
+    assert mapping_words.constant_refusal("Open", status) == (
+        "'Open' is not one of Lead Status's options as the CRM writes them (NEW, OPEN, CONNECTED)"
+    )
+    count = CrmField("seats", "Seats", "number")
+    assert "holds numbers" in mapping_words.constant_refusal("ten", count)
+    assert mapping_words.constant_refusal(10, count) == ""
+    assert mapping_words.constant_refusal("x", None).startswith("no such field")
+
+
+def test_a_static_value_reads_as_one_in_the_differences() -> None:
+    rule = mappings.Rule(constant="Contact data", property="lead_source", policy="always")
+    assert mapping_words.describe(rule) == 'lead_source ← "Contact data" (static value), ' \
+        "Always overwrite"  # fmt: skip
+    assert mapping_words.row_refusals([row("x", "compName") | {"constant": "y"}]) == {
+        0: ["give field (an enrich field) or constant (a static value), not both"]
+    }

@@ -607,7 +607,7 @@ def write(tmp_path: Path, text: str, name: str = "test.yaml") -> Path:
             "    polcy:",
             [
                 "line 9, output[0].polcy: unknown key; "
-                "the keys here are field, property, transforms, policy"
+                "the keys here are field, constant, property, transforms, policy"
             ],
         ),
         (
@@ -643,7 +643,10 @@ def write(tmp_path: Path, text: str, name: str = "test.yaml") -> Path:
         (
             "  - field: conJobTitleEn\n    property: title",
             "  - property: title",
-            ["line 6, output[0].field: this required key is missing"],
+            [
+                "line 6, output[0]: give field (an enrich field) or constant (a static value "
+                "to write)"
+            ],
         ),
         (
             "[email]",
@@ -884,3 +887,27 @@ def test_an_unknown_minimum_grade_is_refused_naming_the_grades(tmp_path: Path) -
     path = write(tmp_path, GOOD + "minimum_grade: C\n")
     (problem,) = check(path)
     assert problem.endswith("minimum_grade: unknown grade 'C'; use one of A+, A, A-, B")
+
+
+# --- static values ---------------------------------------------------------------------------
+
+
+def test_a_static_value_is_written_to_each_matched_record_as_its_policy_allows() -> None:
+    rule = Rule(constant="Contact data", property="lead_source")
+    mapping = load(DIRECTORY / "hubspot.yaml").model_copy(update={"output": (rule,)})
+    assert mapping.changes({"accuracy": "A"}, {}) == {"lead_source": "Contact data"}
+    assert mapping.changes({"accuracy": "A"}, {"lead_source": "Web"}) == {}  # fill if empty
+    assert mapping.changes({"accuracy": ""}, {}) == {}  # nothing matched: nothing to mark
+    (decided,) = mapping.decisions({"accuracy": "A"}, {})
+    assert (decided.field, decided.value, decided.write) == ("(static value)", "Contact data", True)
+
+
+def test_a_rule_gives_an_enrich_field_or_a_static_value_not_both_nor_neither(
+    tmp_path: Path,
+) -> None:
+    both = "  - field: conJobTitleEn\n    constant: VP\n    property: title"
+    path = write(tmp_path, GOOD.replace("  - field: conJobTitleEn\n    property: title", both))
+    assert check(path) == [
+        f"{path}, line 6, output[0]: give field (an enrich field) or constant (a static value), "
+        "not both"
+    ]

@@ -193,7 +193,8 @@ def _editor(
     )  # fmt: skip
 
 
-_BLANK: Row = {"property": "", "field": "", "transforms": "", "policy": "fill_if_empty"}
+_BLANK: Row = {"property": "", "field": "", "constant": "", "transforms": "",
+               "policy": "fill_if_empty"}  # fmt: skip
 
 
 def _own_examples(link: Row, kind: str, rows: list[Row]) -> dict[str, str]:
@@ -269,6 +270,7 @@ def _row(rule: mappings.Rule) -> Row:
     return {
         "property": rule.property,
         "field": rule.field,
+        "constant": rule.constant,
         "transforms": " ".join(rule.transforms),
         "policy": rule.policy,
     }
@@ -277,16 +279,17 @@ def _row(rule: mappings.Rule) -> Row:
 def _posted_rows() -> list[Row]:
     """The editor's rows, less the removed ones and those left blank."""
     form = request.form
+    properties = form.getlist("property")
     columns = zip(
-        form.getlist("property"), form.getlist("field"), form.getlist("transforms"),
-        form.getlist("policy"), strict=False,
+        properties, form.getlist("field"), form.getlist("transforms"), form.getlist("policy"),
+        [*form.getlist("constant"), *[""] * len(properties)], strict=False,
     )  # fmt: skip
     removed = set(form.getlist("remove"))
     rows = []
-    for index, (name, field, transforms, policy) in enumerate(columns):
-        if str(index) in removed or not (name.strip() or field.strip()):
+    for index, (name, field, transforms, policy, constant) in enumerate(columns):
+        if str(index) in removed or not (name.strip() or field.strip() or constant.strip()):
             continue
-        rows.append({"property": name.strip(), "field": field.strip(),
+        rows.append({"property": name.strip(), "field": field.strip(), "constant": constant.strip(),
                      "transforms": " ".join(transforms.split()), "policy": policy})  # fmt: skip
     return rows
 
