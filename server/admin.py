@@ -247,6 +247,11 @@ def record_action(
     _audit(db, ctx, action, target, detail)
 
 
+def actor(ctx: Context) -> str:
+    """How the audit log names the admin acting: their key, and its user's e-mail address."""
+    return f"key {ctx.caller.key_id} ({ctx.caller.email})"
+
+
 def _audit(
     db: Database, ctx: Context, action: str, target: str, detail: dict | None = None
 ) -> None:
@@ -254,7 +259,7 @@ def _audit(
         db,
         ctx.now,
         org_id=ctx.caller.org_id,
-        actor=f"key {ctx.caller.key_id} ({ctx.caller.email})",
+        actor=actor(ctx),
         action=action,
         target=target,
         detail=detail,

@@ -43,3 +43,16 @@ def record(
 def entries(db: Database, org_id: str) -> list[dict[str, Any]]:
     """An organization's actions, oldest first."""
     return store.audit_entries(db, org_id)
+
+
+def page(
+    db: Database, org_id: str, shown: dict[str, str], before: int | None, limit: int
+) -> list[dict[str, Any]]:
+    """One page of an organization's actions, newest first, older than entry `before`,
+    filtered by `shown` (action prefix, actor, since and until: ISO bounds)."""
+    return store.audit_page(db, org_id, shown, before, limit)
+
+
+def actors(db: Database, org_id: str) -> list[str]:
+    """Everyone who acted in an organization's log."""
+    return store.audit_actors(db, org_id)

@@ -114,3 +114,8 @@ def top_up(db: Database, org_id: str, amount: int, now: datetime) -> int:
 def ledger(db: Database, org_id: str) -> list[dict[str, Any]]:
     """The organization's balance changes, oldest first."""
     return store.ledger(db, org_id)
+
+
+def history(db: Database, org_id: str, before: int | None, limit: int) -> list[dict[str, Any]]:
+    """One page of the organization's balance changes, newest first, older than line `before`."""
+    return store.ledger_page(db, org_id, before, limit)

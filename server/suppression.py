@@ -71,12 +71,15 @@ def act(
     people: Sequence[Person],
     action: str,
     erasers: Iterable[Eraser] = (),
+    *,
+    by: tuple[str, str] = (ORG_ID, audit.OPERATOR),
 ) -> dict[str, int]:
     """Put these people on the list (action "suppress" or "erase") and delete their contacts
     and employments; an erasure also clears their transactions' contact and runs each eraser.
-    One write transaction, audited; what was done, by name. After an erasure's commit, the old
-    copies of the rows it changed are taken off the disk (`_off_disk`)."""
-    rows = _list_rows(hash_of, now, people, action)
+    One write transaction, audited under `by` (organization id and actor: the operator's
+    unless an organization's admin asked); what was done, by name. After an erasure's
+    commit, the old copies of the rows it changed are taken off the disk (`_off_disk`)."""
+    rows = _list_rows(hash_of, now, people, action, by[1])
     changed: list[str] = []
     with db.write(database):
         store.lock_dataset(database)  # not beside an import's batch: one before is found whole
@@ -88,7 +91,7 @@ def act(
             done.update(_erase(database, people, rows, guids, erasers))
             changed = _changed_tables(database)
         kinds = Counter(row["kind"] for row in rows)
-        audit.record(database, now, org_id=ORG_ID, actor=audit.OPERATOR,
+        audit.record(database, now, org_id=by[0], actor=by[1],
                      action=f"privacy.{action}", detail={"kinds": dict(kinds), **done})  # fmt: skip
     if action == "erase":
         done.update(_off_disk(database, changed))
@@ -125,16 +128,17 @@ def _truncate_wal(database: Database) -> int:
 
 
 def _list_rows(
-    hash_of: Hasher, now: datetime, people: Sequence[Person], action: str
+    hash_of: Hasher, now: datetime, people: Sequence[Person], action: str, actor: str
 ) -> list[dict[str, str]]:
-    """The suppression list's rows of these people, one per hash (the first reason given)."""
+    """The suppression list's rows of these people, one per hash (the first reason given),
+    naming who put them there."""
     rows: dict[str, dict[str, str]] = {}
     for one in people:
         for identifier in one.identifiers:
             rows.setdefault(
                 hash_of(identifier),
                 {"hash": hash_of(identifier), "kind": identifier.kind, "action": action,
-                 "reason": one.reason, "actor": audit.OPERATOR, "created_at": iso(now)},
+                 "reason": one.reason, "actor": actor, "created_at": iso(now)},
             )  # fmt: skip
     return list(rows.values())
 

@@ -1,9 +1,10 @@
 """An organization's usage as its admin sees it: the credit balance, today's requests against
-`dailyRateLimit`, and enrich calls and credits per day for a chart."""
+`dailyRateLimit`, enrich calls and credits per day for a chart, and per endpoint (a
+connection's events and previews are endpoints of their own)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 
 from sqlite_utils import Database
@@ -25,14 +26,25 @@ class Day:
 
 
 @dataclass(frozen=True)
+class Source:
+    """Enrich calls made through one endpoint over the window, and the credits they cost."""
+
+    endpoint: str
+    calls: int
+    credits: int
+
+
+@dataclass(frozen=True)
 class Usage:
     """What the usage page shows. `credits` None is an unlimited balance; `today` counts every
-    request the daily limit counted (all endpoints), `days` only enrich transactions."""
+    request the daily limit counted (all endpoints of the HTTP API; a connector's enrichments
+    are not limited), `days` and `sources` only enrich transactions, however made."""
 
     credits: int | None
     today: int
     daily_limit: int
     days: list[Day]
+    sources: list[Source] = field(default_factory=list)
 
 
 def usage(
@@ -52,4 +64,7 @@ def usage(
         row = counted.get(day, {"calls": 0, "credits": 0})
         series.append(Day(day, row["calls"], row["credits"] or 0))
     daily = limits.organization_daily(caller.org_id, org["daily_rate_limit"])
-    return Usage(org["credits"], limiter.count(daily, now), org["daily_rate_limit"], series)
+    sources = [Source(**row) for row in store.transactions_per_endpoint(db, caller.org_id, since)]
+    return Usage(
+        org["credits"], limiter.count(daily, now), org["daily_rate_limit"], series, sources
+    )

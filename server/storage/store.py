@@ -268,6 +268,30 @@ def audit_entries(db: Database, org_id: str) -> list[Row]:
     return _rows(db, "SELECT * FROM audit_log WHERE org_id = ? ORDER BY id", [org_id])
 
 
+def audit_page(db: Database, org_id: str, shown: Row, before: int | None, limit: int) -> list[Row]:
+    """One page of an organization's audit log, newest first, older than the entry `before`,
+    filtered by what `shown` names: an action's prefix (`action`), an actor, and ISO bounds of
+    created_at (`since`, `until`)."""
+    where, params = ["org_id = ?"], [org_id]
+    tests = {"action": "action LIKE ?", "actor": "actor = ?",
+             "since": "created_at >= ?", "until": "created_at < ?"}  # fmt: skip
+    for name, test in tests.items():
+        if shown.get(name):
+            where.append(test)
+            params.append(f"{shown[name]}%" if name == "action" else shown[name])
+    if before is not None:
+        where.append("id < ?")
+        params.append(before)
+    sql = f"SELECT * FROM audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
+    return _rows(db, sql, [*params, limit])
+
+
+def audit_actors(db: Database, org_id: str) -> list[str]:
+    """Who appears in an organization's audit log, alphabetically (a filter's choices)."""
+    sql = "SELECT DISTINCT actor FROM audit_log WHERE org_id = ? ORDER BY actor"
+    return [row["actor"] for row in _rows(db, sql, [org_id])]
+
+
 def change_credits(db: Database, org_id: str, change: int) -> tuple[bool, int | None]:
     """Add `change` (negative to debit) to a limited balance unless it would go below zero.
 
@@ -310,6 +334,14 @@ def insert_ledger_entry(db: Database, entry: Row) -> None:
 def ledger(db: Database, org_id: str) -> list[Row]:
     """An organization's credit changes, oldest first."""
     return _rows(db, "SELECT * FROM credit_ledger WHERE org_id = ? ORDER BY id", [org_id])
+
+
+def ledger_page(db: Database, org_id: str, before: int | None, limit: int) -> list[Row]:
+    """One page of an organization's credit changes, newest first, older than line `before`."""
+    older = "AND id < ? " if before is not None else ""
+    params = [org_id, *([before] if before is not None else []), limit]
+    sql = f"SELECT * FROM credit_ledger WHERE org_id = ? {older}ORDER BY id DESC LIMIT ?"
+    return _rows(db, sql, params)
 
 
 # --- matching --------------------------------------------------------------------------------
@@ -1103,6 +1135,17 @@ def transactions_per_day(db: Database, org_id: str, since: str) -> list[Row]:
     sql = (
         "SELECT substr(created_at, 1, 10) AS day, count(*) AS calls, sum(credits) AS credits "
         "FROM transactions WHERE org_id = ? AND created_at >= ? GROUP BY day ORDER BY day"
+    )
+    return _rows(db, sql, [org_id, since])
+
+
+def transactions_per_endpoint(db: Database, org_id: str, since: str) -> list[Row]:
+    """An organization's transactions from `since` on per endpoint (a connection's events
+    are its own endpoint): `endpoint`, `calls` and `credits`, busiest first."""
+    sql = (
+        "SELECT endpoint, count(*) AS calls, coalesce(sum(credits), 0) AS credits "
+        "FROM transactions WHERE org_id = ? AND created_at >= ? "
+        "GROUP BY endpoint ORDER BY calls DESC, endpoint"
     )
     return _rows(db, sql, [org_id, since])
 
