@@ -21,13 +21,16 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
 from apscheduler.job import Job
 from apscheduler.jobstores.base import BaseJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 from sqlite_utils import Database
 
 import server
@@ -37,6 +40,10 @@ from connector import backfill, jobs, store, subscriptions, worker
 MISFIRE_GRACE = timedelta(hours=6)
 JOB_FUNCTION = "connector.jobs:run"  # by reference: the job store keeps it as text
 LEADERSHIP = "scheduler"  # the lease whose holder runs the jobs
+# The jobs run once a day or less, whose days and time of day a person may choose; the others
+# run every minute or hour to keep work flowing, and only their operator changes them.
+DAILY_JOBS = ("reenrich", "purge_deliveries", "retention")
+EVERY_DAYS = (1, 365)
 log = logging.getLogger(__name__)
 
 
@@ -222,6 +229,57 @@ def reschedule(db_path: str | Path, job_id: str, **trigger: Any) -> dict[str, An
     return _shown(job, _last_runs(db_path).get(job_id))
 
 
+def run_every_days(
+    db_path: str | Path, job_id: str, days: int, at: time, now: datetime
+) -> dict[str, Any]:
+    """Run one of DAILY_JOBS every `days` days at `at` (UTC), the first run at the next `at`
+    after `now`; the job as `status` shows it."""
+    if job_id not in DAILY_JOBS:
+        raise jobs.UnknownJob(job_id)
+    low, high = EVERY_DAYS
+    if not low <= days <= high:
+        raise server.InvalidParameter(f"A job runs every {low} to {high} days.")
+    first = datetime.combine(now.astimezone(UTC).date(), at, UTC)
+    if first <= now:
+        first += timedelta(days=1)
+    return reschedule(db_path, job_id, trigger="interval", days=days, start_date=first)
+
+
+def in_words(trigger: BaseTrigger) -> str:
+    """A trigger as people say it: "every 2 days at 03:00 UTC", "every minute"; a trigger
+    this cannot say simply, as APScheduler writes it."""
+    every = every_days(trigger)
+    if every is not None:
+        days, at = every
+        return f"every {_count(days, 'day')} at {at} UTC".replace("every 1 day ", "every day ")
+    if isinstance(trigger, IntervalTrigger):
+        seconds = int(trigger.interval.total_seconds())
+        for unit, size in (("hour", 3600), ("minute", 60)):
+            if seconds % size == 0:
+                return "every " + _count(seconds // size, unit).removeprefix("1 ")
+    return str(trigger)
+
+
+def every_days(trigger: BaseTrigger) -> tuple[int, str] | None:
+    """(every how many days, at "HH:MM" UTC) of a trigger that runs so; None for others."""
+    if isinstance(trigger, IntervalTrigger):
+        interval = trigger.interval
+        if interval.total_seconds() % 86_400 == 0 and interval.days >= 1:
+            return interval.days, trigger.start_date.astimezone(UTC).strftime("%H:%M")
+        return None
+    if isinstance(trigger, CronTrigger) and str(trigger.timezone) == "UTC":
+        fields = {field.name: str(field) for field in trigger.fields}
+        rest = ("year", "month", "day", "week", "day_of_week")
+        fixed = fields["hour"].isdigit() and fields["minute"].isdigit()
+        if fixed and fields["second"] == "0" and all(fields[name] == "*" for name in rest):
+            return 1, f"{int(fields['hour']):02d}:{int(fields['minute']):02d}"
+    return None
+
+
+def _count(number: int, unit: str) -> str:
+    return f"{number} {unit}{'' if number == 1 else 's'}"
+
+
 def _opened(db_path: str | Path) -> BackgroundScheduler:
     """A paused scheduler on the job store of `db_path`, holding every default job: stored
     jobs as they are, missing ones added with their default trigger."""
@@ -300,6 +358,8 @@ def _shown(job: Job, last: dict[str, Any] | None) -> dict[str, Any]:
         "id": job.id,
         "name": job.name,
         "trigger": str(job.trigger),
+        "runs": in_words(job.trigger),
+        "every_days": every_days(job.trigger) if job.id in DAILY_JOBS else None,
         "next_run": server.iso(job.next_run_time) if job.next_run_time else None,
         "last_run": None if last is None else {k: last[k] for k in ("started_at", "ok", "result")},
     }

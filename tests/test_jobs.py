@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 from click.testing import CliRunner
 from sqlite_utils import Database
 
@@ -20,6 +22,7 @@ from connector import connections, jobs, scheduler, store, worker
 from connector.cli import main
 from server import accounts, importer
 from server.clock import iso
+from server.errors import ServiceError
 from server.storage import store as server_store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
@@ -391,3 +394,42 @@ def test_the_operator_reschedules_a_job_from_the_command_line(db_path: Path) -> 
     assert job["trigger"] == "interval[6:00:00]"
     unknown = _cli("jobs", "reschedule", "nope", "--every", "1", "--db", str(db_path))
     assert unknown.exit_code == 1 and "nope" in unknown.output
+
+
+def test_triggers_read_in_words() -> None:
+    utc = {"timezone": "UTC"}
+    start = datetime(2026, 3, 3, 4, 30, tzinfo=UTC)
+    assert scheduler.in_words(CronTrigger(hour=2, minute=0, **utc)) == "every day at 02:00 UTC"
+    assert scheduler.in_words(IntervalTrigger(minutes=1, **utc)) == "every minute"
+    assert scheduler.in_words(IntervalTrigger(hours=6, **utc)) == "every 6 hours"
+    assert scheduler.in_words(IntervalTrigger(minutes=90, **utc)) == "every 90 minutes"
+    every_3 = IntervalTrigger(days=3, start_date=start, **utc)
+    assert scheduler.in_words(every_3) == "every 3 days at 04:30 UTC"
+    assert scheduler.every_days(every_3) == (3, "04:30")
+    weekdays = CronTrigger(day_of_week="mon-fri", hour=2, **utc)  # no simpler words: as written
+    assert scheduler.every_days(weekdays) is None
+    assert scheduler.in_words(weekdays) == str(weekdays)
+
+
+def test_a_daily_job_runs_every_n_days_from_its_next_time_of_day(db_path: Path) -> None:
+    """The first run is the next such time of day after now (APScheduler counts from the real
+    clock, so the test does too)."""
+    moment = datetime.now(UTC)
+
+    def minute(shift: int) -> time:
+        return (moment + timedelta(minutes=shift)).time().replace(second=0, microsecond=0)
+
+    for job_id, days, at in (("purge_deliveries", 2, minute(-5)), ("retention", 1, minute(5))):
+        shown = scheduler.run_every_days(db_path, job_id, days, at, moment)
+        first = datetime.combine(moment.date(), at, UTC)
+        expected = first if first > moment else first + timedelta(days=1)
+        assert shown["next_run"] == iso(expected), job_id
+        every = "every day" if days == 1 else f"every {days} days"
+        assert shown["runs"] == f"{every} at {at:%H:%M} UTC"
+    status = {job["id"]: job for job in scheduler.status(db_path)}
+    assert status["purge_deliveries"]["every_days"] == (2, f"{minute(-5):%H:%M}")
+    assert status["retry_deliveries"]["every_days"] is None  # every minute: not a daily job
+    with pytest.raises(jobs.UnknownJob):
+        scheduler.run_every_days(db_path, "retry_deliveries", 1, time(1, 0), moment)
+    with pytest.raises(ServiceError, match="every 1 to 365 days"):
+        scheduler.run_every_days(db_path, "reenrich", 400, time(1, 0), moment)
