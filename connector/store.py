@@ -691,6 +691,42 @@ def delete_connection(db: Database, connection_id: str) -> bool:
     return db.execute("DELETE FROM connections WHERE id = ?", [connection_id]).rowcount == 1
 
 
+def events_page(db: Database, org_id: str, shown: Row, before: int | None, limit: int) -> list[Row]:
+    """One page of an organization's events, newest first, older than the event `before`
+    (keyset paging: a page stays put while new events arrive), filtered by what `shown` names
+    (connection_id, status, since and until: ISO bounds of received_at). Each carries what
+    its record holds of ours (`written`, JSON, '' without a cache entry) from the records."""
+    where = ["c.org_id = ?"]
+    params: list[Any] = [org_id]
+    for column, test in (("connection_id", "="), ("status", "="), ("since", ">="), ("until", "<")):
+        if shown.get(column):
+            name = "e.received_at" if column in ("since", "until") else f"e.{column}"
+            where.append(f"{name} {test} ?")
+            params.append(shown[column])
+    if before is not None:
+        where.append("e.id < ?")
+        params.append(before)
+    sql = (
+        "SELECT e.*, coalesce(r.written, '') AS written, "
+        "coalesce(r.enriched_at, '') AS enriched_at "
+        "FROM events e JOIN connections c ON c.id = e.connection_id "
+        "LEFT JOIN records r ON r.connection_id = e.connection_id AND r.kind = e.kind "
+        f"AND r.record_id = e.record_id WHERE {' AND '.join(where)} ORDER BY e.id DESC LIMIT ?"
+    )
+    return list(db.query(sql, [*params, limit]))
+
+
+def events_per_connection(db: Database, org_id: str, since: str) -> list[Row]:
+    """An organization's events received from `since` on, per connection, kind and status:
+    connection_id, kind, status and `events`."""
+    sql = (
+        "SELECT e.connection_id, e.kind, e.status, count(*) AS events FROM events e "
+        "JOIN connections c ON c.id = e.connection_id WHERE c.org_id = ? AND e.received_at >= ? "
+        "GROUP BY e.connection_id, e.kind, e.status ORDER BY e.connection_id, e.kind, e.status"
+    )
+    return list(db.query(sql, [org_id, since]))
+
+
 # --- backfills ---------------------------------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ from server.errors import ServiceError
 from server.storage import store as service_store
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
-from tests.helpers.settings_forms import sign_in, source, submit, token
+from tests.helpers.settings_forms import sign_in, source, submit, text, token
 
 pytestmark = pytest.mark.both_backends
 
@@ -41,7 +41,10 @@ CSP = (
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 COOKIE = "contactdata_settings"
-PAGES = ("keys", "users", "connections", "deliveries", "usage", "schedules")
+PAGES = (
+    "keys", "users", "connections", "deliveries", "usage", "schedules", "audit", "credits",
+    "do-not-enrich",
+)  # fmt: skip
 
 
 @dataclass
@@ -735,11 +738,14 @@ def test_every_crm_mapping_reads_the_synthetic_event(platform: str) -> None:
         assert given["conEmail"] == "test.contact@example.com"
 
 
-def add_event(database: Database, link: dict[str, Any], key: str, status: str, error: str) -> int:
+def add_event(
+    database: Database, link: dict[str, Any], key: str, status: str, error: str,
+    received: str = "2026-03-02T09:00:00.000+00:00",
+) -> int:  # fmt: skip
     store.add_events(
         database,
         [{"connection_id": link["id"], "event_key": key, "record_id": f"r-{key}",
-          "payload": "{}", "thin": 0, "received_at": "2026-03-02T09:00:00.000+00:00"}],
+          "payload": "{}", "thin": 0, "received_at": received}],
     )  # fmt: skip
     event_id = store.events_of(database, link["id"])[-1]["id"]
     if status != "pending":
@@ -790,6 +796,67 @@ def test_an_event_id_past_sqlites_range_is_not_found(signed_in: FlaskClient) -> 
     assert f"No event {2**63 - 1} in this organization." in source(signed_in.get(largest.location))
 
 
+def test_deliveries_filter_by_connection_outcome_and_day(
+    signed_in: FlaskClient, linked: dict[str, Any], database: Database
+) -> None:
+    add_event(database, linked["hubspot"], "e1", "dead", "HubSpot answered 404",
+              received="2026-02-27T23:59:00.000+00:00")  # fmt: skip
+    add_event(database, linked["hubspot"], "e2", "done", "")
+    add_event(database, linked["zapier"], "e3", "pending", "")
+
+    def shown(query: str) -> set[str]:
+        return set(re.findall(r"<code>(r-e\d)</code>", source(signed_in.get(query))))
+
+    hubspot, zapier = linked["hubspot"]["id"], linked["zapier"]["id"]
+    assert shown("/settings/deliveries") == {"r-e1", "r-e2", "r-e3"}
+    assert shown(f"/settings/deliveries?connection={hubspot}") == {"r-e1", "r-e2"}
+    assert shown(f"/settings/deliveries?connection={zapier}&status=pending") == {"r-e3"}
+    assert shown("/settings/deliveries?status=done") == {"r-e2"}
+    assert shown("/settings/deliveries?to=2026-02-27") == {"r-e1"}  # the day is included
+    assert shown("/settings/deliveries?from=2026-02-28") == {"r-e2", "r-e3"}
+    assert shown("/settings/deliveries?from=2026-03-03") == set()
+    other = linked["globex"]["id"]  # another organization's connection is no choice
+    for query in (f"connection={other}", "status=lost", "from=yesterday", "before=x"):
+        refused = signed_in.get(f"/settings/deliveries?{query}")
+        assert refused.status_code == 303, query
+        assert "message-error" in source(signed_in.get(refused.location)), query
+
+
+def test_deliveries_page_past_fifty_without_moving_when_events_arrive(
+    signed_in: FlaskClient, linked: dict[str, Any], database: Database
+) -> None:
+    ids = [add_event(database, linked["hubspot"], f"p{n}", "done", "") for n in range(60)]
+    first = source(signed_in.get("/settings/deliveries"))
+    assert first.count('<th scope="row">Event ') == 50 and f"Event {ids[-1]}<" in first
+    older = re.search(r'href="(/settings/deliveries\?before=(\d+))">Older events', first)
+    assert older and int(older.group(2)) == ids[10]
+    add_event(database, linked["hubspot"], "late", "pending", "")  # arrives meanwhile
+    second = source(signed_in.get(older.group(1)))
+    rows = [int(n) for n in re.findall(r'<th scope="row">Event (\d+)<', second)]
+    assert rows == ids[9::-1] and "Older events" not in second and ">Newest</a>" in second
+
+
+def test_a_finished_event_shows_what_its_record_holds_in_local_time_with_utc_on_hover(
+    signed_in: FlaskClient, linked: dict[str, Any], database: Database
+) -> None:
+    written = add_event(database, linked["hubspot"], "w1", "done", "phone: read-only in HubSpot")
+    add_event(database, linked["hubspot"], "w2", "done", "")  # nothing new to write
+    store.save_record(
+        database,
+        {"connection_id": linked["hubspot"]["id"], "kind": "contacts", "record_id": "r-w1",
+         "transaction_id": "t-1", "input_fingerprint": "f", "enriched_at": iso(START),
+         "written": json.dumps({"jobtitle": "Head of Data", "company": "Acme Inc"})},
+    )  # fmt: skip
+    page = source(signed_in.get("/settings/deliveries"))
+    row = page[page.index(f"Event {written}<") :]
+    assert "<dt>jobtitle</dt><dd>Head of Data</dd>" in row
+    assert "<dt>company</dt><dd>Acme Inc</dd>" in row
+    assert "Left out: phone: read-only in HubSpot" in row
+    assert "Nothing written: the record already held these values" in page
+    moment = '<time datetime="2026-03-02T09:00:00.000+00:00" title="2026-03-02 09:00:00 UTC">'
+    assert moment + "2026-03-02 09:00 UTC</time>" in page
+
+
 CONNECTOR = Path(settings.__file__).parents[1]
 # Every number a settings form posts: (the page the form is on, its action, the field, the
 # form's other fields), with {hubspot} and {zapier} for the connections' ids.
@@ -801,6 +868,7 @@ NUMERIC_FIELDS = (
     ("/settings/connections/{zapier}", "/settings/connections/{zapier}/rotate-secret",
      "grace_seconds", {}),
     ("/settings/schedules", "/settings/schedules/connections/{hubspot}", "refresh_days", {}),
+    ("/settings/schedules", "/settings/schedules/jobs/reenrich", "every_days", {"at": "02:00"}),
     ("/settings/keys", "/settings/keys/update", "grace_seconds", {"action": "rotate"}),
     ("/settings/connections/{hubspot}/backfill",
      "/settings/connections/{hubspot}/backfill/start", "credit_cap", {"kind": "contacts"}),
@@ -871,6 +939,39 @@ def test_usage_shows_credits_todays_requests_and_thirty_days(
     assert "2026-02-27: 2 calls, 1 credits" in page
 
 
+def test_the_headline_counts_what_the_chart_counts_and_says_who_made_the_calls(
+    signed_in: FlaskClient, acme: Org, database: Database, linked: dict[str, Any]
+) -> None:
+    """Today's headline is the chart's last bar (enrich calls however made); the daily
+    limit's figure is named apart: it counts API requests, which a connection's calls are not."""
+    hubspot = linked["hubspot"]
+    for n, endpoint in enumerate([f"/hooks/{hubspot['id']}/events"] * 3 + ["/v7/enrich"]):
+        service_store.save_transaction(
+            database,
+            {"id": f"t-today-{n}", "org_id": acme.id, "key_id": acme.admin_key_id,
+             "endpoint": endpoint, "record_status": "Active", "credits": 1,
+             "created_at": iso(START - timedelta(minutes=n))},
+        )  # fmt: skip
+    add_event(database, hubspot, "u1", "done", "")
+    add_event(database, hubspot, "u2", "dead", "HubSpot answered 404")
+    page = text(signed_in.get("/settings/usage"))
+    assert "Enrich calls today (UTC) 4 Every enrichment" in page
+    assert "2026-03-02: 4 calls, 4 credits" in source(signed_in.get("/settings/usage"))
+    assert "API requests today against the daily limit 0 of 500" in page
+    assert "Acme HubSpot: its records' events 3 3" in page and "The API: /v7/enrich 1 1" in page
+    assert "Acme HubSpot contacts 2 1 1 0" in page
+
+
+def test_usage_names_each_source_of_calls() -> None:
+    names = {"c1": "Acme HubSpot"}
+    assert settings.source_name("/hooks/c1/events", names) == "Acme HubSpot: its records' events"
+    assert settings.source_name("/settings/connections/c1/preview", names) == (
+        "Acme HubSpot: previews"
+    )
+    assert settings.source_name("/hooks/gone/events", names).startswith("A removed connection")
+    assert settings.source_name("/v7/enrich", names) == "The API: /v7/enrich"
+
+
 def auth_caller(database: Database, org: Org) -> auth.Caller:
     return auth.authenticate(database, SECRET.encode(), org.admin_key, START)
 
@@ -886,15 +987,16 @@ def test_the_chart_scales_to_the_busiest_day() -> None:
 # --- schedules -------------------------------------------------------------------------------
 
 
-def test_schedules_show_the_deployments_jobs_without_letting_an_organization_change_them(
-    signed_in: FlaskClient, db_path: Path
+def test_schedules_are_in_words_and_only_the_operator_changes_them_for_several_organizations(
+    signed_in: FlaskClient, db_path: Path, globex: Org
 ) -> None:
-    """The jobs run for every organization: one organization's admin sees them, and only the
-    operator (`contactdata jobs reschedule`) changes them."""
+    """The jobs run for every organization: where there are several, one organization's admin
+    sees them in words, and only the operator (`contactdata jobs reschedule`) changes them."""
     page = source(signed_in.get("/settings/schedules"))
     for job in scheduler.status(db_path):
-        assert job["name"] in page and job["trigger"] in page
-    assert "Run every" not in page and "contactdata jobs reschedule" in page
+        assert job["name"] in page and job["runs"] in page and job["trigger"] not in page
+    assert "every day at 02:00 UTC" in page and "every minute" in page
+    assert 'name="every_days"' not in page and "contactdata jobs reschedule" in page
     # a run's result names every organization's connections: only its outcome is shown
     run = {"job_id": "renew_subscriptions", "started_at": "2026-11-23T12:00:00.000+00:00",
            "finished_at": "2026-11-23T12:00:01.000+00:00", "ok": 0,
@@ -906,10 +1008,39 @@ def test_schedules_show_the_deployments_jobs_without_letting_an_organization_cha
     before = scheduler.status(db_path)
     refused = submit(
         signed_in, "/settings/schedules", "/settings/schedules/jobs/purge_deliveries",
-        every="6", unit="hours",
+        every_days="2", at="04:30",
     )  # fmt: skip
-    assert refused.status_code in (404, 405)
+    assert "its operator changes them" in source(signed_in.get(refused.location))
     assert scheduler.status(db_path) == before
+
+
+def test_the_admin_of_the_only_organization_runs_a_daily_job_every_n_days_at_a_time(
+    signed_in: FlaskClient, acme: Org, db_path: Path, database: Database
+) -> None:
+    page = source(signed_in.get("/settings/schedules"))
+    assert 'action="/settings/schedules/jobs/reenrich"' in page
+    assert 'action="/settings/schedules/jobs/retry_deliveries"' not in page  # every minute
+    response = submit(
+        signed_in, "/settings/schedules", "/settings/schedules/jobs/reenrich",
+        every_days="3", at="04:30",
+    )  # fmt: skip
+    done = source(signed_in.get(response.location))
+    assert "Re-enrich stale records now runs every 3 days at 04:30 UTC" in done
+    job = next(job for job in scheduler.status(db_path) if job["id"] == "reenrich")
+    assert job["runs"] == "every 3 days at 04:30 UTC" and job["next_run"][10:] == (
+        "T04:30:00.000+00:00"
+    )
+    assert 'value="3"' in done and 'value="04:30"' in done
+    assert f'<dt>Next run</dt><dd><time datetime="{job["next_run"]}"' in done
+    assert actions(database, acme)[-1] == ("schedule.change", "reenrich")
+    for form, message in (({"every_days": "0", "at": "04:30"}, "every 1 to 365 days"),
+                          ({"every_days": "2", "at": "25:00"}, "HH:MM")):  # fmt: skip
+        refused = submit(signed_in, "/settings/schedules", "/settings/schedules/jobs/reenrich",
+                         **form)  # fmt: skip
+        assert message in source(signed_in.get(refused.location))
+    unknown = submit(signed_in, "/settings/schedules", "/settings/schedules/jobs/retry_deliveries",
+                     every_days="1", at="01:00")  # fmt: skip
+    assert unknown.status_code == 404
 
 
 def test_change_a_connections_refresh_interval(
@@ -955,3 +1086,79 @@ def test_huge_or_non_integer_form_numbers_get_the_usual_message(
         )  # fmt: skip
         assert message in source(signed_in.get(response.location))
     assert not [action for action, _ in actions(database, acme) if action == "key.rotate"]
+
+
+# --- audit log, credits, do not enrich -------------------------------------------------------
+
+
+def test_the_audit_log_filters_by_action_actor_and_day_and_pages(
+    signed_in: FlaskClient, acme: Org, globex: Org, database: Database
+) -> None:
+    def log(org: Org, action: str, actor: str, moment: datetime) -> None:
+        with server.write(database):
+            audit.record(database, moment, org_id=org.id, actor=actor, action=action,
+                         target="t", detail={"refreshDays": 7})  # fmt: skip
+
+    log(acme, "connection.edit", "key k1 (ann@acme.example.org)", START - timedelta(days=2))
+    log(acme, "delivery.retry", "key k2 (bob@acme.example.org)", START)
+    log(globex, "key.create", "key k9 (eve@globex.example.org)", START)
+
+    def shown(query: str) -> list[str]:
+        page = source(signed_in.get(f"/settings/audit{query}"))
+        return re.findall(r"<code>([a-z_.]+)</code>", page)
+
+    everything = shown("")
+    # newest first, Acme's creation last; Globex's key is not Acme's to see
+    assert everything == ["delivery.retry", "connection.edit", "organization.create"]
+    assert shown("?action=connection.") == ["connection.edit"]
+    assert shown("?actor=key+k2+(bob@acme.example.org)") == ["delivery.retry"]
+    assert shown("?to=2026-02-28") == ["connection.edit"]
+    page = text(signed_in.get("/settings/audit?action=connection."))
+    assert "refreshDays 7" in page and "eve@globex" not in page
+    for query in ("action=drop", "actor=key+k9+(eve@globex.example.org)", "from=3.3.2026"):
+        refused = signed_in.get(f"/settings/audit?{query}")
+        assert "message-error" in source(signed_in.get(refused.location)), query
+    for _ in range(settings.ENTRIES_SHOWN + 5):
+        log(acme, "mapping.save", "key k1 (ann@acme.example.org)", START)
+    first = source(signed_in.get("/settings/audit?action=mapping."))
+    older = re.search(r'href="(/settings/audit\?[^"]+)">Older entries', first)
+    assert first.count("<code>mapping.save</code>") == 50 and older
+    assert source(signed_in.get(older.group(1))).count("<code>mapping.save</code>") == 5
+
+
+def test_credit_history_lists_each_change_newest_first(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    from server import credits
+
+    credits.top_up(database, acme.id, 250, START - timedelta(days=1))
+    credits.debit(database, acme.id, 1, START, "t-1")
+    page = text(signed_in.get("/settings/credits"))
+    assert "1,249 credits now" in page
+    assert page.index("-1 1,249 an enrichment delivered") < page.index("+250 1,250 credits added")
+
+
+def test_an_admin_puts_a_person_on_the_do_not_enrich_list(
+    signed_in: FlaskClient, acme: Org, database: Database
+) -> None:
+    response = submit(
+        signed_in, "/settings/do-not-enrich", "/settings/do-not-enrich",
+        email="Pat.Doe@Initech.example.com", reason="asked by e-mail",
+    )  # fmt: skip
+    assert "that person is on the do-not-enrich list" in source(signed_in.get(response.location))
+    hash_of = server.privacy.hasher(SECRET.encode())
+    listed = server.suppressed(
+        database, [hash_of(server.privacy.email("pat.doe@initech.example.com"))]
+    )
+    assert [(row["action"], row["reason"]) for row in listed] == [("suppress", "asked by e-mail")]
+    entry = audit.entries(database, acme.id)[-1]
+    assert entry["action"] == "privacy.suppress" and acme.admin_email in entry["actor"]
+    refusals = {
+        "Name the person: the work e-mail address": {},
+        "the full name and the company website go together": {"name": "Pat Doe"},
+    }
+    for message, form in refusals.items():
+        refused = submit(signed_in, "/settings/do-not-enrich", "/settings/do-not-enrich", **form)
+        assert message in source(signed_in.get(refused.location))
+    page = source(signed_in.get("/settings/do-not-enrich"))
+    assert "taking someone off the list" in page and "unsuppress" not in page

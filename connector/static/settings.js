@@ -43,3 +43,17 @@ document.addEventListener("DOMContentLoaded", () => {
     button.addEventListener("click", () => copyFrom(button));
   }
 });
+
+// Moments are written in UTC (<time datetime="…">, the UTC value in its title): shown here in
+// the reader's own time zone, the title keeping the UTC value on hover.
+function showLocalTimes() {
+  const format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  for (const moment of document.querySelectorAll("time[datetime]")) {
+    const parsed = new Date(moment.getAttribute("datetime"));
+    if (!Number.isNaN(parsed.getTime())) {
+      moment.textContent = format.format(parsed);
+    }
+  }
+}
+
+document.addEventListener("DOMContentLoaded", showLocalTimes);

@@ -22,7 +22,7 @@ import json
 import secrets
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
 from typing import Any, TypeVar
 
@@ -66,6 +66,27 @@ SESSION_LIFETIME = timedelta(hours=8)  # from sign-in, however recently the sess
 SESSION_EXPIRED = "Your session ended 8 hours after you signed in: sign in again."
 EVENTS_SHOWN = 50
 EVENT_STATUSES = ("pending", "done", "dead")
+ENTRIES_SHOWN = 50  # audit entries and credit changes a page
+# The command line's options of a person (server/privacy.py's messages) and the form's fields.
+FORM_LABELS = {
+    "--email": "the work e-mail address",
+    "--profile-url": "the profile URL",
+    "--name": "the full name",
+    "--company-domain": "the company website",
+}
+# The audit log's kinds of action, by prefix, and how the filter names them.
+AUDIT_ACTIONS = {
+    "key.": "keys",
+    "user.": "users",
+    "organization.": "the organization",
+    "connection.": "connections",
+    "mapping.": "mappings",
+    "backfill.": "backfills",
+    "delivery.": "deliveries",
+    "schedule.": "schedules",
+    "credits.": "credits",
+    "privacy.": "do-not-enrich",
+}
 GRACE_CHOICES = (
     (0, "no time: it stops at once"),
     (3600, "1 hour"),
@@ -557,15 +578,33 @@ def _slot(node: Row | list[Any], part: str, default: Any) -> Any:
 
 @blueprint.get("/deliveries")
 def deliveries() -> Response:
-    """The latest events of the organization's connections: status, attempts, last error."""
-    status = request.args.get("status") or None
-    if status not in EVENT_STATUSES:
-        status = None
+    """The organization's events, newest first, filtered by connection, outcome and UTC days
+    received, a page at a time: status, attempts, what was written or the last error."""
     names = {link["id"]: link["name"] for link in own_connections()}
-    events = store.recent_events(db(), EVENTS_SHOWN, status, org_id=g.caller.org_id)
+    try:
+        shown = {"connection_id": choice("connection", names), "status": choice("status")}
+        shown.update(day_bounds())
+        before = older_than()
+    except ServiceError as error:
+        return failed(error, ".deliveries")
+    rows = store.events_page(db(), g.caller.org_id, shown, before, EVENTS_SHOWN + 1)
+    events = [{**row, "values": written_values(row)} for row in rows[:EVENTS_SHOWN]]
     return render(
-        "deliveries.html", events=events, names=names, status=status, statuses=EVENT_STATUSES
+        "deliveries.html",
+        events=events,
+        names=names,
+        shown=request.args,
+        statuses=EVENT_STATUSES,
+        older=events[-1]["id"] if len(rows) > EVENTS_SHOWN else None,
     )
+
+
+def written_values(event: Row) -> Row:
+    """What a done event's record holds of ours (field: value), from the transaction cache."""
+    if event["status"] != "done" or not event.get("written"):
+        return {}
+    values = json.loads(event["written"])
+    return values if isinstance(values, dict) else {}
 
 
 @blueprint.post("/deliveries/<int:event_id>/retry")
@@ -593,9 +632,42 @@ def retry_delivery(event_id: int) -> Response:
 
 @blueprint.get("/usage")
 def usage_page() -> Response:
-    """Credit balance, today's requests against the daily limit, and 30 days of calls."""
+    """Credit balance, today's enrich calls (the chart's last bar), today's API requests
+    against the daily limit, 30 days of calls, and who made them: each connection's events
+    and previews, by kind of record, and the API."""
     found = usage.usage(db(), limiter(), g.caller, server.now())
-    return render("usage.html", usage=found, chart=chart(found.days))
+    names = {link["id"]: link["name"] for link in own_connections()}
+    since = server.iso(datetime.combine(date.fromisoformat(found.days[0].day), time.min, UTC))
+    events = store.events_per_connection(db(), g.caller.org_id, since)
+    return render(
+        "usage.html",
+        usage=found,
+        chart=chart(found.days),
+        sources=[(source_name(s.endpoint, names), s) for s in found.sources],
+        kinds=events_by_kind(events, names),
+    )
+
+
+def source_name(endpoint: str, names: dict[str, str]) -> str:
+    """Who made enrich calls through `endpoint`, for people: a connection's events or
+    previews, or the API endpoint itself."""
+    parts = endpoint.strip("/").split("/")
+    if len(parts) == 3 and parts[0] == "hooks" and parts[2] == "events":
+        return f"{names.get(parts[1], 'A removed connection')}: its records' events"
+    if len(parts) == 4 and parts[:2] == ["settings", "connections"] and parts[3] == "preview":
+        return f"{names.get(parts[2], 'A removed connection')}: previews"
+    return f"The API: {endpoint}"
+
+
+def events_by_kind(rows: list[Row], names: dict[str, str]) -> list[Row]:
+    """Events per connection and kind of record, with how many ended done, dead or wait."""
+    table: dict[tuple[str, str], Row] = {}
+    for row in rows:
+        key = (names.get(row["connection_id"], row["connection_id"]), row["kind"])
+        entry = table.setdefault(key, {"name": key[0], "kind": key[1], "total": 0})
+        entry[row["status"]] = entry.get(row["status"], 0) + row["events"]
+        entry["total"] += row["events"]
+    return list(table.values())
 
 
 def chart(days: list[usage.Day], width: int = 600, height: int = 160) -> Row:
@@ -615,14 +687,53 @@ def chart(days: list[usage.Day], width: int = 600, height: int = 160) -> Row:
 
 @blueprint.get("/schedules")
 def schedules() -> Response:
-    """The scheduled jobs with their next and last runs, and each connection's refresh."""
+    """The scheduled jobs in words with their next and last runs (the daily ones editable by
+    the admin of a deployment's only organization), and each connection's refresh."""
     crm = [link for link in own_connections() if PLATFORMS[link["platform"]].crm]
     return render(
         "schedules.html",
         jobs=scheduler.status(current_app.config["DB"]),
         connections=crm,
         refresh_days=REFRESH_DAYS,
+        every_days=scheduler.EVERY_DAYS,
+        may_reschedule=may_reschedule(),
     )
+
+
+def may_reschedule() -> bool:
+    """Whether the signed-in admin may change the jobs' schedule: they run for every
+    organization of the deployment, so only where theirs is the only one (a self-hosted
+    install, whose admin is its operator); elsewhere `contactdata jobs reschedule`."""
+    return [org["id"] for org in server.organizations(db())] == [g.caller.org_id]
+
+
+@blueprint.post("/schedules/jobs/<job_id>")
+def reschedule_job(job_id: str) -> Response:
+    """Run a daily job every N days at HH:MM (UTC) from its next such time on."""
+    if job_id not in scheduler.DAILY_JOBS:
+        abort(404)
+    try:
+        if not may_reschedule():
+            raise InvalidParameter(
+                "The jobs run for every organization of this deployment: its operator "
+                "changes them (contactdata jobs reschedule)."
+            )
+        days, at = integer("every_days", "number of days"), clock_time("at")
+        job = scheduler.run_every_days(current_app.config["DB"], job_id, days, at, server.now())
+        detail = {"runs": job["runs"], "nextRun": job["next_run"]}
+        change(lambda database: True, "schedule.change", job_id, detail)
+    except ServiceError as error:
+        return failed(error, ".schedules")
+    flash(f"{job['name']} now runs {job['runs']}; next at {job['next_run']}.", "success")
+    return redirect(url_for(".schedules"), 303)
+
+
+def clock_time(name: str) -> time:
+    """A form's time of day, HH:MM."""
+    try:
+        return time.fromisoformat(field(name)).replace(second=0, microsecond=0)
+    except ValueError:
+        raise InvalidParameter("Give the time of day as HH:MM, for example 02:00.") from None
 
 
 @blueprint.post("/schedules/connections/<connection_id>")
@@ -640,6 +751,104 @@ def set_refresh_days(connection_id: str) -> Response:
         return failed(error, ".schedules")
     flash(f"{link['name']} now refreshes records enriched over {days} days ago.", "success")
     return redirect(url_for(".schedules"), 303)
+
+
+# --- audit log -------------------------------------------------------------------------------
+
+
+@blueprint.get("/audit")
+def audit_log() -> Response:
+    """The organization's audit log, newest first, by kind of action, actor and UTC days."""
+    actors = server.audit.actors(db(), g.caller.org_id)
+    try:
+        shown = {"action": choice("action", AUDIT_ACTIONS), "actor": choice("actor", actors)}
+        shown.update(day_bounds())
+        before = older_than()
+    except ServiceError as error:
+        return failed(error, ".audit_log")
+    rows = server.audit.page(db(), g.caller.org_id, shown, before, ENTRIES_SHOWN + 1)
+    entries = [{**row, "details": details(row["detail"])} for row in rows[:ENTRIES_SHOWN]]
+    return render(
+        "audit.html",
+        entries=entries,
+        actors=actors,
+        actions=AUDIT_ACTIONS,
+        shown=request.args,
+        older=entries[-1]["id"] if len(rows) > ENTRIES_SHOWN else None,
+    )
+
+
+def details(text: str) -> list[tuple[str, str]]:
+    """An audit entry's detail (JSON) as name and value pairs to read."""
+    found = json.loads(text) if text else {}
+    if not isinstance(found, dict):
+        return [("detail", str(found))]
+    return [
+        (name, json.dumps(value) if isinstance(value, dict | list) else str(value))
+        for name, value in found.items()
+    ]
+
+
+# --- credits ---------------------------------------------------------------------------------
+
+
+@blueprint.get("/credits")
+def credits_page() -> Response:
+    """The balance's history: each change, newest first, a page at a time."""
+    try:
+        before = older_than()
+    except ServiceError as error:
+        return failed(error, ".credits_page")
+    rows = server.credits.history(db(), g.caller.org_id, before, ENTRIES_SHOWN + 1)
+    balance = server.organization(db(), g.caller.org_id)["credits"]
+    return render(
+        "credits.html",
+        lines=rows[:ENTRIES_SHOWN],
+        balance=balance,
+        older=rows[ENTRIES_SHOWN - 1]["id"] if len(rows) > ENTRIES_SHOWN else None,
+    )
+
+
+# --- do not enrich ---------------------------------------------------------------------------
+
+
+@blueprint.get("/do-not-enrich")
+def do_not_enrich() -> Response:
+    """The form an admin puts a person on the suppression list with (see `suppress_person`)."""
+    return render("do_not_enrich.html", max_reason=server.privacy.MAX_REASON)
+
+
+@blueprint.post("/do-not-enrich")
+def suppress_person() -> Response:
+    """Put a person who asked not to be enriched on the service's suppression list: from then
+    on no organization is delivered their data, and their contact and employments are deleted
+    from the dataset (`contactdata privacy suppress`, audited under this organization and the
+    admin's key). An admin may only add: erasing a person's history, taking anyone off the
+    list or reading it stay with the operator, since they concern every organization."""
+    try:
+        auth.require_active_organization(g.caller)
+        person = server.suppression.person(
+            email=field("email"), profile_url=field("profile_url"), name=field("name"),
+            company_domain=field("company_domain"), reason=field("reason"),
+        )  # fmt: skip
+        hash_of = server.privacy.hasher(server_secret())
+        by = (g.caller.org_id, admin.actor(context()))
+        server.suppression.act(db(), hash_of, server.now(), [person], "suppress", by=by)
+    except ServiceError as error:
+        return failed(InvalidParameter(in_form_words(error.message)), ".do_not_enrich")
+    flash(
+        "Done: that person is on the do-not-enrich list. No organization is sent their data "
+        "from now on, and the service's dataset no longer holds them.",
+        "success",
+    )
+    return redirect(url_for(".do_not_enrich"), 303)
+
+
+def in_form_words(message: str) -> str:
+    """A privacy message written for the command line, naming the form's fields instead."""
+    for option, label in FORM_LABELS.items():
+        message = message.replace(option, label)
+    return message
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -739,6 +948,39 @@ def integer(name: str, label: str) -> int:
         return int(field(name))
     except ValueError:
         raise InvalidParameter(f"The {label} must be a whole number.") from None
+
+
+def choice(name: str, allowed: Any = EVENT_STATUSES) -> str:
+    """A filter's value from the query string: one of `allowed`, or "" for any."""
+    value = request.args.get(name, "")
+    if value and value not in allowed:
+        raise InvalidParameter(f"There is no {name} {value!r} to show.")
+    return value
+
+
+def day_bounds() -> dict[str, str]:
+    """The query string's `from` and `to` days (YYYY-MM-DD, UTC, both included) as ISO bounds
+    `since` and `until` (the day after `to`); absent ones left out."""
+    bounds = {}
+    for name, key, shift in (("from", "since", 0), ("to", "until", 1)):
+        if text := request.args.get(name, ""):
+            try:
+                day = date.fromisoformat(text)
+            except ValueError:
+                raise InvalidParameter(f"Give the {name} day as YYYY-MM-DD.") from None
+            start = datetime.combine(day + timedelta(days=shift), time.min, UTC)
+            bounds[key] = server.iso(start)
+    return bounds
+
+
+def older_than() -> int | None:
+    """The query string's `before`: the id below which the next page starts (keyset paging)."""
+    text = request.args.get("before", "")
+    if not text:
+        return None
+    if not text.isdigit() or int(text) > store.LARGEST_ID:
+        raise InvalidParameter("That page does not exist: start from the newest.")
+    return int(text)
 
 
 def failed(error: ServiceError | Exception, endpoint: str, **values: Any) -> Response:
