@@ -694,15 +694,22 @@ def delete_connection(db: Database, connection_id: str) -> bool:
 def events_page(db: Database, org_id: str, shown: Row, before: int | None, limit: int) -> list[Row]:
     """One page of an organization's events, newest first, older than the event `before`
     (keyset paging: a page stays put while new events arrive), filtered by what `shown` names
-    (connection_id, status, since and until: ISO bounds of received_at). Each carries what
-    its record holds of ours (`written`, JSON, '' without a cache entry) from the records."""
+    (connection_id, status, since and until: ISO bounds of received_at, live: only events
+    the platform sent, key_prefix: only a backfill's). Each carries what its record holds of
+    ours (`written`, JSON, '' without a cache entry) from the records."""
     where = ["c.org_id = ?"]
     params: list[Any] = [org_id]
-    for column, test in (("connection_id", "="), ("status", "="), ("since", ">="), ("until", "<")):
-        if shown.get(column):
-            name = "e.received_at" if column in ("since", "until") else f"e.{column}"
-            where.append(f"{name} {test} ?")
-            params.append(shown[column])
+    tests = {"connection_id": "e.connection_id = ?", "status": "e.status = ?",
+             "since": "e.received_at >= ?", "until": "e.received_at < ?",
+             "key_prefix": "e.event_key >= ? AND e.event_key < ?"}  # fmt: skip
+    for name, test in tests.items():
+        if shown.get(name):
+            where.append(test)
+            params.append(shown[name])
+            if name == "key_prefix":
+                params.append(shown[name] + chr(0x10FFFF))
+    if shown.get("live"):
+        where.append("e.priority = 0")
     if before is not None:
         where.append("e.id < ?")
         params.append(before)

@@ -822,6 +822,33 @@ def test_deliveries_filter_by_connection_outcome_and_day(
         assert "message-error" in source(signed_in.get(refused.location)), query
 
 
+def test_deliveries_show_one_backfills_events_or_only_the_platforms(
+    signed_in: FlaskClient, linked: dict[str, Any], database: Database
+) -> None:
+    hubspot = linked["hubspot"]
+    stamp = iso(START)
+    runs = [
+        store.start_backfill(database, {"connection_id": hubspot["id"], "kind": "contacts",
+                                        "started_at": stamp, "updated_at": stamp})["id"]
+        for _ in range(2)
+    ]  # fmt: skip
+    add_event(database, hubspot, "live", "done", "")
+    for run in runs:
+        add_event(database, hubspot, f"backfill:{run}:contacts:b{run}", "pending", "")
+    database.execute("UPDATE events SET priority = 1 WHERE event_key LIKE 'backfill:%'")
+    page = source(signed_in.get("/settings/deliveries"))
+    assert f'<option value="backfill:{runs[0]}">backfill {runs[0]} of Acme HubSpot contacts' in page
+
+    def shown(query: str) -> set[str]:
+        found = re.findall(r"<code>(r-[^<]+)</code>", source(signed_in.get(query)))
+        return {record.rsplit(":", 1)[-1] for record in found}
+
+    assert shown(f"/settings/deliveries?source=backfill:{runs[1]}") == {f"b{runs[1]}"}
+    assert shown("/settings/deliveries?source=live") == {"r-live"}
+    refused = signed_in.get("/settings/deliveries?source=backfill:999")
+    assert "message-error" in source(signed_in.get(refused.location))
+
+
 def test_deliveries_page_past_fifty_without_moving_when_events_arrive(
     signed_in: FlaskClient, linked: dict[str, Any], database: Database
 ) -> None:
@@ -851,7 +878,7 @@ def test_a_finished_event_shows_what_its_record_holds_in_local_time_with_utc_on_
     row = page[page.index(f"Event {written}<") :]
     assert "<dt>jobtitle</dt><dd>Head of Data</dd>" in row
     assert "<dt>company</dt><dd>Acme Inc</dd>" in row
-    assert "Left out: phone: read-only in HubSpot" in row
+    assert "Note: phone: read-only in HubSpot" in row
     assert "Nothing written: the record already held these values" in page
     moment = '<time datetime="2026-03-02T09:00:00.000+00:00" title="2026-03-02 09:00:00 UTC">'
     assert moment + "2026-03-02 09:00 UTC</time>" in page

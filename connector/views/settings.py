@@ -1,5 +1,6 @@
 """The admin settings page, /settings: an organization's admin signs in with the admin API key
-and manages keys, users, connections, deliveries, usage and schedules in a browser.
+and manages keys, users, connections, deliveries, usage, schedules, the audit log, the credit
+history and the do-not-enrich list in a browser.
 
 Server-rendered (templates/settings/) with one stylesheet and one script (static/) and nothing
 inline, so the Content-Security-Policy allows no inline code at all. Every key and user action
@@ -46,7 +47,7 @@ from sqlite_utils import Database
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 import server
-from connector import mapping_versions, mappings, scheduler, store
+from connector import backfill, mapping_versions, mappings, scheduler, store
 from connector.platforms import PLATFORMS
 from server import Caller, InvalidParameter, NotFound, ServiceError, admin, auth, limits, usage
 
@@ -580,10 +581,12 @@ def _slot(node: Row | list[Any], part: str, default: Any) -> Any:
 def deliveries() -> Response:
     """The organization's events, newest first, filtered by connection, outcome and UTC days
     received, a page at a time: status, attempts, what was written or the last error."""
-    names = {link["id"]: link["name"] for link in own_connections()}
+    links = own_connections()
+    names = {link["id"]: link["name"] for link in links}
+    sources = event_sources(links)
     try:
-        shown = {"connection_id": choice("connection", names), "status": choice("status")}
-        shown.update(day_bounds())
+        shown: Row = {"connection_id": choice("connection", names), "status": choice("status")}
+        shown.update(day_bounds(), **source_filter(choice("source", sources)))
         before = older_than()
     except ServiceError as error:
         return failed(error, ".deliveries")
@@ -593,10 +596,33 @@ def deliveries() -> Response:
         "deliveries.html",
         events=events,
         names=names,
+        sources=sources,
         shown=request.args,
         statuses=EVENT_STATUSES,
         older=events[-1]["id"] if len(rows) > EVENTS_SHOWN else None,
     )
+
+
+def event_sources(links: list[Row]) -> dict[str, str]:
+    """Where events came from, for the filter: the platforms' own, or one of the backfills
+    of the organization's connections (newest first)."""
+    sources = {"live": "sent by the platform"}
+    for link in links:
+        for run in store.backfills_of(db(), link["id"]):
+            started = run["started_at"][:16].replace("T", " ")
+            sources[f"backfill:{run['id']}"] = (
+                f"backfill {run['id']} of {link['name']} {run['kind']} (started {started} UTC)"
+            )
+    return sources
+
+
+def source_filter(source: str) -> Row:
+    """The events filter of a source: live events, or a backfill's by their key's prefix."""
+    if source == "live":
+        return {"live": True}
+    if source:
+        return {"key_prefix": backfill.key_prefix(int(source.partition(":")[2]))}
+    return {}
 
 
 def written_values(event: Row) -> Row:
