@@ -50,4 +50,28 @@ def test_usage_of_an_organization(database: Database, db_path: Path) -> None:
     ]  # fmt: skip
     assert found.days[-2:] == [usage.Day("2026-03-01", 1, 1), usage.Day("2026-03-02", 1, 0)]
     assert sum(day.calls for day in found.days) == 2
+    assert found.sources == [usage.Source("/v7/enrich", 2, 1)]  # the window's, Acme's only
     assert limiter.count(daily, NOW) == 4  # reading counted nothing
+
+
+def test_usage_per_endpoint_busiest_first(database: Database, db_path: Path) -> None:
+    """A connection's events and previews are endpoints of their own, so the settings page can
+    say which connection made the calls."""
+    org, key = accounts.create_organization(
+        database, SECRET, NOW, name="Acme", website="acme.example.org", tier="pro"
+    )
+    caller = auth.authenticate(database, SECRET, key, NOW)
+    for n, (endpoint, credits) in enumerate(
+        [("/hooks/c1/events", 1)] * 3 + [("/settings/connections/c1/preview", 0)]
+    ):
+        store.save_transaction(
+            database,
+            {"id": f"t-{n}", "org_id": org["id"], "endpoint": endpoint,
+             "record_status": "Active", "credits": credits, "created_at": iso(NOW)},
+        )  # fmt: skip
+    found = usage.usage(database, limits.SqliteLimiter(f"{db_path}.limits"), caller, NOW)
+    assert found.sources == [
+        usage.Source("/hooks/c1/events", 3, 3),
+        usage.Source("/settings/connections/c1/preview", 1, 0),
+    ]
+    assert found.days[-1].calls == sum(source.calls for source in found.sources)
