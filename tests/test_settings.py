@@ -24,7 +24,7 @@ from connector import connections, mappings, scheduler, store
 from connector.app import create_app
 from connector.platforms import PLATFORMS
 from connector.views import settings
-from server import accounts, audit, auth, keys, usage
+from server import accounts, audit, auth, credits, keys, usage
 from server import admin as use_cases
 from server.clock import iso
 from server.errors import ServiceError
@@ -1156,8 +1156,6 @@ def test_the_audit_log_filters_by_action_actor_and_day_and_pages(
 def test_credit_history_lists_each_change_newest_first(
     signed_in: FlaskClient, acme: Org, database: Database
 ) -> None:
-    from server import credits
-
     credits.top_up(database, acme.id, 250, START - timedelta(days=1))
     credits.debit(database, acme.id, 1, START, "t-1")
     page = text(signed_in.get("/settings/credits"))
