@@ -130,8 +130,8 @@ def test_sign_in_with_the_keyboard(tab: Tab, site: Site) -> None:
     page.get_by_label("Admin API key").fill("cdk_not_a_key")
     page.get_by_role("button", name="Sign in").click()
     assert "Sign-in failed" in page.get_by_role("alert").inner_text()
-    page.keyboard.press("Tab")  # the skip link first, then the key field
-    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "sign-in-error"  # read out first
+    page.keyboard.press("Tab")  # then the key field it describes
     assert page.evaluate("document.activeElement.id") == "api_key"
     page.keyboard.type(site.admin_key)
     page.keyboard.press("Enter")

@@ -1,4 +1,5 @@
-// The settings page's one script: copy buttons (the Clipboard API), loaded as a file because
+// The settings page's one script: copy buttons (the Clipboard API) and focus on an error
+// message, so a keyboard or screen reader user lands on it; loaded as a file because
 // the Content-Security-Policy allows no inline script. Everything works without it, too:
 // values to copy sit in read-only fields that can be selected by hand.
 "use strict";
@@ -39,6 +40,11 @@ async function copyFrom(button) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  const error = document.querySelector("main [role=alert]");
+  if (error) {
+    error.setAttribute("tabindex", "-1");  // focusable by script, not a tab stop
+    error.focus();
+  }
   for (const button of document.querySelectorAll("button.copy[data-copy]")) {
     button.addEventListener("click", () => copyFrom(button));
   }
