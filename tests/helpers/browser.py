@@ -1,5 +1,6 @@
 """Debian's headless Chromium through Playwright, for the settings page's browser tests: one
-launch per module, screenshots into tests/artifacts/."""
+launch per module, screenshots into tests/artifacts/, and axe-core's check of a page
+(axe-playwright-python bundles axe-core, so it runs offline)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 LAPTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 375, "height": 812}
+SERIOUS = ("serious", "critical")  # axe-core's two highest impacts
 
 
 @contextmanager
@@ -37,3 +40,17 @@ def shoot(page: Any, name: str) -> None:
     """A full-page screenshot, tests/artifacts/<name>.png."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def axe_problems(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page as shown, one line each: the
+    rule, its help and the elements it found."""
+    from axe_playwright_python.sync_playwright import Axe  # a test extra: missing, it fails
+
+    found = Axe().run(page).response["violations"]
+    return [
+        f"{rule['id']} ({rule['impact']}): {rule['help']}: "
+        + "; ".join(" ".join(node["target"]) for node in rule["nodes"])
+        for rule in found
+        if rule["impact"] in SERIOUS
+    ]
