@@ -121,3 +121,4 @@ def test_the_grade_set_in_the_editor_shows_in_the_previews_page(
         shown = text(client.get(made.location))
         assert "Nothing is written: the match grade A- is below the minimum A." in shown
         assert "Apply: write" not in shown and fake.writes["503"] == 0
+        assert "Company name" in shown and "compName" not in shown  # fields in words

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from flask import Response, abort, flash, g, redirect, url_for
 
 import server
-from connector import outbound, preview, worker
+from connector import mapping_words, outbound, preview, worker
 from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from server import NotFound, ServiceError, auth
@@ -50,7 +50,9 @@ def show_preview(connection_id: str, preview_id: str) -> Response:
     cutoff = server.iso(server.now() - preview.LIFETIME)
     expired = not shown.applied_at and shown.created_at < cutoff
     kinds = PLATFORMS[link["platform"]].objects
-    return page.render("preview.html", link=link, kinds=kinds, shown=shown, expired=expired)
+    return page.render(
+        "preview.html", link=link, kinds=kinds, shown=shown, expired=expired, labels=_labels(shown)
+    )
 
 
 @page.blueprint.post("/connections/<connection_id>/previews/<preview_id>/apply")
@@ -84,3 +86,8 @@ def _stored(connection_id: str, preview_id: str) -> preview.Preview:
         return preview.stored(page.db(), connection_id, preview_id)
     except NotFound:
         abort(404)
+
+
+def _labels(shown: preview.Preview) -> dict[str, str]:
+    """The enrich fields of a preview's rows, in words."""
+    return {row["field"]: mapping_words.label(row["field"]) for row in shown.rows}
