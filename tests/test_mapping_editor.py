@@ -416,6 +416,7 @@ def test_the_production_server_refuses_an_alias_bomb_well_within_its_worker_time
 # --- the editor in words ---------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_fields_and_policies_read_in_words_with_the_organizations_own_examples(
     signed_in: FlaskClient, acme: tuple[dict[str, Any], str], database: Database
 ) -> None:
@@ -433,6 +434,13 @@ def test_fields_and_policies_read_in_words_with_the_organizations_own_examples(
     assert '<option value="always" selected>Always overwrite</option>' in shown
     assert "jobtitle</span> ← Job title (English) · Overwrite until a user edits" in shown
     assert "compEmpRange</option>" not in shown and ">overwrite_if_ours<" not in shown
+    previewed = {"id": "p1", "connection_id": link["id"], "kind": "contacts", "record_id": "501",
+                 "rows": '[{"field": "compIndustry", "value": "Aerospace"}]', "planned": "{}",
+                 "saving": "{}", "credits": 1, "created_by": "test", "created_at": "t"}  # fmt: skip
+    with store.server.write(database):
+        store.save_preview(database, previewed)
+    shown = source(signed_in.get(_editor(link)))
+    assert '<option value="compIndustry">Industry, e.g. Aerospace</option>' in shown  # previewed
 
 
 def test_existing_rows_are_one_tab_stop_each_their_controls_behind_a_disclosure(
