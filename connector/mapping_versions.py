@@ -190,6 +190,19 @@ def create_fields(
     return [adapter.create_field(name, label, type) for name, label, type in wanted]
 
 
+def with_fields_made(
+    db: Database, secret: bytes, link: Row, kind: str, client: httpx.Client,
+    clock: Callable[[], datetime], text: str,
+) -> str:  # fmt: skip
+    """Mapping `text` after creating in the CRM the custom fields it writes and the CRM lacks,
+    each then written under the name the CRM gave it (Permanent or Retriable when refused)."""
+    mapping = validated(link, kind, text)
+    wanted = missing_fields(mapping, crm_fields(db, secret, link, kind, client, clock))
+    made = create_fields(db, secret, link, kind, client, clock, wanted)
+    renamed = {name: field.name for (name, _, _), field in zip(wanted, made, strict=True)}
+    return with_properties(text, renamed)
+
+
 def missing_fields(mapping: mappings.Mapping, fields: list[CrmField]) -> list[tuple[str, str, str]]:
     """The mapped properties the CRM lacks, as custom fields to create: name, label, type
     (a number where the rule writes one, else text)."""

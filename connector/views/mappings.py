@@ -206,16 +206,10 @@ def _own_examples(link: Row, kind: str, rows: list[Row]) -> dict[str, str]:
 
 
 def _with_fields_made(link: Row, kind: str, text: str) -> str:
-    """`text` after creating in the CRM the custom fields it writes and the CRM lacks, each
-    written under the name the CRM gave it."""
-    mapping = mapping_versions.validated(link, kind, text)
+    """`text` after creating in the CRM the custom fields it writes and the CRM lacks."""
+    db, secret = page.db(), page.server_secret()
     with outbound.client(timeout=10.0) as client:
-        wanted = mapping_versions.missing_fields(mapping, _read_fields(link, kind, client))
-        made = mapping_versions.create_fields(
-            page.db(), page.server_secret(), link, kind, client, server.now, wanted
-        )
-    renamed = {name: field.name for (name, _, _), field in zip(wanted, made, strict=True)}
-    return mapping_versions.with_properties(text, renamed)
+        return mapping_versions.with_fields_made(db, secret, link, kind, client, server.now, text)
 
 
 def _same(text: str, other: str) -> bool:
