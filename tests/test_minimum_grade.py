@@ -113,8 +113,10 @@ def test_the_grade_set_in_the_editor_shows_in_the_previews_page(
                 for name in ("property", "field", "transforms", "policy")}  # fmt: skip
         saved = submit(client, editor, editor, **form, minimum_grade="A", action="save")
         assert saved.status_code == 303, text(saved)
-        page = text(client.get(saved.location))
+        back = client.get(saved.location)
+        page = text(back)
         assert "Saved as version 1" in page and "Minimum match grade: any → A" in page
+        assert '<option value="A" selected>A or better</option>' in back.get_data(as_text=True)
 
         asked = f"/settings/connections/{link['id']}/preview"
         made = submit(client, asked, asked, kind="contacts", record_id="503", email="")
