@@ -407,7 +407,7 @@ IDS = re.compile(
 
 
 def copy(response: TestResponse) -> str:
-    """A page's text as people read it: no code (commands, file names), no tags."""
+    """A page's text as people read it: no code (commands), no tags."""
     body = re.sub(r"<code>.*?</code>|<script.*?</script>", " ", response.get_data(as_text=True),
                   flags=re.S)  # fmt: skip
     return " ".join(re.sub(r"<[^>]*>", " ", body).split())
