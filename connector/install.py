@@ -9,6 +9,10 @@ the same code again, is refused before any token request), and must be this sess
 younger than STATE_LIFETIME; the code is exchanged at the token endpoint with our one
 redirect URI, and the answer read into what `connections.set_crm` saves (`save`). Refusals
 are `AuthorizationRefused`, whose messages never hold a token, code or secret.
+
+`complete` then finishes the installation where the CRM's API allows (issue 37): the webhooks
+registered (connector/webhook_setup.py) and the connector's own custom fields created, so the
+connection's page lists only what is left to do by hand.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ def test_hubspot_connect_creates_the_missing_properties_and_drops_that_step(
     assert "Acme CRM is connected to HubSpot." in page
     assert f"Created in HubSpot: {created[0].body['label']} ({HUBSPOT_MISSING})." in page
     section = install_section(page)
-    assert FIELDS_STEP not in section and "fields made" in section
+    assert FIELDS_STEP not in section and "fields by the connector" in section
     assert "Left to do in HubSpot:" in section and "Send a webhook" in section
     assert "Reconnect with HubSpot" in page and "Connect with HubSpot" not in page
     logged = [e for e in audit.entries(database, org_id) if e["action"] == "connection.install"]
@@ -224,7 +224,7 @@ def test_salesforce_fields_are_left_to_the_admin_and_their_step_stays(
     assert not [c for c in crm.calls if c.method == "POST" and "tooling" in c.path]
     section = install_section(page)
     assert "Create the ContactData_*__c fields the mapping writes." in section
-    assert "fields made" not in section and "Left to do in Salesforce:" in section
+    assert "fields by the connector" not in section and "Left to do in Salesforce:" in section
     assert "Reconnect with Salesforce" in page
 
 
