@@ -232,3 +232,20 @@ def _outputs(text: str) -> list[dict[str, str]]:
     """The rows of a mapping's outputs, as the editor posts them."""
     return [{"field": r.field, "property": r.property, "transforms": " ".join(r.transforms),
              "policy": r.policy} for r in mappings.parse(text, "pipedrive").output]  # fmt: skip
+
+
+def test_a_missing_property_not_the_connectors_own_is_never_made_up(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    """HubSpot's own jobtitle missing from the list read (a scope, a partial answer) is left
+    to the mapping editor to report: connecting creates only contactdata_* properties."""
+    _, key = acme
+    crm.properties["contacts"] = [p for p in crm.properties["contacts"] if p["name"] != "jobtitle"]
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+
+    with authorized("hubspot", crm, database):
+        page = connect(client, link_id)
+
+    assert [c for c in crm.calls if c.method == "POST" and "/properties/" in c.path] == []
+    assert "Created in HubSpot" not in page and 'class="message message-error' not in page
