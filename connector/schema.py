@@ -488,3 +488,16 @@ def m026_bigint_counts_and_caps(db: Any) -> None:
     ):
         if statement:
             db.execute(statement)
+
+
+@MIGRATIONS.step
+def m027_backfill_filters_and_reasons(db: Any) -> None:
+    """A backfill of one CRM list or saved view (`source`, its id, and `source_name`, as the CRM
+    names it; '' for every record), and its skipped records by reason: enriched within the
+    refresh interval, without an identifier; `capped`, the records of the page it stopped in
+    that its cap or the balance left for later; `page_fresh`, what that page added to
+    skipped_fresh (with page_listed and page_skipped: a resumed page is not counted twice)."""
+    db.execute("ALTER TABLE backfills ADD COLUMN source TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE backfills ADD COLUMN source_name TEXT NOT NULL DEFAULT ''")
+    for name in ("skipped_fresh", "skipped_unidentified", "capped", "page_fresh"):
+        db.execute(f"ALTER TABLE backfills ADD COLUMN {name} BIGINT NOT NULL DEFAULT 0")
