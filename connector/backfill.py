@@ -16,8 +16,14 @@ drives it: `contactdata backfill run` in the foreground, or the worker's advance
 for every running one (`advance_all`). Two drivers never queue a page twice: each page is saved
 only if the backfill is as its driver read it (still running, same cursor and counts). Stopped
 (`stop`, or at the cap or balance), it resumes (`resume`) from its saved cursor: the page it
-stopped in is listed again, its records already queued are not queued again, and what that page
-added to the counts is taken back first (page_listed, page_skipped).
+stopped in is listed again, its records already queued are not queued again, and it adds to the
+counts only what it did not add the first time (page_listed, page_fresh, page_skipped), so no
+count goes back. Skipped records are counted by reason (enriched recently, no identifier); those
+the cap or the balance left out are not skipped but left for later (`capped`).
+
+A backfill takes every record of its kind, or those of one CRM list or saved view (`source`,
+the ids `Adapter.views` offers, listed by `Adapter.list_view_page`); either modified since a
+date when given.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from sqlite_utils import Database
 
 import server
 from connector import mappings, store, worker
-from connector.platforms.base import Adapter, Listed, Permanent, Retriable
+from connector.platforms.base import Adapter, Listed, Permanent, Retriable, View
 
 PRIORITY = 1  # events.priority of a backfill's events: the worker takes live ones (0) first
 PAGE_TRIES = 8  # attempts at one page the CRM asks us to wait for (429, 5xx), then give up
@@ -65,6 +71,12 @@ class Sorted:
     fresh: int
     eligible: list[str]
     free: int
+    fresh_ids: frozenset[str] = frozenset()
+
+    @property
+    def unidentified(self) -> int:
+        """Records without an identifier enrich can use."""
+        return self.listed - self.identified
 
 
 def sort_page(
@@ -81,7 +93,7 @@ def sort_page(
     fresh = {key for key, row in cached.items() if row["enriched_at"] >= due}
     eligible = [key for key in identified if key not in fresh]
     free = sum(1 for key in eligible if key in cached and cached[key]["contact_guid"])
-    return Sorted(len(records), len(identified), len(fresh), eligible, free)
+    return Sorted(len(records), len(identified), len(fresh), eligible, free, frozenset(fresh))
 
 
 def _identifies(mapping: mappings.Mapping, values: Row) -> bool:
@@ -98,11 +110,15 @@ def listed_properties(mapping: mappings.Mapping) -> list[str]:
     return list(dict.fromkeys(plain))
 
 
-def page(adapter: Adapter, properties: list[str], since: str, cursor: str, sleep: Sleep) -> Listed:
-    """One page from `cursor` ("" for the first), waiting as the CRM asks (Retriable's
-    retry_after, else capped doubling) up to PAGE_TRIES attempts; then Retriable goes up."""
+def page(adapter: Adapter, properties: list[str], since: str, cursor: str, sleep: Sleep,
+         source: str = "") -> Listed:  # fmt: skip
+    """One page from `cursor` ("" for the first) of every record, or of the CRM list or saved
+    view `source`, waiting as the CRM asks (Retriable's retry_after, else capped doubling) up
+    to PAGE_TRIES attempts; then Retriable goes up."""
     for attempt in range(PAGE_TRIES):
         try:
+            if source:
+                return adapter.list_view_page(source, properties, since or None, cursor or None)
             return adapter.list_page(properties, since or None, cursor or None)
         except Retriable as failure:
             if attempt + 1 == PAGE_TRIES:
@@ -113,11 +129,11 @@ def page(adapter: Adapter, properties: list[str], since: str, cursor: str, sleep
 
 
 def pages(
-    adapter: Adapter, properties: list[str], since: str, cursor: str, sleep: Sleep
+    adapter: Adapter, properties: list[str], since: str, cursor: str, sleep: Sleep, source: str = ""
 ) -> Iterator[Listed]:
-    """Every page from `cursor` on."""
+    """Every page from `cursor` on (of the list or view `source` when given)."""
     while True:
-        listed = page(adapter, properties, since, cursor, sleep)
+        listed = page(adapter, properties, since, cursor, sleep, source)
         yield listed
         if listed.cursor is None:
             return
@@ -139,6 +155,9 @@ class Estimate:
     fresh: int = 0
     to_enrich: int = 0
     delivered_before: int = 0
+    since: str = ""
+    source: str = ""
+    source_name: str = ""
 
     @property
     def credits(self) -> int:
@@ -153,16 +172,22 @@ class Estimate:
         self.to_enrich += len(sorted_page.eligible)
         self.delivered_before += sorted_page.free
 
+    def scope(self) -> str:
+        """Which records were listed, in words ("" for every one)."""
+        named = f" in the list {self.source_name or self.source}" if self.source else ""
+        return named + (f" modified since {self.since[:10]}" if self.since else "")
+
     def summary(self) -> list[str]:
         """The dry run's report, a few lines."""
         balance = "unlimited" if self.balance is None else f"{self.balance:,}"
         free = self.tier in server.FREE_REFRESH_TIERS
         refreshed = ", and a contact delivered before is refreshed for nothing" if free else ""
         lines = [
-            f"{self.listed:,} records listed; {self.identified:,} carry an identifier "
-            "(an e-mail, a company name or website, a profile URL or a GUID)",
-            f"{self.fresh:,} of those were enriched within the refresh interval and are "
-            f"skipped: {self.to_enrich:,} to enrich",
+            f"{self.listed:,} records listed{self.scope()}; {self.identified:,} carry an "
+            "identifier (an e-mail, a company name or website, a profile URL or a GUID)",
+            f"skipped: {self.fresh:,} enriched within the refresh interval, "
+            f"{self.listed - self.identified:,} without an identifier; "
+            f"{self.to_enrich:,} to enrich",
             f"at most {self.credits:,} credits at the {self.tier} tier (an upper bound: only a "
             f"delivered match is charged, a No Match costs nothing{refreshed}); "
             f"balance {balance}",
@@ -172,14 +197,30 @@ class Estimate:
         return lines
 
 
-def dry_run(
-    work: worker.Worker, connection_id: str, kind: str, since: str, sleep: Sleep
-) -> Estimate:
-    """List the records a run would, and count them; nothing is written."""
+def views(work: worker.Worker, connection_id: str, kind: str) -> list[View]:
+    """The CRM's lists or saved views of `kind` a backfill can take."""
+    _, _, adapter = work.setup(connection_id, kind)
+    return adapter.views()
+
+
+class NoSuchView(server.ServiceError):
+    """A backfill asked of a list or view the CRM does not have (any more)."""
+
+    status, code = 400, "no_such_view"
+
+
+def dry_run(work: worker.Worker, connection_id: str, kind: str, since: str, sleep: Sleep,
+            source: str = "") -> Estimate:  # fmt: skip
+    """List the records a run would (of the list or view `source` when given, which must be
+    one of the CRM's), and count them; nothing is written."""
     link, mapping, adapter = work.setup(connection_id, kind)
     org = server.organization(work.db, link["org_id"])
-    estimate = Estimate(org["tier"], org["credits"])
-    for listed in pages(adapter, listed_properties(mapping), since, "", sleep):
+    named = {view.id: view.name for view in adapter.views()} if source else {}
+    if source and source not in named:
+        raise NoSuchView(f"The CRM has no list of {kind} with the id {source!r}.")
+    estimate = Estimate(org["tier"], org["credits"], since=since, source=source,
+                        source_name=named.get(source, ""))  # fmt: skip
+    for listed in pages(adapter, listed_properties(mapping), since, "", sleep, source):
         estimate.add(sort_page(work.db, link, mapping, listed.records, work.clock()))
     return estimate
 
@@ -194,8 +235,9 @@ class BackfillRefused(server.ServiceError):
 
 
 def start(db: Database, connection_id: str, kind: str, since: str, max_credits: int | None,
-          now: datetime) -> Row:  # fmt: skip
-    """A new running backfill of `kind`, nothing listed yet (a driver lists it); refused
+          now: datetime, source: str = "", source_name: str = "") -> Row:  # fmt: skip
+    """A new running backfill of `kind` (of the CRM list or saved view `source`, which the
+    CRM names `source_name`, when given), nothing listed yet (a driver lists it); refused
     while one of that kind is running. Like every change of a connection's backfills, it
     locks the connection first: of two starts at once, the second finds the first's."""
     stamp = server.iso(now)
@@ -205,6 +247,7 @@ def start(db: Database, connection_id: str, kind: str, since: str, max_credits: 
             raise BackfillRefused(f"A backfill of {kind} is running already: stop it first.")
         return store.start_backfill(db, {"connection_id": connection_id, "kind": kind,
                                          "since": since, "credit_cap": max_credits,
+                                         "source": source, "source_name": source_name,
                                          "started_at": stamp, "updated_at": stamp})  # fmt: skip
 
 
@@ -236,9 +279,7 @@ def resume(db: Database, connection_id: str, kind: str, max_credits: int | None,
                 f"The credit cap must be more than the {latest['queued']:,} records it queued."
             )
         values = {"state": "running", "note": "", "credit_cap": max_credits,
-                  "listed": latest["listed"] - latest["page_listed"],
-                  "skipped": latest["skipped"] - latest["page_skipped"],
-                  "page_listed": 0, "page_skipped": 0, "updated_at": server.iso(now)}  # fmt: skip
+                  "updated_at": server.iso(now)}  # fmt: skip
         store.update_backfill(db, latest["id"], values)
     return {**latest, **values}
 
@@ -251,14 +292,16 @@ def run(
     max_credits: int | None,
     sleep: Sleep = time.sleep,
     report: Report = lambda line: None,
+    source: str = "",
 ) -> Row:
-    """Queue the records of a backfill page by page; resume the connection's backfill of
-    `kind` left running (its own since and cap) when there is one. The backfill at the end:
-    done, stopped (at the cap or balance, or on request), or (a Retriable raised) running."""
+    """Queue the records of a backfill page by page (of the list or view `source` when
+    given); resume the connection's backfill of `kind` left running (its own since, source
+    and cap) when there is one. The backfill at the end: done, stopped (at the cap or
+    balance, or on request), or (a Retriable raised) running."""
     work.setup(connection_id, kind)  # a connection that cannot be listed starts nothing
     row = store.running_backfill(work.db, connection_id, kind)
     if row is None:
-        row = start(work.db, connection_id, kind, since, max_credits, work.clock())
+        row = start(work.db, connection_id, kind, since, max_credits, work.clock(), source)
         report(f"backfill {row['id']} of {kind} started")
     else:
         report(f"backfill {row['id']} of {kind} resumed after {row['listed']:,} records listed")
@@ -277,7 +320,7 @@ def advance(
     link, mapping, adapter = work.setup(row["connection_id"], row["kind"])
     properties = listed_properties(mapping)
     while row["state"] == "running" and pages != 0:
-        listed = page(adapter, properties, row["since"], row["cursor"], sleep)
+        listed = page(adapter, properties, row["since"], row["cursor"], sleep, row["source"])
         row = _queue(work, link, mapping, row, listed)
         report(progress_line(row))
         pages = None if pages is None else pages - 1
@@ -327,24 +370,42 @@ def _queue(
         budget, limit = _budget(work.db, link, row)
         chosen = eligible[:budget]
         queued = store.add_events(work.db, [_event(row, link, key, now) for key in chosen])
-        skipped = len(listed.records) - len(queued_before) - len(chosen)
-        values = {
-            "listed": row["listed"] + len(listed.records),
-            "queued": row["queued"] + queued,
-            "skipped": row["skipped"] + skipped,
-            "updated_at": server.iso(now),
-        }
+        capped = len(eligible) - len(chosen)
+        fresh = len(sorted_page.fresh_ids - queued_before)  # not those enriched since queued
+        values = {**counts(row, sorted_page, fresh, capped), "queued": row["queued"] + queued,
+                  "capped": capped, "updated_at": server.iso(now)}  # fmt: skip
         if listed.remaining is not None:
-            values["total"] = row["listed"] + listed.remaining
-        if len(chosen) < len(eligible):  # the cursor stays: resumed, this page is listed again
-            values.update(state="stopped", note=f"at the {limit}",
-                          page_listed=len(listed.records), page_skipped=skipped)  # fmt: skip
+            values["total"] = row["listed"] - row["page_listed"] + listed.remaining
+        if capped:  # the cursor stays: resumed, this page is listed again
+            values["state"], values["note"] = "stopped", f"at the {limit}"
         elif listed.cursor is None:
             values.update(state="done", total=values["listed"])
         else:
             values["cursor"] = listed.cursor
         store.update_backfill(work.db, row["id"], values)
     return {**row, **values}
+
+
+def counts(row: Row, sorted_page: Sorted, fresh: int, capped: int) -> Row:
+    """A backfill's counts after a page of which `fresh` records were enriched recently and
+    `capped` were left for later (by the cap or the balance): listed (less those left),
+    skipped by reason, and what the page added to them (page_*). A page listed again after
+    a resume adds only what it did not add the first time, so no count ever goes back."""
+    page_now = {"listed": sorted_page.listed - capped, "fresh": fresh,
+                "unidentified": sorted_page.unidentified}  # fmt: skip
+    page_before = {"listed": row["page_listed"], "fresh": row["page_fresh"],
+                   "unidentified": row["page_skipped"] - row["page_fresh"]}  # fmt: skip
+    added = {name: max(0, page_now[name] - page_before[name]) for name in page_now}
+    kept = {name: page_before[name] + added[name] if capped else 0 for name in page_now}
+    return {
+        "listed": row["listed"] + added["listed"],
+        "skipped": row["skipped"] + added["fresh"] + added["unidentified"],
+        "skipped_fresh": row["skipped_fresh"] + added["fresh"],
+        "skipped_unidentified": row["skipped_unidentified"] + added["unidentified"],
+        "page_listed": kept["listed"],
+        "page_fresh": kept["fresh"],
+        "page_skipped": kept["fresh"] + kept["unidentified"],
+    }
 
 
 def _moved(current: Row, read: Row) -> bool:
@@ -389,14 +450,29 @@ def key_prefix(backfill_id: int) -> str:
 
 
 def progress_line(row: Row) -> str:
-    """A run's progress after a page: listed of total, queued, skipped."""
+    """A run's progress after a page: listed of total, queued, skipped (by reason), and the
+    records the cap or the balance left for later."""
     total = "?" if row["total"] is None else f"{row['total']:,}"
     cap = "" if row["credit_cap"] is None else f" (cap {row['credit_cap']:,})"
     state = "" if row["state"] == "running" else f"; {row['state']} {row['note']}".rstrip()
+    waiting = row["capped"] if row["state"] == "stopped" else 0
+    left = f", {waiting:,} left for later" if waiting else ""
     return (
         f"listed {row['listed']:,} of {total}, queued {row['queued']:,}{cap}, "
-        f"skipped {row['skipped']:,}{state}"
+        f"skipped {row['skipped']:,}{skipped_reasons(row)}{left}{state}"
     )
+
+
+def skipped_reasons(row: Row) -> str:
+    """Why records were skipped, in parentheses ("" when none were, or for a backfill from
+    before the reasons were counted)."""
+    reasons = [
+        f"{row['skipped_fresh']:,} enriched recently" if row["skipped_fresh"] else "",
+        f"{row['skipped_unidentified']:,} without an identifier"
+        if row["skipped_unidentified"] else "",
+    ]  # fmt: skip
+    said = ", ".join(reason for reason in reasons if reason)
+    return f" ({said})" if said else ""
 
 
 def status(db: Database, connection_id: str, now: datetime) -> list[Row]:

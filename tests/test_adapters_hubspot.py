@@ -532,6 +532,7 @@ SCOPE_OF_PATH = (
     (r"/crm/objects/2026-03/(contacts|companies)(/.*)?", "crm.objects.{0}.{access}"),
     (r"/crm/properties/2026-03/(contacts|companies)", "crm.schemas.{0}.{access}"),
     (r"/automation/actions/callbacks/2026-03/.+/complete", "automation"),
+    (r"/crm/lists/2026-03/(search|[^/]+/memberships)", "crm.lists.read"),  # lists.json
 )
 # A legacy app's scope HubSpot requires of every app (it cannot be removed from the required
 # ones), and a required scope must be in the install URL's `scope`
@@ -543,6 +544,8 @@ ADAPTER_CALLS = {
     "write": ("512", {"jobtitle": "CTO"}),
     "write_many": ({"512": {"jobtitle": "CTO"}},),
     "list_page": (["jobtitle"], "2026-03-01T00:00:00Z", None),
+    "views": (),
+    "list_view_page": ("17", ["jobtitle"], None, None),
     "find": ("ava@example.com",),
     "complete_action": ("ap-1", {"outputFields": {}}),
     "fields": (),
@@ -564,6 +567,10 @@ def documented(request: httpx.Request) -> httpx.Response:
     """Each call of the adapter answered as HubSpot documents it: a record, a batch, an empty
     page of search results, no properties, the property created, a completed action."""
     path = request.url.path
+    if path == "/crm/lists/2026-03/search":
+        return answer(200, {"lists": [], "hasMore": False, "offset": 0, "total": 0})
+    if path.endswith("/memberships"):
+        return answer(200, {"results": [], "total": 0})
     if path.endswith("/search"):
         return answer(200, search_page([], 0))
     if path.startswith("/crm/properties/") and request.method == "GET":

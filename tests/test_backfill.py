@@ -164,7 +164,7 @@ def test_the_worker_writes_each_backfilled_record_once_within_the_balance(
     row = backfill.run(work, link.row["id"], "contacts", "", None, report=lines.append)
 
     assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "at the balance")
-    assert lines[-1].startswith("listed 20 of 20, queued 10")
+    assert lines[-1].startswith("listed 10 of 20, queued 10, skipped 0, 10 left for later")
     while work.run_due():
         pass
     events = store.events_of(db, link.row["id"])

@@ -201,7 +201,9 @@ def test_a_dry_run_and_a_run_list_a_pipedrives_persons_and_write_each_once(
     row = backfill.run(work, link.row["id"], "contacts", "", None, report=lines.append)
 
     assert (row["state"], row["queued"], row["note"]) == ("stopped", 10, "at the balance")
-    assert lines[-1].startswith("listed 16 of ?, queued 10")  # two pages of 8 listed
+    # two pages of 8 listed: the second's 5 left out are not counted listed, nor skipped
+    assert lines[-1].startswith("listed 11 of ?, queued 10, skipped 1 (1 without an identifier)")
+    assert "5 left for later" in lines[-1]
     while work.run_due():
         pass
     events = store.events_of(db, link.row["id"])

@@ -9,7 +9,7 @@ import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -23,25 +23,49 @@ from connector.app import create_app
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, SECRET
-from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.crm_server import Call, FakeCrm, Reply, running
 from tests.helpers.orgs import organization
-from tests.helpers.settings_forms import sign_in, submit, text
+from tests.helpers.settings_forms import sign_in, source, submit, text
 
 RECORDS = 150  # two pages of HubSpot's search (100 a page)
+LISTS = "/crm/lists/2026-03"
+OLD, NEW = "2024-06-01T10:00:00.000Z", "2025-06-01T10:00:00.000Z"  # last modified
 EMAILS = [
     row.split(",")[4] for row in (DATA / "discover_contacts.csv").read_text().splitlines()[1:]
 ]
 
 
+class ListedCrm(FakeCrm):
+    """The loopback HubSpot with one list of contacts, "Trade show leads" (id 17): 1001 to
+    1012, answered as HubSpot's Lists API (lists.json) does."""
+
+    members: ClassVar[list[str]] = [str(1001 + n) for n in range(12)]
+
+    def route(self, call: Call) -> Reply:
+        if call.path == f"{LISTS}/search":
+            listed = {"listId": "17", "listVersion": 3, "name": "Trade show leads",
+                      "objectTypeId": "0-1", "processingStatus": "COMPLETE",
+                      "processingType": "MANUAL",
+                      "additionalProperties": {"hs_list_size": str(len(self.members))}}  # fmt: skip
+            return Reply(200, {"lists": [listed], "hasMore": False, "offset": 1, "total": 1})
+        if call.path == f"{LISTS}/17/memberships":
+            joined = "2025-02-01T00:00:00Z"
+            found = [{"recordId": key, "membershipTimestamp": joined} for key in self.members]
+            return Reply(200, {"results": found, "total": len(found)})
+        return super().route(call)
+
+
 @pytest.fixture
 def hub() -> Iterator[FakeCrm]:
     """The loopback HubSpot: 150 contacts, the first and last ten people the dataset knows,
-    the others nobody it knows (a No Match, free)."""
-    with running(FakeCrm()) as fake:
+    the others nobody it knows (a No Match, free); 1001 to 1003 last modified in 2024."""
+    with running(ListedCrm()) as fake:
         for n in range(RECORDS):
             known = n < 10 or n >= RECORDS - 10
             email = EMAILS[n % 10 + (10 if n >= 10 else 0)] if known else f"p{n}@nowhere.example"
-            fake.contacts["hubspot"][str(1001 + n)] = {"email": email, "jobtitle": ""}
+            fake.contacts["hubspot"][str(1001 + n)] = {
+                "email": email, "jobtitle": "", "lastmodifieddate": OLD if n < 3 else NEW,
+            }  # fmt: skip
         yield fake
 
 
@@ -139,7 +163,7 @@ def test_progress_advances_as_the_job_runs_and_resume_goes_on_from_the_cursor(
 
     result = backfill.advance_all(work)  # the advance_backfills job
 
-    assert "listed 150 of 150, queued 120 (cap 120)" in result
+    assert "listed 120 of 150, queued 120 (cap 120), skipped 0, 30 left for later" in result
     shown = text(signed_in.get(page))
     assert "stopped" in shown and "queued 120 (cap 120)" in shown and "at the credit cap" in shown
     assert "http-equiv" not in signed_in.get(page).get_data(as_text=True)  # nothing runs
@@ -242,4 +266,58 @@ def test_another_organizations_backfill_page_is_not_found_and_forms_need_their_t
     refused = signed_in.post(f"{ours}/start", data={"kind": "contacts", "credit_cap": "10"})
     assert refused.status_code == 400
     assert store.backfills_of(setup["db"], setup["Globex"]["link"]["id"]) == []
+    assert store.backfills_of(setup["db"], setup["Acme"]["link"]["id"]) == []
+
+
+def test_a_list_chosen_and_a_date_are_estimated_then_started_from_the_estimate(
+    signed_in: FlaskClient, setup: dict[str, Any], hub: FakeCrm, work: worker.Worker
+) -> None:
+    page, db, link = page_of(setup), setup["db"], setup["Acme"]["link"]
+    assert "Every record" in text(signed_in.get(page))  # no list asked of the CRM yet
+    assert not [call for call in hub.calls if call.path.startswith(LISTS)]
+
+    chooser = signed_in.get(f"{page}?lists=contacts")
+    html = chooser.get_data(as_text=True)
+    assert '<option value="17">Trade show leads (12)</option>' in html
+    estimate = submit(signed_in, page, f"{page}/estimate", kind="contacts", source="17",
+                      since="2025-01-01")  # fmt: skip
+
+    shown = text(estimate)
+    assert "9 records listed in the list Trade show leads modified since 2025-01-01" in shown
+    assert "at most 9 credits" in shown
+    form = source(estimate)
+    assert 'name="source" value="17"' in form
+    assert 'name="since" value="2025-01-01T00:00:00.000+00:00"' in form
+    assert events(db, link) == []
+
+    started = submit(signed_in, page, f"{page}/start", kind="contacts", source="17",
+                     source_name="Trade show leads", since="2025-01-01T00:00:00.000+00:00",
+                     credit_cap="9")  # fmt: skip
+    assert started.status_code == 303
+    backfill.advance_all(work)
+
+    (row,) = store.backfills_of(db, link["id"])
+    assert (row["source"], row["source_name"], row["since"]) == (
+        "17", "Trade show leads", "2025-01-01T00:00:00.000+00:00",
+    )  # fmt: skip
+    assert (row["state"], row["listed"], row["queued"]) == ("done", 9, 9)
+    assert sorted(e["record_id"] for e in events(db, link)) == [str(1004 + n) for n in range(9)]
+    shown = text(signed_in.get(page))
+    assert "Backfill 1 of the list Trade show leads, modified since 2025-01-01" in shown
+    assert "Listed 9 of 9 Queued 9 Skipped: enriched recently 0 Skipped: no identifier 0" in shown
+
+
+def test_a_date_that_is_not_one_and_a_list_the_crm_lacks_are_refused_with_a_message(
+    signed_in: FlaskClient, setup: dict[str, Any]
+) -> None:
+    page = page_of(setup)
+    bad_date = submit(signed_in, page, f"{page}/estimate", kind="contacts", since="last week")
+    assert "'last week' is not a date" in text(signed_in.get(bad_date.location))
+    no_list = submit(signed_in, page, f"{page}/estimate", kind="contacts", source="404")
+    assert "The CRM has no list of contacts with the id '404'" in text(
+        signed_in.get(no_list.location)
+    )
+    refused = submit(signed_in, page, f"{page}/start", kind="contacts", since="2025-13-01",
+                     credit_cap="5")  # fmt: skip
+    assert "is not a date" in text(signed_in.get(refused.location))
     assert store.backfills_of(setup["db"], setup["Acme"]["link"]["id"]) == []

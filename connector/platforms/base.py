@@ -743,6 +743,15 @@ class Listed(NamedTuple):
     remaining: int | None = None
 
 
+class View(NamedTuple):
+    """A CRM list or saved view of records a backfill can take: its id, its name as the CRM
+    shows it, and how many records it holds when the CRM says (None when not)."""
+
+    id: str
+    name: str
+    size: int | None = None
+
+
 FIELD_TYPES = (
     "text",
     "number",
@@ -811,6 +820,18 @@ class Adapter(Protocol):
         platform's listing is not built."""
         ...
 
+    def views(self) -> list[View]:
+        """The CRM's lists or saved views of the adapter's kind a backfill can take; Permanent
+        where the platform's are not built."""
+        ...
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of the records in the list or saved view `view` (one of `views`), as
+        `list_page` gives them."""
+        ...
+
     def fields(self) -> list[CrmField]:
         """The fields of the adapter's kind of record, read from the CRM's field API."""
         ...
@@ -871,6 +892,16 @@ class CrmClient:
     def list_page(self, properties: Sequence[str], since: str | None, cursor: str | None) -> Listed:
         """Permanent: an adapter lists its CRM's records only where it says how (`Adapter`)."""
         raise Permanent("listing not built yet")
+
+    def views(self) -> list[View]:
+        """Permanent: an adapter offers lists or views only where it says how (`Adapter`)."""
+        raise Permanent("this CRM's lists and views cannot be backfilled yet")
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """Permanent: an adapter lists a view's records only where it says how (`Adapter`)."""
+        raise Permanent("this CRM's lists and views cannot be backfilled yet")
 
     def fields(self) -> list[CrmField]:
         """Permanent: an adapter lists its CRM's fields only where it says how (`Adapter`)."""

@@ -21,7 +21,8 @@
   (`HubSpotDeveloper`, `register_action`).
 - Its adapter (`HubSpot`): contacts or companies over the CRM objects API: read and update
   one record, and batch reads and updates of up to 100 a call; listing records for a
-  backfill through the CRM search API, and finding a contact by e-mail with it; and the
+  backfill through the CRM search API, and finding a contact by e-mail with it; the lists
+  of its kind a backfill can take, and a list's members (the Lists API); and the
   completion of BLOCKed custom workflow actions. Values always go as strings ("" clears a
   property). Its properties (`fields`, by the properties API) and custom properties created
   in the kind's default group.
@@ -76,7 +77,7 @@ import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
@@ -107,6 +108,7 @@ from connector.platforms.base import (
     SignatureMismatch,
     Unparseable,
     Verified,
+    View,
     WriteResult,
     check_window,
     classify,
@@ -150,6 +152,12 @@ KINDS = {"contact": "contacts", "company": "companies", "0-1": "contacts", "0-2"
 CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 ACTIONS = f"/automation/actions/{API_VERSION}"  # an app's custom workflow action definitions
 PROPERTIES = f"/crm/properties/{API_VERSION}"  # + /contacts or /companies: the properties API
+LISTS = f"/crm/lists/{API_VERSION}"  # the Lists API: lists of records and their members
+LIST_SEARCH_PAGE = 500  # the largest `count` of a lists search
+MEMBERS_PAGE = 100  # members a page (the memberships API takes up to 250; a batch read 100)
+# Each kind's object type id (the Lists API's objectTypeId) and its last-modified property.
+OBJECT_TYPE_IDS = {"contacts": "0-1", "companies": "0-2"}
+MODIFIED = {"contacts": "lastmodifieddate", "companies": "hs_lastmodifieddate"}
 # HubSpot's property types -> FIELD_TYPES (enumerations by their fieldType, in `_field_type`).
 FIELD_TYPES = {
     "string": "text",
@@ -255,6 +263,45 @@ class HubSpot(CrmClient):
         if int(following) + SEARCH_PAGE > SEARCH_REACH:  # past the query's reach: ask again
             return Listed(records, f"{list(records)[-1]}:", remaining)
         return Listed(records, f"{bound}:{following}", remaining)
+
+    def views(self) -> list[View]:
+        """The account's lists of the adapter's kind (the Lists API's search, by object type),
+        with their sizes, by name."""
+        found, offset = [], 0
+        while True:
+            body = {"objectTypeId": OBJECT_TYPE_IDS[self.kind], "count": LIST_SEARCH_PAGE,
+                    "offset": offset, "listIds": [], "processingTypes": [],
+                    "additionalProperties": []}  # fmt: skip
+            response = self._send("POST", f"{LISTS}/search", json=body)
+            self._check(response)
+            answer = json_body(response)
+            found += [_view(item) for item in dicts(answer.get("lists"))]
+            if not answer.get("hasMore") or not isinstance(answer.get("offset"), int):
+                return sorted(found, key=lambda view: view.name.casefold())
+            offset = answer["offset"]
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of 100 members of the list `view` (its memberships, in the order they
+        joined), read by a batch read; with `since`, only those modified at or after it (the
+        kind's last-modified property). Members gone since they joined are left out."""
+        params = {"limit": str(MEMBERS_PAGE), **({"after": cursor} if cursor else {})}
+        response = self._send("GET", f"{LISTS}/{quote(view, safe='')}/memberships", params=params)
+        self._check(response)
+        answer = json_body(response)
+        ids = [str(item.get("recordId")) for item in dicts(answer.get("results"))]
+        modified = MODIFIED[self.kind]
+        read = self.read_many(ids, [*properties, modified]) if ids else {}
+        records = {
+            key: {name: values.get(name) for name in properties}
+            for key, values in read.items()
+            if isinstance(values, dict) and _modified_since(values.get(modified), since)
+        }
+        following = ((answer.get("paging") or {}).get("next") or {}).get("after")
+        total = answer.get("total") if cursor is None and not since else None
+        return Listed(records, str(following) if following and ids else None,
+                      total if isinstance(total, int) else None)  # fmt: skip
 
     def find(self, email: str) -> str | None:
         """The id of the contact whose e-mail is `email` (the CRM search API, `email` EQ, in
@@ -370,6 +417,29 @@ def _field_type(item: dict[str, Any]) -> str:
         return FIELD_TYPES.get(str(item.get("type")), "other")
     widget = item.get("fieldType")
     return {"checkbox": "multipicklist", "booleancheckbox": "boolean"}.get(widget, "picklist")
+
+
+def _view(item: dict[str, Any]) -> View:
+    """A list as the Lists API's search describes it (hs_list_size, when sent, its size)."""
+    size = str((item.get("additionalProperties") or {}).get("hs_list_size") or "")
+    return View(
+        str(item.get("listId")), str(item.get("name")), int(size) if size.isdigit() else None
+    )
+
+
+def _modified_since(value: Any, since: str | None) -> bool:
+    """Whether a last-modified value (ISO 8601, or epoch milliseconds) is at or after `since`;
+    True without `since`, False without a value."""
+    if not since:
+        return True
+    text = str(value or "")
+    if text.isdigit():
+        when = datetime.fromtimestamp(int(text) / 1000, UTC)
+    elif text:
+        when = datetime.fromisoformat(text)
+    else:
+        return False
+    return when >= datetime.fromisoformat(since)
 
 
 def _search(
@@ -764,14 +834,15 @@ class HubSpotPlatform(Platform):
     oauth_token_url: str = "https://api.hubapi.com/oauth/2026-03/token"  # v1 ends 2027-02-16
     # What the adapter's calls need for each kind it enriches, as HubSpot's 2026-03
     # specifications name them: records (crm.objects.*), properties (crm.schemas.*: read for
-    # the mapping editor, write for "Create missing"), and the custom action callback API
-    # (automation); plus `oauth`, which HubSpot requires of every legacy app. HubSpot refuses an
-    # install URL lacking a scope the app requires (tests/test_adapters_hubspot.py derives
-    # this list from the requests the adapter sends).
+    # the mapping editor, write for "Create missing"), lists (crm.lists.read: a backfill of a
+    # list), and the custom action callback API (automation); plus `oauth`, which HubSpot
+    # requires of every legacy app. HubSpot refuses an install URL lacking a scope the app
+    # requires (tests/test_adapters_hubspot.py derives this list from the requests the
+    # adapter sends).
     oauth_scope: str = (
         "oauth crm.objects.contacts.read crm.objects.contacts.write crm.schemas.contacts.read "
         "crm.schemas.contacts.write crm.objects.companies.read crm.objects.companies.write "
-        "crm.schemas.companies.read crm.schemas.companies.write automation"
+        "crm.schemas.companies.read crm.schemas.companies.write crm.lists.read automation"
     )
     install: tuple[str, ...] = (
         "This connection's secret is your HubSpot app's client secret (ending in {hint}): "

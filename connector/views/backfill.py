@@ -1,12 +1,13 @@
 """The backfill page of a connection, /settings/connections/<id>/backfill, and the health
-actions of the Connections tab: per kind of record the platform has, the dry run's count and
-credit estimate, start with a credit cap, progress, stop and resume (connector/backfill.py);
-and the retry of a connection's dead letters (connector/health.py).
+actions of the Connections tab: per kind of record the platform has, every record or one CRM
+list (`?lists=<kind>` asks the CRM for them), modified since a date or not; the dry run's count
+and credit estimate, then start with a credit cap, progress, stop and resume
+(connector/backfill.py); and the retry of a connection's dead letters (connector/health.py).
 
 Starting queues nothing in the request: it saves a running backfill, which the worker's
 advance_backfills job lists page by page (connector/jobs.py). The dry run does list the CRM's
 records in the request, so it runs only when the admin asks for it, and does not wait when
-the CRM asks to.
+the CRM asks to; nor does asking for the lists.
 """
 
 from __future__ import annotations
@@ -14,36 +15,49 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from flask import Response, abort, flash, redirect, url_for
+import httpx
+from flask import Response, abort, flash, redirect, request, url_for
 
 import server
 from connector import backfill, health, outbound, store, worker
 from connector.platforms import PLATFORMS
-from connector.platforms.base import Permanent, Retriable
+from connector.platforms.base import Permanent, Retriable, View
 from connector.views import settings as page
 from server import InvalidParameter, ServiceError
 
 Row = dict[str, Any]
+NAME_LIMIT = 200  # characters of a list's name kept beside its id
 REFRESH_SECONDS = 10  # how often the page reloads itself while a backfill runs
 DRY_RUN_TIMEOUT = 10.0
 
 
 @page.blueprint.get("/connections/<connection_id>/backfill")
 def backfill_page(connection_id: str) -> Response:
-    """Each kind's latest backfill and what can be done with it."""
-    return _page(_own_crm(connection_id))
+    """Each kind's latest backfill and what can be done with it; with `?lists=<kind>`, the
+    CRM's lists of that kind to choose from."""
+    link = _own_crm(connection_id)
+    kind = request.args.get("lists", "")
+    if kind not in PLATFORMS[link["platform"]].objects:
+        return _page(link)
+    try:
+        with outbound.client(timeout=DRY_RUN_TIMEOUT) as client:
+            found = backfill.views(_worker(client), link["id"], kind)
+    except (Permanent, Retriable) as failure:
+        flash(f"The CRM did not list its lists of {kind}: {failure.reason}", "error")
+        return _page(link)
+    return _page(link, views={kind: found})
 
 
 @page.blueprint.post("/connections/<connection_id>/backfill/estimate")
 def estimate_backfill(connection_id: str) -> Response:
     """The dry run of one kind: records listed, to enrich, and credits at most."""
     link = _own_crm(connection_id)
-    kind = _kind(link)
     try:
+        kind, since, source = _kind(link), _since(), page.field("source")
         with outbound.client(timeout=DRY_RUN_TIMEOUT) as client:
-            work = worker.Worker(page.db(), page.server_secret(), server.now, client,
-                                 random.Random())  # fmt: skip
-            found = backfill.dry_run(work, link["id"], kind, "", _no_wait)
+            found = backfill.dry_run(_worker(client), link["id"], kind, since, _no_wait, source)
+    except ServiceError as error:
+        return _back(link, error)
     except (Permanent, Retriable) as failure:
         return _back(link, InvalidParameter(f"The CRM did not list the {kind}: {failure.reason}"))
     return _page(link, {kind: found})
@@ -54,10 +68,12 @@ def start_backfill(connection_id: str) -> Response:
     """Start a backfill of one kind with a credit cap; the worker lists and queues it."""
     link = _own_crm(connection_id)
     try:
-        kind, cap = _kind(link), _cap()
+        kind, cap, since = _kind(link), _cap(), _since()
+        source, name = page.field("source"), page.field("source_name")[:NAME_LIMIT]
         now = server.now()
-        start = lambda db: backfill.start(db, link["id"], kind, "", cap, now)  # noqa: E731
-        row = page.change(start, "backfill.start", link["name"], {"kind": kind, "creditCap": cap})
+        start = lambda db: backfill.start(db, link["id"], kind, since, cap, now, source, name)  # noqa: E731
+        audit = {"kind": kind, "creditCap": cap, "since": since, "list": source}
+        row = page.change(start, "backfill.start", link["name"], audit)
     except ServiceError as error:
         return _back(link, error)
     flash(f"Backfill {row['id']} of {kind} started: the worker lists and queues the records "
@@ -115,7 +131,8 @@ def retry_dead_letters(connection_id: str) -> Response:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None) -> Response:
+def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None,
+          views: dict[str, list[View]] | None = None) -> Response:  # fmt: skip
     latest: dict[str, Row] = {}
     for row in backfill.status(page.db(), link["id"], server.now()):
         latest.setdefault(row["kind"], row)
@@ -123,8 +140,14 @@ def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None) -> R
     running = any(row["state"] == "running" for row in latest.values())
     return page.render(
         "backfill.html", link=link, kinds=kinds, latest=latest, estimates=estimates or {},
-        refresh=REFRESH_SECONDS if running else None, progress=backfill.progress_line,
+        views=views or {}, refresh=REFRESH_SECONDS if running else None,
+        progress=backfill.progress_line, reasons=backfill.skipped_reasons,
     )  # fmt: skip
+
+
+def _worker(client: httpx.Client) -> worker.Worker:
+    """A worker over the request's client, for the calls the page makes to the CRM."""
+    return worker.Worker(page.db(), page.server_secret(), server.now, client, random.Random())
 
 
 def _own_crm(connection_id: str) -> Row:
@@ -141,6 +164,15 @@ def _kind(link: Row) -> str:
     if kind not in objects:
         raise InvalidParameter(f"Choose one of {', '.join(objects)}.")
     return kind
+
+
+def _since() -> str:
+    """The form's modified-since date (or time) as ISO 8601 UTC; "" for none."""
+    text = page.field("since")
+    try:
+        return backfill.since_from(text)
+    except ValueError:
+        raise InvalidParameter(f"{text!r} is not a date: give one as YYYY-MM-DD.") from None
 
 
 def _cap() -> int:

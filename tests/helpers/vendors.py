@@ -31,7 +31,7 @@ METHODS = ("get", "put", "post", "delete", "patch")
 # Which vendor a path belongs to: its first match. Microsoft's identity platform (the token
 # endpoint a Dataverse connection uses) is described with Dataverse.
 OWNERS: tuple[tuple[str, str], ...] = (
-    (r"/(crm/(objects|properties)|automation/actions|webhooks)/2026-03(/|$).*", "hubspot"),
+    (r"/(crm/(objects|properties|lists)|automation/actions|webhooks)/2026-03(/|$).*", "hubspot"),
     (r"/automation/actions/callbacks/2026-03/.*|/oauth/(v1|2026-03)/.*", "hubspot"),
     (r"/appinstalls/.*", "hubspot"),
     (r"/(api/v[12]/|oauth/(token|revoke)$).*", "pipedrive"),
@@ -54,6 +54,7 @@ BROKEN = "contactdata.broken"
 NETWORK_ANSWERS = (502, 503, 504)
 HUBSPOT_DOCUMENTS = (
     "contacts", "companies", "properties", "webhooks", "actionsV4", "oauth", "appUninstalls",
+    "lists",
 )  # fmt: skip
 
 
