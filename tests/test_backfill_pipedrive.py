@@ -21,7 +21,7 @@ from connector.platforms.base import Listed, Permanent, Retriable
 from tests.helpers.constants import CRM, DATA, NOW, SECRET
 from tests.helpers.crm import answer
 from tests.helpers.orgs import connected
-from tests.helpers.pipedrive import HeldPipedrive, lead
+from tests.helpers.pipedrive import HeldPipedrive, lead, listing
 from tests.helpers.vendors import VendorTransport
 
 OLD, NEW = "2024-03-01T09:00:00Z", "2025-06-19T16:07:36Z"
@@ -233,3 +233,66 @@ def test_a_backfill_of_250_leads_lists_every_one_of_them(setup: Setup) -> None:
     assert [dict(q) for q in crm.lists()] == [
         {"start": str(start), "limit": "100"} for start in (0, 100, 200)
     ]
+
+
+# --- a backfill of one Pipedrive filter (GET /api/v1/filters, then lists by filter_id) --------
+
+
+class FilteredPipedrive(HeldPipedrive):
+    """HeldPipedrive with `filters` by id: each a name, a type (GET /api/v1/filters' `type`)
+    and the ids of the records it selects, answered as GetFiltersResponse (pipedrive.json);
+    a list call with `filter_id` lists only those records."""
+
+    def __init__(self, filters: dict[int, tuple[str, str, set[str]]], **held: Any) -> None:
+        super().__init__(**held)
+        self.filters = filters
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/filters":
+            self.requests.append(request)
+            wanted = request.url.params.get("type")
+            data = [
+                {"id": key, "name": name, "type": kind, "active_flag": True,
+                 "is_editable": True, "user_id": 1, "add_time": "2025-01-02 10:00:00",
+                 "visible_to": "3", "filter_code": None, "temporary_flag": None}
+                for key, (name, kind, _) in self.filters.items() if kind == wanted
+            ]  # fmt: skip
+            return answer(200, {"success": True, "data": data})
+        chosen = request.url.params.get("filter_id")
+        if chosen is None or request.url.path.count("/") != 3:
+            return super().__call__(request)
+        members = self.filters[int(chosen)][2]
+        self.requests.append(request)
+        kind = request.url.path.rsplit("/", 1)[1]
+        held = {key: value for key, value in self.held[kind].items() if key in members}
+        return listing(kind, held, request.url.params)
+
+
+def test_a_pipedrives_filters_are_offered_and_a_run_of_one_queues_what_it_selects(
+    setup: Setup,
+) -> None:
+    db, link = setup
+    persons = discovered(20)
+    crm = FilteredPipedrive(
+        {7: ("Hot prospects", "people", {"99", "100", "101", "102"}),
+         8: ("Big organizations", "org", {"5000"})},
+        persons=persons,
+    )  # fmt: skip
+    work = worker.Worker(db, SECRET.encode(), lambda: NOW, crm.client(), random.Random(7))
+
+    offered = backfill.views(work, link.row["id"], "contacts")
+    estimate = backfill.dry_run(work, link.row["id"], "contacts", "", lambda _: None, "7")
+    row = backfill.run(work, link.row["id"], "contacts", "", None, source="7")
+
+    assert [(view.id, view.name) for view in offered] == [("7", "Hot prospects")]
+    assert (estimate.listed, estimate.to_enrich, estimate.source_name) == (4, 3, "Hot prospects")
+    assert (row["state"], row["listed"], row["queued"], row["skipped_unidentified"]) == (
+        "done", 4, 3, 1,
+    )  # 99 has no e-mail  # fmt: skip
+    queued = sorted(e["record_id"] for e in store.events_of(db, link.row["id"]))
+    assert queued == ["100", "101", "102"]
+    filtered = [q for q in crm.lists() if "filter_id" in q]
+    assert filtered and all(q["filter_id"] == "7" for q in filtered)
+    assert [r.url.params["type"] for r in crm.requests if r.url.path == "/api/v1/filters"] == [
+        "people", "people",
+    ]  # offered, then checked by the dry run  # fmt: skip

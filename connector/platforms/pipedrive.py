@@ -9,7 +9,8 @@ The adapter: Pipedrive persons (contacts) and organizations (companies) over API
 or up to 100 a call, update one (Pipedrive has no batch update for either). `base_url` is the
 company domain (https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
 A backfill lists them with GET /api/v2/persons and /organizations (500 a page by id, v2's
-cursor, `updated_since`). A person's organization is its `org_id` (v2: the organization's
+cursor, `updated_since`), or those of one of the account's filters of the kind (GET
+/api/v1/filters by type, then the list's `filter_id`). A person's organization is its `org_id` (v2: the organization's
 id), the company record an enriched person's company fields go to (`company_link`).
 
 An organization's update body (UpdateOrganizationRequest) has `name`, `owner_id`,
@@ -116,6 +117,7 @@ from connector.platforms.base import (
     Retriable,
     Row,
     Unparseable,
+    View,
     WriteResult,
     answer_url,
     classify,
@@ -166,6 +168,8 @@ LEAD_FIELDS = frozenset(
 )
 LINKED = {"person/": "person_id", "organization/": "organization_id"}  # a lead's links
 WEBHOOKS = "/api/v1/webhooks"  # webhooks have no v2 endpoint
+FILTERS = "/api/v1/filters"  # filters (saved views) have no v2 endpoint
+FILTER_TYPES = {"contacts": "people", "companies": "org", "leads": "leads"}  # GET /filters' type
 WEBHOOK_USER = "contactdata"  # the HTTP Basic user of the webhooks we register (not checked)
 # AddWebhookRequest (client-nodejs 29.2.0+) requires subscription_url, event_action,
 # event_object and `name`; the webhooks we register are named "contactdata <object>".
@@ -277,8 +281,32 @@ class Pipedrive(CrmClient):
         persons and organizations they link (see `_list_leads`). Pipedrive says no total."""
         if self.kind == "leads":
             return self._list_leads(properties, since, cursor)
+        return self._list_page(properties, since, cursor, {})
+
+    def views(self) -> list[View]:
+        """The account's filters of the adapter's kind (GET /api/v1/filters by its type),
+        the active ones, by name."""
+        _, listed = self._list(FILTERS, {"type": FILTER_TYPES[self.kind]}, "filter")
+        found = [View(_filter_id(item.get("id")), str(item.get("name") or ""))
+                 for item in listed if item.get("active_flag") is not False]  # fmt: skip
+        return sorted(found, key=lambda view: view.name.casefold())
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of the records the filter `view` selects, as `list_page` pages them (the
+        list's `filter_id`)."""
+        if not view.isdigit():
+            raise Permanent(f"no Pipedrive filter has the id {view!r}")
+        if self.kind == "leads":
+            return self._list_leads(properties, since, cursor, view)
+        return self._list_page(properties, since, cursor, {"filter_id": view})
+
+    def _list_page(self, properties: Sequence[str], since: str | None, cursor: str | None,
+                   extra: dict[str, str]) -> Listed:  # fmt: skip
+        """A page of persons or organizations by v2's list, with `extra` parameters."""
         entity = self._entity
-        params = {"limit": str(LIST_PAGE), "sort_by": "id", "sort_direction": "asc"}
+        params = {"limit": str(LIST_PAGE), "sort_by": "id", "sort_direction": "asc", **extra}
         if since:
             params["updated_since"] = _rfc3339(since)
         if cursor:
@@ -459,16 +487,19 @@ class Pipedrive(CrmClient):
         return self._with_links(leads, properties)
 
     def _list_leads(
-        self, properties: Sequence[str], since: str | None, cursor: str | None
+        self, properties: Sequence[str], since: str | None, cursor: str | None, view: str = ""
     ) -> Listed:
         """A page of leads (GET /api/v1/leads: the leads not archived, oldest first; `start`
         is the cursor, the next page's while `additional_data.more_items_in_collection`) with
         the values of the persons and organizations they link. v1 takes
         no time filter: leads whose own update_time is before `since` are left out here, as
         is a lead whose person or organization is gone (its read would fail alike); a link
-        refused as a whole (the token, its scopes) fails the page."""
+        refused as a whole (the token, its scopes) fails the page. With `view`, the leads
+        that filter selects."""
         start = int(cursor) if cursor and cursor.isdigit() else 0
         params = {"start": str(start), "limit": str(LEADS_PAGE)}
+        if view:
+            params["filter_id"] = view
         body, listed = self._list(LEADS, params, "lead")
         leads: dict[str, dict[str, Any] | Permanent] = {
             str(lead["id"]): lead for lead in listed
@@ -633,6 +664,11 @@ def _additional(body: dict[str, Any], name: str) -> Any:
     (GetLeadsResponse) has `start`, `limit` and `more_items_in_collection` right there."""
     extra = body.get("additional_data")
     return extra.get(name) if isinstance(extra, dict) else None
+
+
+def _filter_id(value: Any) -> str:
+    """A filter's id as its lists take it (`filter_id`): the client types it a number."""
+    return str(int(value)) if isinstance(value, int | float) else str(value)
 
 
 def _rfc3339(since: str) -> str:

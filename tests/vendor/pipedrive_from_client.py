@@ -348,6 +348,7 @@ def build():
         ("/api/v1/leads/{id}", "v1", "leads-api", "updateLead", "Leads", "update-lead-request"),
         ("/api/v1/webhooks", "v1", "webhooks-api", "addWebhook", "Webhooks", "add-webhook-request"),
         ("/api/v1/webhooks/{id}", "v1", "webhooks-api", "deleteWebhook", "Webhooks", None),
+        ("/api/v1/filters", "v1", "filters-api", "getFilters", "Filters", None),
     ]
     paths: dict[str, dict] = {}
     for template, version, api, method, tag, request in ops:
