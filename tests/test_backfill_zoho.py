@@ -226,3 +226,63 @@ def test_a_run_queues_zohos_contacts_within_the_balance_and_the_worker_writes_th
     assert sorted(written) == sorted(event["record_id"] for event in events)
     assert set(written.values()) == {1}
     assert all(zoho.records["Contacts"][event["record_id"]]["Title"] for event in events)
+
+
+# --- a backfill of one Zoho custom view (settings/custom_views, then records by cvid) -------
+
+
+class ViewedZoho(ListedZohoRecords):
+    """ListedZohoRecords with custom views of Contacts by id (`views`: a name and the ids it
+    shows), answered as CustomViews (zoho.json, from crm-oas's custom_views.json); a listing
+    with `cvid` pages only the records that view shows."""
+
+    def __init__(self, records: dict[str, Records], views: dict[str, tuple[str, set[str]]]):
+        super().__init__(records)
+        self.views = views
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/crm/v7/settings/custom_views":
+            self.requests.append(request)
+            found = [{"id": key, "name": name.replace(" ", "_"), "display_value": name,
+                      "system_name": None, "category": "created_by_me", "default": False,
+                      "system_defined": False, "access_type": "only_to_me"}
+                     for key, (name, _) in self.views.items()]  # fmt: skip
+            info = {"per_page": 200, "count": len(found), "page": 1, "more_records": False}
+            return httpx.Response(200, json={"custom_views": found, "info": info})
+        view = request.url.params.get("cvid")
+        if view is None:
+            return super().__call__(request)
+        module = request.url.path.rsplit("/", 1)[1]
+        every = self.records[module]
+        self.records[module] = {k: v for k, v in every.items() if k in self.views[view][1]}
+        try:
+            return super().__call__(request)
+        finally:
+            self.records[module] = every
+
+
+def test_a_zoho_custom_view_is_offered_estimated_and_run_by_its_cvid(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    db, link, _ = connected(db_path, "zoho", "1000.zoho-access-token")
+    held = known_contacts(8)
+    shown = set(list(held)[:5])
+    zoho = ViewedZoho({"Contacts": held, "Accounts": {}, "Leads": {}},
+                      {"5725767000000087501": ("Webinar sign-ups", shown)})  # fmt: skip
+    with httpx.Client(transport=VendorTransport(zoho)) as client:
+        work = worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7))
+        offered = backfill.views(work, link.row["id"], "contacts")
+        estimate = backfill.dry_run(
+            work, link.row["id"], "contacts", "", lambda _: None, "5725767000000087501"
+        )
+        row = backfill.run(work, link.row["id"], "contacts", "", None,
+                           source="5725767000000087501")  # fmt: skip
+
+    assert [(v.id, v.name) for v in offered] == [("5725767000000087501", "Webinar sign-ups")]
+    assert (estimate.listed, estimate.to_enrich, estimate.source_name) == (5, 5, "Webinar sign-ups")
+    assert (row["state"], row["listed"], row["queued"]) == ("done", 5, 5)
+    assert {e["record_id"] for e in store.events_of(db, link.row["id"])} == shown
+    assert all(r.url.params["cvid"] == "5725767000000087501" for r in zoho.listings())
+    assert [r.url.params["module"] for r in zoho.requests
+            if r.url.path.endswith("/custom_views")] == ["Contacts", "Contacts"]  # fmt: skip

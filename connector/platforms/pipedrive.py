@@ -10,8 +10,9 @@ or up to 100 a call, update one (Pipedrive has no batch update for either). `bas
 company domain (https://acme.pipedrive.com); the API token goes in the `x-api-token` header.
 A backfill lists them with GET /api/v2/persons and /organizations (500 a page by id, v2's
 cursor, `updated_since`), or those of one of the account's filters of the kind (GET
-/api/v1/filters by type, then the list's `filter_id`). A person's organization is its `org_id` (v2: the organization's
-id), the company record an enriched person's company fields go to (`company_link`).
+/api/v1/filters by type, then the list's `filter_id`). A person's organization is its
+`org_id` (v2: the organization's id), the company record an enriched person's company fields
+go to (`company_link`).
 
 An organization's update body (UpdateOrganizationRequest) has `name`, `owner_id`,
 `visible_to`, `label_ids`, `address`, `custom_fields`, and the newer default fields `website`,

@@ -45,6 +45,8 @@ options its values' actual_value (what a write sends), read-only where Zoho says
 the ZohoCRM.settings.fields.CREATE scope, which the connector's grant does not ask (it reads
 fields only): the admin adds it in Zoho's setup. A record is found by e-mail with GET
 /crm/v7/<module>/search?email= (contacts and leads; an Account has no e-mail), 204 when none.
+A backfill of one custom view lists the module's views (GET /crm/v7/settings/custom_views?
+module=, the ZohoCRM.settings.custom_views.READ scope), then its records by `cvid`.
 
 Sources: Zoho CRM API v7 docs (get-records: fields, per_page, page_token,
 If-Modified-Since; status codes: 304 Not Modified; update-records, notifications/enable and
@@ -84,6 +86,7 @@ from connector.platforms.base import (
     Row,
     Unparseable,
     Verified,
+    View,
     WriteResult,
     answer_url,
     classify,
@@ -136,6 +139,7 @@ MODULES = {"contacts": "Contacts", "leads": "Leads", "companies": "Accounts"}
 KINDS = {module: kind for kind, module in MODULES.items()}
 RECORD_NAMES = {"contacts": "contact", "leads": "lead", "companies": "account"}
 FIELDS = f"{API}/settings/fields"
+CUSTOM_VIEWS = f"{API}/settings/custom_views"  # a module's custom views (saved views)
 # Zoho's data types (the field meta API's data_type) -> ours (base.FIELD_TYPES); others "other".
 FIELD_TYPES = {
     "text": "text", "textarea": "text", "email": "email", "phone": "phone", "website": "url",
@@ -244,8 +248,41 @@ class Zoho(CrmClient):
         2,000 records only, tokens 100,000. A lapsed token, or one bound to other fields,
         starts the listing over (records queued before are not queued again). A GET takes 50
         field names: the rest are read by id. Zoho does not say how many records remain."""
+        return self._list_page(properties, since, cursor, {})
+
+    def views(self) -> list[View]:
+        """The module's custom views (GET /crm/v7/settings/custom_views?module=), by name as
+        Zoho shows them (display_value); their records are listed by `cvid`."""
+        found, page = [], 1
+        while True:
+            params = {"module": MODULES[self.kind], "page": str(page), "per_page": "200"}
+            response = self._send("GET", CUSTOM_VIEWS, params=params)
+            if response.status_code == 204:
+                break
+            self._check(response)
+            body = _body(response)
+            found += [View(str(item.get("id")), str(item.get("display_value") or item.get("name")))
+                      for item in dicts(body.get("custom_views"))]  # fmt: skip
+            if (body.get("info") or {}).get("more_records") is not True:
+                break
+            page += 1
+        return sorted(found, key=lambda view: view.name.casefold())
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of the records of the custom view `view`, as `list_page` pages the
+        module's (the get-records API's `cvid`)."""
+        if not view.isdigit():
+            raise Permanent(f"no Zoho custom view has the id {view!r}")
+        return self._list_page(properties, since, cursor, {"cvid": view})
+
+    def _list_page(self, properties: Sequence[str], since: str | None, cursor: str | None,
+                   extra: dict[str, str]) -> Listed:  # fmt: skip
+        """A page of the module's records by the get-records API, with `extra` parameters."""
         fields = _fields(properties)
-        params = {"per_page": str(PAGE_SIZE), **({"page_token": cursor} if cursor else {})}
+        params = {"per_page": str(PAGE_SIZE), **extra,
+                  **({"page_token": cursor} if cursor else {})}  # fmt: skip
         headers = {"If-Modified-Since": _zoho_time(since)} if since else None
         try:
             records, info = self._get_page(self.records, fields[:FIELDS_PER_READ], params, headers)
@@ -253,7 +290,7 @@ class Zoho(CrmClient):
             if not (cursor and refused.codes & TOKEN_LAPSED):
                 raise
             log.info("Zoho refused a listing's page token (%s): listing again", refused.reason)
-            return self.list_page(properties, since, None)
+            return self._list_page(properties, since, None, extra)
         values = {str(record.get("id")): record for record in records}
         for ids in id_chunks(list(values), IDS_PER_READ) if fields[FIELDS_PER_READ:] else []:
             for key, rest in self._read_raw(ids, fields[FIELDS_PER_READ:]).items():
@@ -672,7 +709,7 @@ class ZohoPlatform(Platform):
     oauth_token_url: str = "https://accounts.zoho.com/oauth/v2/token"
     oauth_scope: str = (
         "ZohoCRM.modules.contacts.ALL,ZohoCRM.modules.leads.ALL,ZohoCRM.modules.accounts.ALL,"
-        "ZohoCRM.settings.fields.READ,ZohoCRM.notifications.ALL"
+        "ZohoCRM.settings.fields.READ,ZohoCRM.settings.custom_views.READ,ZohoCRM.notifications.ALL"
     )
     # A refresh token only with access_type=offline; prompt=consent gives one each time.
     oauth_consent_params: tuple[tuple[str, str], ...] = (
