@@ -9,7 +9,7 @@ import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
@@ -23,36 +23,16 @@ from connector.app import create_app
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, SECRET
-from tests.helpers.crm_server import Call, FakeCrm, Reply, running
+from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.hubspot_lists import LISTS, ListedCrm
 from tests.helpers.orgs import organization
 from tests.helpers.settings_forms import sign_in, source, submit, text
 
 RECORDS = 150  # two pages of HubSpot's search (100 a page)
-LISTS = "/crm/lists/2026-03"
 OLD, NEW = "2024-06-01T10:00:00.000Z", "2025-06-01T10:00:00.000Z"  # last modified
 EMAILS = [
     row.split(",")[4] for row in (DATA / "discover_contacts.csv").read_text().splitlines()[1:]
 ]
-
-
-class ListedCrm(FakeCrm):
-    """The loopback HubSpot with one list of contacts, "Trade show leads" (id 17): 1001 to
-    1012, answered as HubSpot's Lists API (lists.json) does."""
-
-    members: ClassVar[list[str]] = [str(1001 + n) for n in range(12)]
-
-    def route(self, call: Call) -> Reply:
-        if call.path == f"{LISTS}/search":
-            listed = {"listId": "17", "listVersion": 3, "name": "Trade show leads",
-                      "objectTypeId": "0-1", "processingStatus": "COMPLETE",
-                      "processingType": "MANUAL",
-                      "additionalProperties": {"hs_list_size": str(len(self.members))}}  # fmt: skip
-            return Reply(200, {"lists": [listed], "hasMore": False, "offset": 1, "total": 1})
-        if call.path == f"{LISTS}/17/memberships":
-            joined = "2025-02-01T00:00:00Z"
-            found = [{"recordId": key, "membershipTimestamp": joined} for key in self.members]
-            return Reply(200, {"results": found, "total": len(found)})
-        return super().route(call)
 
 
 @pytest.fixture
