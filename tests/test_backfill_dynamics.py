@@ -194,3 +194,61 @@ def test_a_backfill_interrupted_resumes_from_its_saved_next_link_and_is_worked_o
     assert sorted(patched) == sorted(e["record_id"] for e in events)
     assert set(patched.values()) == {1}
     assert all(crm.tables["contacts"][e["record_id"]]["jobtitle"] for e in events)
+
+
+# --- a backfill of one Dataverse system view (savedqueries, then savedQuery=) ---------------
+
+VIEW = "00000000-0000-4000-9000-00000000000a"
+
+
+class ViewedDataverse(ListedDataverseTables):
+    """ListedDataverseTables with public system views of contacts (`views`: by savedqueryid,
+    a name and the rows it returns): savedqueries answered as SavedQueryCollection, and a
+    table's `savedQuery=` as the view's rows, their primary key only (its own columns are
+    not ours), in one page (dataverse.json, from "Retrieve and execute predefined queries")."""
+
+    def __init__(self, tables: dict[str, dict[str, Any]], views: dict[str, tuple[str, set[str]]]):
+        super().__init__(tables)
+        self.views = views
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        context = f"{CRM}/api/data/v9.2/$metadata#"
+        if request.url.path == "/api/data/v9.2/savedqueries":
+            self.requests.append(request)
+            assert "returnedtypecode eq 'contact'" in request.url.params["$filter"]
+            value = [{"savedqueryid": key, "name": name} for key, (name, _) in self.views.items()]
+            return httpx.Response(200, json={"@odata.context": f"{context}savedqueries",
+                                             "value": value})  # fmt: skip
+        view = request.url.params.get("savedQuery")
+        if view is None:
+            return super().__call__(request)
+        self.requests.append(request)
+        value = [{"@odata.etag": 'W/"4400496"', "contactid": key}
+                 for key in sorted(self.views[view][1])]  # fmt: skip
+        return httpx.Response(200, json={"@odata.context": f"{context}contacts", "value": value})
+
+
+def test_a_dataverse_view_is_offered_and_its_rows_modified_since_are_backfilled(
+    setup: Setup,
+) -> None:
+    db, _, link, listed = setup
+    rows = listed.tables["contacts"]
+    for key in (guid(0), guid(1)):
+        rows[key]["modifiedon"] = EARLY
+    crm = ViewedDataverse({"contacts": rows}, {VIEW: ("My Active Contacts", {
+        guid(0), guid(1), guid(2), guid(3), guid(20)})})  # fmt: skip
+    since = backfill.since_from("2026-01-10")
+    with httpx.Client(transport=VendorTransport(crm)) as client:
+        work = worker.Worker(db, SECRET.encode(), Clock(), client, random.Random(7))
+        offered = backfill.views(work, link.row["id"], "contacts")
+        estimate = backfill.dry_run(work, link.row["id"], "contacts", since, lambda _: None, VIEW)
+        row = backfill.run(work, link.row["id"], "contacts", since, None, source=VIEW)
+
+    assert [(v.id, v.name) for v in offered] == [(VIEW, "My Active Contacts")]
+    assert (estimate.listed, estimate.identified, estimate.source_name) == (
+        3, 2, "My Active Contacts",
+    )  # guid(0) and guid(1) were modified before; guid(20) has no e-mail  # fmt: skip
+    assert (row["state"], row["queued"], row["skipped_unidentified"]) == ("done", 2, 1)
+    assert {e["record_id"] for e in store.events_of(db, link.row["id"])} == {guid(2), guid(3)}
+    with pytest.raises(Permanent, match="is not a Dataverse view id"):
+        _adapter(crm).list_view_page("../accounts", COLUMNS, None, None)

@@ -8,12 +8,13 @@ for `<environment URL>/.default`; and its adapter.
 The adapter: one table's rows over the Web API (OData 4.0), the table its kind's (`TABLES`:
 contacts, leads, accounts for our companies): read and update one row, read up to 50 rows
 a query (`$filter` with the In query function), and list the table for a backfill (`list_page`:
-500 rows a page by @odata.nextLink, modified since a time). Writes go one PATCH a row: `$batch`
-would save requests, not service-protection execution time, and its multipart answers are a
-format of their own to parse. A lookup column read (`_parentcustomerid_value`) comes with the
-table it names (the lookuplogicalname annotation, asked by Prefer): a contact's company,
-parentcustomerid, names an account or a contact, and only an account is its company record
-(`DynamicsPlatform.linked_company`).
+500 rows a page by @odata.nextLink, modified since a time), or the rows of one of its public
+system views (`views`: savedqueries; `list_view_page`: savedQuery=, then the rows read by id).
+Writes go one PATCH a row: `$batch` would save requests, not service-protection execution time,
+and its multipart answers are a format of their own to parse. A lookup column read
+(`_parentcustomerid_value`) comes with the table it names (the lookuplogicalname annotation,
+asked by Prefer): a contact's company, parentcustomerid, names an account or a contact, and only
+an account is its company record (`DynamicsPlatform.linked_company`).
 
 Failures beyond `base.classify`: errors come as OData {"error": {"code", "message"}}, and the
 reason carries that code and message. A 400 naming an unknown column ("Could not find a
@@ -72,6 +73,7 @@ from connector.platforms.base import (
     Row,
     Unparseable,
     UrlSecret,
+    View,
     WriteResult,
     classify,
     dicts,
@@ -208,6 +210,41 @@ class Dynamics(CrmClient):
         count = body.get("@odata.count")
         known = not cursor and isinstance(count, int) and count < COUNT_LIMIT
         return Listed(records, self._cursor(response, body), count if known else None)
+
+    def views(self) -> list[View]:
+        """The table's public system views (savedqueries of its returnedtypecode, querytype
+        0), by name."""
+        where = f"returnedtypecode eq '{self.table.name}' and querytype eq 0"
+        query = _query(["savedqueryid", "name"], where)
+        response = self._send("GET", f"{API}/savedqueries?{query}&$orderby=name%20asc")
+        rows, _ = self._rows(response)
+        return [View(str(row["savedqueryid"]), str(row.get("name") or ""))
+                for row in rows if isinstance(row.get("savedqueryid"), str)]  # fmt: skip
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of 500 of the rows of the system view `view` (savedQuery=<its id>, paged
+        as `list_page` pages), their `properties` read by id (a view answers its own
+        columns); with `since`, only those modified at or after it."""
+        first = f"{API}/{self.table.entity_set}?savedQuery={self._view_id(view)}"
+        path = self._next_page(cursor) if cursor else first
+        response = self._send("GET", path, headers=_prefer([], PAGE_SIZE))
+        rows, body = self._rows(response)
+        ids = [row[self.table.key] for row in rows if isinstance(row.get(self.table.key), str)]
+        read = self.read_many(ids, [*properties, "modifiedon"]) if ids else {}
+        records = {
+            key: {name: values.get(name) for name in properties}
+            for key, values in read.items()
+            if isinstance(values, dict) and _modified_since(values.get("modifiedon"), since)
+        }
+        return Listed(records, self._cursor(response, body))
+
+    def _view_id(self, view: str) -> str:
+        """A view's id, when it is a GUID (so it cannot reach outside its parameter)."""
+        if not GUID.fullmatch(view):
+            raise Permanent(f"{view[:60]!r} is not a Dataverse view id (a GUID)")
+        return view
 
     def write(self, record_id: str, properties: dict[str, Any]) -> WriteResult:
         """Update one row; columns the environment does not have are dropped."""
@@ -451,6 +488,16 @@ def _odata_time(since: str) -> str:
     when = datetime.fromisoformat(since)
     when = when if when.tzinfo else when.replace(tzinfo=UTC)
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _modified_since(value: Any, since: str | None) -> bool:
+    """Whether a row's modifiedon (an OData DateTimeOffset) is at or after `since`; True
+    without `since`, False without a value."""
+    if not since:
+        return True
+    if not isinstance(value, str) or not value:
+        return False
+    return _odata_time(value) >= _odata_time(since)  # both UTC, to the second
 
 
 def _prefer(columns: Sequence[str], page_size: int | None = None) -> dict[str, str]:
