@@ -18,7 +18,9 @@ FROM <type> [WHERE LastModifiedDate >= <since>] ORDER BY Id`, GET /query?q=), up
 answer, then each answer's nextRecordsUrl (/query/<locator>-<offset>); `totalSize` counts the
 query's records. The cursor is that nextRecordsUrl and the last Id listed: a query locator
 expires (15 minutes idle, or released by the user's eleventh open cursor), and then the query
-is asked again from that Id (INVALID_QUERY_LOCATOR).
+is asked again from that Id (INVALID_QUERY_LOCATOR). A backfill of one list view (List Views,
+those SOQL can run) takes the view's USING SCOPE and WHERE condition from its describe's query
+(List View Describe) into the same query, so it pages and resumes alike.
 
 Failures beyond `base.classify`: an error naming fields sent (its `fields`, or INVALID_FIELD's
 "No such column 'X'") drops those fields, with Salesforce's code and message as the reason,
@@ -78,6 +80,7 @@ from connector.platforms.base import (
     Row,
     Unparseable,
     UrlSecret,
+    View,
     WriteResult,
     answer_url,
     classify,
@@ -125,6 +128,11 @@ SOQL_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", '"': '\\"', "\n": "\\n",
                               "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"})  # fmt: skip
 
 _SALESFORCE_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
+# A list view's query, read to keep what selects its records: string literals (masked before
+# looking for keywords), the clauses after its WHERE, and the only clause before it we keep.
+STRING_LITERAL = re.compile(r"'(?:\\.|[^'\\])*'")
+VIEW_QUERY_END = re.compile(r"\b(ORDER\s+BY|LIMIT|OFFSET|FOR\s+(VIEW|REFERENCE|UPDATE))\b", re.I)
+USING_SCOPE = re.compile(r"USING\s+SCOPE\s+\w+", re.IGNORECASE)
 
 
 class Salesforce(CrmClient):
@@ -187,11 +195,41 @@ class Salesforce(CrmClient):
         """A page of the type's records by a SOQL query (see the module docstring): from the
         cursor's nextRecordsUrl, or the query asked again from its last Id when that expired;
         fields the org lacks are left out of the query, None in each record."""
+        return self._list_page(properties, since, cursor, "")
+
+    def views(self) -> list[View]:
+        """The type's list views the user can see whose query SOQL can run (List Views),
+        by label."""
+        found, response = [], self._send("GET", f"/sobjects/{self.sobject}/listviews")
+        while True:
+            self._check(response)
+            body = json_body(response)
+            found += [View(str(item["id"]), str(item.get("label") or item["id"]))
+                      for item in dicts(body.get("listviews"))
+                      if "id" in item and item.get("soqlCompatible") is not False]  # fmt: skip
+            following = body.get("nextRecordsUrl")
+            if body.get("done") is not False or not isinstance(following, str):
+                return sorted(found, key=lambda view: view.name.casefold())
+            response = self._query_more(_listviews_url(following, self.sobject))
+
+    def list_view_page(
+        self, view: str, properties: Sequence[str], since: str | None, cursor: str | None
+    ) -> Listed:
+        """A page of the records of the list view `view`, as `list_page` pages the type's:
+        the view's scope and conditions (from its describe's query) with ours."""
+        if not _SALESFORCE_ID.fullmatch(view):
+            raise Permanent(f"{view[:60]!r} is not a Salesforce list view id")
+        return self._list_page(properties, since, cursor, view)
+
+    def _list_page(self, properties: Sequence[str], since: str | None, cursor: str | None,
+                   view: str) -> Listed:  # fmt: skip
+        """A page of the type's records, of the list view `view` when given."""
         fields = _selected(properties)
         located, offset, after = _cursor(cursor)
         response = self._query_more(located) if located else None
         if response is None or "INVALID_QUERY_LOCATOR" in _error_codes(json_body(response)):
-            response, offset = self._query(fields, since, after), 0
+            scope = self._view_scope(view) if view else ("", "")
+            response, offset = self._query(fields, since, after, scope), 0
         self._check(response)
         body = json_body(response)
         records = _query_records(response, body)
@@ -240,13 +278,24 @@ class Salesforce(CrmClient):
         records = _query_records(response, json_body(response))
         return str(records[0]["Id"]) if records else None
 
-    def _query(self, fields: list[str], since: str | None, after: str) -> httpx.Response:
-        soql = _soql(self.sobject, fields, since, after)
+    def _query(self, fields: list[str], since: str | None, after: str,
+               scope: tuple[str, str] = ("", "")) -> httpx.Response:  # fmt: skip
+        soql = _soql(self.sobject, fields, since, after, scope)
         response = self._send("GET", "/query", params={"q": soql})
         unknown = matching(dict.fromkeys(fields), _refused_fields(response))
         if unknown:
-            return self._query([name for name in fields if name not in unknown], since, after)
+            kept = [name for name in fields if name not in unknown]
+            return self._query(kept, since, after, scope)
         return response
+
+    def _view_scope(self, view: str) -> tuple[str, str]:
+        """A list view's USING SCOPE and WHERE condition, read off its describe's query."""
+        response = self._send("GET", f"/sobjects/{self.sobject}/listviews/{view}/describe")
+        self._check(response)
+        query = json_body(response).get("query")
+        if not isinstance(query, str):
+            raise garbled(response, "a list view's describe with its query")
+        return _scope_of(query, self.sobject)
 
     def _query_more(self, located: str) -> httpx.Response:
         """The next answer of a query, at its nextRecordsUrl (below the instance's root)."""
@@ -349,17 +398,48 @@ def _selected(properties: Sequence[str]) -> list[str]:
     return fields
 
 
-def _soql(sobject: str, fields: list[str], since: str | None, after: str) -> str:
+def _soql(sobject: str, fields: list[str], since: str | None, after: str,
+          scope: tuple[str, str] = ("", "")) -> str:  # fmt: skip
     """The listing's query: the records modified at or after `since` (a dateTime literal,
-    unquoted, in UTC: 2025-01-01T00:00:00Z) and of an Id after `after`, by ascending Id."""
-    conditions = []
+    unquoted, in UTC: 2025-01-01T00:00:00Z) and of an Id after `after`, by ascending Id; of
+    a list view's scope (USING SCOPE) and condition when given."""
+    using, condition = scope
+    conditions = [f"({condition})"] if condition else []
     if since:
         moment = datetime.fromisoformat(since).astimezone(UTC)
         conditions.append(f"LastModifiedDate >= {moment.strftime('%Y-%m-%dT%H:%M:%SZ')}")
     if after:
         conditions.append(f"Id > '{after}'")
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-    return f"SELECT {', '.join(['Id', *fields])} FROM {sobject}{where} ORDER BY Id"
+    scoped = f" {using}" if using else ""
+    return f"SELECT {', '.join(['Id', *fields])} FROM {sobject}{scoped}{where} ORDER BY Id"
+
+
+def _scope_of(query: str, sobject: str) -> tuple[str, str]:
+    """A list view's query (List View Describe's `query`) cut to what selects its records:
+    its USING SCOPE clause and its WHERE condition ("" for none), string literals kept
+    whole; Permanent for a query of another shape."""
+    masked = STRING_LITERAL.sub(lambda found: "_" * len(found[0]), query)
+    source = re.search(rf"\bFROM\s+{re.escape(sobject)}\b", masked, re.IGNORECASE)
+    if source is None:
+        raise Permanent(f"the list view's query is not of {sobject}: {query[:120]!r}")
+    ending = VIEW_QUERY_END.search(masked, source.end())
+    end = ending.start() if ending else len(query)
+    where = re.compile(r"\bWHERE\b", re.IGNORECASE).search(masked, source.end(), end)
+    using = query[source.end() : where.start() if where else end].strip()
+    if using and not USING_SCOPE.fullmatch(using):
+        raise Permanent(f"the list view's query has a clause not understood: {using[:80]!r}")
+    return using, query[where.end() : end].strip() if where else ""
+
+
+def _listviews_url(following: str, sobject: str) -> str:
+    """A List Views answer's nextRecordsUrl, when it is one of the type's (followed below
+    the instance's root, it can reach nothing else)."""
+    if not re.fullmatch(
+        rf"/services/data/v\d+\.\d+/sobjects/{sobject}/listviews\?[\w=&]+", following
+    ):
+        raise Permanent(f"not a next page of {sobject}'s list views: {following[:80]!r}")
+    return following
 
 
 def _cursor(cursor: str | None) -> tuple[str, int, str]:
