@@ -39,6 +39,7 @@ from sqlite_utils import Database
 
 import server
 from connector import mappings, store, worker
+from connector.platforms import PLATFORMS
 from connector.platforms.base import Adapter, Listed, Permanent, Retriable, View
 
 PRIORITY = 1  # events.priority of a backfill's events: the worker takes live ones (0) first
@@ -158,6 +159,7 @@ class Estimate:
     since: str = ""
     source: str = ""
     source_name: str = ""
+    noun: str = "list"  # what the CRM calls its saved selection (Platform.view_noun)
 
     @property
     def credits(self) -> int:
@@ -174,7 +176,7 @@ class Estimate:
 
     def scope(self) -> str:
         """Which records were listed, in words ("" for every one)."""
-        named = f" in the list {self.source_name or self.source}" if self.source else ""
+        named = f" in the {self.noun} {self.source_name or self.source}" if self.source else ""
         return named + (f" modified since {self.since[:10]}" if self.since else "")
 
     def summary(self) -> list[str]:
@@ -216,10 +218,11 @@ def dry_run(work: worker.Worker, connection_id: str, kind: str, since: str, slee
     link, mapping, adapter = work.setup(connection_id, kind)
     org = server.organization(work.db, link["org_id"])
     named = {view.id: view.name for view in adapter.views()} if source else {}
+    noun = PLATFORMS[link["platform"]].view_noun
     if source and source not in named:
-        raise NoSuchView(f"The CRM has no list of {kind} with the id {source!r}.")
+        raise NoSuchView(f"The CRM has no {noun} of {kind} with the id {source!r}.")
     estimate = Estimate(org["tier"], org["credits"], since=since, source=source,
-                        source_name=named.get(source, ""))  # fmt: skip
+                        source_name=named.get(source, ""), noun=noun)  # fmt: skip
     for listed in pages(adapter, listed_properties(mapping), since, "", sleep, source):
         estimate.add(sort_page(work.db, link, mapping, listed.records, work.clock()))
     return estimate

@@ -128,6 +128,8 @@ class Platform:
     refreshable: bool = False  # its API tokens expire: an OAuth client may renew them
     # The kinds of CRM record it enriches, by our names: contacts, leads, companies.
     objects: tuple[str, ...] = ("contacts",)
+    # What the CRM calls the saved selections of records a backfill can take (`Adapter.views`)
+    view_noun: str = "list"
     # The contact property naming the company record it belongs to (Salesforce's AccountId):
     # an enriched contact's company fields then go to that record too (`linked_company`).
     company_link: str = ""

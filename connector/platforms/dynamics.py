@@ -606,6 +606,7 @@ class DynamicsPlatform(UrlSecret):
     url_param: str = "code"
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(TABLES)
+    view_noun: str = "view"
     # A contact's company: parentcustomerid, a customer lookup (an account, or a contact).
     company_link: str = "_parentcustomerid_value"
     # Entra ID, multi-tenant (`organizations`); the scope names the Dataverse environment,

@@ -929,6 +929,7 @@ class PipedrivePlatform(BasicPassword):
     title: str = "Pipedrive"
     adapter_class: Callable[..., Adapter] | None = Pipedrive
     objects: tuple[str, ...] = ("contacts", "leads", "companies")
+    view_noun: str = "filter"
     # A person's organization: v2's org_id is the organization's id (an integer, or null).
     company_link: str = "org_id"
     # No scope parameter: scopes are ticked on the app in Pipedrive's Developer Hub.

@@ -627,6 +627,7 @@ class SalesforcePlatform(UrlSecret):
     adapter_class: Callable[..., Adapter] | None = Salesforce
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)
+    view_noun: str = "list view"
     company_link: str = "AccountId"
     # Production's login host (a sandbox's is test.salesforce.com: override both URLs).
     oauth_authorize_url: str = "https://login.salesforce.com/services/oauth2/authorize"

@@ -700,6 +700,7 @@ class ZohoPlatform(Platform):
     refreshable: bool = True
     subscribes: bool = True
     objects: tuple[str, ...] = tuple(MODULES)  # contacts, leads, companies (Accounts)
+    view_noun: str = "custom view"
     # A Contact's Account_Name is a lookup ({"name", "id"}) that `read` gives as its name (the
     # mapping's company name); asked as Account_Name.id it gives the linked Account's id.
     company_link: str = f"Account_Name{LOOKUP_ID}"

@@ -43,7 +43,8 @@ def backfill_page(connection_id: str) -> Response:
         with outbound.client(timeout=DRY_RUN_TIMEOUT) as client:
             found = backfill.views(_worker(client), link["id"], kind)
     except (Permanent, Retriable) as failure:
-        flash(f"The CRM did not list its lists of {kind}: {failure.reason}", "error")
+        noun = PLATFORMS[link["platform"]].view_noun
+        flash(f"The CRM did not list its {noun}s of {kind}: {failure.reason}", "error")
         return _page(link)
     return _page(link, views={kind: found})
 
@@ -140,7 +141,8 @@ def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None,
     running = any(row["state"] == "running" for row in latest.values())
     return page.render(
         "backfill.html", link=link, kinds=kinds, latest=latest, estimates=estimates or {},
-        views=views or {}, refresh=REFRESH_SECONDS if running else None,
+        views=views or {}, noun=PLATFORMS[link["platform"]].view_noun,
+        refresh=REFRESH_SECONDS if running else None,
         progress=backfill.progress_line, reasons=backfill.skipped_reasons,
     )  # fmt: skip
 
