@@ -40,7 +40,15 @@ from sqlite_utils import Database
 import server
 from connector import mappings, store, worker
 from connector.platforms import PLATFORMS
-from connector.platforms.base import Adapter, Listed, Permanent, Retriable, View
+from connector.platforms.base import (
+    Adapter,
+    Condition,
+    CrmField,
+    Listed,
+    Permanent,
+    Retriable,
+    View,
+)
 
 PRIORITY = 1  # events.priority of a backfill's events: the worker takes live ones (0) first
 PAGE_TRIES = 8  # attempts at one page the CRM asks us to wait for (429, 5xx), then give up
@@ -177,6 +185,7 @@ class Estimate:
     def scope(self) -> str:
         """Which records were listed, in words ("" for every one)."""
         named = f" in the {self.noun} {self.source_name or self.source}" if self.source else ""
+        named = f" where {self.source_name}" if self.noun == "condition" else named
         return named + (f" modified since {self.since[:10]}" if self.since else "")
 
     def summary(self) -> list[str]:
@@ -205,6 +214,13 @@ def views(work: worker.Worker, connection_id: str, kind: str) -> list[View]:
     return adapter.views()
 
 
+def condition_fields(work: worker.Worker, connection_id: str, kind: str) -> list[CrmField]:
+    """The fields of `kind` a picked condition may compare (none of several values, nor of
+    a type the CRM's API does not say)."""
+    _, _, adapter = work.setup(connection_id, kind)
+    return [field for field in adapter.fields() if field.type not in ("multipicklist", "other")]
+
+
 class NoSuchView(server.ServiceError):
     """A backfill asked of a list or view the CRM does not have (any more)."""
 
@@ -217,8 +233,11 @@ def dry_run(work: worker.Worker, connection_id: str, kind: str, since: str, slee
     one of the CRM's), and count them; nothing is written."""
     link, mapping, adapter = work.setup(connection_id, kind)
     org = server.organization(work.db, link["org_id"])
-    named = {view.id: view.name for view in adapter.views()} if source else {}
-    noun = PLATFORMS[link["platform"]].view_noun
+    condition = Condition.of_source(source)
+    named = {source: condition.label} if condition else {}
+    if source and not condition:
+        named = {view.id: view.name for view in adapter.views()}
+    noun = "condition" if condition else PLATFORMS[link["platform"]].view_noun
     if source and source not in named:
         raise NoSuchView(f"The CRM has no {noun} of {kind} with the id {source!r}.")
     estimate = Estimate(org["tier"], org["credits"], since=since, source=source,

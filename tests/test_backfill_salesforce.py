@@ -16,11 +16,12 @@ import pytest
 from sqlite_utils import Database
 
 from connector import backfill, connections, store, worker
-from connector.platforms.base import Permanent
+from connector.platforms.base import Condition, Permanent
 from connector.platforms.salesforce import PLATFORM as SALESFORCE
 from connector.platforms.salesforce import Salesforce
 from tests.helpers.clock import Clock
 from tests.helpers.constants import SECRET
+from tests.helpers.crm_fields import salesforce_field
 from tests.helpers.orgs import connected
 from tests.helpers.vendors import VendorTransport
 
@@ -61,6 +62,12 @@ class ViewedSalesforce:
             ]  # fmt: skip
             return httpx.Response(200, json={"done": True, "listviews": views, "size": 2,
                                              "nextRecordsUrl": None})  # fmt: skip
+        if path == f"{DATA}/sobjects/Contact/describe":
+            fields = [salesforce_field("Title", "string"), salesforce_field("Email", "email"),
+                      salesforce_field("NumberOfEmployees__c", "int"),
+                      salesforce_field("Birthdate", "date")]  # fmt: skip
+            return httpx.Response(200, json={"name": "Contact", "label": "Contact",
+                                             "custom": False, "fields": fields})  # fmt: skip
         if path == f"{DATA}/sobjects/Contact/listviews/{VIEW}/describe":
             return httpx.Response(200, json={"id": VIEW, "query": VIEW_QUERY, "scope": "mine",
                                              "sobjectType": "Contact", "columns": [],
@@ -145,3 +152,43 @@ def test_a_backfill_of_a_list_view_queues_what_the_view_selects(setup: Setup) ->
         _id(1), _id(4), _id(5),
     }  # fmt: skip
     assert all(re.search(r"USING SCOPE mine WHERE \(MailingState", q) for q in crm.queries())
+
+
+@pytest.mark.parametrize(
+    ("condition", "where"),
+    [
+        (Condition("title", "LIKE", "O'Neil 50%_"), "Title LIKE '%O\\'Neil 50\\%\\_%'"),
+        (Condition("Email", "=", "a@b' OR Id != '"), "Email = 'a@b\\' OR Id != \\''"),
+        (Condition("NumberOfEmployees__c", ">=", " 50 "), "NumberOfEmployees__c >= 50"),
+        (Condition("Birthdate", "<", "1990-01-31"), "Birthdate < 1990-01-31"),
+    ],
+)  # fmt: skip
+def test_a_picked_condition_is_written_as_soql_of_the_fields_type_never_as_typed(
+    condition: Condition, where: str
+) -> None:
+    crm = ViewedSalesforce(_contacts(3), {_id(1)}, page=5)
+
+    listed = _adapter(crm).list_view_page(condition.source, ["Email"], None, None)
+
+    assert list(listed.records) == [_id(1)]
+    (query,) = crm.queries()
+    assert query == f"SELECT Id, Email FROM Contact WHERE ({where}) ORDER BY Id"
+
+
+@pytest.mark.parametrize(
+    ("condition", "refusal"),
+    [
+        (Condition("Name) OR (Id", "=", "x"), "Contact has no field 'Name) OR (Id'"),
+        (Condition("Title", "; DELETE", "x"), "cannot be compared by '; DELETE'"),
+        (Condition("NumberOfEmployees__c", "=", "50 OR Id != null"), "is not a value of"),
+        (Condition("NumberOfEmployees__c", "LIKE", "5"), "cannot be compared by 'LIKE'"),
+        (Condition("Birthdate", "=", "yesterday"), "is not a value of Birthdate (date)"),
+    ],
+)  # fmt: skip
+def test_a_condition_of_no_field_operator_or_value_of_its_type_is_refused_unsent(
+    condition: Condition, refusal: str
+) -> None:
+    crm = ViewedSalesforce(_contacts(3), {_id(1)}, page=5)
+    with pytest.raises(Permanent, match=re.escape(refusal)):
+        _adapter(crm).list_view_page(condition.source, ["Email"], None, None)
+    assert crm.queries() == []

@@ -23,7 +23,7 @@ from connector.app import create_app
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import DATA, SECRET
-from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.crm_server import Call, FakeCrm, Reply, running
 from tests.helpers.hubspot_lists import LISTS, ListedCrm
 from tests.helpers.orgs import organization
 from tests.helpers.settings_forms import sign_in, source, submit, text
@@ -301,3 +301,59 @@ def test_a_date_that_is_not_one_and_a_list_the_crm_lacks_are_refused_with_a_mess
                      credit_cap="5")  # fmt: skip
     assert "is not a date" in text(signed_in.get(refused.location))
     assert store.backfills_of(setup["db"], setup["Acme"]["link"]["id"]) == []
+
+
+class QueriedSalesforce(FakeCrm):
+    """The loopback Salesforce answering its query API (QueryResult) with every contact it
+    holds, all in one answer, and List Views with none; what it was asked is in `queries`
+    (it does not run SOQL)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def route(self, call: Call) -> Reply:
+        if call.path == "/services/data/v62.0/sobjects/Contact/listviews":
+            return Reply(200, {"done": True, "listviews": [], "size": 0, "nextRecordsUrl": None})
+        if call.path != "/services/data/v62.0/query":
+            return super().route(call)
+        self.queries.append(call.query["q"])
+        held = self.contacts["salesforce"]
+        records = [self.salesforce_object(key, ["Email", "Title"]) for key in sorted(held)]
+        return Reply(200, {"totalSize": len(records), "done": True, "records": records})
+
+
+def test_a_salesforce_condition_is_picked_from_its_fields_estimated_and_started(
+    signed_in: FlaskClient, setup: dict[str, Any], clock: Clock
+) -> None:
+    db, key = setup["db"], setup["Acme"]["key"]
+    with running(QueriedSalesforce()) as sales:
+        held = {f"003D00000000000{n}": {"Email": f"p{n}@x.example", "Title": "CTO"}
+                for n in range(3)}  # fmt: skip
+        sales.contacts["salesforce"] = held
+        link = connections.add(
+            db, SECRET.encode(), clock.now, name="Acme Salesforce", platform="salesforce",
+            api_key=key, secret="sf-secret-0123456789abcdef", crm_base_url=sales.url,
+            crm_token="00Dxx!token", salesforce_org_ids=("00D5e000000abcD",),
+        ).row  # fmt: skip
+        page = f"/settings/connections/{link['id']}/backfill"
+        chooser = signed_in.get(f"{page}?lists=contacts")
+        assert '<option value="Title">' in source(chooser)
+        assert "Or the contacts where" in text(chooser)
+        estimate = submit(signed_in, page, f"{page}/estimate", kind="contacts", field="Title",
+                          operator="LIKE", value="CTO")  # fmt: skip
+
+        assert "3 records listed where Title contains CTO" in text(estimate)
+        assert " FROM Contact WHERE (Title LIKE '%CTO%') ORDER BY Id" in sales.queries[-1]
+        refused = submit(signed_in, page, f"{page}/estimate", kind="contacts", field="Title",
+                         operator="; DROP", value="x")  # fmt: skip
+        assert "Choose one of the operators" in text(signed_in.get(refused.location))
+        started = submit(signed_in, page, f"{page}/start", kind="contacts",
+                         source='where:["Title","LIKE","CTO"]', source_name="Title contains CTO",
+                         credit_cap="3")  # fmt: skip
+        assert started.status_code == 303
+        (row,) = store.backfills_of(db, link["id"])
+        assert (row["source"], row["source_name"]) == (
+            'where:["Title","LIKE","CTO"]', "Title contains CTO",
+        )  # fmt: skip
+        assert "Backfill 1 of the contacts where Title contains CTO" in text(signed_in.get(page))

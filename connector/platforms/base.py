@@ -130,6 +130,7 @@ class Platform:
     objects: tuple[str, ...] = ("contacts",)
     # What the CRM calls the saved selections of records a backfill can take (`Adapter.views`)
     view_noun: str = "list"
+    conditions: bool = False  # whether a backfill may take a picked condition (`Condition`)
     # The contact property naming the company record it belongs to (Salesforce's AccountId):
     # an enriched contact's company fields then go to that record too (`linked_company`).
     company_link: str = ""
@@ -752,6 +753,45 @@ class View(NamedTuple):
     id: str
     name: str
     size: int | None = None
+
+
+class Condition(NamedTuple):
+    """A backfill's condition the admin builds by picking, never by typing a query: a field
+    (one the CRM's field API lists), an operator of OPERATORS and a value as typed. As a
+    backfill's source it is written `where:` and JSON (`source`, `of_source`)."""
+
+    field: str
+    operator: str
+    value: str
+
+    @property
+    def source(self) -> str:
+        return CONDITION_PREFIX + json.dumps(list(self), separators=(",", ":"))
+
+    @property
+    def label(self) -> str:
+        return f"{self.field} {OPERATORS.get(self.operator, self.operator)} {self.value}"
+
+    @classmethod
+    def of_source(cls, source: str) -> Condition | None:
+        """The condition a source names, or None when it names a list or view."""
+        if not source.startswith(CONDITION_PREFIX):
+            return None
+        try:
+            parts = json.loads(source.removeprefix(CONDITION_PREFIX))
+        except ValueError:
+            parts = None
+        texts = isinstance(parts, list) and all(isinstance(part, str) for part in parts)
+        if not (texts and len(parts) == 3):
+            raise Permanent(f"not a condition: {source[:80]!r}")
+        return cls(*parts)
+
+
+CONDITION_PREFIX = "where:"
+# A condition's operators, with the words the page shows for them.
+OPERATORS = {"=": "is", "!=": "is not", "<": "is before or less than",
+             "<=": "is at most", ">": "is after or more than", ">=": "is at least",
+             "LIKE": "contains"}  # fmt: skip
 
 
 FIELD_TYPES = (

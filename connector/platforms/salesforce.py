@@ -56,7 +56,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -65,9 +65,11 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from connector.platforms.base import (
+    OPERATORS,
     TOKEN_REFUSED,
     Adapter,
     Answer,
+    Condition,
     CrmClient,
     CrmField,
     Event,
@@ -128,6 +130,8 @@ SOQL_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", '"': '\\"', "\n": "\\n",
                               "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"})  # fmt: skip
 
 _SALESFORCE_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
+# Field types compared as quoted strings in a condition (and the only ones LIKE takes).
+TEXT_TYPES = frozenset({"text", "email", "phone", "url", "picklist", "reference"})
 # A list view's query, read to keep what selects its records: string literals (masked before
 # looking for keywords), the clauses after its WHERE, and the only clause before it we keep.
 STRING_LITERAL = re.compile(r"'(?:\\.|[^'\\])*'")
@@ -217,7 +221,7 @@ class Salesforce(CrmClient):
     ) -> Listed:
         """A page of the records of the list view `view`, as `list_page` pages the type's:
         the view's scope and conditions (from its describe's query) with ours."""
-        if not _SALESFORCE_ID.fullmatch(view):
+        if not (_SALESFORCE_ID.fullmatch(view) or Condition.of_source(view)):
             raise Permanent(f"{view[:60]!r} is not a Salesforce list view id")
         return self._list_page(properties, since, cursor, view)
 
@@ -228,7 +232,7 @@ class Salesforce(CrmClient):
         located, offset, after = _cursor(cursor)
         response = self._query_more(located) if located else None
         if response is None or "INVALID_QUERY_LOCATOR" in _error_codes(json_body(response)):
-            scope = self._view_scope(view) if view else ("", "")
+            scope = self._scope(view) if view else ("", "")
             response, offset = self._query(fields, since, after, scope), 0
         self._check(response)
         body = json_body(response)
@@ -287,6 +291,17 @@ class Salesforce(CrmClient):
             kept = [name for name in fields if name not in unknown]
             return self._query(kept, since, after, scope)
         return response
+
+    def _scope(self, view: str) -> tuple[str, str]:
+        """What a list view, or a condition the admin picked, adds to the listing's query."""
+        condition = Condition.of_source(view)
+        if condition is None:
+            return self._view_scope(view)
+        fields = {field.name.lower(): field for field in self.fields()}
+        field = fields.get(condition.field.lower())
+        if field is None:
+            raise Permanent(f"{self.sobject} has no field {condition.field!r}")
+        return "", f"{field.name} {condition.operator} {_soql_literal(field, condition)}"
 
     def _view_scope(self, view: str) -> tuple[str, str]:
         """A list view's USING SCOPE and WHERE condition, read off its describe's query."""
@@ -430,6 +445,34 @@ def _scope_of(query: str, sobject: str) -> tuple[str, str]:
     if using and not USING_SCOPE.fullmatch(using):
         raise Permanent(f"the list view's query has a clause not understood: {using[:80]!r}")
     return using, query[where.end() : end].strip() if where else ""
+
+
+def _soql_literal(field: CrmField, condition: Condition) -> str:
+    """A condition's value as a SOQL literal of the field's type (SOQL and SOSL Reference,
+    "Field Expressions" and "Date Formats and Date Literals"): a quoted, escaped string (with
+    LIKE's wildcards escaped, then around it), a number, true or false, a date or a UTC
+    dateTime; Permanent for an operator the type does not take or a value not of the type."""
+    kind, operator, value = field.type, condition.operator, condition.value.strip()
+    if operator not in OPERATORS or (operator == "LIKE" and kind not in TEXT_TYPES):
+        raise Permanent(f"{field.name} cannot be compared by {operator!r}")
+    try:
+        if kind in ("number",):
+            return str(float(value)) if "." in value or "e" in value.lower() else str(int(value))
+        if kind == "boolean" and value.lower() in ("true", "false") and operator in ("=", "!="):
+            return value.lower()
+        if kind == "date":
+            return date.fromisoformat(value).isoformat()
+        if kind == "datetime":
+            moment = datetime.fromisoformat(value)
+            moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+            return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise Permanent(f"{value!r} is not a value of {field.name} ({kind})") from None
+    if kind not in TEXT_TYPES:
+        raise Permanent(f"{field.name} ({kind}) cannot be filtered on here")
+    if operator == "LIKE":
+        return "'%" + soql_string(value).replace("%", "\\%").replace("_", "\\_") + "%'"
+    return f"'{soql_string(value)}'"
 
 
 def _listviews_url(following: str, sobject: str) -> str:
@@ -627,6 +670,7 @@ class SalesforcePlatform(UrlSecret):
     adapter_class: Callable[..., Adapter] | None = Salesforce
     refreshable: bool = True
     objects: tuple[str, ...] = tuple(SOBJECTS)
+    conditions: bool = True  # a backfill may take a condition the admin picks (a WHERE)
     view_noun: str = "list view"
     company_link: str = "AccountId"
     # Production's login host (a sandbox's is test.salesforce.com: override both URLs).

@@ -21,7 +21,7 @@ from flask import Response, abort, flash, redirect, request, url_for
 import server
 from connector import backfill, health, outbound, store, worker
 from connector.platforms import PLATFORMS
-from connector.platforms.base import Permanent, Retriable, View
+from connector.platforms.base import OPERATORS, Condition, CrmField, Permanent, Retriable, View
 from connector.views import settings as page
 from server import InvalidParameter, ServiceError
 
@@ -39,14 +39,17 @@ def backfill_page(connection_id: str) -> Response:
     kind = request.args.get("lists", "")
     if kind not in PLATFORMS[link["platform"]].objects:
         return _page(link)
+    fields: list[CrmField] = []
     try:
         with outbound.client(timeout=DRY_RUN_TIMEOUT) as client:
             found = backfill.views(_worker(client), link["id"], kind)
+            if PLATFORMS[link["platform"]].conditions:
+                fields = backfill.condition_fields(_worker(client), link["id"], kind)
     except (Permanent, Retriable) as failure:
         noun = PLATFORMS[link["platform"]].view_noun
         flash(f"The CRM did not list its {noun}s of {kind}: {failure.reason}", "error")
         return _page(link)
-    return _page(link, views={kind: found})
+    return _page(link, views={kind: found}, fields={kind: fields})
 
 
 @page.blueprint.post("/connections/<connection_id>/backfill/estimate")
@@ -54,7 +57,7 @@ def estimate_backfill(connection_id: str) -> Response:
     """The dry run of one kind: records listed, to enrich, and credits at most."""
     link = _own_crm(connection_id)
     try:
-        kind, since, source = _kind(link), _since(), page.field("source")
+        kind, since, source = _kind(link), _since(), _source()
         with outbound.client(timeout=DRY_RUN_TIMEOUT) as client:
             found = backfill.dry_run(_worker(client), link["id"], kind, since, _no_wait, source)
     except ServiceError as error:
@@ -133,7 +136,8 @@ def retry_dead_letters(connection_id: str) -> Response:
 
 
 def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None,
-          views: dict[str, list[View]] | None = None) -> Response:  # fmt: skip
+          views: dict[str, list[View]] | None = None,
+          fields: dict[str, list[CrmField]] | None = None) -> Response:  # fmt: skip
     latest: dict[str, Row] = {}
     for row in backfill.status(page.db(), link["id"], server.now()):
         latest.setdefault(row["kind"], row)
@@ -141,7 +145,8 @@ def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None,
     running = any(row["state"] == "running" for row in latest.values())
     return page.render(
         "backfill.html", link=link, kinds=kinds, latest=latest, estimates=estimates or {},
-        views=views or {}, noun=PLATFORMS[link["platform"]].view_noun,
+        views=views or {}, fields=fields or {}, operators=OPERATORS,
+        noun=PLATFORMS[link["platform"]].view_noun,
         refresh=REFRESH_SECONDS if running else None,
         progress=backfill.progress_line, reasons=backfill.skipped_reasons,
     )  # fmt: skip
@@ -166,6 +171,17 @@ def _kind(link: Row) -> str:
     if kind not in objects:
         raise InvalidParameter(f"Choose one of {', '.join(objects)}.")
     return kind
+
+
+def _source() -> str:
+    """The form's list or view, or the condition picked (a field, an operator and a value:
+    the adapter checks the field and the value against the CRM's field API)."""
+    field, operator = page.field("field"), page.field("operator")
+    if not field:
+        return page.field("source")
+    if operator not in OPERATORS:
+        raise InvalidParameter(f"Choose one of the operators {', '.join(OPERATORS)}.")
+    return Condition(field, operator, page.field("value")).source
 
 
 def _since() -> str:
