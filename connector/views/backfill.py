@@ -147,6 +147,7 @@ def _page(link: Row, estimates: dict[str, backfill.Estimate] | None = None,
         "backfill.html", link=link, kinds=kinds, latest=latest, estimates=estimates or {},
         views=views or {}, fields=fields or {}, operators=OPERATORS,
         noun=PLATFORMS[link["platform"]].view_noun,
+        platform_conditions=PLATFORMS[link["platform"]].conditions,
         refresh=REFRESH_SECONDS if running else None,
         progress=backfill.progress_line, reasons=backfill.skipped_reasons,
     )  # fmt: skip
