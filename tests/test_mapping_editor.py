@@ -174,7 +174,7 @@ def test_save_makes_versions_and_restore_saves_the_old_one_again(
     assert one and three and three["yaml"] == one["yaml"]
     assert "Version 3 is in use" in source(signed_in.get(_editor(link)))
     tab = source(signed_in.get("/settings/connections"))
-    assert "version 3</code>: platform HubSpot" in tab  # the summary is of the version in use
+    assert "version 3: platform HubSpot" in tab  # the summary is of the version in use
 
 
 def test_a_version_number_past_the_stores_range_is_not_found_not_a_500(
