@@ -224,6 +224,9 @@ def acme(browser: Any, site: Site) -> Iterator[Tab]:
 
 
 def messages(page: Any) -> list[str]:
+    """The page's messages, once it shows one: a form's answer may still be loading when the
+    click that sent it returns, on a busy machine."""
+    page.locator(".message").first.wait_for(timeout=15_000)
     return [str(text) for text in page.locator(".message").all_inner_texts()]
 
 
