@@ -12,14 +12,10 @@ from typing import Any
 
 import pytest
 
-import server
-from connector import connections, store
-from server import accounts, config
-from server.clock import utcnow
 from tests.helpers.browser import LAPTOP, chromium, shoot
 from tests.helpers.crm_server import running
 from tests.helpers.hubspot_lists import LIST_NAME, ListedCrm
-from tests.servers import free_port, serve, stop
+from tests.helpers.settings_site import acme_served
 
 pytestmark = pytest.mark.slow
 
@@ -41,32 +37,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """Acme (pro, 1,000 credits) with a HubSpot connection to the loopback HubSpot (twelve
     contacts in the list, the first three last modified in 2024), behind gunicorn."""
     db_path = tmp_path_factory.mktemp("backfill-browser") / "backfill.db"
-    with running(ListedCrm()) as hub, pytest.MonkeyPatch.context() as patch:
+    with running(ListedCrm()) as hub:
         for n in range(12):
             modified = "2024-06-01T10:00:00.000Z" if n < 3 else NEW
             hub.contacts["hubspot"][str(1001 + n)] = {
                 "email": f"p{n}@firm{n}.example", "jobtitle": "", "lastmodifieddate": modified,
             }  # fmt: skip
-        patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-        patch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
-        database = store.connect(db_path)
-        secret = server.key_secret(config.load({"DB": str(db_path)}))
-        _, admin_key = accounts.create_organization(
-            database, secret, utcnow(), name="Acme", website="acme.example.org", tier="pro",
-            credits=1_000,
-        )  # fmt: skip
-        link = connections.add(
-            database, secret, utcnow(), name="Acme HubSpot", platform="hubspot",
-            api_key=admin_key, secret="hubspot-app-secret", crm_base_url=hub.url,
-            crm_token="pat-na1-token",
-        ).row  # fmt: skip
-        database.close()
-        port = free_port()
-        process = serve(db_path, port)
-        try:
-            yield Site(f"http://127.0.0.1:{port}", db_path, admin_key, link["id"])
-        finally:
-            stop(process)
+        with acme_served(db_path, hub.url, credits=1_000) as served:
+            yield Site(served.url, db_path, served.acme.admin_key, served.acme.link["id"])
 
 
 @pytest.fixture(scope="module")

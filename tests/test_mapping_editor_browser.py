@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
-import server
-from connector import connections, mappings, store
-from server import accounts, config
-from server.clock import utcnow
+from connector import mappings, store
 from tests.helpers.browser import LAPTOP, chromium, shoot
 from tests.helpers.crm_server import FakeCrm, running
-from tests.servers import free_port, serve, stop
+from tests.helpers.settings_site import acme_served
 
 pytestmark = pytest.mark.slow
 
@@ -42,27 +39,8 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """Acme with a HubSpot connection to the loopback fake HubSpot, behind gunicorn."""
     db_path = tmp_path_factory.mktemp("mapping-browser") / "mapping.db"
-    with running(FakeCrm()) as fake, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-        patch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
-        database = store.connect(db_path)
-        secret = server.key_secret(config.load({"DB": str(db_path)}))
-        _, admin_key = accounts.create_organization(
-            database, secret, utcnow(), name="Acme", website="acme.example.org", tier="pro",
-            qps=1000,
-        )  # fmt: skip
-        link = connections.add(
-            database, secret, utcnow(), name="Acme HubSpot", platform="hubspot",
-            api_key=admin_key, secret="hubspot-app-secret", crm_base_url=fake.url,
-            crm_token="pat-na1-token",
-        ).row  # fmt: skip
-        database.close()
-        port = free_port()
-        process = serve(db_path, port)
-        try:
-            yield Site(f"http://127.0.0.1:{port}", db_path, admin_key, link["id"])
-        finally:
-            stop(process)
+    with running(FakeCrm()) as fake, acme_served(db_path, fake.url, qps=1000) as served:
+        yield Site(served.url, db_path, served.acme.admin_key, served.acme.link["id"])
 
 
 @pytest.fixture(scope="module")

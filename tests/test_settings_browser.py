@@ -17,12 +17,11 @@ import pytest
 from sqlite_utils import Database
 
 import server
-from connector import connections, store
-from server import accounts, config
+from connector import store
 from server.clock import utcnow
 from server.storage import store as service_store
 from tests.helpers.browser import LAPTOP, chromium, shoot
-from tests.servers import free_port, serve, stop
+from tests.helpers.settings_site import Acme, acme_served
 
 pytestmark = pytest.mark.slow
 
@@ -46,28 +45,14 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """Acme (admin key, a user, a HubSpot connection with one dead letter) behind gunicorn."""
     db_path = tmp_path_factory.mktemp("settings-browser") / "settings.db"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-        patch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
-        database = store.connect(db_path)
-        secret = server.key_secret(config.load({"DB": str(db_path)}))
-        org, admin_key = accounts.create_organization(
-            database, secret, utcnow(), name="Acme", website="acme.example.org", tier="pro",
-            qps=1000,
-        )  # fmt: skip
-        link = connections.add(
-            database, secret, utcnow(), name="Acme HubSpot", platform="hubspot",
-            api_key=admin_key, secret="hubspot-app-secret",
-            crm_base_url="http://127.0.0.1:9", crm_token="crm-token-1234",
-        ).row  # fmt: skip
-        dead = _dead_letter(database, link["id"])
-        database.close()
-        port = free_port()
-        process = serve(db_path, port)
-    try:
-        yield Site(f"http://127.0.0.1:{port}", db_path, admin_key, org["id"], link["id"], dead)
-    finally:
-        stop(process)
+    dead: list[int] = []
+
+    def prepare(acme: Acme) -> None:
+        dead.append(_dead_letter(acme.db, acme.link["id"]))
+
+    with acme_served(db_path, prepare=prepare, qps=1000) as served:
+        acme = served.acme
+        yield Site(served.url, db_path, acme.admin_key, acme.org["id"], acme.link["id"], dead[0])
 
 
 def _dead_letter(database: Database, connection_id: str) -> int:

@@ -18,11 +18,11 @@ import pytest
 from sqlite_utils import Database
 
 import server
-from connector import connections, store
-from server import accounts, config, credits
+from connector import store
+from server import credits
 from server.clock import utcnow
 from tests.helpers.browser import LAPTOP, chromium, shoot
-from tests.servers import free_port, serve, stop
+from tests.helpers.settings_site import Acme, acme_served
 
 pytestmark = pytest.mark.slow
 
@@ -48,29 +48,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """Acme alone (so its admin may change the jobs), with a HubSpot connection whose events
     are done (the newest wrote a job title) but one dead letter, and credits topped up."""
     db_path = tmp_path_factory.mktemp("settings-daily") / "settings.db"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
-        patch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
-        database = store.connect(db_path)
-        secret = server.key_secret(config.load({"DB": str(db_path)}))
-        org, admin_key = accounts.create_organization(
-            database, secret, utcnow(), name="Acme", website="acme.example.org", tier="pro",
-            credits=100,
-        )  # fmt: skip
-        link = connections.add(
-            database, secret, utcnow(), name="Acme HubSpot", platform="hubspot",
-            api_key=admin_key, secret="hubspot-app-secret",
-            crm_base_url="http://127.0.0.1:9", crm_token="crm-token-1234",
-        ).row  # fmt: skip
-        _events(database, link["id"])
-        credits.top_up(database, org["id"], 250, utcnow())
-        database.close()
-        port = free_port()
-        process = serve(db_path, port)
-    try:
-        yield Site(f"http://127.0.0.1:{port}", db_path, admin_key, org["id"])
-    finally:
-        stop(process)
+
+    def prepare(acme: Acme) -> None:
+        _events(acme.db, acme.link["id"])
+        credits.top_up(acme.db, acme.org["id"], 250, utcnow())
+
+    with acme_served(db_path, prepare=prepare, credits=100) as served:
+        yield Site(served.url, db_path, served.acme.admin_key, served.acme.org["id"])
 
 
 def _events(database: Database, connection_id: str) -> None:
