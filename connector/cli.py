@@ -752,7 +752,7 @@ def jobs_list(db_path: Path, as_json: bool) -> None:
         outcome = "never run" if last is None else (
             f"{'ok' if last['ok'] else 'FAILED'} at {last['started_at']}: {last['result']}"
         )  # fmt: skip
-        click.echo(f"{row['id']:<20} next {row['next_run'] or 'paused'}  {row['trigger']}")
+        click.echo(f"{row['id']:<20} next {row['next_run'] or 'paused'}  {row['runs']}")
         click.echo(f"{'':<20} last {outcome}")
 
 
@@ -785,7 +785,7 @@ def jobs_reschedule(db_path: Path, job_id: str, every: int, unit: str) -> None:
         job = scheduler.reschedule(db_path, job_id, trigger="interval", **{unit: every})
     except jobs.UnknownJob as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{job['id']}: {job['trigger']}, next run {job['next_run']}")
+    click.echo(f"{job['id']}: {job['runs']}, next run {job['next_run']}")
 
 
 @main.group()

@@ -374,6 +374,7 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
 
     text = _cli("jobs", "list", "--db", str(db_path)).output
     assert "reenrich" in text and "ok at " in text and "never run" in text
+    assert "every day at 02:00 UTC" in text and "cron[" not in text  # triggers in words
 
 
 @pytest.mark.usefixtures("db")
@@ -389,7 +390,7 @@ def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
 def test_the_operator_reschedules_a_job_from_the_command_line(db_path: Path) -> None:
     changed = _cli("jobs", "reschedule", "purge_deliveries", "--every", "6", "--db", str(db_path))
     assert changed.exit_code == 0, changed.output
-    assert changed.stdout.startswith("purge_deliveries: interval[6:00:00], next run ")
+    assert changed.stdout.startswith("purge_deliveries: every 6 hours, next run ")
     (job,) = [j for j in scheduler.status(db_path) if j["id"] == "purge_deliveries"]
     assert job["trigger"] == "interval[6:00:00]"
     unknown = _cli("jobs", "reschedule", "nope", "--every", "1", "--db", str(db_path))
