@@ -501,3 +501,43 @@ def m027_backfill_filters_and_reasons(db: Any) -> None:
     db.execute("ALTER TABLE backfills ADD COLUMN source_name TEXT NOT NULL DEFAULT ''")
     for name in ("skipped_fresh", "skipped_unidentified", "capped", "page_fresh"):
         db.execute(f"ALTER TABLE backfills ADD COLUMN {name} BIGINT NOT NULL DEFAULT 0")
+
+
+@MIGRATIONS.step
+def m028_change_signals(db: Any) -> None:
+    """Changes in the contact data reaching CRM records (issue 39). Per connection: the last
+    service change number acted on (`changes_seen`, server/changes.py), what a job change does
+    per kind (`signal_actions`, JSON such as {"contacts": ["mark", "task", "new_contact"]}) and
+    the credits one round of change updates may spend (`change_credit_cap`; NULL: the default).
+    `signals`: each job change seen in a CRM record ('left': the person left the company the
+    record names; 'joined': a person joined a company that is an account in the CRM), with what
+    was written for it (`written`, JSON) and its state."""
+    db.execute("ALTER TABLE connections ADD COLUMN changes_seen BIGINT NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE connections ADD COLUMN signal_actions TEXT NOT NULL DEFAULT '{}'")
+    db.execute("ALTER TABLE connections ADD COLUMN change_credit_cap BIGINT")
+    db.execute(
+        f"""
+        CREATE TABLE signals (
+            id {dialect.identity_key(db)},
+            connection_id TEXT NOT NULL REFERENCES connections (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL DEFAULT 'contacts',
+            record_id TEXT NOT NULL,
+            contact_guid TEXT NOT NULL,
+            change_id BIGINT NOT NULL,
+            signal TEXT NOT NULL CHECK (signal IN ('left', 'joined')),
+            person TEXT NOT NULL DEFAULT '',
+            old_company TEXT NOT NULL DEFAULT '',
+            new_company TEXT NOT NULL DEFAULT '',
+            new_company_guid TEXT NOT NULL DEFAULT '',
+            new_title TEXT NOT NULL DEFAULT '',
+            changed_on TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'written', 'skipped', 'failed')),
+            written TEXT NOT NULL DEFAULT '{{}}',
+            error TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            UNIQUE (connection_id, kind, record_id, change_id)
+        )
+        """
+    )
+    db.execute("CREATE INDEX signals_connection_time ON signals (connection_id, created_at)")

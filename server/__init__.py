@@ -47,6 +47,7 @@ _HOMES = {
     "audit": "server.audit",
     "auth": "server.auth",
     "authenticate": "server.auth:authenticate",
+    "changes": "server.changes",
     "cli_main": "server.cli:main",
     "connect": "server.storage.db:connect",
     "create_app": "server.http.app:create_app",

@@ -172,11 +172,18 @@ def test_a_new_database_requests_no_rebuild(tmp_path: Path, new_url: str) -> Non
         assert store.rebuilds_requested(db.connect(target)) == []
 
 
-def _first_newer_step() -> str | None:
-    """The first connector step newer than the former databases (they run on adoption)."""
-    names = connector_schema.MIGRATIONS.names
-    newer = names[names.index("m026_bigint_counts_and_caps") + 1 :]
+def _first_newer_step(
+    names: list[str] | None = None, last: str = "m026_bigint_counts_and_caps"
+) -> str | None:
+    """The first step newer than the former databases (they run on adoption): of the
+    connector's, or of `names` after `last`."""
+    names = connector_schema.MIGRATIONS.names if names is None else names
+    newer = names[names.index(last) + 1 :]
     return newer[0] if newer else None
+
+
+def _first_newer_service_step() -> str | None:
+    return _first_newer_step(MIGRATIONS.names, "m012_bigint_credits_and_limits")
 
 
 def test_a_postgresql_database_of_the_former_migrations_is_adopted_as_it_is(
@@ -191,13 +198,13 @@ def test_a_postgresql_database_of_the_former_migrations_is_adopted_as_it_is(
     adopted = db.connect(former, migrate=False)
     with db.write(adopted):
         ran = [
-            MIGRATIONS.apply(adopted),
+            MIGRATIONS.apply(adopted, stop_before=_first_newer_service_step()),
             connector_schema.MIGRATIONS.apply(adopted, stop_before=_first_newer_step()),
             postgres_limiter.MIGRATIONS.apply(adopted),
         ]
     assert ran == [[], [], []]
-    assert db.schema_version(adopted) == MIGRATIONS.names
     with db.write(adopted):
+        MIGRATIONS.apply(adopted)  # the steps newer than the former ones
         connector_schema.MIGRATIONS.apply(adopted)  # the steps newer than the former ones
     assert connector_schema.MIGRATIONS.pending(adopted) == []
     connector_store.connect(new_url).close()
@@ -218,7 +225,7 @@ def test_a_sqlite_database_of_the_former_migrations_is_adopted_as_it_is(tmp_path
     with db.write(adopted):
         newer = _first_newer_step()
         ran = [
-            MIGRATIONS.apply(adopted),
+            MIGRATIONS.apply(adopted, stop_before=_first_newer_service_step()),
             connector_schema.MIGRATIONS.apply(adopted, stop_before=newer),
         ]
     assert ran == [
@@ -231,7 +238,8 @@ def test_a_sqlite_database_of_the_former_migrations_is_adopted_as_it_is(tmp_path
         ("index", "sqlite_autoindex__rebuilds_1", None),
     ]
     with db.write(adopted):
-        connector_schema.MIGRATIONS.apply(adopted)  # the steps newer than the former ones
+        MIGRATIONS.apply(adopted)  # the steps newer than the former ones
+        connector_schema.MIGRATIONS.apply(adopted)
     assert described(adopted) == described(connector_store.connect(tmp_path / "new.db"))
 
 

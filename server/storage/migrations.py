@@ -387,3 +387,29 @@ def m012_bigint_credits_and_limits(db: Any) -> None:
     limits = ("credits", "daily_rate_limit", "qps_limit", "discover_per_minute")
     run(db, widened(db, "organizations", *limits))
     run(db, widened(db, "credit_ledger", "change", "balance"))
+
+
+@MIGRATIONS.step
+def m013_contact_changes(db: Any) -> None:
+    """What each import of updated data changed (server/changes.py): one row per change of a
+    contact (a job ended or began; a title, e-mail, phone or location changed) or of a company
+    (its firmographics; `contact_guid` ''), numbered in the order recorded, so that a reader
+    (the connector, an API client) goes on from the last number it saw."""
+    run(
+        db,
+        f"""
+        CREATE TABLE contact_changes (
+            id {identity_key(db)},
+            contact_guid TEXT NOT NULL DEFAULT '',
+            company_guid TEXT NOT NULL DEFAULT '',
+            kind TEXT NOT NULL,
+            before TEXT NOT NULL DEFAULT '{{}}',
+            after TEXT NOT NULL DEFAULT '{{}}',
+            changed_on TEXT NOT NULL DEFAULT '',
+            recorded_at TEXT NOT NULL
+        );
+        CREATE INDEX contact_changes_contact ON contact_changes (contact_guid, id);
+        CREATE INDEX contact_changes_company ON contact_changes (company_guid, id);
+        CREATE INDEX contact_changes_recorded ON contact_changes (recorded_at)
+        """,
+    )

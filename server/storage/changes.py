@@ -1,0 +1,46 @@
+"""SQL of the contact_changes table (server/changes.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.storage.dialect import result_names
+
+_COLUMNS = "id, contact_guid, company_guid, kind, before, after, changed_on, recorded_at"
+
+
+def insert(db: Any, rows: list[tuple[Any, ...]]) -> int:
+    """Insert change rows (contact_guid, company_guid, kind, before, after, changed_on,
+    recorded_at); how many."""
+    if rows:
+        db.conn.executemany(
+            "INSERT INTO contact_changes (contact_guid, company_guid, kind, before, after, "
+            "changed_on, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    return len(rows)
+
+
+def select(
+    db: Any, after: int, limit: int, contacts: list[str], recorded_since: str
+) -> list[dict[str, Any]]:
+    """Change rows numbered above `after`, in order, at most `limit`, optionally only of
+    `contacts` and recorded at or after `recorded_since`."""
+    where, params = ["id > ?"], [after]
+    if contacts:
+        where.append(f"contact_guid IN ({', '.join('?' for _ in contacts)})")
+        params.extend(contacts)
+    if recorded_since:
+        where.append("recorded_at >= ?")
+        params.append(recorded_since)
+    cursor = db.execute(
+        f"SELECT {_COLUMNS} FROM contact_changes WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+        [*params, limit],
+    )
+    names = result_names(cursor)
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def latest_id(db: Any) -> int:
+    """The highest change number, 0 when there is none."""
+    return db.execute("SELECT coalesce(max(id), 0) FROM contact_changes").fetchone()[0]
