@@ -977,3 +977,13 @@ def latest_enrichment(db: Database, connection_id: str, kind: str) -> tuple[list
         [connection_id, kind],
     ).fetchone()
     return (json.loads(shown[0]) if shown else []), (json.loads(held[0]) if held else {})
+
+
+def set_signal_settings(
+    db: Database, connection_id: str, actions: str, change_credit_cap: int | None
+) -> None:
+    """Store a connection's job-change actions (JSON) and change credit cap."""
+    db.execute(
+        "UPDATE connections SET signal_actions = ?, change_credit_cap = ? WHERE id = ?",
+        [actions, change_credit_cap, connection_id],
+    )
