@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from connector import connections, signal_settings, store
-
-NOW = datetime(2026, 11, 1, tzinfo=UTC)
+from tests.helpers.constants import NOW, SECRET
+from tests.helpers.orgs import organization
 
 
 def test_a_connection_marks_records_until_the_admin_chooses_otherwise(db_path: Path) -> None:
     db = store.connect(db_path)
+    _, key = organization(db)
     with db.conn:
-        added = connections.add(db, b"s" * 32, NOW, name="hs", platform="n8n", api_key="k")
+        added = connections.add(db, SECRET.encode(), NOW, name="n8n", platform="n8n", api_key=key)
     made_id = added.row["id"]
     row = store.connection(db, made_id)
     assert signal_settings.actions_for(row, "contacts") == ("mark",)
