@@ -987,3 +987,58 @@ def set_signal_settings(
         "UPDATE connections SET signal_actions = ?, change_credit_cap = ? WHERE id = ?",
         [actions, change_credit_cap, connection_id],
     )
+
+
+# --- signals (settings page) -----------------------------------------------------------------
+
+_SIGNAL_TESTS = {
+    "connection_id": "s.connection_id = ?",
+    "signal": "s.signal = ?",
+    "state": "s.state = ?",
+    "since": "s.created_at >= ?",
+    "until": "s.created_at < ?",
+    "before": "s.id < ?",
+}
+
+
+def _signals_where(org_id: str | None, shown: Row) -> tuple[str, list[Any]]:
+    """The WHERE clause ("" for none) and its values picking an organization's signals (every
+    one's with `org_id` None) that `shown` names: connection_id, signal, state, since and until
+    (ISO bounds of when the signal was seen, created_at) and before (ids below it)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if org_id is not None:
+        where.append("c.org_id = ?")
+        params.append(org_id)
+    for name, test in _SIGNAL_TESTS.items():
+        if shown.get(name):
+            where.append(test)
+            params.append(shown[name])
+    return (f"WHERE {' AND '.join(where)} " if where else ""), params
+
+
+def signals_page(
+    db: Database, org_id: str | None, shown: Row, before: int | None, limit: int
+) -> list[Row]:
+    """One page of an organization's job-change signals, newest first, older than the signal
+    `before` (keyset paging), filtered as `_signals_where` reads `shown`; each row with its
+    connection's name and platform (`connection_name`, `platform`)."""
+    where, params = _signals_where(org_id, {**shown, "before": before})
+    sql = (
+        "SELECT s.*, c.name AS connection_name, c.platform AS platform, c.org_id AS org_id "
+        f"FROM signals s JOIN connections c ON c.id = s.connection_id {where}"
+        "ORDER BY s.id DESC LIMIT ?"
+    )
+    return list(db.query(sql, [*params, limit]))
+
+
+def signal_counts(db: Database, org_id: str, shown: Row) -> list[Row]:
+    """How many of an organization's signals `shown` picks (as `signals_page`, every page),
+    per connection, signal and state: connection_id, signal, state and `signals`."""
+    where, params = _signals_where(org_id, shown)
+    sql = (
+        "SELECT s.connection_id, s.signal, s.state, count(*) AS signals "
+        f"FROM signals s JOIN connections c ON c.id = s.connection_id {where}"
+        "GROUP BY s.connection_id, s.signal, s.state ORDER BY s.connection_id, s.signal, s.state"
+    )
+    return list(db.query(sql, params))

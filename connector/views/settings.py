@@ -87,6 +87,7 @@ AUDIT_ACTIONS = {
     "schedule.": "schedules",
     "credits.": "credits",
     "privacy.": "do-not-enrich",
+    "signals.": "job-change digests",
 }
 GRACE_CHOICES = (
     (0, "no time: it stops at once"),
@@ -119,7 +120,7 @@ TEST_VALUES = {
     "compWebsite": "example.com",
 }
 # modules of connector/views/ adding routes to the blueprint
-PAGES = ("connections", "webhooks", "preview", "install", "mappings", "backfill")
+PAGES = ("connections", "webhooks", "preview", "install", "mappings", "backfill", "signals")
 _DONE = {"suspend": "suspended", "activate": "reactivated", "active": "reactivated"}
 
 
