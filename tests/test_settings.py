@@ -905,6 +905,8 @@ NUMERIC_FIELDS = (
      "/settings/connections/{hubspot}/mapping/restore?kind=contacts", "version", {}),
     ("/settings/connections/{hubspot}/mapping",
      "/settings/connections/{hubspot}/mapping?kind=contacts", "add", {"action": "add"}),
+    ("/settings/connections/{hubspot}", "/settings/connections/{hubspot}/signals",
+     "change_credit_cap", {"actions-contacts": "mark"}),
 )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Response, current_app, flash, g, redirect, url_for
+from flask import Response, current_app, flash, g, redirect, request, url_for
 
 import server
 from connector import (
@@ -24,6 +24,7 @@ from connector import (
     mappings,
     oauth_apps,
     outbound,
+    signal_settings,
     store,
     webhook_setup,
 )
@@ -31,16 +32,28 @@ from connector.platforms import PLATFORMS
 from connector.views import settings as page
 from connector.views import webhooks
 from connector.views.install import finished
-from server import ServiceError, admin
+from server import InvalidParameter, ServiceError, admin
 
 Row = dict[str, Any]
 DEFAULT_REFRESH_DAYS = 30
+# What a job change may do in a record (signal_settings.ACTIONS), in words.
+SIGNAL_ACTION_WORDS = {
+    "mark": "Mark the record",
+    "task": "Create a task for the owner",
+    "new_contact": "Add the person at their new company",
+}
 
 
 class ConnectionRefused(ServiceError):
     """A connection change refused as asked (connections.InvalidConnection's message)."""
 
     status, code = 400, "invalid_connection"
+
+
+class SignalSettingsRefused(ServiceError):
+    """Job-change settings refused as asked (signal_settings.InvalidSignalSettings)."""
+
+    status, code = 400, "invalid_signal_settings"
 
 
 # --- list and add ----------------------------------------------------------------------------
@@ -179,6 +192,56 @@ def edit_connection(connection_id: str) -> Response:
     return _back(link)
 
 
+@page.blueprint.post("/connections/<connection_id>/signals")
+def set_signal_settings(connection_id: str) -> Response:
+    """Choose what a job change does in each kind of record the connection enriches, and the
+    credits a round of change updates may spend (empty: the default); audited."""
+    link = page.own_connection(connection_id)
+    try:
+        if not PLATFORMS[link["platform"]].crm:
+            raise InvalidParameter(f"{link['name']} writes no records: it has no job changes.")
+        text = page.field("change_credit_cap")
+        cap = page.integer("change_credit_cap", "change credit cap") if text else None
+        chosen = {kind: request.form.getlist(f"actions-{kind}") for kind in _kinds(link)}
+        apply = lambda db: _save_signal_settings(db, link["id"], chosen, cap)  # noqa: E731
+        detail = {"actions": chosen, "changeCreditCap": cap}
+        page.change(apply, "connection.signals", link["name"], detail)
+    except signal_settings.InvalidSignalSettings as error:
+        refused = SignalSettingsRefused(f"{str(error)[:1].upper()}{str(error)[1:]}.")
+        return page.failed(refused, ".connection", connection_id=link["id"])
+    except ServiceError as error:
+        return page.failed(error, ".connection", connection_id=link["id"])
+    flash(f"Job-change settings of {link['name']} saved.", "success")
+    return _back(link)
+
+
+def _save_signal_settings(
+    db: Any, connection_id: str, chosen: dict[str, list[str]], cap: int | None
+) -> bool:
+    """Save the cap, then each kind's actions (in the caller's transaction: all or none)."""
+    done = signal_settings.set_credit_cap(db, connection_id, cap)
+    for kind, actions in chosen.items():
+        done = signal_settings.set_actions(db, connection_id, kind, actions) and done
+    return done
+
+
+def _kinds(link: Row) -> tuple[str, ...]:
+    """The kinds of record a connection's platform enriches (contacts, leads, companies)."""
+    return PLATFORMS[link["platform"]].objects
+
+
+def _signal_form(link: Row) -> Row:
+    """The job-change section's values: each kind's chosen actions and the change credit cap
+    (None: the default, shown beside it)."""
+    return {
+        "actions": {kind: signal_settings.actions_for(link, kind) for kind in _kinds(link)},
+        "words": SIGNAL_ACTION_WORDS,
+        "cap": link.get("change_credit_cap"),
+        "default_cap": signal_settings.CHANGE_CREDIT_CAP,
+        "largest": store.LARGEST_ID,
+    }
+
+
 @page.blueprint.post("/connections/<connection_id>/pause")
 def pause_connection(connection_id: str) -> Response:
     """Pause: requests still verified and events stored, but nothing processed."""
@@ -283,6 +346,7 @@ def _detail(
         grace_choices=page.GRACE_CHOICES,
         default_grace=page.DEFAULT_GRACE,
         refresh_days=connections.REFRESH_DAYS,
+        signals=_signal_form(link) if kind.crm else None,
     )
 
 
