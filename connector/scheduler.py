@@ -111,6 +111,15 @@ DEFAULTS = (
         "on the settings page, or resumed), so the worker enriches its records after the live "
         "events; one the CRM refuses for good is stopped with the reason",
     ),
+    Default(
+        "signals_digest",
+        "Weekly job-change digest",
+        "interval",  # every 7 days from a Monday 07:00 UTC: Mondays, said in words
+        {"weeks": 1, "start_date": "2026-01-05 07:00:00", "timezone": "UTC"},
+        "on Mondays, count each organization's job changes of the week before (left, joined, "
+        "written, failed, per connection) and keep the digest in its audit log, where the "
+        "Signals page shows the latest",
+    ),
 )
 
 

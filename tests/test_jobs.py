@@ -366,6 +366,7 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
         "purge_deliveries",
         "retention",
         "advance_backfills",
+        "signals_digest",
     ]
     assert rows["reenrich"]["last_run"]["result"] == "1 records queued for refresh"
     assert rows["reenrich"]["last_run"]["ok"] == 1 and rows["retry_deliveries"]["last_run"] is None
