@@ -32,6 +32,8 @@ from connector import (
     preview,
     scheduler,
     schema,
+    signal_settings,
+    signals_digest,
     store,
     suppression,
     webhook_setup,
@@ -823,6 +825,122 @@ def deliveries_retry(db_path: Path, event_id: int) -> None:
     if not retried:
         raise click.ClickException(f"no dead event {event_id}")
     click.echo(f"event {event_id} is due again")
+
+
+@main.group("signals")
+def signals_group() -> None:
+    """Job changes seen in the CRMs' records: list them, choose what a connection does with
+    them, print the weekly digest."""
+
+
+@signals_group.command("list")
+@DB_OPTION
+@click.option("--org", "org_id", default=None, help="Only this organization's (orgId).")
+@click.option("--connection", "connection_id", default=None, help="Only this connection's.")
+@click.option("--signal", type=click.Choice(["left", "joined"]), default=None)
+@click.option("--state", type=click.Choice(["written", "pending", "failed", "skipped"]))
+@click.option("--since", default=None, help="Only those seen from this ISO 8601 time on.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def signals_list(
+    db_path: Path, org_id: str | None, limit: int, as_json: bool, **shown: str | None
+) -> None:
+    """The latest job changes, newest first: who, what changed, the state and what was
+    written or the error."""
+    rows = store.signals_page(store.connect(db_path), org_id, shown, None, limit)
+    if as_json:
+        click.echo(json.dumps([{**row, "written": json.loads(row["written"])} for row in rows]))
+        return
+    for row in rows:
+        click.echo(
+            f"{row['id']:>6}  {row['created_at'][:16]}  {row['connection_name']}  "
+            f"{row['kind']} {row['record_id']}  {row['person']}: {_signal_words(row)}  "
+            f"{row['state']}  {row['error']}".rstrip()
+        )
+
+
+def _signal_words(row: dict[str, Any]) -> str:
+    """ "left Acme for Globex (VP Sales)", "joined Globex (VP Sales)"."""
+    title = f" ({row['new_title']})" if row["new_title"] else ""
+    if row["signal"] == "left":
+        return f"left {row['old_company']}" + (
+            f" for {row['new_company']}{title}" if row["new_company"] else ""
+        )
+    return f"joined {row['new_company']}{title}"
+
+
+@signals_group.command("settings")
+@DB_OPTION.changing
+@click.argument("connection_id")
+@click.option("--object", "kind", default="contacts", show_default=True,
+              help="The kind of record: contacts, leads or companies.")  # fmt: skip
+@click.option("--actions", default=None,
+              help="What a job change does, comma-separated: mark, task, new_contact ('' for "
+              "nothing).")  # fmt: skip
+@click.option("--credit-cap", type=click.IntRange(0, store.LARGEST_ID), default=None,
+              help="Credits one round of change updates may spend.")  # fmt: skip
+@click.option("--default-cap", is_flag=True, help="Back to the default credit cap.")
+def signals_settings(
+    db_path: Path, connection_id: str, kind: str, actions: str | None,
+    credit_cap: int | None, default_cap: bool,
+) -> None:  # fmt: skip
+    """Choose what a job change does in a connection's records of one kind, and the credits
+    a round of change updates may spend; print the settings (audited as the operator's)."""
+    db, row = _connection(db_path, connection_id)
+    if kind not in PLATFORMS[row["platform"]].objects:
+        kinds = ", ".join(PLATFORMS[row["platform"]].objects)
+        raise click.ClickException(f"{row['name']} enriches no {kind}; it enriches {kinds}")
+    chosen = None if actions is None else [a.strip() for a in actions.split(",") if a.strip()]
+    try:
+        with server.write(db):
+            _save_signal_settings(db, row, kind, chosen, None if default_cap else credit_cap,
+                                  default_cap or credit_cap is not None)  # fmt: skip
+    except signal_settings.InvalidSignalSettings as error:
+        raise click.ClickException(str(error)) from None
+    row = store.connection(db, connection_id) or row
+    done = ", ".join(signal_settings.actions_for(row, kind)) or "nothing"
+    click.echo(
+        f"{row['name']} {kind}: a job change does {done}; at most "
+        f"{signal_settings.credit_cap(row)} credits a round"
+    )
+
+
+def _save_signal_settings(
+    db: Any, row: dict[str, Any], kind: str, actions: list[str] | None, cap: int | None,
+    set_cap: bool,
+) -> None:  # fmt: skip
+    """Save what was asked, audited under the operator in the caller's transaction."""
+    detail: dict[str, Any] = {}
+    if actions is not None:
+        signal_settings.set_actions(db, row["id"], kind, actions)
+        detail["actions"] = {kind: actions}
+    if set_cap:
+        signal_settings.set_credit_cap(db, row["id"], cap)
+        detail["changeCreditCap"] = cap
+    if detail:
+        server.audit.record(
+            db, utcnow(), org_id=row["org_id"], actor=server.audit.OPERATOR,
+            action="connection.signals", target=row["name"], detail=detail,
+        )  # fmt: skip
+
+
+@signals_group.command("digest")
+@DB_OPTION
+@click.option("--org", "org_id", default=None, help="Only this organization's (orgId).")
+def signals_digest_command(db_path: Path, org_id: str | None) -> None:
+    """Print each organization's latest weekly digest of job changes (the `signals_digest`
+    job keeps one each Monday); before the first, last week's counts as they stand."""
+    db = store.connect(db_path)
+    orgs = [org_id] if org_id else signals_digest.organizations_with_crms(db)
+    for org in orgs:
+        digest = signals_digest.latest_digest(db, org)
+        note = ""
+        if digest is None:
+            start = signals_digest.week_start(utcnow()) - signals_digest.WEEK
+            digest, note = signals_digest.compose(db, org, start), " (not kept yet)"
+        click.echo(f"organization {org}{note}")
+        for line in signals_digest.in_words(digest):
+            click.echo(f"  {line}")
 
 
 if __name__ == "__main__":
