@@ -23,6 +23,7 @@ from tests.helpers.browser import LAPTOP, PHONE, axe_problems, chromium, shoot
 from tests.helpers.constants import AVA, DATA, SECRET
 from tests.helpers.crm_server import FakeCrm, running
 from tests.helpers.orgs import organization
+from tests.helpers.signals import add_signal
 from tests.servers import free_port, serve, stop
 
 pytestmark = pytest.mark.slow
@@ -71,6 +72,7 @@ def site(tmp_path_factory: pytest.TempPathFactory, crm: FakeCrm) -> Iterator[Sit
         hubspot = _connection(database, key, "Acme HubSpot with a long name", "hubspot", crm.url)
         zapier = _connection(database, key, "Acme Zapier", "zapier", "")
         _dead_letter(database, hubspot)
+        _job_changes(database, hubspot)
         database.close()
         port = free_port()
         process = serve(db_path, port)
@@ -96,6 +98,16 @@ def _dead_letter(database: Database, connection_id: str) -> None:
         store.add_events(database, [row])
         (event,) = store.events_of(database, connection_id)
         store.finish_event(database, event["id"], "dead", LONG_ERROR)
+
+
+def _job_changes(database: Database, connection_id: str) -> None:
+    """This week's job changes: one written in full, one waiting, one failed at length."""
+    now = server.iso(utcnow())
+    add_signal(database, connection_id, now)
+    add_signal(database, connection_id, now, signal="joined", person="Ravi Shah",
+               old_company="Initech", state="pending", written={})  # fmt: skip
+    add_signal(database, connection_id, now, person="Lena Berg", state="failed", written={},
+               error=LONG_ERROR)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +162,7 @@ def pages(browser: Any, site: Site, signed_in: dict[str, Any]) -> dict[str, str]
 def test_the_pages_include_every_section_and_each_page_of_a_connection(
     pages: dict[str, str],
 ) -> None:
-    for name in ("keys", "users", "connections", "deliveries", "usage", "schedules"):
+    for name in ("keys", "users", "connections", "deliveries", "signals", "usage", "schedules"):
         assert pages[f"nav-{name}"] == f"/settings/{name}"
     for name in ("overview", "mapping", "preview a write", "backfill"):
         assert f"nav-{name}" in pages
