@@ -30,6 +30,11 @@ def week_start(now: datetime) -> datetime:
     return datetime.combine(day - timedelta(days=day.weekday()), time.min, UTC)
 
 
+def week_days(start: datetime) -> tuple[str, str]:
+    """The first and last day (YYYY-MM-DD, UTC) of the week from `start`."""
+    return start.date().isoformat(), (start + WEEK - timedelta(days=1)).date().isoformat()
+
+
 def tally(rows: list[Row], names: dict[str, str]) -> Row:
     """Counts of signals from `store.signal_counts` rows: in all (`total`), per signal and
     state, and per connection (named by `names`, by id) its left, joined, written and failed."""
@@ -52,12 +57,8 @@ def compose(db: Database, org_id: str, start: datetime) -> Row:
     (`from`, `to`, both included) and its `tally`."""
     names = {link["id"]: link["name"] for link in store.connections(db) if link["org_id"] == org_id}
     bounds = {"since": server.iso(start), "until": server.iso(start + WEEK)}
-    counted = tally(store.signal_counts(db, org_id, bounds), names)
-    days = {
-        "from": start.date().isoformat(),
-        "to": (start + WEEK - timedelta(days=1)).date().isoformat(),
-    }
-    return {**days, **counted}
+    first, last = week_days(start)
+    return {"from": first, "to": last, **tally(store.signal_counts(db, org_id, bounds), names)}
 
 
 def keep_digests(db: Database, now: datetime) -> str:
@@ -65,10 +66,11 @@ def keep_digests(db: Database, now: datetime) -> str:
     full week (Monday to Sunday, UTC) before `now`, kept as its audit entry unless that week's
     is kept already (a second run adds nothing); what it did."""
     start = week_start(now) - WEEK
+    first, last = week_days(start)
     kept = 0
     for org_id in organizations_with_crms(db):
         latest = latest_digest(db, org_id)
-        if latest is not None and latest["from"] == start.date().isoformat():
+        if latest is not None and latest["from"] == first:
             continue
         digest = compose(db, org_id, start)
         with server.write(db):
@@ -77,8 +79,7 @@ def keep_digests(db: Database, now: datetime) -> str:
                 target=f"week of {digest['from']}", detail=digest,
             )  # fmt: skip
         kept += 1
-    week = f"{start.date().isoformat()} to {(start + WEEK - timedelta(days=1)).date().isoformat()}"
-    return f"job-change digests of {week} kept for {kept} organizations"
+    return f"job-change digests of {first} to {last} kept for {kept} organizations"
 
 
 def organizations_with_crms(db: Database) -> list[str]:

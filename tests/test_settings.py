@@ -42,8 +42,8 @@ CSP = (
 )
 COOKIE = "contactdata_settings"
 PAGES = (
-    "keys", "users", "connections", "deliveries", "usage", "schedules", "audit", "credits",
-    "do-not-enrich",
+    "keys", "users", "connections", "deliveries", "signals", "usage", "schedules", "audit",
+    "credits", "do-not-enrich",
 )  # fmt: skip
 
 
