@@ -176,6 +176,9 @@ class Ground:
         # never touches a word's first letter nor its spaces).
         self.variant_owners: dict[str, str | tuple[str, ...]] = {}
         self.by_initials: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        # Keys run together, by their first and by their last three letters (a slip at a
+        # word's edge keeps one end of a name).
+        self.by_ends: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for guid, name, aka in conn.execute("SELECT guid, name, aka FROM companies"):
             for text in (name, *(a for a in aka.split(JOIN) if a)):
                 for key in company_keys(text):
@@ -185,6 +188,9 @@ class Ground:
                         self.variant_owners[key] = (*owners, guid) if owners else guid
                 key = company_key(text)
                 self.by_initials[_initials(key)].append((key, guid))
+                compact = key.replace(" ", "")
+                for end in _ends(compact):
+                    self.by_ends[end].append((compact, guid))
 
     def companies_named(self, name: str) -> set[str]:
         """GUIDs of companies whose name or alias has the key of `name`."""
@@ -225,11 +231,27 @@ class Ground:
             if Levenshtein.distance(key, other, score_cutoff=limit) <= limit
         }
 
+    def edge_rivals(self, name: str, guid: str) -> set[str]:
+        """GUIDs of companies whose name or alias key, run together, is as near to that of
+        `name` as company `guid`'s nearest one (or nearer), among those that begin or end
+        as it does."""
+        compact = company_key(name).replace(" ", "")
+        bucket = {pair for end in _ends(compact) for pair in self.by_ends.get(end, ())}
+        own = [Levenshtein.distance(compact, other) for other, owner in bucket if owner == guid]
+        limit = min(own, default=4)
+        return {
+            owner
+            for other, owner in bucket
+            if Levenshtein.distance(compact, other, score_cutoff=limit) <= limit
+        }
+
     def variant_companies(self, case: BenchQuery) -> set[str]:
         """The companies a company-name variant query fits (its own among them, mostly)."""
         name = case.query.company_name
         if case.variant == "two typos":
             return self.typo_rivals(name, case.company_guid)
+        if case.variant == "boundary typo":
+            return self.edge_rivals(name, case.company_guid)
         return self.variant_of(name)
 
     def companies_at(self, website: str) -> set[str]:
@@ -301,6 +323,10 @@ class Ground:
         names = query_name_keys(q)
         names |= {(last, first) for first, last in names}
         return bool(names and self.people({case.company_guid} | named | at, names))
+
+
+def _ends(compact: str) -> tuple[str, str]:
+    return "<" + compact[:3], ">" + compact[-3:]
 
 
 def _initials(key: str) -> str:

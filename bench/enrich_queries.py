@@ -49,6 +49,9 @@ Company-name variants (VARIANT_KINDS; each also a company kind, "company: <kind>
   Analytics" -> "BluePoint Analytics"; "Bluepoint" -> "Blue Point", "Blue-Point".
 - `brand`: the brand alone ("Zentrix Analytics GmbH" -> "Zentrix").
 - `two typos`: a typo (as `company typo`) in each of two words ("Zentirx Analytisc GmbH").
+- `boundary typo`: a slip at a word's edge: a space typed as a letter beside the space bar or
+  the letter before it again ("Kobe Steel" -> "Kobensteel", "KobeeSteel"), a word's first
+  letter dropped ("obe Steel") or typed as a neighbouring key ("Kobe Dteel").
 
 The benchmark rejects a variant that fits another company as well, by the normal forms
 below (`query_keys`, `company_keys`: core words without legal forms, generic words and links;
@@ -788,6 +791,62 @@ def two_typos_variant(rng: random.Random, co: Company) -> str | None:
     return parts.join(" ".join(words))
 
 
+def _letters(word: str) -> int:
+    return sum(c.isalpha() for c in word)
+
+
+def _changed(name: str, other: str) -> bool:
+    """The two names differ in their letters, not only in spaces and punctuation."""
+    return fold(name).replace(" ", "") != fold(other).replace(" ", "")
+
+
+# Keys a thumb hits instead of the space bar; the letter before the space typed twice also.
+SPACE_BAR_KEYS = "cvbnm"
+
+
+def _space_typos(rng: random.Random, words: list[str]) -> list[list[str]]:
+    """Each space between two words typed as a letter ("Kobe Steel" -> "Kobensteel",
+    "KobeeSteel"): a key beside the space bar or the letter before it again."""
+    found = []
+    for i in range(len(words) - 1):
+        left, right = words[i], words[i + 1]
+        if not (left[-1:].isalpha() and right[:1].isalpha()):
+            continue
+        stray = rng.choice(SPACE_BAR_KEYS + left[-1].lower())
+        right = right if rng.random() < 0.5 else right[:1].lower() + right[1:]
+        found.append([*words[:i], left + stray + right, *words[i + 2 :]])
+    return found
+
+
+def _first_letter_typos(rng: random.Random, words: list[str], drop: bool) -> list[list[str]]:
+    """Each 4+ letter word with its first letter dropped (`drop`) or typed as a neighbouring
+    key ("Kobe Steel" -> "obe Steel", "Kobe Dteel")."""
+    found = []
+    for i, word in enumerate(words):
+        if _letters(word) < 4 or not word[:1].isalpha() or _link(word):
+            continue
+        wrong = word[1:] if drop else _near_key(rng, word[0]) + word[1:]
+        found.append([*words[:i], wrong, *words[i + 1 :]])
+    return found
+
+
+def boundary_typo_variant(rng: random.Random, co: Company) -> str | None:
+    """A slip at a word's edge, outside the legal form, one of three kinds drawn among those
+    that apply: a space typed as a letter ("Kobe Steel" -> "Kobensteel", "KobeeSteel"), a
+    word's first letter dropped ("obe Steel") or typed as a neighbouring key ("Kobe Dteel");
+    None for a name with no such place."""
+    parts = name_parts(co.name)
+    words = parts.base.split(" ")
+    kinds = [
+        _space_typos(rng, words),
+        _first_letter_typos(rng, words, drop=True),
+        _first_letter_typos(rng, words, drop=False),
+    ]
+    kinds = [[c for c in kind if _changed(" ".join(c), parts.base)] for kind in kinds]
+    kinds = [kind for kind in kinds if kind]
+    return parts.join(" ".join(rng.choice(rng.choice(kinds)))) if kinds else None
+
+
 # kind -> (weight as a company kind, name maker); a maker returns None when it does not apply.
 # Kinds of rare shapes ("&", accents, "Bank of X") weigh so much that nearly every company
 # of that shape gets one: drawn first, they give way to the others where they do not apply.
@@ -801,6 +860,7 @@ VARIANT_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], str | Non
     "spacing": (30, spacing_variant),
     "brand": (15, brand_variant),
     "two typos": (8, two_typos_variant),
+    "boundary typo": (8, boundary_typo_variant),
 }
 
 

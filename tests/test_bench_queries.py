@@ -21,6 +21,7 @@ from bench.enrich_queries import (
     Contact,
     absent_queries,
     acronym_variant,
+    boundary_typo_variant,
     brand,
     brand_variant,
     case_change,
@@ -380,3 +381,13 @@ def test_the_bench_normal_forms_meet_in_one_key() -> None:
 def test_made_up_companies_use_distinctive_words() -> None:
     assert distinctive_words("The Zentrix Analytics Group GmbH") == ["Zentrix"]
     assert distinctive_words("Fletcher & North LLP") == ["Fletcher", "North"]
+
+
+def test_boundary_typos_slip_at_a_words_edge() -> None:
+    kobe = _variants(boundary_typo_variant, _co("Kobe Steel Ltd", "Japan"))
+    assert {"Kobensteel Ltd", "KobeeSteel Ltd", "obe Steel Ltd", "Kobe teel Ltd"} <= kobe
+    assert {"Jobe Steel Ltd", "Kobe Dteel Ltd"} <= kobe
+    for name in kobe:
+        assert name.endswith(" Ltd") and name != "Kobe Steel Ltd"
+        assert OSA.distance(name.lower(), "kobe steel ltd") == 1
+    assert _variants(boundary_typo_variant, _co("AB Co")) == set()
