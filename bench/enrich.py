@@ -248,7 +248,7 @@ class Ground:
     def variant_companies(self, case: BenchQuery) -> set[str]:
         """The companies a company-name variant query fits (its own among them, mostly)."""
         name = case.query.company_name
-        if case.variant == "two typos":
+        if case.variant in ("two typos", "long-word typos"):
             return self.typo_rivals(name, case.company_guid)
         if case.variant == "boundary typo":
             return self.edge_rivals(name, case.company_guid)

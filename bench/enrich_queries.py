@@ -52,6 +52,8 @@ Company-name variants (VARIANT_KINDS; each also a company kind, "company: <kind>
 - `boundary typo`: a slip at a word's edge: a space typed as a letter beside the space bar or
   the letter before it again ("Kobe Steel" -> "Kobensteel", "KobeeSteel"), a word's first
   letter dropped ("obe Steel") or typed as a neighbouring key ("Kobe Dteel").
+- `long-word typos`: one or two typos inside one long (8+ letters) or generic word
+  ("Koniklijke", "Electonics", "Koninkljike").
 
 The benchmark rejects a variant that fits another company as well, by the normal forms
 below (`query_keys`, `company_keys`: core words without legal forms, generic words and links;
@@ -847,6 +849,34 @@ def boundary_typo_variant(rng: random.Random, co: Company) -> str | None:
     return parts.join(" ".join(rng.choice(rng.choice(kinds)))) if kinds else None
 
 
+def _long_or_generic(word: str) -> bool:
+    """A word of 8+ letters, or a generic word or industry noun of 5+ letters."""
+    if _letters(word) >= 8:
+        return True
+    generic = _bare(word) in GENERIC_WORDS or (_bare(word),) in industry_nouns()
+    return generic and _letters(word) >= 5
+
+
+def long_word_typos_variant(rng: random.Random, co: Company) -> str | None:
+    """One or two typos (`misspell`) inside one long or generic word outside the legal form
+    ("Koninklijke" -> "Koniklijke", "Electronics" -> "Electonics"; two in a word of 8+
+    letters one time in two: "Koninkljike"); None for a name without such a word."""
+    parts = name_parts(co.name)
+    words = parts.base.split(" ")
+    found = [i for i, w in enumerate(words) if _long_or_generic(w) and w[:1].isalpha()]
+    if not found:
+        return None
+    i = rng.choice(found)
+    edits = 2 if _letters(words[i]) >= 8 and rng.random() < 0.5 else 1
+    for _ in range(10):
+        word = words[i]
+        for _ in range(edits):
+            word = misspell(rng, word, rng.choice(TYPO_EDITS))
+        if _changed(word, words[i]):
+            return parts.join(" ".join([*words[:i], word, *words[i + 1 :]]))
+    return None  # pragma: no cover - ten edits that all changed nothing
+
+
 # kind -> (weight as a company kind, name maker); a maker returns None when it does not apply.
 # Kinds of rare shapes ("&", accents, "Bank of X") weigh so much that nearly every company
 # of that shape gets one: drawn first, they give way to the others where they do not apply.
@@ -861,6 +891,7 @@ VARIANT_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], str | Non
     "brand": (15, brand_variant),
     "two typos": (8, two_typos_variant),
     "boundary typo": (8, boundary_typo_variant),
+    "long-word typos": (8, long_word_typos_variant),
 }
 
 

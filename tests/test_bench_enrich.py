@@ -26,9 +26,11 @@ COMPANIES = {
 # Another company each variant below fits as well as its own.
 RIVALS = {
     "boundary typo": "Kober Steel Ltd",
+    "long-word typos": "Zentrix Analyts GmbH",
 }
 VARIANTS = {
     "boundary typo": (KOBE, "Kobensteel Ltd"),
+    "long-word typos": (ZENTRIX, "Zentrix Analytcs GmbH"),
 }
 
 

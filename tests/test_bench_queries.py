@@ -34,6 +34,7 @@ from bench.enrich_queries import (
     initials,
     known_queries,
     legal_form_variant,
+    long_word_typos_variant,
     misspell,
     nickname,
     nickname_table,
@@ -391,3 +392,15 @@ def test_boundary_typos_slip_at_a_words_edge() -> None:
         assert name.endswith(" Ltd") and name != "Kobe Steel Ltd"
         assert OSA.distance(name.lower(), "kobe steel ltd") == 1
     assert _variants(boundary_typo_variant, _co("AB Co")) == set()
+
+
+def test_long_words_get_one_or_two_typos_inside() -> None:
+    philips = _co("Koninklijke Philips Electronics N.V.", "The Netherlands")
+    found = _variants(long_word_typos_variant, philips)
+    assert {"Koniklijke Philips Electronics N.V.", "Koninklijke Philips Electonics N.V."} <= found
+    twice = [n for n in found if OSA.distance(n, philips.name) == 2]
+    assert twice and all(n.endswith(" N.V.") and n[0] == "K" for n in found)
+    assert all(len({w for w in n.split() if w not in philips.name.split()}) == 1 for n in found)
+    media = _variants(long_word_typos_variant, _co("Margraf Media AG", "Germany"))
+    assert all(n.startswith("Margraf M") and n != "Margraf Media AG" for n in media)
+    assert _variants(long_word_typos_variant, _co("Tucker and Conley LLC")) == set()
