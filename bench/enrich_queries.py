@@ -52,6 +52,9 @@ Company-name variants (VARIANT_KINDS; each also a company kind, "company: <kind>
 - `boundary typo`: a slip at a word's edge: a space typed as a letter beside the space bar or
   the letter before it again ("Kobe Steel" -> "Kobensteel", "KobeeSteel"), a word's first
   letter dropped ("obe Steel") or typed as a neighbouring key ("Kobe Dteel").
+- `spaced legal form`: the trailing legal form spaced or punctuated otherwise ("N. V.", "NV.",
+  "N.V", "A.G."), a comma before or after it ("Philips, N.V.", "Philips N.V.,"), or glued to
+  the last word ("PHILIPS ELECTRONICSN.V.").
 - `long-word typos`: one or two typos inside one long (8+ letters) or generic word
   ("Koniklijke", "Electonics", "Koninkljike").
 
@@ -488,7 +491,13 @@ def _folded_forms() -> dict[str, list[LegalForm]]:
     forms: dict[str, list[LegalForm]] = defaultdict(list)
     for form in LEGAL_FORMS:
         for spelling in (*form.short, *form.full):
-            for text in {spelling, spelling.replace(".", ""), transliterate(spelling) or ""}:
+            dotted = ".".join(spelling) if spelling.isupper() and len(spelling) <= 3 else ""
+            for text in {
+                spelling,
+                spelling.replace(".", ""),
+                transliterate(spelling) or "",
+                dotted,
+            }:
                 if fold(text) and form not in forms[fold(text)]:
                     forms[fold(text)].append(form)
     for suffix in LEGAL_SUFFIXES:
@@ -531,12 +540,32 @@ def name_parts(name: str) -> NameParts:
             if words[-1].endswith(","):
                 words[-1], separator = words[-1][:-1], ", "
             break
+    if not trail and words:
+        words[-1], trail = _unglued(words[-1])
     for size in range(min(3, len(words) - 1), 0, -1):
         found = forms.get(fold(" ".join(words[:size])), [])
         if any(form.leading for form in found):
             lead, words = " ".join(words[:size]), words[size:]
             break
     return NameParts(lead, " ".join(words), trail, separator)
+
+
+@cache
+def _dotted_forms() -> tuple[str, ...]:
+    """Legal forms written with dots and no space ("N.V.", "Inc."), longest first."""
+    spellings = {*LEGAL_SUFFIXES, *(s for form in LEGAL_FORMS for s in form.short)}
+    dotted = {s for s in spellings if "." in s and " " not in s and len(s) >= 3}
+    return tuple(sorted(dotted | {s.upper() for s in dotted}, key=len, reverse=True))
+
+
+def _unglued(word: str) -> tuple[str, str]:
+    """(word, legal form) of a word with a dotted legal form glued to it ("ELECTRONICSN.V."
+    -> ("ELECTRONICS", "N.V.")); (word, "") for any other word."""
+    for form in _dotted_forms():
+        cut = len(word) - len(form)
+        if cut > 1 and word.endswith(form) and word[cut - 1].isalpha():
+            return word[:cut], word[cut:]
+    return word, ""
 
 
 def _bare(word: str) -> str:
@@ -849,6 +878,37 @@ def boundary_typo_variant(rng: random.Random, co: Company) -> str | None:
     return parts.join(" ".join(rng.choice(rng.choice(kinds)))) if kinds else None
 
 
+def _dotted_spellings(trail: str) -> set[str]:
+    """A legal form's dots spaced, kept only at the end or dropped at the end ("N.V." ->
+    "N. V.", "NV.", "N.V"); an undotted 2-3 letter form dotted ("AG" -> "A.G.", "A. G.")."""
+    letters = trail.replace(".", "")
+    if " " in trail or not letters.isalpha():
+        return set()
+    if trail.count(".") >= 2 and trail.endswith("."):
+        return {trail.replace(".", ". ").strip(), letters + ".", trail[:-1]}
+    if "." not in trail and trail.isupper() and 2 <= len(trail) <= 3:
+        return {".".join(trail) + ".", ". ".join(trail) + "."}
+    return set()
+
+
+def spaced_legal_form_variant(rng: random.Random, co: Company) -> str | None:
+    """The trailing legal form spaced or punctuated otherwise: "Philips N. V.", "Philips NV.",
+    "Philips N.V", "Volker A. G."; a comma before or after it, or moved ("Philips, N.V.",
+    "Philips N.V.,", "Acme, Inc." -> "Acme Inc.,"); or glued to the last word ("PHILIPS
+    ELECTRONICSN.V.", upper case one time in two); None for a name without one."""
+    parts = name_parts(co.name)
+    if not parts.trail:
+        return None
+    head = f"{parts.lead} {parts.base}".strip()
+    trail, separator = parts.trail, parts.separator
+    changes = [f"{head}{separator}{s}" for s in sorted(_dotted_spellings(trail))]
+    changes.append(f"{head}{separator}{trail},")
+    changes.append(f"{head}, {trail}" if separator == " " else f"{head} {trail},")
+    if "." in trail and " " not in trail and _letters(trail) >= 2:
+        changes += [f"{head}{trail}", f"{head}{trail}".upper()]
+    return rng.choice(changes)
+
+
 def _long_or_generic(word: str) -> bool:
     """A word of 8+ letters, or a generic word or industry noun of 5+ letters."""
     if _letters(word) >= 8:
@@ -891,6 +951,7 @@ VARIANT_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], str | Non
     "brand": (15, brand_variant),
     "two typos": (8, two_typos_variant),
     "boundary typo": (8, boundary_typo_variant),
+    "spaced legal form": (8, spaced_legal_form_variant),
     "long-word typos": (8, long_word_typos_variant),
 }
 

@@ -27,10 +27,12 @@ COMPANIES = {
 RIVALS = {
     "boundary typo": "Kober Steel Ltd",
     "long-word typos": "Zentrix Analyts GmbH",
+    "spaced legal form": "Acme Electronics GmbH",
 }
 VARIANTS = {
     "boundary typo": (KOBE, "Kobensteel Ltd"),
     "long-word typos": (ZENTRIX, "Zentrix Analytcs GmbH"),
+    "spaced legal form": (ACME, "ACME ELECTRONICSN.V."),
 }
 
 

@@ -39,6 +39,7 @@ from bench.enrich_queries import (
     nickname,
     nickname_table,
     query_keys,
+    spaced_legal_form_variant,
     spacing_variant,
     split_suffix,
     strip_accents,
@@ -404,3 +405,22 @@ def test_long_words_get_one_or_two_typos_inside() -> None:
     media = _variants(long_word_typos_variant, _co("Margraf Media AG", "Germany"))
     assert all(n.startswith("Margraf M") and n != "Margraf Media AG" for n in media)
     assert _variants(long_word_typos_variant, _co("Tucker and Conley LLC")) == set()
+
+
+def test_legal_forms_spaced_punctuated_or_glued() -> None:
+    philips = _variants(spaced_legal_form_variant, _co("Philips Electronics N.V."))
+    assert philips == {
+        "Philips Electronics N. V.",
+        "Philips Electronics NV.",
+        "Philips Electronics N.V",
+        "Philips Electronics N.V.,",
+        "Philips Electronics, N.V.",
+        "Philips ElectronicsN.V.",
+        "PHILIPS ELECTRONICSN.V.",
+    }
+    assert "Acme Widgets Inc.," in _variants(spaced_legal_form_variant, ACME)
+    volker = _variants(spaced_legal_form_variant, _co("Volker AG", "Germany"))
+    assert volker == {"Volker A.G.", "Volker A. G.", "Volker AG,", "Volker, AG"}
+    assert _variants(spaced_legal_form_variant, _co("Zentrix Analytics")) == set()
+    for variant in philips | volker:
+        assert query_keys(variant) & company_keys(variant.replace("N.V.,", "N.V.")), variant
