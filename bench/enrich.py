@@ -70,7 +70,9 @@ from enrich_queries import (
     absent_queries,
     company_keys,
     known_queries,
+    name_parts,
     query_keys,
+    split_place_tail,
 )
 from rapidfuzz.distance import Levenshtein
 from serving import (
@@ -113,8 +115,8 @@ GRADES = ("A+", "A", "A-", "B")
 # --- data ------------------------------------------------------------------------------------
 
 
-def _company(guid: str, name: str, aka: str, domain: str, country: str) -> Company:
-    return Company(guid, name, tuple(a for a in aka.split(JOIN) if a), domain, country)
+def _company(guid: str, name: str, aka: str, domain: str, country: str, city: str) -> Company:
+    return Company(guid, name, tuple(a for a in aka.split(JOIN) if a), domain, country, city)
 
 
 def _sample_rowids(conn: sqlite3.Connection, table: str, n: int, rng: random.Random) -> list[int]:
@@ -134,7 +136,7 @@ def sample_contacts(conn: sqlite3.Connection, n: int, rng: random.Random) -> lis
     for marks, chunk in _in_chunks(_sample_rowids(conn, "employments", n, rng)):
         rows = conn.execute(
             "SELECT c.guid, c.first_name, c.middle_name, c.last_name, e.email, e.status, "
-            "e.job_title, co.guid, co.name, co.aka, co.domain, co.country "
+            "e.job_title, co.guid, co.name, co.aka, co.domain, co.country, co.city "
             "FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
             "JOIN companies co ON co.guid = e.company_guid "
             f"WHERE e.rowid IN ({marks}) ORDER BY e.rowid",
@@ -152,7 +154,7 @@ def sample_companies(conn: sqlite3.Connection, n: int, rng: random.Random) -> li
     found = []
     for marks, chunk in _in_chunks(_sample_rowids(conn, "companies", n, rng)):
         rows = conn.execute(
-            "SELECT guid, name, aka, domain, country FROM companies "
+            "SELECT guid, name, aka, domain, country, city FROM companies "
             f"WHERE rowid IN ({marks}) ORDER BY rowid",
             chunk,
         )
@@ -252,6 +254,9 @@ class Ground:
             return self.typo_rivals(name, case.company_guid)
         if case.variant == "boundary typo":
             return self.edge_rivals(name, case.company_guid)
+        if case.variant == "place tail":
+            cut, place = split_place_tail(name)
+            return self.variant_of(cut) | self.variant_of(f"{name_parts(cut).base} {place}")
         return self.variant_of(name)
 
     def companies_at(self, website: str) -> set[str]:

@@ -55,12 +55,17 @@ Company-name variants (VARIANT_KINDS; each also a company kind, "company: <kind>
 - `spaced legal form`: the trailing legal form spaced or punctuated otherwise ("N. V.", "NV.",
   "N.V", "A.G."), a comma before or after it ("Philips, N.V.", "Philips N.V.,"), or glued to
   the last word ("PHILIPS ELECTRONICSN.V.").
+- `place tail`: a real place after the name, the company's own city: ", Eindhoven", ",
+  Eindhoven, NL", " (Eindhoven)", " - Eindhoven office", " te Eindhoven" (Netherlands, Belgium).
 - `long-word typos`: one or two typos inside one long (8+ letters) or generic word
   ("Koniklijke", "Electonics", "Koninkljike").
 
 The benchmark rejects a variant that fits another company as well, by the normal forms
-below (`query_keys`, `company_keys`: core words without legal forms, generic words and links;
-sorted; run together; initials; brand), independent of the matcher's.
+below (`query_keys`, `company_keys`: core words without legal forms, spaced, dotted or glued,
+generic words and links; sorted; run together; initials; brand), independent of the
+matcher's; a typo by edit distance to the names of the same initials (to those that begin or
+end alike for a boundary typo), a place tail by the name before it and the name with the
+place as a word of it.
 
 Names go as first + last name, or one time in four as a full name (with the middle name half
 the time). Websites go as URL variants: scheme or none, `www.` or another subdomain, a path,
@@ -80,6 +85,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -87,6 +93,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from server import places
 from server.matching import INPUT_NAMES, Query
 from server.normalize import fold
 
@@ -102,6 +109,7 @@ class Company:
     aka: tuple[str, ...]
     domain: str
     country: str = ""
+    city: str = ""
 
 
 @dataclass(frozen=True)
@@ -909,6 +917,58 @@ def spaced_legal_form_variant(rng: random.Random, co: Company) -> str | None:
     return rng.choice(changes)
 
 
+# How a place follows a name in records: its city, city and country code, in brackets, an
+# office; Dutch "te" (registered at) in the Netherlands and Belgium.
+PLACE_TAILS = (", {city}", ", {city}, {code}", " ({city})", " - {city} office", " - {city}")
+DUTCH_PLACE_TAIL = " te {city}"
+
+
+def _office_cities(co: Company) -> list[str]:
+    """The company's own city, else the largest cities of its country (real places both)."""
+    if co.city:
+        return [co.city]
+    code = places.country_code(co.country) if co.country else None
+    return [p.city for p in places.largest_cities(code, 3)] if code else []
+
+
+def place_tail_variant(rng: random.Random, co: Company) -> str | None:
+    """A real place after the name: the company's city (or one of its country's largest)
+    as ", Eindhoven", ", Eindhoven, NL", " (Eindhoven)", " - Eindhoven office", " te
+    Eindhoven" (the Netherlands, Belgium); None when its city and country are unknown."""
+    cities = _office_cities(co)
+    if not cities:
+        return None
+    code = places.country_code(co.country) or ""
+    tails = [t for t in PLACE_TAILS if code or "{code}" not in t]
+    if co.country in _ROYAL_COUNTRIES:
+        tails.append(DUTCH_PLACE_TAIL)
+    tail = rng.choice(tails).format(city=rng.choice(cities), code=code)
+    return co.name + tail
+
+
+# PLACE_TAILS as written, the most specific first: (the name, the place) as groups.
+_PLACE_TAIL_FORMS = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"^(.+), ([^,]+), [A-Z]{2}$",
+        r"^(.+) \(([^()]+)\)$",
+        r"^(.+) - (.+?)(?: office)?$",
+        r"^(.+) te (.+)$",
+        r"^(.+), ([^,]+)$",
+    )
+)
+
+
+def split_place_tail(name: str) -> tuple[str, str]:
+    """(the name, the place) of a name with a PLACE_TAILS tail ("Acme B.V., Eindhoven, NL"
+    -> ("Acme B.V.", "Eindhoven")); (name, "") for a name without one."""
+    for form in _PLACE_TAIL_FORMS:
+        found = form.match(name)
+        if found:
+            return found.group(1), found.group(2)
+    return name, ""
+
+
 def _long_or_generic(word: str) -> bool:
     """A word of 8+ letters, or a generic word or industry noun of 5+ letters."""
     if _letters(word) >= 8:
@@ -952,6 +1012,7 @@ VARIANT_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], str | Non
     "two typos": (8, two_typos_variant),
     "boundary typo": (8, boundary_typo_variant),
     "spaced legal form": (8, spaced_legal_form_variant),
+    "place tail": (8, place_tail_variant),
     "long-word typos": (8, long_word_typos_variant),
 }
 

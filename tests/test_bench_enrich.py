@@ -28,11 +28,13 @@ RIVALS = {
     "boundary typo": "Kober Steel Ltd",
     "long-word typos": "Zentrix Analyts GmbH",
     "spaced legal form": "Acme Electronics GmbH",
+    "place tail": "Acme Electronics Eindhoven B.V.",
 }
 VARIANTS = {
     "boundary typo": (KOBE, "Kobensteel Ltd"),
     "long-word typos": (ZENTRIX, "Zentrix Analytcs GmbH"),
     "spaced legal form": (ACME, "ACME ELECTRONICSN.V."),
+    "place tail": (ACME, "Acme Electronics N.V., Eindhoven, NL"),
 }
 
 

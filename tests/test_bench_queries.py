@@ -38,9 +38,11 @@ from bench.enrich_queries import (
     misspell,
     nickname,
     nickname_table,
+    place_tail_variant,
     query_keys,
     spaced_legal_form_variant,
     spacing_variant,
+    split_place_tail,
     split_suffix,
     strip_accents,
     suffix_variant,
@@ -51,6 +53,7 @@ from bench.enrich_queries import (
     url_variant,
     word_order_variant,
 )
+from server import places
 from server.normalize import fold, registrable_domain
 
 ACME = Company("A" * 16, "Acme Widgets, Inc.", ("Acme", "AWI"), "acme-widgets.com", "United States")
@@ -424,3 +427,25 @@ def test_legal_forms_spaced_punctuated_or_glued() -> None:
     assert _variants(spaced_legal_form_variant, _co("Zentrix Analytics")) == set()
     for variant in philips | volker:
         assert query_keys(variant) & company_keys(variant.replace("N.V.,", "N.V.")), variant
+
+
+def test_a_real_place_follows_the_name() -> None:
+    philips = Company("C" * 16, "Philips N.V.", (), "philips.com", "The Netherlands", "Eindhoven")
+    found = _variants(place_tail_variant, philips)
+    assert found == {
+        "Philips N.V., Eindhoven",
+        "Philips N.V., Eindhoven, NL",
+        "Philips N.V. (Eindhoven)",
+        "Philips N.V. - Eindhoven office",
+        "Philips N.V. - Eindhoven",
+        "Philips N.V. te Eindhoven",
+    }
+    assert all(split_place_tail(name) == ("Philips N.V.", "Eindhoven") for name in found)
+    no_city = _variants(place_tail_variant, _co("Acme Widgets, Inc."))
+    cities = {split_place_tail(name)[1] for name in no_city}
+    assert cities and cities <= {place.city for place in places.largest_cities("US", 3)}
+    assert not any(" te " in name for name in no_city)
+    assert split_place_tail("Acme, Inc., Chicago, US") == ("Acme, Inc.", "Chicago")
+    assert split_place_tail("Yoshida Co., Ltd. - Kobe office") == ("Yoshida Co., Ltd.", "Kobe")
+    assert split_place_tail("Zentrix") == ("Zentrix", "")
+    assert _variants(place_tail_variant, _co("Zentrix", "")) == set()
