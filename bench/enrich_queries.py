@@ -59,6 +59,8 @@ Company-name variants (VARIANT_KINDS; each also a company kind, "company: <kind>
   Eindhoven, NL", " (Eindhoven)", " - Eindhoven office", " te Eindhoven" (Netherlands, Belgium).
 - `long-word typos`: one or two typos inside one long (8+ letters) or generic word
   ("Koniklijke", "Electonics", "Koninkljike").
+- `former name`: a former name the data keeps among the company's aliases (an earlier brand,
+  the name before a merger: `former_names`).
 
 The benchmark rejects a variant that fits another company as well, by the normal forms
 below (`query_keys`, `company_keys`: core words without legal forms, spaced, dotted or glued,
@@ -997,6 +999,31 @@ def long_word_typos_variant(rng: random.Random, co: Company) -> str | None:
     return None  # pragma: no cover - ten edits that all changed nothing
 
 
+def _acronym_like(alias: str) -> bool:
+    return len(alias.split()) == 1 and alias.replace(".", "").isupper()
+
+
+def former_names(co: Company) -> list[str]:
+    """The company's aliases that are other names, not forms of its name: a distinctive word
+    (`distinctive_words`) its name does not have, and not an acronym ("Novabright
+    Analytics" or "Zentrix & Halden" for "Zentrix Analytics GmbH"; not "Zentrix", "Zentrix
+    Group" nor "ZAG")."""
+    own = set(fold(co.name).split())
+    return [
+        alias
+        for alias in co.aka
+        if not _acronym_like(alias)
+        and not set(fold(" ".join(distinctive_words(alias))).split()) <= own
+    ]
+
+
+def former_name_variant(rng: random.Random, co: Company) -> str | None:
+    """A former name of the company (`former_names`: an earlier brand, the name before a
+    merger), as the data keeps it among the aliases; None for a company without one."""
+    found = former_names(co)
+    return rng.choice(found) if found else None
+
+
 # kind -> (weight as a company kind, name maker); a maker returns None when it does not apply.
 # Kinds of rare shapes ("&", accents, "Bank of X") weigh so much that nearly every company
 # of that shape gets one: drawn first, they give way to the others where they do not apply.
@@ -1014,6 +1041,7 @@ VARIANT_KINDS: dict[str, tuple[int, Callable[[random.Random, Company], str | Non
     "spaced legal form": (8, spaced_legal_form_variant),
     "place tail": (8, place_tail_variant),
     "long-word typos": (8, long_word_typos_variant),
+    "former name": (800, former_name_variant),
 }
 
 

@@ -118,6 +118,7 @@ PARTNERSHIP_INDUSTRIES = frozenset({"Legal Services", "Accounting", "Management 
 # Companies named in a real-world shape ("X Holding", "Bank of X", "X & Söhne") besides
 # the plain "Surname Noun" and brand names.
 REAL_SHAPE_SHARE = 0.33
+FORMER_NAME_SHARE = 0.03  # companies that keep an earlier name among their aliases
 
 
 # --- sampling helpers ------------------------------------------------------------------------
@@ -975,6 +976,27 @@ def _aliases(rng: random.Random, base: str, kind: str, taken: set[str]) -> list[
 
 
 _LEADING_GENERIC = frozenset({"The", "Royal", "Koninklijke", "Grupo", "Gruppo", "Grupa", "Groupe"})
+# Kinds of names a company may have been known by another of (not agencies, schools, divisions).
+_RENAMED_KINDS = frozenset(
+    {"surname", "brand", "coined", "city", "initials", "generic", "joint", "partners", "possessive"}
+)
+
+
+def _former_name(
+    rng: random.Random, base: str, name: str, names: _Names, share: float = FORMER_NAME_SHARE
+) -> str | None:
+    """An earlier name, for `share` of the companies asked: the first distinctive word of the
+    base another brand ("Zentrix Analytics GmbH" was "Novabright Analytics GmbH") or the name
+    before a merger ("Zentrix & Halden GmbH"), the legal form kept; None for the others."""
+    if rng.random() >= share:
+        return None
+    words = base.split()
+    first = next((i for i, w in enumerate(words) if w not in _LEADING_GENERIC), 0)
+    if rng.random() < 0.6:
+        earlier = " ".join([*words[:first], _brand(rng), *words[first + 1 :]])
+    else:
+        earlier = f"{words[first]} & {names.last.pick(rng)}"
+    return name.replace(base, earlier, 1)
 
 
 def _short_name(base: str, kind: str) -> str:
@@ -1120,6 +1142,7 @@ class _Generator:
         base, kind, name = self._name(plan, hq.place.city, names, parents)
         name_key = company_key(name)
         aliases = _aliases(rng, base, kind, registry.keys)
+        aliases += self._former(plan, base, kind, name, names)
         domain = _domain(rng, base, _tld(rng, plan), plan.country, registry.domains)
         naics_codes, naics_text = _codes(rng, plan.industry.naics, industry.naics_description)
         sic_codes, sic_text = _codes(rng, plan.industry.sic, industry.sic_description)
@@ -1166,6 +1189,19 @@ class _Generator:
         )  # fmt: skip
         self.companies.append(company)
         return row, [company_key(alias) for alias in aliases]
+
+    def _former(self, plan: _Plan, base: str, kind: str, name: str, names: _Names) -> list[str]:
+        """The company's former name (`_former_name`) if it has one no other name has: drawn
+        from a Random of its own, so that the rest of the dataset stays as it was."""
+        if kind not in _RENAMED_KINDS:
+            return []
+        rng = random.Random(f"{self.seed} former {plan.country} {name}")
+        former = _former_name(rng, base, name, names)
+        key = company_key(former) if former else ""
+        if not former or not key or key in self.registry.keys:
+            return []
+        self.registry.keys.add(key)
+        return [former]
 
     def _name(
         self, plan: _Plan, city: str, names: _Names, parents: dict[int, _Company]

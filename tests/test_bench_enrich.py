@@ -29,12 +29,14 @@ RIVALS = {
     "long-word typos": "Zentrix Analyts GmbH",
     "spaced legal form": "Acme Electronics GmbH",
     "place tail": "Acme Electronics Eindhoven B.V.",
+    "former name": "Novabright Analytics Inc.",
 }
 VARIANTS = {
     "boundary typo": (KOBE, "Kobensteel Ltd"),
     "long-word typos": (ZENTRIX, "Zentrix Analytcs GmbH"),
     "spaced legal form": (ACME, "ACME ELECTRONICSN.V."),
     "place tail": (ACME, "Acme Electronics N.V., Eindhoven, NL"),
+    "former name": (ZENTRIX, "Novabright Analytics"),
 }
 
 

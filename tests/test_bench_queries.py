@@ -30,6 +30,8 @@ from bench.enrich_queries import (
     conjunction_variant,
     contact_query,
     distinctive_words,
+    former_name_variant,
+    former_names,
     generic_variant,
     initials,
     known_queries,
@@ -449,3 +451,17 @@ def test_a_real_place_follows_the_name() -> None:
     assert split_place_tail("Yoshida Co., Ltd. - Kobe office") == ("Yoshida Co., Ltd.", "Kobe")
     assert split_place_tail("Zentrix") == ("Zentrix", "")
     assert _variants(place_tail_variant, _co("Zentrix", "")) == set()
+
+
+def test_former_names_are_aliases_that_are_other_names() -> None:
+    zentrix = Company("C" * 16, "Zentrix Analytics GmbH", (
+        "Zentrix", "ZAG", "Zentrix Group", "Novabright Analytics", "Zentrix & Halden GmbH"
+    ), "zentrix.de", "Germany")  # fmt: skip
+    assert former_names(zentrix) == ["Novabright Analytics", "Zentrix & Halden GmbH"]
+    assert _variants(former_name_variant, zentrix) == {
+        "Novabright Analytics",
+        "Zentrix & Halden GmbH",
+    }
+    assert former_name_variant(random.Random(1), ACME) is None
+    case = company_query(random.Random(1), zentrix, "former name")
+    assert case and case.kind == "company: former name" and case.variant == "former name"

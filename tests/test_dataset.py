@@ -207,6 +207,41 @@ def test_aliases_are_the_keys_of_the_aka_names(
     assert found == expected
 
 
+def test_a_former_name_is_another_brand_or_the_name_before_a_merger() -> None:
+    names = dataset._names("de_DE")
+    found = {
+        dataset._former_name(random.Random(seed), "Zentrix Analytics", "Zentrix Analytics GmbH",
+                             names, share=1.0)
+        for seed in range(40)
+    }  # fmt: skip
+    brands = {n for n in found if n and n.endswith(" Analytics GmbH")}
+    mergers = {n for n in found if n and n.startswith("Zentrix & ") and n.endswith(" GmbH")}
+    assert brands and mergers and brands | mergers == found
+    assert "Zentrix Analytics GmbH" not in found
+    royal = {
+        dataset._former_name(random.Random(seed), "Royal Visser", "Royal Visser N.V.", names, 1.0)
+        for seed in range(20)
+    }  # the leading generic word kept with another brand, left out of a merger's name
+    assert all(re.fullmatch(r"Royal [A-Z][a-z]+ N\.V\.|Visser & .+ N\.V\.", n or "") for n in royal)
+    assert "Royal Visser N.V." not in royal
+    assert dataset._former_name(random.Random(1), "Zentrix", "Zentrix AG", names, 0.0) is None
+
+
+def test_some_companies_keep_a_former_name_among_their_aliases(
+    companies: dict[str, dict[str, Any]],
+) -> None:
+    formers = [
+        (row["name"], alias)
+        for row in companies.values()
+        for alias in row["aka"].split(" | ")
+        if alias and alias.count(" ") and row["name"].endswith(" " + alias.split()[-1])
+    ]
+    assert 1 <= len(formers) <= 0.08 * len(companies)
+    for name, alias in formers:
+        assert company_key(alias) != company_key(name)
+        assert set(alias.split()) - set(name.split())
+
+
 def test_sizes_map_to_contract_ranges_and_revenue_grows_with_size(
     companies: dict[str, dict[str, Any]],
 ) -> None:
