@@ -501,7 +501,9 @@ def _folded_forms() -> dict[str, list[LegalForm]]:
     forms: dict[str, list[LegalForm]] = defaultdict(list)
     for form in LEGAL_FORMS:
         for spelling in (*form.short, *form.full):
-            dotted = ".".join(spelling) if spelling.isupper() and len(spelling) <= 3 else ""
+            # "A.G." (fold: "a g") for a trailing "AG"; not for leading forms: "A B C Logistics"
+            short = spelling.isupper() and len(spelling) <= 3 and not form.leading
+            dotted = ".".join(spelling) if short else ""
             for text in {
                 spelling,
                 spelling.replace(".", ""),

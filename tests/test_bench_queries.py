@@ -429,6 +429,7 @@ def test_legal_forms_spaced_punctuated_or_glued() -> None:
     assert _variants(spaced_legal_form_variant, _co("Zentrix Analytics")) == set()
     for variant in philips | volker:
         assert query_keys(variant) & company_keys(variant.replace("N.V.,", "N.V.")), variant
+    assert query_keys("A B C Logistics Inc.") & company_keys("ABC Logistics Inc.")
 
 
 def test_a_real_place_follows_the_name() -> None:
