@@ -904,21 +904,25 @@ def _dotted_spellings(trail: str) -> set[str]:
 
 
 def spaced_legal_form_variant(rng: random.Random, co: Company) -> str | None:
-    """The trailing legal form spaced or punctuated otherwise: "Philips N. V.", "Philips NV.",
-    "Philips N.V", "Volker A. G."; a comma before or after it, or moved ("Philips, N.V.",
-    "Philips N.V.,", "Acme, Inc." -> "Acme Inc.,"); or glued to the last word ("PHILIPS
-    ELECTRONICSN.V.", upper case one time in two); None for a name without one."""
+    """The trailing legal form spaced or punctuated otherwise (two times in five, where it has
+    dots or is 2-3 capitals): "Philips N. V.", "Philips NV.", "Philips N.V", "Volker A. G.";
+    a comma before or after it, or moved (two in five): "Philips, N.V.", "Philips N.V.,",
+    "Acme, Inc." -> "Acme Inc.,"; or, where it has dots, glued to the last word (one in five):
+    "PHILIPS ELECTRONICSN.V." (upper case one time in two). None for a name without one."""
     parts = name_parts(co.name)
     if not parts.trail:
         return None
     head = f"{parts.lead} {parts.base}".strip()
     trail, separator = parts.trail, parts.separator
-    changes = [f"{head}{separator}{s}" for s in sorted(_dotted_spellings(trail))]
-    changes.append(f"{head}{separator}{trail},")
-    changes.append(f"{head}, {trail}" if separator == " " else f"{head} {trail},")
+    spelled = [f"{head}{separator}{s}" for s in sorted(_dotted_spellings(trail))]
+    commas = [f"{head}{separator}{trail},"]
+    commas.append(f"{head}, {trail}" if separator == " " else f"{head} {trail},")
+    glued = []
     if "." in trail and " " not in trail and _letters(trail) >= 2:
-        changes += [f"{head}{trail}", f"{head}{trail}".upper()]
-    return rng.choice(changes)
+        glued = [f"{head}{trail}", f"{head}{trail}".upper()]
+    kinds = [(w, k) for w, k in ((2, spelled), (2, commas), (1, glued)) if k]
+    found = rng.choices([k for _, k in kinds], weights=[w for w, _ in kinds])[0]
+    return rng.choice(found)
 
 
 # How a place follows a name in records: its city, city and country code, in brackets, an
