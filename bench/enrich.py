@@ -38,8 +38,9 @@ Targets (issue 4), printed with pass/FAIL: A+ precision >= 99.5%; precision over
 >= 99%; recall >= 97% on queries with an e-mail or a name with a company name or website;
 false matches on absent records <= 0.5%; latency p50 <= 1 ms and p99 <= 5 ms; enrich
 throughput >= 50% of hello's; issue 25: recall >= 90% on company-name variants (all
-`company: <variant>` kinds and `contact: company variant`, and each variant kind), >= 97% on
-company typos (`company: typo`, `contact: company typo`). The "e-mail or name + company"
+`company: <variant>` kinds and `contact: company variant`, and each variant kind; issue 38
+added boundary typo, spaced legal form, place tail, long-word typos and former name), >= 97%
+on company typos (`company: typo`, `contact: company typo`). The "e-mail or name + company"
 recall leaves `contact: company variant` out. Writes bench/results/enrich.txt (full size)
 and every failure (wrong match, miss, company-only answer to a contact query) to
 `--failures`.
