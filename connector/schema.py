@@ -541,3 +541,11 @@ def m028_change_signals(db: Any) -> None:
         """
     )
     db.execute("CREATE INDEX signals_connection_time ON signals (connection_id, created_at)")
+
+
+@MIGRATIONS.step
+def m029_event_written(db: Any) -> None:
+    """What each finished event wrote to its CRM record (`written`, JSON: property -> value,
+    as sent), for Deliveries; '' for an event that wrote nothing or finished before this step
+    (issue 37, branch h37b: the integrator renumbers it if another step took 029)."""
+    db.execute("ALTER TABLE events ADD COLUMN written TEXT NOT NULL DEFAULT ''")

@@ -536,22 +536,38 @@ def extend_claims(db: Database, worker: str, until: str) -> set[int]:
     return {row[0] for row in db.execute(sql, [until, worker]).fetchall()}
 
 
-def finish_event(db: Database, event_id: int, status: str, error: str = "") -> None:
-    """Mark an event done, or dead with the reason; its claim ends."""
-    db.execute(
-        f"UPDATE events SET status = ?, attempts = attempts + 1, last_error = ?, {_RELEASED} "
-        "WHERE id = ?",
-        [status, error, event_id],
-    )
+_FINISHED = (
+    f"UPDATE events SET status = ?, attempts = attempts + 1, last_error = ?, written = ?, "
+    f"{_RELEASED} WHERE id = ?"
+)
 
 
-def finish_events(db: Database, finished: list[tuple[int, str, str]]) -> None:
-    """`finish_event` for several events at once: (event id, status, error) each."""
+def finish_event(
+    db: Database, event_id: int, status: str, error: str = "", written: Row | None = None
+) -> None:
+    """Mark an event done, with what it wrote to its record (`written`: property -> value),
+    or dead with the reason; its claim ends."""
+    db.execute(_FINISHED, [status, error, _written(written), event_id])
+
+
+def finish_events(
+    db: Database, finished: list[tuple[int, str, str]], written: dict[int, Row] | None = None
+) -> None:
+    """`finish_event` for several events at once: (event id, status, error) each, and what
+    each wrote by event id (`written`; none when it names no event)."""
+    wrote = written or {}
     db.conn.executemany(
-        f"UPDATE events SET status = ?, attempts = attempts + 1, last_error = ?, {_RELEASED} "
-        "WHERE id = ?",
-        [(status, error, event_id) for event_id, status, error in finished],
+        _FINISHED,
+        [
+            (status, error, _written(wrote.get(event_id)), event_id)
+            for event_id, status, error in finished
+        ],
     )
+
+
+def _written(values: Row | None) -> str:
+    """What an event wrote, as the events table keeps it: JSON, or '' for nothing."""
+    return json.dumps(values, sort_keys=True) if values else ""
 
 
 def postpone_event(db: Database, event_id: int, due_at: str, error: str) -> None:
@@ -695,8 +711,8 @@ def events_page(db: Database, org_id: str, shown: Row, before: int | None, limit
     """One page of an organization's events, newest first, older than the event `before`
     (keyset paging: a page stays put while new events arrive), filtered by what `shown` names
     (connection_id, status, since and until: ISO bounds of received_at, live: only events
-    the platform sent, key_prefix: only a backfill's). Each carries what its record holds of
-    ours (`written`, JSON, '' without a cache entry) from the records."""
+    the platform sent, key_prefix: only a backfill's). Each carries what it wrote (`written`,
+    JSON, '' for nothing)."""
     where = ["c.org_id = ?"]
     params: list[Any] = [org_id]
     tests = {"connection_id": "e.connection_id = ?", "status": "e.status = ?",
@@ -714,11 +730,8 @@ def events_page(db: Database, org_id: str, shown: Row, before: int | None, limit
         where.append("e.id < ?")
         params.append(before)
     sql = (
-        "SELECT e.*, coalesce(r.written, '') AS written, "
-        "coalesce(r.enriched_at, '') AS enriched_at "
-        "FROM events e JOIN connections c ON c.id = e.connection_id "
-        "LEFT JOIN records r ON r.connection_id = e.connection_id AND r.kind = e.kind "
-        f"AND r.record_id = e.record_id WHERE {' AND '.join(where)} ORDER BY e.id DESC LIMIT ?"
+        "SELECT e.* FROM events e JOIN connections c ON c.id = e.connection_id "
+        f"WHERE {' AND '.join(where)} ORDER BY e.id DESC LIMIT ?"
     )
     return list(db.query(sql, [*params, limit]))
 

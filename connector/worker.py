@@ -327,7 +327,8 @@ class Worker:
         row = cache_row(triaged.event, outcome, input_print, ours, at)
         saving = {**row, "pending": json.dumps(changes)}
         company = _company_event(PLATFORMS[link["platform"]], event, current, outcome, at)
-        return Planned(event, triaged.record_id, changes, current, saving, company)
+        return Planned(event, triaged.record_id, changes, current, saving, company,
+                       _unwritten(outcome.result, mapping))  # fmt: skip
 
     def _complete(self, event: Row, link: Row, mapping: mappings.Mapping, adapter: Adapter) -> str:
         """Enrich a BLOCKed action's record (a HubSpot custom workflow action) and complete
@@ -394,18 +395,21 @@ class Worker:
             outcomes[self._fail(plan.event, results[plan.record_id])] += 1
         writes: list[tuple[str, Row]] = []  # record -> what it now holds of ours
         finished: list[tuple[int, str, str]] = []
+        sent: dict[int, Row] = {}  # event -> what it wrote, for Deliveries
         for plan in planned:
             result = results.get(plan.record_id, WriteResult({}))
             if isinstance(result, WriteResult):
                 written = {k: v for k, v in plan.intent.items() if k not in result.dropped}
                 writes.append((plan.record_id, written))
-                note = "; ".join(f"{name}: {why}" for name, why in result.dropped.items())
-                finished.append((plan.event["id"], "done", note))
+                dropped = [f"{name}: {why}" for name, why in result.dropped.items()]
+                finished.append((plan.event["id"], "done", "; ".join(dropped) or plan.note))
+                wrote = unsent[plan.record_id]
+                sent[plan.event["id"]] = {k: v for k, v in wrote.items() if k in written}
         if writes:
             kind = planned[0].event["kind"]  # a batch is of one kind of record
             with server.write(self.db):
                 store.records_written(self.db, link["id"], kind, writes)
-                store.finish_events(self.db, finished)
+                store.finish_events(self.db, finished, sent)
         outcomes["done"] += len(finished)
         return outcomes
 
@@ -461,6 +465,16 @@ class Worker:
         """Seconds to wait after `attempts` failures: capped exponential, full jitter."""
         ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_FIRST_SECONDS * 2**attempts)
         return self.rng.uniform(ceiling / 2, ceiling)
+
+
+def _unwritten(result: Row, mapping: mappings.Mapping) -> str:
+    """Why an enrichment writes nothing whatever the record holds, for Deliveries: no match,
+    or a match below the mapping's minimum grade ("" otherwise)."""
+    grade = str(result.get("accuracy") or "")
+    if not grade:
+        return "nothing written: no match was found"
+    graded = mappings.below_minimum(grade, mapping.minimum_grade)
+    return f"nothing written: {graded}" if graded else ""
 
 
 def readable(mapping: mappings.Mapping) -> list[str]:
@@ -548,6 +562,7 @@ class Planned:
     current: Row
     saving: Row | None = None  # None when finishing a saved intent
     company: Row | None = None  # the event giving its company record the company's fields
+    note: str = ""  # why nothing is written, when the match is below the minimum grade
 
     def unsent(self) -> Row:
         """What of the intent the CRM does not hold yet (in whatever form it holds it)."""

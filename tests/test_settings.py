@@ -740,7 +740,7 @@ def test_every_crm_mapping_reads_the_synthetic_event(platform: str) -> None:
 
 def add_event(
     database: Database, link: dict[str, Any], key: str, status: str, error: str,
-    received: str = "2026-03-02T09:00:00.000+00:00",
+    received: str = "2026-03-02T09:00:00.000+00:00", written: dict[str, Any] | None = None,
 ) -> int:  # fmt: skip
     store.add_events(
         database,
@@ -749,7 +749,7 @@ def add_event(
     )  # fmt: skip
     event_id = store.events_of(database, link["id"])[-1]["id"]
     if status != "pending":
-        store.finish_event(database, event_id, status, error)
+        store.finish_event(database, event_id, status, error, written)
     return int(event_id)
 
 
@@ -863,21 +863,24 @@ def test_deliveries_page_past_fifty_without_moving_when_events_arrive(
     assert rows == ids[9::-1] and "Older events" not in second and ">Newest</a>" in second
 
 
-def test_a_finished_event_shows_what_its_record_holds_in_local_time_with_utc_on_hover(
+def test_a_finished_event_shows_what_it_wrote_in_local_time_with_utc_on_hover(
     signed_in: FlaskClient, linked: dict[str, Any], database: Database
 ) -> None:
-    written = add_event(database, linked["hubspot"], "w1", "done", "phone: read-only in HubSpot")
+    wrote = {"jobtitle": "Head of Data", "company": "Acme Inc"}
+    written = add_event(database, linked["hubspot"], "w1", "done", "phone: read-only in HubSpot",
+                        written=wrote)  # fmt: skip
     add_event(database, linked["hubspot"], "w2", "done", "")  # nothing new to write
-    store.save_record(
+    store.save_record(  # the record holds more of ours, from an earlier event
         database,
         {"connection_id": linked["hubspot"]["id"], "kind": "contacts", "record_id": "r-w1",
          "transaction_id": "t-1", "input_fingerprint": "f", "enriched_at": iso(START),
-         "written": json.dumps({"jobtitle": "Head of Data", "company": "Acme Inc"})},
+         "written": json.dumps({**wrote, "city": "Austin"})},
     )  # fmt: skip
     page = source(signed_in.get("/settings/deliveries"))
     row = page[page.index(f"Event {written}<") :]
     assert "<dt>jobtitle</dt><dd>Head of Data</dd>" in row
     assert "<dt>company</dt><dd>Acme Inc</dd>" in row
+    assert "Austin" not in row  # not this event's
     assert "Note: phone: read-only in HubSpot" in row
     assert "Nothing written: the record already held these values" in page
     moment = '<time datetime="2026-03-02T09:00:00.000+00:00" title="2026-03-02 09:00:00 UTC">'

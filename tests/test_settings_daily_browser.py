@@ -70,7 +70,8 @@ def _events(database: Database, connection_id: str) -> None:
         for event in store.events_of(database, connection_id):
             dead = event["record_id"] == "600"
             error = "HubSpot answered 404: no contact 600" if dead else ""
-            store.finish_event(database, event["id"], "dead" if dead else "done", error)
+            wrote = {"jobtitle": "Head of Data"} if event["record_id"] == newest else None
+            store.finish_event(database, event["id"], "dead" if dead else "done", error, wrote)
         run = store.start_backfill(
             database,
             {

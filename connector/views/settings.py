@@ -627,7 +627,7 @@ def source_filter(source: str) -> Row:
 
 
 def written_values(event: Row) -> Row:
-    """What a done event's record holds of ours (field: value), from the transaction cache."""
+    """What a done event wrote to its record (field: value, as sent), as the worker kept it."""
     if event["status"] != "done" or not event.get("written"):
         return {}
     values = json.loads(event["written"])
