@@ -128,6 +128,14 @@ def history(db: Database, link: Row, kind: str) -> list[Row]:
     return shown
 
 
+def changes_to(db: Database, link: Row, kind: str, text: str) -> list[str]:
+    """What saving `text` would change from the mapping in use, in words (as `history`)."""
+    new = _parsed(text)
+    if new is None:
+        return ["(cannot be read)"]
+    return mapping_words.differences(_parsed(current_text(db, link, kind)[1]), new)
+
+
 def _parsed(text: str) -> mappings.Mapping | None:
     try:
         return mappings.parse(text, "version")

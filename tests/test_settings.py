@@ -1064,7 +1064,7 @@ def test_the_admin_of_the_only_organization_runs_a_daily_job_every_n_days_at_a_t
     )
     assert 'value="3"' in done and 'value="04:30"' in done
     assert f'<dt>Next run</dt><dd><time datetime="{job["next_run"]}"' in done
-    assert actions(database, acme)[-1] == ("schedule.change", "reenrich")
+    assert actions(database, acme)[-1] == ("schedule.change", "Re-enrich stale records")
     for form, message in (({"every_days": "0", "at": "04:30"}, "every 1 to 365 days"),
                           ({"every_days": "2", "at": "25:00"}, "HH:MM")):  # fmt: skip
         refused = submit(signed_in, "/settings/schedules", "/settings/schedules/jobs/reenrich",

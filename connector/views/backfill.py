@@ -76,7 +76,7 @@ def start_backfill(connection_id: str) -> Response:
         source, name = page.field("source"), page.field("source_name")[:NAME_LIMIT]
         now = server.now()
         start = lambda db: backfill.start(db, link["id"], kind, since, cap, now, source, name)  # noqa: E731
-        audit = {"kind": kind, "creditCap": cap, "since": since, "list": source}
+        audit = {"kind": kind, "creditCap": cap, "since": since, "list": name or source}
         row = page.change(start, "backfill.start", link["name"], audit)
     except ServiceError as error:
         return _back(link, error)

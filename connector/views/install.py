@@ -51,7 +51,8 @@ def oauth_callback() -> Response:
                 args=request.args, session_key=page.session_key(), org_id=caller.org_id,
                 public_url=current_app.config["PUBLIC_URL"],
             )  # fmt: skip
-        detail = {"platform": grant.link["platform"], "accountId": grant.account_id}
+        detail = {"platform": page.platform_title(grant.link["platform"]),
+                  "accountId": grant.account_id}  # fmt: skip
         save = lambda db: install.save(db, page.server_secret(), grant)  # noqa: E731
         page.change(save, "connection.oauth_connect", grant.link["name"], detail)
     except ServiceError as error:

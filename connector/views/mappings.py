@@ -22,6 +22,7 @@ from server import OUTPUT_FIELDS, ServiceError
 Row = dict[str, Any]
 BLANK_ROWS = 1  # empty rows under the mapping's, to add an output without script
 MOST_ADDED = 20  # rows "Add rows" adds at once, at most
+AUDITED_CHANGES = 5  # lines of what a save changed kept in the audit entry, then a count
 
 
 @page.blueprint.get("/connections/<connection_id>/mapping")
@@ -163,8 +164,11 @@ def _save(
     def apply(db: Any) -> int:
         return mapping_versions.save(db, link, kind, text, server.now(), by)
 
+    lines = mapping_versions.changes_to(page.db(), link, kind, text)
+    more = f"; and {len(lines) - AUDITED_CHANGES} more" if len(lines) > AUDITED_CHANGES else ""
+    changes = "; ".join(lines[:AUDITED_CHANGES]) + more
     try:
-        version = page.change(apply, action, link["name"], {"kind": kind})
+        version = page.change(apply, action, link["name"], {"kind": kind, "changes": changes})
     except ServiceError as error:
         return _back(link, kind, error.message, "error")
     return _back(link, kind, f"Saved as version {version} of the {kind} mapping.", "success")

@@ -747,11 +747,12 @@ def reschedule_job(job_id: str) -> Response:
             )
         days, at = integer("every_days", "number of days"), clock_time("at")
         job = scheduler.run_every_days(current_app.config["DB"], job_id, days, at, server.now())
-        detail = {"runs": job["runs"], "nextRun": job["next_run"]}
-        change(lambda database: True, "schedule.change", job_id, detail)
+        next_run = f"{job['next_run'][:16].replace('T', ' ')} UTC"
+        detail = {"job": job_id, "runs": job["runs"], "nextRun": next_run}
+        change(lambda database: True, "schedule.change", job["name"], detail)
     except ServiceError as error:
         return failed(error, ".schedules")
-    flash(f"{job['name']} now runs {job['runs']}; next at {job['next_run']}.", "success")
+    flash(f"{job['name']} now runs {job['runs']}; next at {next_run}.", "success")
     return redirect(url_for(".schedules"), 303)
 
 
