@@ -24,12 +24,14 @@ NOWHERE = "http://127.0.0.1:9"  # a CRM no test reaches
 
 @dataclass(frozen=True)
 class Acme:
-    """What a module's setup gets: the database, Acme's row, its admin key, the connection."""
+    """What a module's setup gets: the database, Acme's row, its admin key, the connection,
+    and the server secret (what connector secrets are sealed with)."""
 
     db: Database
     org: dict[str, Any]
     admin_key: str
     link: dict[str, Any]
+    secret: bytes
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ def acme_served(
     **organization: Any,
 ) -> Iterator[Served]:
     """Acme (`organization` as create_organization takes it: credits, qps) with a HubSpot
-    connection to `crm_url`, `prepare` run on it, served by gunicorn until the block ends."""
+    connection to `crm_url` (not connected yet when it is ""), `prepare` run on it, served by
+    gunicorn until the block ends."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
         patch.delenv("CONTACTDATA_KEY_SECRET", raising=False)
@@ -60,9 +63,9 @@ def acme_served(
         link = connections.add(
             database, secret, utcnow(), name="Acme HubSpot", platform="hubspot",
             api_key=admin_key, secret="hubspot-app-secret", crm_base_url=crm_url,
-            crm_token="pat-na1-token",
+            crm_token="pat-na1-token" if crm_url else "", connected=bool(crm_url),
         ).row  # fmt: skip
-        acme = Acme(database, org, admin_key, link)
+        acme = Acme(database, org, admin_key, link, secret)
         prepare(acme)
         database.close()
         port = free_port()
