@@ -285,6 +285,8 @@ def test_find_the_backfills_events_in_deliveries(page: Any, site: Site) -> None:
     page.get_by_label("Received from").fill(today)
     page.get_by_role("button", name="Show").click()
     page.wait_for_url("**status=done**")
+    run = page.locator("#source-filter option", has_text="backfill 1 of Acme HubSpot contacts")
+    assert LIST_NAME in run.inner_text()  # the backfill told apart by the list it read
     rows = page.locator("tbody tr")
     records = page.locator("tbody td[data-label=Record] code").all_inner_texts()
     assert sorted(records) == sorted(ListedCrm.members), records

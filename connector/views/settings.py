@@ -606,13 +606,15 @@ def deliveries() -> Response:
 
 def event_sources(links: list[Row]) -> dict[str, str]:
     """Where events came from, for the filter: the platforms' own, or one of the backfills
-    of the organization's connections (newest first)."""
+    of the organization's connections (newest first, with the list or view it read)."""
     sources = {"live": "sent by the platform"}
     for link in links:
         for run in store.backfills_of(db(), link["id"]):
             started = run["started_at"][:16].replace("T", " ")
+            named = f" in {run['source_name']}" if run.get("source_name") else ""
             sources[f"backfill:{run['id']}"] = (
-                f"backfill {run['id']} of {link['name']} {run['kind']} (started {started} UTC)"
+                f"backfill {run['id']} of {link['name']} {run['kind']}{named} "
+                f"(started {started} UTC)"
             )
     return sources
 
