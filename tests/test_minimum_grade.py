@@ -5,6 +5,7 @@ shorter name matches the company alone at A-."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,6 +89,12 @@ def test_the_worker_writes_nothing_below_the_minimum_and_writes_above_it(
     assert work.run_due() == {"done": 1}
     (written,) = crm.patches()
     assert written["lastname"] == "Adams"
+    low, high = store.events_of(db, link.row["id"])  # as Deliveries shows them
+    assert (low["last_error"], low["written"]) == (
+        "nothing written: the match grade A- is below the minimum A",
+        "",
+    )
+    assert (high["last_error"], json.loads(high["written"])) == ("", written)
 
 
 def test_the_grade_set_in_the_editor_shows_in_the_previews_page(
