@@ -394,10 +394,10 @@ def purge_records(db: Database, before: str) -> int:
 
 
 def erase_person(db: Database, needles: list[str], contact_guids: list[str]) -> dict[str, int]:
-    """Erasure: delete the events whose payload holds one of `needles` (lower-case text, found
-    case-insensitively) or whose record's cache entry matched one of `contact_guids`, the
-    answers kept for replayed deliveries holding a needle, the previews of those records, and
-    those cache entries; how many of each."""
+    """Erasure: delete the events whose payload or written values hold one of `needles`
+    (lower-case text, found case-insensitively) or whose record's cache entry matched one of
+    `contact_guids`, the answers kept for replayed deliveries holding a needle, the previews of
+    those records, and those cache entries; how many of each."""
     keys = _records_of_contacts(db, contact_guids)
     patterns = [f"%{_like_escaped(needle)}%" for needle in needles]
 
@@ -410,7 +410,9 @@ def erase_person(db: Database, needles: list[str], contact_guids: list[str]) -> 
         return sum(db.execute(sql, key).rowcount for key in keys)
 
     return {
-        "webhook payloads": holding("events", "payload") + of_records("events"),
+        "webhook payloads": holding("events", "payload")
+        + holding("events", "written")
+        + of_records("events"),
         "kept delivery answers": holding("webhook_replays", "body"),
         "previews": of_records("previews"),
         "cached records": of_records("records"),

@@ -127,6 +127,10 @@ def test_the_eraser_deletes_the_connectors_copies_of_the_persons_data(worker_set
     _event(db, link, "by-url", "602", {"linkedin_url": "HTTP://LinkedIn.com/in/ava-adams/"})
     _event(db, link, "thin", "603", {})  # names nobody: its record matched Ava's contact
     _event(db, link, "other", "604", {"email": "ben_brown@lonestar-discover.com"})
+    _event(db, link, "wrote", "605", {})  # it wrote her e-mail (Deliveries shows what it wrote)
+    db.execute(
+        "UPDATE events SET written = ? WHERE event_key = 'wrote'", [json.dumps({"email": AVA})]
+    )
     for record_id, guid in (("603", "C-AVA"), ("604", "C-BEN")):
         store.save_record(db, {
             "connection_id": link_id, "record_id": record_id, "transaction_id": record_id,
@@ -145,7 +149,7 @@ def test_the_eraser_deletes_the_connectors_copies_of_the_persons_data(worker_set
     )  # type: ignore[arg-type]
     with store.server.write(db):
         erased = suppression.erase(db, erasure)
-    assert erased == {"webhook payloads": 3, "kept delivery answers": 1, "previews": 0,
+    assert erased == {"webhook payloads": 4, "kept delivery answers": 1, "previews": 0,
                       "cached records": 1}  # fmt: skip
     assert [e["event_key"] for e in store.events_of(db, link_id)] == ["other"]
     assert store.record(db, link_id, "603") is None and store.record(db, link_id, "604")
