@@ -773,6 +773,18 @@ def jobs_run(db_path: Path, job_id: str) -> None:
         raise SystemExit(1)
 
 
+@main.command("changes")
+@DB_OPTION.changing
+def changes_command(db_path: Path) -> None:
+    """Push the changes in the contact data to the CRM records enriched from them now:
+    queue their refreshes and write the job changes' marks, tasks and new contacts (the
+    `changes` job, run in this process and recorded like a scheduled run)."""
+    outcome = jobs.run("changes", db_path)
+    click.echo(outcome.result)
+    if not outcome.ok:
+        raise SystemExit(1)
+
+
 @jobs_group.command("reschedule")
 @DB_OPTION.changing
 @click.argument("job_id")

@@ -17,7 +17,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import backfill, outbound, signals_digest, store, subscriptions, worker
+from connector import backfill, changes, outbound, signals_digest, store, subscriptions, worker
 from connector.platforms import PLATFORMS
 from server import SETTING_DEFAULTS, load_settings, utcnow
 
@@ -261,6 +261,9 @@ JOBS: dict[str, Callable[[Context], str]] = {
     ),
     "advance_backfills": lambda c: backfill.advance_all(
         worker.Worker(c.db, c.secret, c.clock, c.client, random.Random())
+    ),
+    "changes": lambda c: changes.run(
+        c.db, worker.Worker(c.db, c.secret, c.clock, c.client, random.Random()), c.clock()
     ),
     "signals_digest": lambda c: signals_digest.keep_digests(c.db, c.clock()),
 }

@@ -355,8 +355,12 @@ def _input_name(name: str) -> str:
     raise ValueError(_unknown("enrich input field", name, NEWER_NAMES))
 
 
+# A job change's fields (connector/changes.py): what a "mark" writes on the record it concerns.
+SIGNAL_FIELDS = ("jobChangeLeftOn", "jobChangeNewCompany", "jobChangeNewTitle")
+
+
 def _output_name(name: str) -> str:
-    if name and name not in OUTPUT_FIELDS:
+    if name and name not in OUTPUT_FIELDS and name not in SIGNAL_FIELDS:
         raise ValueError(_unknown("enrich result field", name, OUTPUT_FIELDS))
     return name
 

@@ -19,10 +19,11 @@ from typing import Any
 from sqlite_utils import Database
 
 import server
-from connector import mappings, outbound, store, worker
+from connector import changes, mappings, outbound, store, worker
 from connector.platforms.base import Adapter, Permanent, Retriable
 from server import InvalidParameter, NotFound, ServiceError
 
+JOB_CHANGES_SHOWN = 10  # job changes a preview shows
 LIFETIME = timedelta(minutes=30)  # a preview older than this is shown again, not applied
 _PREVIEWS = uuid.UUID("3c0e5b7a-9d21-4f6e-8b4a-7e2d1c5f9a30")  # transaction ids of previews
 Row = dict[str, Any]
@@ -107,6 +108,26 @@ def show(
     with server.write(work.db):
         store.save_preview(work.db, row)
     return Preview.of({**row, "applied_at": None, "outcome": ""})
+
+
+def job_changes(
+    work: worker.Worker, connection_id: str, limit: int = JOB_CHANGES_SHOWN
+) -> list[tuple[Row, Row]]:
+    """What the connection's job changes not written yet would write (the record's marks,
+    the task, the new contact; connector/changes.py `planned`, as the change job builds it):
+    each signal with its writes as plain data; nothing is written, nothing charged."""
+    link = store.connection(work.db, connection_id)
+    if link is None:
+        raise NotFound(f"No connection {connection_id}.")
+    shown = []
+    for signal in store.pending_signals(work.db, connection_id, limit):
+        try:
+            _, writes = changes.planned(work, link, signal)
+        except (Permanent, Retriable) as failure:
+            raise CrmFailed(f"The CRM did not answer for record {signal['record_id']}: "
+                            f"{failure.reason}") from None  # fmt: skip
+        shown.append((signal, writes.shown()))
+    return shown
 
 
 def stored(db: Database, connection_id: str, preview_id: str) -> Preview:

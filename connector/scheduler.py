@@ -112,6 +112,15 @@ DEFAULTS = (
         "events; one the CRM refuses for good is stopped with the reason",
     ),
     Default(
+        "changes",
+        "Push changes to CRM records",
+        "interval",
+        {"minutes": 15},
+        "queue a refresh of each CRM record enriched from a contact or company that changed "
+        "since the last run (free on a free-refresh tier, else at most the connection's change "
+        "credit cap a run), and write each job change's mark, task and new contact as chosen",
+    ),
+    Default(
         "signals_digest",
         "Weekly job-change digest",
         "interval",  # every 7 days from a Monday 07:00 UTC: Mondays, said in words

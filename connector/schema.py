@@ -549,3 +549,11 @@ def m029_event_written(db: Any) -> None:
     as sent), for Deliveries; '' for an event that wrote nothing or finished before this step
     (issue 37, branch h37b: the integrator renumbers it if another step took 029)."""
     db.execute("ALTER TABLE events ADD COLUMN written TEXT NOT NULL DEFAULT ''")
+
+
+@MIGRATIONS.step
+def m030_records_by_guid(db: Any) -> None:
+    """The CRM records enriched from a contact or a company,
+    found by its GUID: the change job (connector/changes.py) looks up each page of changes so."""
+    db.execute("CREATE INDEX records_contact ON records (connection_id, contact_guid)")
+    db.execute("CREATE INDEX records_company ON records (connection_id, company_guid)")

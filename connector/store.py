@@ -1057,3 +1057,65 @@ def signal_counts(db: Database, org_id: str, shown: Row) -> list[Row]:
         "GROUP BY s.connection_id, s.signal, s.state ORDER BY s.connection_id, s.signal, s.state"
     )
     return list(db.query(sql, params))
+
+
+# --- changes and signals
+
+
+def records_of(db: Database, connection_id: str, column: str, guids: list[str]) -> list[Row]:
+    """The transaction cache entries of a connection whose `column` (contact_guid or
+    company_guid) is one of `guids`, in kind and record order."""
+    if column not in ("contact_guid", "company_guid"):
+        raise ValueError(f"not a GUID column: {column}")
+    ids = server.dialect.json_array_values(db, "?")
+    sql = (
+        f"SELECT * FROM records WHERE connection_id = ? AND {column} != '' "
+        f"AND {column} IN (SELECT value FROM {ids}) ORDER BY kind, record_id"
+    )
+    return list(db.query(sql, [connection_id, json.dumps(sorted(set(guids)))]))
+
+
+def set_changes_seen(db: Database, connection_id: str, change_id: int) -> None:
+    """Note the last change a connection acted on (never moving back)."""
+    db.execute(
+        "UPDATE connections SET changes_seen = ? WHERE id = ? AND changes_seen < ?",
+        [change_id, connection_id, change_id],
+    )
+
+
+SIGNAL_COLUMNS = (
+    "connection_id, kind, record_id, contact_guid, change_id, signal, person, old_company, "
+    "new_company, new_company_guid, new_title, changed_on, created_at"
+)
+
+
+def add_signals(db: Database, rows: list[Row]) -> int:
+    """Store signals not stored yet (by connection, kind, record and change); how many."""
+    names = [name.strip() for name in SIGNAL_COLUMNS.split(",")]
+    cursor = db.conn.executemany(
+        f"INSERT INTO signals ({SIGNAL_COLUMNS}) "
+        f"VALUES ({', '.join(':' + name for name in names)}) ON CONFLICT DO NOTHING",
+        [{name: row.get(name, "") for name in names} for row in rows],
+    )
+    return max(cursor.rowcount, 0)
+
+
+def pending_signals(db: Database, connection_id: str, limit: int) -> list[Row]:
+    """A connection's signals not acted on yet, oldest first."""
+    sql = "SELECT * FROM signals WHERE connection_id = ? AND state = 'pending' ORDER BY id LIMIT ?"
+    return list(db.query(sql, [connection_id, limit]))
+
+
+def signals_of(db: Database, connection_id: str) -> list[Row]:
+    """A connection's signals, oldest first."""
+    return list(
+        db.query("SELECT * FROM signals WHERE connection_id = ? ORDER BY id", [connection_id])
+    )
+
+
+def finish_signal(db: Database, signal_id: int, state: str, written: Row, error: str) -> None:
+    """Record what was written for a signal (JSON `written`), its state and any error."""
+    db.execute(
+        "UPDATE signals SET state = ?, written = ?, error = ? WHERE id = ?",
+        [state, json.dumps(written), error, signal_id],
+    )

@@ -366,6 +366,7 @@ def test_jobs_run_records_the_run_and_jobs_list_shows_it(db: Database, db_path: 
         "purge_deliveries",
         "retention",
         "advance_backfills",
+        "changes",
         "signals_digest",
     ]
     assert rows["reenrich"]["last_run"]["result"] == "1 records queued for refresh"
@@ -383,7 +384,7 @@ def test_jobs_run_of_an_unknown_job_names_the_jobs(db_path: Path) -> None:
     result = _cli("jobs", "run", "reenrich_everything", "--db", str(db_path))
     assert result.exit_code == 1
     assert "no job 'reenrich_everything'" in result.output
-    named = "renew_subscriptions, purge_deliveries, retention, advance_backfills"
+    named = "purge_deliveries, retention, advance_backfills, changes"
     assert named in result.output
 
 

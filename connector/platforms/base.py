@@ -827,6 +827,29 @@ class CrmField:
     labels: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Task:
+    """A task for a record's owner (a job change, connector/changes.py): subject, text and the
+    day it is due (YYYY-MM-DD)."""
+
+    subject: str
+    body: str
+    due_on: str
+
+
+@dataclass(frozen=True)
+class NewContact:
+    """A person to add as a new contact: name, title, company, and a note (dated `noted_on`,
+    YYYY-MM-DD) linking them to the record they were found through."""
+
+    first_name: str
+    last_name: str
+    title: str
+    company: str
+    note: str
+    noted_on: str
+
+
 class Adapter(Protocol):
     """One CRM's contacts, read and written over an injected `httpx.Client`; with `auth`
     (a renewing OAuth token, connector/oauth.py), every request is authenticated by it."""
@@ -885,6 +908,16 @@ class Adapter(Protocol):
 
     def find(self, email: str) -> str | None:
         """The id of a record of the adapter's kind whose e-mail is `email`, or None."""
+        ...
+
+    def create_task(self, record_id: str, task: Task) -> str:
+        """Create a task for the owner of the record, linked to it; the task's id. Permanent
+        where the CRM's API has none."""
+        ...
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """Create a contact (or the CRM's person) linked to the record `linked_to` by a note
+        or association; its id. Permanent where not built."""
         ...
 
 
@@ -956,6 +989,14 @@ class CrmClient:
     def find(self, email: str) -> str | None:
         """Permanent: an adapter finds records by e-mail only where it says how (`Adapter`)."""
         raise Permanent("finding a record by e-mail not built yet")
+
+    def create_task(self, record_id: str, task: Task) -> str:
+        """Permanent: tasks are created only where the adapter says how (`Adapter`)."""
+        raise Permanent("creating a task in this CRM is not built yet")
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """Permanent: contacts are created only where the adapter says how (`Adapter`)."""
+        raise Permanent("creating a contact in this CRM is not built yet")
 
     def token_headers(self, token: str) -> dict[str, str]:
         """The headers every request carries: the token, and what else the CRM wants."""

@@ -96,6 +96,7 @@ from connector.platforms.base import (
     Event,
     Listed,
     MissingHeader,
+    NewContact,
     Now,
     Outcome,
     Permanent,
@@ -106,6 +107,7 @@ from connector.platforms.base import (
     Row,
     Schema,
     SignatureMismatch,
+    Task,
     Unparseable,
     Verified,
     View,
@@ -149,6 +151,12 @@ OBJECTS = {"contacts": (CONTACTS, "contact"), "companies": (COMPANIES, "company"
 # HubSpot's names of an object type -> our kinds: a Webhooks API subscription's prefix
 # (`company.creation`), a generic subscription's objectTypeId, a custom action's objectType.
 KINDS = {"contact": "contacts", "company": "companies", "0-1": "contacts", "0-2": "companies"}
+TASKS = f"/crm/objects/{API_VERSION}/tasks"
+NOTES = f"/crm/objects/{API_VERSION}/notes"
+OWNER = "hubspot_owner_id"
+# HubSpot-defined association type ids: task to contact / company, note to contact / company.
+TASK_TO = {"contacts": 204, "companies": 192}
+NOTE_TO = {"contacts": 202, "companies": 190}
 CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 ACTIONS = f"/automation/actions/{API_VERSION}"  # an app's custom workflow action definitions
 PROPERTIES = f"/crm/properties/{API_VERSION}"  # + /contacts or /companies: the properties API
@@ -354,6 +362,42 @@ class HubSpot(CrmClient):
         if not isinstance(created, dict) or "name" not in created:
             raise garbled(response, "the property created")
         return _field(created)
+
+    def create_task(self, record_id: str, task: Task) -> str:
+        """A to-do task (POST /crm/objects/2026-03/tasks) for the record's owner
+        (hubspot_owner_id, read first), associated with the record; its id."""
+        owner = self.read(record_id, [OWNER]).get(OWNER)
+        properties = {"hs_timestamp": f"{task.due_on}T09:00:00.000Z", "hs_task_subject":
+                      task.subject, "hs_task_body": task.body, "hs_task_status": "NOT_STARTED",
+                      "hs_task_type": "TODO", **({OWNER: str(owner)} if owner else {})}  # fmt: skip
+        return self._create(TASKS, properties, [(record_id, TASK_TO[self.kind])])
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """A contact (POST /crm/objects/2026-03/contacts), then a note associated with both it
+        and the record `linked_to` (HubSpot has no contact-to-contact association of its own);
+        the new contact's id."""
+        properties = {"firstname": contact.first_name, "lastname": contact.last_name,
+                      "jobtitle": contact.title, "company": contact.company}  # fmt: skip
+        created = self._create(CONTACTS, {k: v for k, v in properties.items() if v}, [])
+        note = {"hs_timestamp": f"{contact.noted_on}T09:00:00.000Z", "hs_note_body": contact.note}
+        links = [(created, NOTE_TO["contacts"]), (linked_to, NOTE_TO[self.kind])]
+        self._create(NOTES, note, links)
+        return created
+
+    def _create(self, path: str, properties: dict[str, Any], links: list[tuple[str, int]]) -> str:
+        """Create a CRM object with HubSpot-defined associations; its id."""
+        associations = [
+            {"to": {"id": str(key)},
+             "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": type_id}]}
+            for key, type_id in links
+        ]  # fmt: skip
+        body = {"properties": _strings(properties), "associations": associations}
+        response = self._send("POST", path, json=body)
+        self._check(response)
+        created = json_body(response)
+        if not (isinstance(created, dict) and created.get("id")):
+            raise garbled(response, "the object created")
+        return str(created["id"])
 
     def _update(self, record_id: str, properties: dict[str, Any]) -> Refusal:
         body = {"properties": _strings(properties)}

@@ -113,10 +113,12 @@ from connector.platforms.base import (
     CrmField,
     Event,
     Listed,
+    NewContact,
     Permanent,
     Refusal,
     Retriable,
     Row,
+    Task,
     Unparseable,
     View,
     WriteResult,
@@ -140,6 +142,8 @@ if TYPE_CHECKING:
 PERSONS = "/api/v2/persons"
 ORGANIZATIONS = "/api/v2/organizations"
 LEADS = "/api/v1/leads"
+ACTIVITIES = "/api/v2/activities"
+NOTES = "/api/v1/notes"  # notes have no v2 endpoint
 LIST_IDS = 100  # GET /persons and /organizations take up to 100 comma-separated `ids`
 LIST_PAGE = 500  # v2 list endpoints: `limit` up to 500 a page
 LEADS_PAGE = 100  # GET /api/v1/leads a page: its links are then read in one call each
@@ -385,6 +389,35 @@ class Pipedrive(CrmClient):
             if not (isinstance(cursor, str) and cursor):
                 return listed
 
+    def create_task(self, record_id: str, task: Task) -> str:
+        """A task activity (POST /api/v2/activities) for the owner of the person or
+        organization (its owner_id, read first), linked to it; its id."""
+        record = self._get(self._entity, record_id)
+        linked = {"org_id": int(record_id)} if self.kind == "companies" else {
+            "person_id": int(record_id), "participants": [{"person_id": int(record_id),
+                                                          "primary": True}]}  # fmt: skip
+        owner = _owner(record.get("owner_id"))
+        body = {"subject": task.subject, "type": "task", "due_date": task.due_on,
+                "note": task.body, "done": False, **linked,
+                **({"owner_id": owner} if owner else {})}  # fmt: skip
+        return self._created(ACTIVITIES, body, "activity")
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """A person (POST /api/v2/persons), then a note on it naming the record `linked_to`
+        (POST /api/v1/notes: Pipedrive links no person to a person); its id."""
+        name = f"{contact.first_name} {contact.last_name}".strip()
+        created = self._created(PERSONS, {"name": name}, "person")
+        self._created(NOTES, {"content": contact.note, "person_id": int(created)}, "note")
+        return created
+
+    def _created(self, path: str, body: dict[str, Any], noun: str) -> str:
+        response = self._send("POST", path, json=body)
+        self._check(response, noun)
+        made = _data(json_body(response))
+        if not made.get("id"):
+            raise garbled(response, f"the {noun} created under data")
+        return str(made["id"])
+
     @property
     def _entity(self) -> Entity:
         if self.kind not in ENTITIES:
@@ -626,6 +659,13 @@ class Pipedrive(CrmClient):
         if status >= 500:
             raise Retriable(reason, retry_after(response))
         raise Permanent(reason)
+
+
+def _owner(value: Any) -> int | None:
+    """A record's owner_id as v2 gives it (a number; v1 gave an object with `id`)."""
+    if isinstance(value, dict):
+        value = value.get("id")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _data(body: Any) -> dict[str, Any]:

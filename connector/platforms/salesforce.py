@@ -74,12 +74,14 @@ from connector.platforms.base import (
     CrmField,
     Event,
     Listed,
+    NewContact,
     Outcome,
     Permanent,
     Refusal,
     Refused,
     Retriable,
     Row,
+    Task,
     Unparseable,
     UrlSecret,
     View,
@@ -362,6 +364,32 @@ class Salesforce(CrmClient):
         except Permanent as failure:  # the whole call refused: every record's outcome
             return dict.fromkeys(changes, failure)
         return _save_results(changes, _listed(response, len(changes), "a SaveResult a record"))
+
+    def create_task(self, record_id: str, task: Task) -> str:
+        """A Task (POST /sobjects/Task) for the record's owner (OwnerId, read first): a
+        contact's or lead's by WhoId, an account's by WhatId; its id."""
+        owner = self.read(record_id, ["OwnerId"]).get("OwnerId")
+        link = "WhatId" if self.sobject == "Account" else "WhoId"
+        fields = {"Subject": task.subject[:255], "Description": task.body,
+                  "ActivityDate": task.due_on, "Status": "Not Started", "Priority": "Normal",
+                  link: record_id, **({"OwnerId": owner} if owner else {})}  # fmt: skip
+        return self._create("Task", fields)
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """A Contact (POST /sobjects/Contact) whose Description is the note naming the record
+        `linked_to` (Salesforce has no contact-to-contact relationship of its own); its id."""
+        fields = {"FirstName": contact.first_name, "LastName": contact.last_name,
+                  "Title": contact.title, "Description": contact.note}  # fmt: skip
+        return self._create("Contact", {k: v for k, v in fields.items() if v})
+
+    def _create(self, sobject: str, fields: dict[str, Any]) -> str:
+        """Create a record of `sobject`; its id (Salesforce answers 201 with a SaveResult)."""
+        response = self._send("POST", f"/sobjects/{sobject}", json=fields)
+        self._check(response)
+        saved = json_body(response)
+        if not (isinstance(saved, dict) and saved.get("success") and saved.get("id")):
+            raise garbled(response, "a SaveResult")
+        return str(saved["id"])
 
     def _path(self, record_id: str) -> str:
         return f"/sobjects/{self.sobject}/{quote(str(record_id), safe='')}"

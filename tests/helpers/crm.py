@@ -455,6 +455,7 @@ CRMS: dict[str, Platform] = {
 
 HS_COMPANIES = "/crm/objects/2026-03/companies"
 HS_CALLBACKS = "/automation/actions/callbacks/2026-03"
+HS_CREATED = ("tasks", "notes", "contacts")  # the objects FakeHubSpot creates (POST)
 
 
 class FakeHubSpot:
@@ -469,6 +470,7 @@ class FakeHubSpot:
         self.failures: list[httpx.Response] = []
         self.options: dict[str, set[str]] = {}  # dropdown properties: the values they allow
         self.completed: dict[str, dict[str, Any]] = {}  # custom actions: callbackId -> body
+        self.created: dict[str, list[dict[str, Any]]] = {"tasks": [], "notes": []}  # bodies
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
@@ -477,6 +479,8 @@ class FakeHubSpot:
         if request.url.path.startswith(HS_CALLBACKS):  # .../{callbackId}/complete: 204
             self.completed[unquote(request.url.path.split("/")[-2])] = json.loads(request.content)
             return httpx.Response(204)
+        if request.method == "POST" and request.url.path.rsplit("/", 1)[-1] in HS_CREATED:
+            return self._create(request)
         records = self._records(request)
         if request.url.path.endswith("/batch/update"):
             return self._batch_update(records, json.loads(request.content)["inputs"])
@@ -492,6 +496,19 @@ class FakeHubSpot:
             records[record_id].update(sent)
         properties = records[record_id]
         return httpx.Response(200, json=hubspot_shapes.record(record_id, properties))
+
+    def _create(self, request: httpx.Request) -> httpx.Response:
+        """POST /crm/objects/2026-03/{tasks,notes,contacts}: 201 with the object created (a
+        SimplePublicObject); tasks and notes are kept in `created` as sent."""
+        kind = request.url.path.rsplit("/", 1)[-1]
+        body = json.loads(request.content)
+        if kind == "contacts":
+            key = str(max((int(k) for k in self.contacts if k.isdigit()), default=500) + 1)
+            self.contacts[key] = dict(body["properties"])
+        else:
+            self.created[kind].append(body)
+            key = str(9000 + sum(map(len, self.created.values())))
+        return httpx.Response(201, json=hubspot_shapes.record(key, body["properties"]))
 
     def _records(self, request: httpx.Request) -> dict[str, dict[str, Any]]:
         """The kind of record a request's path names: companies, else contacts."""
@@ -643,6 +660,8 @@ class FakeSalesforce:
             return self._read_collection(path[2], request.url.params)
         if path[:2] == ["composite", "sobjects"]:
             return self._update_collection(json.loads(request.content)["records"])
+        if path[0] == "sobjects" and len(path) == 2 and request.method == "POST":
+            return self._create(path[1], json.loads(request.content))
         _, sobject, key = path
         if key not in self.records[sobject]:
             error = {"errorCode": "NOT_FOUND", "message": "The requested resource does not exist"}
@@ -654,6 +673,15 @@ class FakeSalesforce:
             return refused
         self.records[sobject][key].update(sent)
         return httpx.Response(204)
+
+    def _create(self, sobject: str, sent: dict[str, Any]) -> httpx.Response:
+        """A record of `sobject` created (POST /sobjects/{type}): 201 with its SaveResult; a
+        field the type lacks refused as on an update."""
+        if refused := self._unknown(sobject, sent):
+            return refused
+        key = f"00T{len(self.records[sobject]) + 1:012d}"[:15] + "AAA"
+        self.records[sobject][key] = dict(sent)
+        return httpx.Response(201, json={"id": key, "success": True, "errors": []})
 
     def _read(self, sobject: str, key: str, fields: list[str]) -> httpx.Response:
         if refused := self._unknown(sobject, fields):

@@ -28,6 +28,9 @@ NOT_FOUND = {
 RATE_LIMITED = {**NOT_FOUND, "error": "Request over limit", "errorCode": 429}
 
 
+CREATED = ("persons", "activities", "notes")  # what HeldPipedrive creates (POST)
+
+
 def found(record: dict[str, Any]) -> httpx.Response:
     """Pipedrive's answer holding one record."""
     return answer(200, {"success": True, "data": record})
@@ -62,12 +65,15 @@ class HeldPipedrive:
         self.requests: list[httpx.Request] = []
         self.failures: list[httpx.Response] = []  # answered first, one a request
         self.fields: dict[str, list[dict[str, Any]]] = {name: [] for name in FIELD_LISTS}
+        self.created: dict[str, list[dict[str, Any]]] = {}  # activities, notes: as sent
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.failures:
             return self.failures.pop(0)
         _, _, _, kind, *rest = request.url.path.split("/")  # /api/v2/persons/12
+        if request.method == "POST" and kind in CREATED:
+            return self._create(kind, json.loads(request.content))
         if kind in self.fields:
             return field_lists(self.fields[kind], request)
         if rest == ["search"]:
@@ -85,6 +91,19 @@ class HeldPipedrive:
             custom = {**held[rest[0]].get("custom_fields", {}), **sent.pop("custom_fields", {})}
             held[rest[0]] = {**held[rest[0]], **sent, "custom_fields": custom}
         return found(held[rest[0]])
+
+    def _create(self, kind: str, sent: dict[str, Any]) -> httpx.Response:
+        """POST /api/v2/persons, /api/v2/activities or /api/v1/notes: the object created under
+        `data` (UpsertPersonResponse, UpsertActivityResponse, UpsertNoteResponse); activities
+        and notes are kept in `created`."""
+        self.created.setdefault(kind, [])
+        if kind == "persons":
+            key = max((int(k) for k in self.held["persons"]), default=100) + 1
+            self.held["persons"][str(key)] = {"id": key, **sent}
+            return answer(200, {"success": True, "data": {"id": key, **sent}})
+        self.created[kind].append(sent)
+        key = 7000 + sum(map(len, self.created.values()))
+        return answer(200, {"success": True, "data": {"id": key, **sent}})
 
     def client(self) -> httpx.Client:
         return httpx.Client(transport=VendorTransport(self))

@@ -54,7 +54,7 @@ BROKEN = "contactdata.broken"
 NETWORK_ANSWERS = (502, 503, 504)
 HUBSPOT_DOCUMENTS = (
     "contacts", "companies", "properties", "webhooks", "actionsV4", "oauth", "appUninstalls",
-    "lists",
+    "lists", "tasks", "notes",
 )  # fmt: skip
 
 

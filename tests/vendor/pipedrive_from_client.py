@@ -277,6 +277,16 @@ def build():
             "add-person-request",
         ),
         ("/api/v2/persons", "v2", "persons-api", "getPersons", "Persons", None),
+        ("/api/v2/persons", "v2", "persons-api", "addPerson", "Persons", "add-person-request"),
+        (
+            "/api/v2/activities",
+            "v2",
+            "activities-api",
+            "addActivity",
+            "Activities",
+            "add-activity-request",
+        ),
+        ("/api/v1/notes", "v1", "notes-api", "addNote", "Notes", "add-note-request"),
         ("/api/v2/persons/search", "v2", "persons-api", "searchPersons", "Persons", None),
         (
             "/api/v2/organizations/{id}",
