@@ -19,7 +19,7 @@ from hubspot.automation import actions as sdk_actions
 from hubspot.crm import contacts as sdk_contacts
 
 from connector.platforms import PLATFORMS
-from connector.platforms.base import Permanent, Retriable, WriteResult
+from connector.platforms.base import NewContact, Permanent, Retriable, Task, WriteResult
 from connector.platforms.hubspot import HubSpot
 from tests.helpers.crm import (
     HS_CONTACTS,
@@ -533,6 +533,8 @@ SCOPE_OF_PATH = (
     (r"/crm/properties/2026-03/(contacts|companies)", "crm.schemas.{0}.{access}"),
     (r"/automation/actions/callbacks/2026-03/.+/complete", "automation"),
     (r"/crm/lists/2026-03/(search|[^/]+/memberships)", "crm.lists.read"),  # lists.json
+    # CRM/Tasks|Notes/Rollouts/424/2026-03/*.json: creating one needs crm.objects.contacts.write
+    (r"/crm/objects/2026-03/(?:tasks|notes)", "crm.objects.contacts.{access}"),
 )
 # A legacy app's scope HubSpot requires of every app (it cannot be removed from the required
 # ones), and a required scope must be in the install URL's `scope`
@@ -550,6 +552,11 @@ ADAPTER_CALLS = {
     "complete_action": ("ap-1", {"outputFields": {}}),
     "fields": (),
     "create_field": ("contactdata_seniority", "Seniority", "text"),
+    "create_task": ("512", Task("Ava left Acme", "Now at Globex.", "2026-12-01")),
+    "create_contact": (
+        NewContact("Ava", "Adams", "CRO", "Globex", "Was 512.", "2026-12-01"),
+        "512",
+    ),
 }
 
 
@@ -579,6 +586,8 @@ def documented(request: httpx.Request) -> httpx.Response:
         return answer(201, {**json.loads(request.content), "description": "", "options": []})
     if path.startswith("/automation/actions/callbacks/"):
         return answer(204)
+    if request.method == "POST" and path.rsplit("/", 1)[-1] in ("tasks", "notes", "contacts"):
+        return answer(201, record("9001", json.loads(request.content)["properties"]))
     return hubspot_answers(request)
 
 

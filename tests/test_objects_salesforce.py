@@ -39,7 +39,8 @@ SAM = "sam@hillcountry-analytics.com"  # in tests/data/discover_contacts.csv
 # and the custom ones an admin created. NaicsCode, NaicsDesc and SicDesc are not there.
 CUSTOM = {f"ContactData_{name}__c" for name in (
     "Company_Name Company_Domain Industry Employees Employee_Range Revenue_Range Job_Levels "
-    "Job_Functions Record_Status Contact_GUID Company_GUID LinkedIn_URL"
+    "Job_Functions Record_Status Contact_GUID Company_GUID LinkedIn_URL Job_Change_Left_On "
+    "Job_Change_New_Company Job_Change_New_Title"
 ).split()}  # fmt: skip
 FIELDS = {
     "Contact": {"AccountId", "FirstName", "LastName", "Email", "Title", "Department", "Phone",
