@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from sqlite_utils import Database
 
 import connector.app
-from connector import connections, mappings, preview, store, worker
+import server
+from connector import connections, mappings, preview, signal_settings, store, worker
 from connector.cli import main
 from server import NotFound, ServiceError, importer
 from tests.helpers import hubspot_shapes
@@ -238,6 +239,27 @@ def test_the_page_previews_then_applies_exactly_once(site: Row, fake_crm: FakeCr
     again = client.post(f"{made.location}/apply", data={"csrf_token": token(page)})
     assert "already applied" in text(client.get(again.location))
     assert fake_crm.writes["501"] == 1
+
+
+def test_the_page_shows_what_a_job_change_would_write_and_writes_nothing(
+    site: Row, fake_crm: FakeCrm
+) -> None:
+    client, acme = signed_in(site["app"], site["Acme"]["key"]), site["Acme"]
+    signal_settings.set_actions(site["db"], acme["id"], "contacts", ["mark", "task"])
+    signal = {"connection_id": acme["id"], "kind": "contacts", "record_id": "501",
+              "contact_guid": "D15C00000000000000000000000000C1", "change_id": 1,
+              "signal": "left", "old_company": "Lonestar Discover Works Inc.",
+              "new_company": "Hill Country Analytics LLC", "new_title": "Chief Revenue Officer",
+              "changed_on": "2026-12-01", "created_at": "2026-12-02T09:00:00Z"}  # fmt: skip
+    with server.write(site["db"]):
+        store.add_signals(site["db"], [signal])
+    form = f"/settings/connections/{acme['id']}/preview"
+    shown = text(submit(client, form, f"{form}/job-changes"))
+    assert "Left: contacts record 501" in shown
+    assert "contactdata_job_change_new_company Hill Country Analytics LLC" in shown
+    assert "Task (due 2026-12-02): Ava left Lonestar Discover Works Inc." in shown
+    (stored,) = store.signals_of(site["db"], acme["id"])
+    assert stored["state"] == "pending" and fake_crm.writes["501"] == 0
 
 
 def test_errors_are_messages_on_the_page(site: Row, fake_crm: FakeCrm) -> None:

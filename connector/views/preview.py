@@ -1,7 +1,8 @@
 """The preview pages of the settings page: /settings/connections/<id>/preview asks for a CRM
 record (its id or e-mail) and kind, shows what enriching it would write (connector/preview.py)
-and writes exactly that once when the admin presses Apply. Another organization's connection
-or preview is a 404."""
+and writes exactly that once when the admin presses Apply; and shows what the connection's
+pending job changes would write (marks, tasks, new contacts). Another organization's
+connection or preview is a 404."""
 
 from __future__ import annotations
 
@@ -40,6 +41,22 @@ def make_preview(connection_id: str) -> Response:
     except ServiceError as error:
         return page.failed(error, ".preview_form", connection_id=connection_id)
     return redirect(url_for(".show_preview", connection_id=link["id"], preview_id=shown.id), 303)
+
+
+@page.blueprint.post("/connections/<connection_id>/preview/job-changes")
+def preview_job_changes(connection_id: str) -> Response:
+    """What the connection's job changes not written yet would write (read from the CRM,
+    nothing written, nothing charged)."""
+    link = page.own_connection(connection_id)
+    try:
+        with _worker() as work:
+            shown = preview.job_changes(work, link["id"])
+    except ServiceError as error:
+        return page.failed(error, ".preview_form", connection_id=connection_id)
+    kinds = PLATFORMS[link["platform"]].objects
+    return page.render(
+        "preview.html", link=link, kinds=kinds, shown=None, expired=False, job_changes=shown
+    )
 
 
 @page.blueprint.get("/connections/<connection_id>/previews/<preview_id>")
