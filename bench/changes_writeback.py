@@ -28,6 +28,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ RESULTS = Path(__file__).parent / "results" / "changes_writeback.txt"
 TARGET_SECONDS = 60.0  # for 20,000 records
 FIRST_ID = 1_000_001
 BATCH = 100
+BASELINE = 2_000  # inputs enriched alone for the baseline
+IDLE_ENRICH = 2_361  # enrich_with_key calls/s on this machine idle (bench/results/backfill.txt)
 Row = dict[str, Any]
 
 
@@ -63,8 +66,8 @@ def people(db: Path, count: int) -> list[Row]:
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
-def set_up(db: Path, crm: FakeHubSpot, chosen: list[Row]) -> str:
-    """The organization, the connection and its records; the connection id."""
+def set_up(db: Path, crm: FakeHubSpot, chosen: list[Row]) -> tuple[str, str]:
+    """The organization, the connection and its records; the connection id and the key."""
     database = store.connect(db)
     now = utcnow()
     _, key = accounts.create_organization(
@@ -88,7 +91,7 @@ def set_up(db: Path, crm: FakeHubSpot, chosen: list[Row]) -> str:
         store.save_records(database, rows)
         store.set_changes_seen(database, link.row["id"], server.changes.latest_id(database))
     database.conn.close()
-    return str(link.row["id"])
+    return str(link.row["id"]), key
 
 
 def a_month_of_changes(db: Path, chosen: list[Row]) -> None:
@@ -129,6 +132,20 @@ def run(db: Path, crm: FakeHubSpot, link_id: str) -> Row:
             "rounds": rounds}  # fmt: skip
 
 
+def enrich_alone(db: Path, api_key: str, chosen: list[Row]) -> float:
+    """Calls/s of `enrich_with_key` alone on inputs like the worker's (e-mail, names, GUID)."""
+    database = store.connect(db)
+    began = time.perf_counter()
+    for person in chosen:
+        given = {"conEmail": person["email"], "conFirstName": person["first"],
+                 "conLastName": person["last"], "conGuid": person["contact_guid"]}  # fmt: skip
+        server.enrich_with_key(
+            database, SECRET.encode(), api_key, given, utcnow(), str(uuid.uuid4()), "/bench"
+        )
+    database.conn.close()
+    return len(chosen) / (time.perf_counter() - began)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=20_000)
@@ -146,9 +163,10 @@ def main() -> None:
         }  # fmt: skip
         crm = FakeHubSpot(contacts)
         threading.Thread(target=crm.serve_forever, daemon=True).start()
-        link_id = set_up(db, crm, chosen)
+        link_id, key = set_up(db, crm, chosen)
         a_month_of_changes(db, chosen)
         figures = run(db, crm, link_id)
+        baseline = enrich_alone(db, key, chosen[:BASELINE])
         crm.shutdown()
     fresh = sum(c["jobtitle"].endswith(" II") for c in contacts.values())
     count = len(chosen)
@@ -166,6 +184,13 @@ def main() -> None:
         f"{count / figures['working']:,.0f} records/s; target {target:.0f} s: {verdict}",
         f"    outcomes: {figures['outcomes']}; CRM calls: {dict(crm.calls)}",
         f"    contacts holding the new title: {fresh:,} of {count:,}",
+        f"(c) enrich_with_key alone on {min(count, BASELINE):,} of the same inputs, just after: "
+        f"{baseline:,.0f} calls/s; worker / enrich alone "
+        f"{count / figures['working'] / baseline:.0%}",
+        f"    at an idle machine's enrich rate ({IDLE_ENRICH:,} calls/s, bench/results/"
+        f"backfill.txt) the worker would take about "
+        f"{figures['working'] * baseline / IDLE_ENRICH:.0f} s (an estimate: this run's load "
+        f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)",
     ]
     text = "\n".join(lines) + "\n"
     print(text, end="")

@@ -9,7 +9,9 @@ Design (docs/changes.md says it for admins):
   A round reads the changes numbered after it, a page (`PAGE`) at a time, oldest first, and
   finds the CRM records of the connection that hold each one: a contact's changes reach the
   records enriched from that contact (records.contact_guid), a company's firmographics the
-  records enriched from that company (records.company_guid).
+  records enriched from that company (records.company_guid); a record enriched after the
+  change was recorded already holds it and is left out (so a new connection, whose
+  `changes_seen` starts at 0, is not sent the whole history).
 - Each such record gets one refresh event per page (the thin event the reenrich job queues,
   keyed `change:<last change id of the record in the page>:<record>`, so running a round
   again adds nothing): the worker reads the record, enriches it again and writes back what
@@ -174,8 +176,13 @@ def _holders(
 def _holding(change: server.changes.Change, holders: dict[str, list[Row]]) -> list[Row]:
     """The records a change reaches: a company's (firmographics), else the person's."""
     if change.kind == "company":
-        return holders.get(f"k:{change.company_guid}", [])
-    return holders.get(f"c:{change.contact_guid}", [])
+        return _before(change, holders.get(f"k:{change.company_guid}", []))
+    return _before(change, holders.get(f"c:{change.contact_guid}", []))
+
+
+def _before(change: server.changes.Change, rows: list[Row]) -> list[Row]:
+    """The records enriched before the change was recorded (one enriched since holds it)."""
+    return [row for row in rows if row["enriched_at"] < change.recorded_at]
 
 
 def _key(row: Row) -> tuple[str, str]:
@@ -211,14 +218,14 @@ def _signals(
     for change in chosen.changes:
         if change.kind == "job_ended":
             started = _started(db, change, batch)
-            for row in chosen.holders.get(f"c:{change.contact_guid}", []):
+            for row in _before(change, chosen.holders.get(f"c:{change.contact_guid}", [])):
                 if row["kind"] in PERSON_KINDS and row["company_guid"] == change.before.get(
                     "company_guid"
                 ):
                     found.append(_signal(link, row, change, "left", started, now))
         elif change.kind == "job_started":
             guid = change.after.get("company_guid", "")
-            for row in chosen.holders.get(f"k:{guid}", []) if guid else []:
+            for row in _before(change, chosen.holders.get(f"k:{guid}", []) if guid else []):
                 if row["kind"] == "companies":
                     found.append(_signal(link, row, change, "joined", change, now))
     return found

@@ -21,7 +21,8 @@ import pytest
 from sqlite_utils import Database
 
 import server
-from connector import changes, connections, preview, signal_settings, store, worker
+from connector import changes, connections, mappings, preview, signal_settings, store, worker
+from connector.platforms.base import Task
 from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
@@ -29,6 +30,8 @@ from tests.helpers.crm import FakeHubSpot, FakeSalesforce
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import HeldPipedrive
 from tests.helpers.vendors import VendorTransport
+
+pytestmark = pytest.mark.both_backends
 
 Row = dict[str, Any]
 AVA_GUID, BEN_GUID = "D15C00000000000000000000000000C1", "D15C00000000000000000000000000C2"
@@ -340,3 +343,81 @@ def test_on_pro_changes_are_charged_and_capped_the_rest_waiting_for_the_next_run
     assert world.credits() == 6 and crm.holds(crm.ben)["jobtitle"] == "VP, Growth Marketing"
     assert world.run_job() == "0 records queued for refresh from changes, 0 job changes; no signals"
     assert world.credits() == 6
+
+
+# --- the parts, on literal data ---------------------------------------------------------------
+
+LEFT = {"signal": "left", "record_id": "501", "old_company": "Lonestar Discover Works Inc.",
+        "new_company": "Globex", "new_title": "CRO", "changed_on": "2026-12-01",
+        "created_at": "2026-12-02T09:00:00Z"}  # fmt: skip
+MARKS = ("contactdata_job_change_left_on", "contactdata_job_change_new_company",
+         "contactdata_job_change_new_title")  # fmt: skip
+
+
+def _mapping(policy: str) -> mappings.Mapping:
+    """HubSpot's recommended mapping, its new-company mark rule under `policy`."""
+    text = (mappings.DIRECTORY / "hubspot.yaml").read_text()
+    return mappings.parse(text.replace("property: contactdata_job_change_new_company, policy: "
+                                       "always", "property: contactdata_job_change_new_company, "
+                                       f"policy: {policy}"), "hubspot.yaml")  # fmt: skip
+
+
+def test_a_mark_edited_by_hand_is_kept_unless_its_policy_is_always() -> None:
+    current = {"firstname": "Ava", "lastname": "Adams", MARKS[1]: "Initech (typed)"}
+    ours = {MARKS[1]: "Hooli"}  # what we wrote last: the CRM's value is a hand edit
+    kept = changes.signal_writes(LEFT, ["mark"], _mapping("overwrite_if_ours"), current, ours)
+    assert kept.marks == {MARKS[0]: "2026-12-01", MARKS[2]: "CRO"}
+    written = changes.signal_writes(LEFT, ["mark"], _mapping("always"), current, ours)
+    assert written.marks == dict(zip(MARKS, ["2026-12-01", "Globex", "CRO"], strict=True))
+
+
+def test_what_a_signal_writes_follows_the_actions_chosen() -> None:
+    current = {"firstname": "Ava", "lastname": "Adams"}
+    writes = changes.signal_writes(LEFT, ["task", "new_contact"], _mapping("always"), current, {})
+    assert writes.marks == {} and writes.skipped == {}
+    assert writes.task == Task(
+        "Ava Adams left Lonestar Discover Works Inc.",
+        "Ava Adams left Lonestar Discover Works Inc. on 2026-12-01; now CRO at Globex. Reach "
+        "them at their new company; find who takes over.",
+        "2026-12-02",
+    )
+    assert writes.contact is not None and (writes.contact.last_name, writes.contact.company) == (
+        "Adams",
+        "Globex",
+    )
+    nameless = changes.signal_writes(LEFT, ["new_contact"], _mapping("always"), {}, {})
+    assert nameless.contact is None and "name" in nameless.skipped["new_contact"]
+
+
+def test_changes_seen_stops_before_what_waits_and_records_enriched_since_are_left_out(
+    pro: World, tmp_path: Path
+) -> None:
+    world = pro
+    _enriched_once(world)
+    first = server.changes.latest_id(world.db)
+    _a_month_of_changes(world, tmp_path)
+    ended, started, title = range(first + 1, first + 4)
+    signal_settings.set_credit_cap(world.db, world.link.row["id"], 0)
+
+    changes.act_on_changes(world.db, world.clock())  # Ava's first change cannot be paid for
+    assert _seen(world) == first and store.events_of(world.db, world.link.row["id"])[-1][
+        "event_key"
+    ].startswith("created:")
+    signal_settings.set_credit_cap(world.db, world.link.row["id"], None)
+    # Ben's record enriched again after his change: it holds the change already
+    world.db.execute(
+        "UPDATE records SET enriched_at = ? WHERE record_id = ?",
+        [server.iso(world.clock()), world.crm.ben],
+    )
+    assert changes.act_on_changes(world.db, world.clock()).startswith(
+        "1 records queued for refresh from changes, 2 job changes"
+    )
+    assert _seen(world) == title > started > ended
+    keys = [e["event_key"] for e in store.events_of(world.db, world.link.row["id"])]
+    assert keys[-1] == f"change:{started}:{world.crm.ava}"  # Ava's last change of the page
+
+
+def _seen(world: World) -> int:
+    link = store.connection(world.db, world.link.row["id"])
+    assert link is not None
+    return int(link["changes_seen"])
