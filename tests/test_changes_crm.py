@@ -30,6 +30,7 @@ from tests.helpers.crm import FakeHubSpot, FakeSalesforce
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import HeldPipedrive
 from tests.helpers.vendors import VendorTransport
+from tests.helpers.zoho_crm import FakeZohoRecords
 
 pytestmark = pytest.mark.both_backends
 
@@ -138,7 +139,35 @@ def _pipedrive() -> Crm:
     )  # fmt: skip
 
 
-CRMS = {"hubspot": _hubspot, "salesforce": _salesforce, "pipedrive": _pipedrive}
+ZOHO_AVA, ZOHO_BEN, ZOHO_HILL = "554023000000100001", "554023000000100002", "554023000000200001"
+
+
+def _zoho() -> Crm:
+    owner = {"name": "Pat Owner", "id": "554023000000000235"}
+    fake = FakeZohoRecords({
+        "Contacts": {
+            ZOHO_AVA: {"id": ZOHO_AVA, "First_Name": "Ava", "Last_Name": "Adams", "Email": AVA,
+                       "Owner": owner},
+            ZOHO_BEN: {"id": ZOHO_BEN, "First_Name": "Ben", "Last_Name": "Brown", "Email": BEN,
+                       "Owner": owner},
+        },
+        "Accounts": {ZOHO_HILL: {"id": ZOHO_HILL, "Account_Name": "Hill Country Analytics LLC",
+                                "Owner": owner}},
+        "Leads": {}, "Tasks": {},
+    })  # fmt: skip
+    created = lambda: [  # noqa: E731
+        json.loads(r.content)["data"][0] for r in fake.requests
+        if r.method == "POST" and r.url.path.endswith("/Contacts")
+    ]  # fmt: skip
+    return Crm(
+        "zoho", "1000.zoho-access-token", fake, ZOHO_AVA, ZOHO_BEN, ZOHO_HILL,
+        lambda key: fake.records["Contacts"][key], lambda: list(fake.records["Tasks"].values()),
+        created, "Title", ("ContactData_Job_Change_Left_On", "ContactData_Job_Change_New_Company",
+                           "ContactData_Job_Change_New_Title"), {},
+    )  # fmt: skip
+
+
+CRMS = {"hubspot": _hubspot, "salesforce": _salesforce, "pipedrive": _pipedrive, "zoho": _zoho}
 
 
 @dataclass
@@ -231,7 +260,7 @@ def _a_month_of_changes(world: World, tmp_path: Path) -> None:
     world.clock.now = MONTH_LATER + timedelta(hours=1)
 
 
-@pytest.fixture(params=["hubspot", "salesforce", "pipedrive"])
+@pytest.fixture(params=["hubspot", "salesforce", "pipedrive", "zoho"])
 def plus(
     request: pytest.FixtureRequest, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[World]:
@@ -299,12 +328,16 @@ def _task(platform: str, sent: Row) -> Row:
     if platform == "salesforce":
         return {"subject": sent["Subject"], "body": sent["Description"],
                 "due_on": sent["ActivityDate"]}  # fmt: skip
+    if platform == "zoho":
+        return {"subject": sent["Subject"], "body": sent["Description"],
+                "due_on": sent["Due_Date"]}  # fmt: skip
     return {"subject": sent["subject"], "body": sent["note"], "due_on": sent["due_date"]}
 
 
 def _contact(platform: str, sent: Row) -> str:
     """The last name of a contact the CRM was sent."""
     return str({"hubspot": lambda: sent["lastname"], "salesforce": lambda: sent["LastName"],
+                "zoho": lambda: sent["Last_Name"],
                 "pipedrive": lambda: sent["name"].rpartition(" ")[2]}[platform]())  # fmt: skip
 
 

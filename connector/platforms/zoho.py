@@ -47,6 +47,8 @@ fields only): the admin adds it in Zoho's setup. A record is found by e-mail wit
 /crm/v7/<module>/search?email= (contacts and leads; an Account has no e-mail), 204 when none.
 A backfill of one custom view lists the module's views (GET /crm/v7/settings/custom_views?
 module=, the ZohoCRM.settings.custom_views.READ scope), then its records by `cvid`.
+A job change's task is a record of Tasks (POST /crm/v7/Tasks, the insert-records API, the
+ZohoCRM.modules.tasks.CREATE scope) for the record's Owner; its new contact one of Contacts.
 
 Sources: Zoho CRM API v7 docs (get-records: fields, per_page, page_token,
 If-Modified-Since; status codes: 304 Not Modified; update-records, notifications/enable and
@@ -77,6 +79,7 @@ from connector.platforms.base import (
     Delivery,
     Event,
     Listed,
+    NewContact,
     Outcome,
     Permanent,
     Platform,
@@ -84,6 +87,7 @@ from connector.platforms.base import (
     Refused,
     Retriable,
     Row,
+    Task,
     Unparseable,
     Verified,
     View,
@@ -426,6 +430,35 @@ class Zoho(CrmClient):
             raise garbled(response, "records under data")
         return records, info if isinstance(info, dict) else {}
 
+    def create_task(self, record_id: str, task: Task) -> str:
+        """A Task (POST /crm/v7/Tasks) for the record's owner (Owner, read first), linked to
+        it: a contact by Who_Id, a lead or an account by What_Id and $se_module; its id."""
+        owner = self.read(record_id, [f"Owner{LOOKUP_ID}"]).get(f"Owner{LOOKUP_ID}")
+        link = {"Who_Id": {"id": record_id}} if self.kind == "contacts" else {
+            "What_Id": {"id": record_id}, "$se_module": MODULES[self.kind]}  # fmt: skip
+        values = {"Subject": task.subject, "Description": task.body, "Due_Date": task.due_on,
+                  "Status": "Not Started", **link,
+                  **({"Owner": {"id": str(owner)}} if owner else {})}  # fmt: skip
+        return self._insert("Tasks", values)
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """A Contact (POST /crm/v7/Contacts) whose Description is the note naming the record
+        `linked_to`; its id."""
+        values = {"First_Name": contact.first_name, "Last_Name": contact.last_name,
+                  "Title": contact.title, "Description": contact.note}  # fmt: skip
+        return self._insert("Contacts", {k: v for k, v in values.items() if v})
+
+    def _insert(self, module: str, values: dict[str, Any]) -> str:
+        """Insert one record of `module` (Zoho's insert-records API); its id."""
+        response = self._send("POST", f"{API}/{module}", json=_payload([values]))
+        self._check(response)
+        answers = _body(response).get("data")
+        first = answers[0] if isinstance(answers, list) and answers else {}
+        details = first.get("details") if isinstance(first, dict) else None
+        if not (first.get("code") == "SUCCESS" and isinstance(details, dict) and details.get("id")):
+            raise Permanent(f"Zoho did not add the {module} record: {_describe(first)}")
+        return str(details["id"])
+
     def _update(self, record_id: str, values: dict[str, Any]) -> Refusal:
         outcome = self._update_one(record_id, values)
         if isinstance(outcome, Permanent):
@@ -710,7 +743,7 @@ class ZohoPlatform(Platform):
     oauth_token_url: str = "https://accounts.zoho.com/oauth/v2/token"
     oauth_scope: str = (
         "ZohoCRM.modules.contacts.ALL,ZohoCRM.modules.leads.ALL,ZohoCRM.modules.accounts.ALL,"
-        "ZohoCRM.settings.fields.READ,ZohoCRM.settings.custom_views.READ,ZohoCRM.notifications.ALL"
+        "ZohoCRM.modules.tasks.CREATE,ZohoCRM.settings.fields.READ,ZohoCRM.settings.custom_views.READ,ZohoCRM.notifications.ALL"
     )
     # A refresh token only with access_type=offline; prompt=consent gives one each time.
     oauth_consent_params: tuple[tuple[str, str], ...] = (

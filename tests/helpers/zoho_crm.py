@@ -64,6 +64,8 @@ class FakeZohoRecords:
             return self._search(held, request.url.params["email"])
         if request.method == "PUT":
             return self._update(held, json.loads(request.content)["data"], rest)
+        if request.method == "POST":
+            return self._insert(module, held, json.loads(request.content)["data"])
         ids = rest or request.url.params["ids"].split(",")
         fields = [name for name in request.url.params.get("fields", "").split(",") if name]
         found = [self._view(held[key], fields) for key in ids if key in held]
@@ -108,6 +110,15 @@ class FakeZohoRecords:
             held[key].update({name: value for name, value in item.items() if name != "id"})
             answers.append(_success(key))
         return httpx.Response(200, json={"data": answers})
+
+    def _insert(self, module: str, held: dict[str, Record], data: list[Record]) -> httpx.Response:
+        """Insert records (POST /crm/v7/{module}): 201, one SUCCESS with its new id each."""
+        answers = []
+        for item in data:
+            key = f"{MODULE_IDS.get(module, '554023000000000999')[:12]}{len(held) + 1:07d}"
+            held[key] = {**item, "id": key}
+            answers.append(_success(key))
+        return httpx.Response(201, json={"data": answers})
 
     def _watch(self, request: httpx.Request) -> httpx.Response:
         """The channel enabled (POST) or updated (PATCH): one event a module watched, its
