@@ -27,6 +27,7 @@ from server import importer
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, FakeSalesforce
+from tests.helpers.dataverse import FakeDataverseTables
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import HeldPipedrive
 from tests.helpers.vendors import VendorTransport
@@ -167,7 +168,34 @@ def _zoho() -> Crm:
     )  # fmt: skip
 
 
-CRMS = {"hubspot": _hubspot, "salesforce": _salesforce, "pipedrive": _pipedrive, "zoho": _zoho}
+DV_AVA, DV_BEN, DV_HILL = (f"00000000-0000-0000-0000-00000000000{n}" for n in (1, 2, 3))
+DV_OWNER = "00000000-0000-0000-0000-0000000000aa"
+
+
+def _dynamics() -> Crm:
+    fake = FakeDataverseTables({
+        "contacts": {
+            DV_AVA: {"contactid": DV_AVA, "firstname": "Ava", "lastname": "Adams",
+                     "emailaddress1": AVA, "_ownerid_value": DV_OWNER},
+            DV_BEN: {"contactid": DV_BEN, "firstname": "Ben", "lastname": "Brown",
+                     "emailaddress1": BEN},
+        },
+        "accounts": {DV_HILL: {"accountid": DV_HILL, "name": "Hill Country Analytics LLC"}},
+    })  # fmt: skip
+    created = lambda: [  # noqa: E731
+        json.loads(r.content) for r in fake.requests
+        if r.method == "POST" and r.url.path.endswith("/contacts")
+    ]  # fmt: skip
+    return Crm(
+        "dynamics", "dataverse-access-token", fake, DV_AVA, DV_BEN, DV_HILL,
+        lambda key: fake.tables["contacts"][key], lambda: fake.created, created, "jobtitle",
+        ("new_contactdata_job_change_left_on", "new_contactdata_job_change_new_company",
+         "new_contactdata_job_change_new_title"), {},
+    )  # fmt: skip
+
+
+CRMS = {"hubspot": _hubspot, "salesforce": _salesforce, "pipedrive": _pipedrive, "zoho": _zoho,
+        "dynamics": _dynamics}  # fmt: skip
 
 
 @dataclass
@@ -260,7 +288,7 @@ def _a_month_of_changes(world: World, tmp_path: Path) -> None:
     world.clock.now = MONTH_LATER + timedelta(hours=1)
 
 
-@pytest.fixture(params=["hubspot", "salesforce", "pipedrive", "zoho"])
+@pytest.fixture(params=["hubspot", "salesforce", "pipedrive", "zoho", "dynamics"])
 def plus(
     request: pytest.FixtureRequest, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[World]:
@@ -305,6 +333,7 @@ def test_a_month_of_changes_reaches_the_crm_free_on_plus_as_the_preview_showed(
     assert left["task"]["subject"] == "Ava Adams left Lonestar Discover Works Inc."
     assert joined["task"]["subject"] == "New contact at Hill Country Analytics LLC"
     assert [_task(crm.platform, t) for t in crm.tasks()] == [left["task"], joined["task"]]
+    assert _owner(crm.platform, crm.tasks()[0]) == OWNERS[crm.platform]  # Ava's record's
     (contact,) = crm.contacts()
     assert _contact(crm.platform, contact) == left["contact"]["last_name"] == "Adams"
     if crm.title:
@@ -331,13 +360,29 @@ def _task(platform: str, sent: Row) -> Row:
     if platform == "zoho":
         return {"subject": sent["Subject"], "body": sent["Description"],
                 "due_on": sent["Due_Date"]}  # fmt: skip
+    if platform == "dynamics":
+        return {"subject": sent["subject"], "body": sent["description"],
+                "due_on": sent["scheduledend"][:10]}  # fmt: skip
     return {"subject": sent["subject"], "body": sent["note"], "due_on": sent["due_date"]}
+
+
+# The owner of Ava's record in each fake, as a task for that owner names them.
+OWNERS = {"hubspot": "77", "salesforce": "005OWNER", "pipedrive": 12345678,
+          "zoho": "554023000000000235", "dynamics": f"/systemusers({DV_OWNER})"}  # fmt: skip
+
+
+def _owner(platform: str, sent: Row) -> Any:
+    """The owner a task the CRM was sent is for."""
+    return {"hubspot": lambda: sent["properties"]["hubspot_owner_id"],
+            "salesforce": lambda: sent["OwnerId"], "pipedrive": lambda: sent["owner_id"],
+            "zoho": lambda: sent["Owner"]["id"],
+            "dynamics": lambda: sent["ownerid@odata.bind"]}[platform]()  # fmt: skip
 
 
 def _contact(platform: str, sent: Row) -> str:
     """The last name of a contact the CRM was sent."""
     return str({"hubspot": lambda: sent["lastname"], "salesforce": lambda: sent["LastName"],
-                "zoho": lambda: sent["Last_Name"],
+                "zoho": lambda: sent["Last_Name"], "dynamics": lambda: sent["lastname"],
                 "pipedrive": lambda: sent["name"].rpartition(" ")[2]}[platform]())  # fmt: skip
 
 

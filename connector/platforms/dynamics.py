@@ -43,7 +43,9 @@ one). Creating
 a column takes a publisher's prefix and customizer rights (crm-install.md §3): the admin adds it
 in the maker portal. A row is found by e-mail with $filter=emailaddress1 eq '<address>' (quotes
 doubled, as OData string literals escape them); Dataverse compares text without regard to
-case. Contacts, leads and accounts all have emailaddress1.
+case. Contacts, leads and accounts all have emailaddress1. A job change's task is a task row
+(POST /tasks) regarding the row, for its owner (_ownerid_value); its new contact a contact row;
+each answered 204 with the new row's URL in OData-EntityId.
 """
 
 from __future__ import annotations
@@ -67,10 +69,12 @@ from connector.platforms.base import (
     CrmField,
     Event,
     Listed,
+    NewContact,
     Permanent,
     Refusal,
     Retriable,
     Row,
+    Task,
     Unparseable,
     UrlSecret,
     View,
@@ -108,6 +112,7 @@ LOOKUP = re.compile(r"_\w+_value")  # a lookup column's Web API property (_paren
 # "1,9"; https://learn.microsoft.com/power-apps/developer/data-platform/multi-select-picklist).
 OPTION_VALUES = re.compile(r"\s*\d+(?:\s*,\s*\d+)+\s*")
 MULTI_SELECT = "MultiSelectPicklistAttributeMetadata"
+OWNER = "_ownerid_value"  # a row's owner (a systemuser or team), as the Web API reads it
 log = logging.getLogger(__name__)
 
 
@@ -397,6 +402,33 @@ class Dynamics(CrmClient):
         if url is None or url.path != f"{API}/{self.table.entity_set}":
             raise garbled(response, f"a next link of {self.table.entity_set}")
         return url.raw_path.decode("ascii")
+
+    def create_task(self, record_id: str, task: Task) -> str:
+        """A task (POST /tasks) regarding the row, for its owner (_ownerid_value, read
+        first); its id."""
+        guid, table = self._guid(record_id), self.table
+        owner = self.read(guid, [OWNER]).get(OWNER)
+        body = {"subject": task.subject, "description": task.body,
+                "scheduledend": f"{task.due_on}T09:00:00Z",
+                f"regardingobjectid_{table.name}_task@odata.bind": f"/{table.entity_set}({guid})",
+                **({"ownerid@odata.bind": f"/systemusers({owner})"} if owner else {})}  # fmt: skip
+        return self._create("tasks", body)
+
+    def create_contact(self, contact: NewContact, linked_to: str) -> str:
+        """A contact row (POST /contacts) whose description is the note naming the row
+        `linked_to`; its id."""
+        body = {"firstname": contact.first_name, "lastname": contact.last_name,
+                "jobtitle": contact.title, "description": contact.note}  # fmt: skip
+        return self._create("contacts", {k: v for k, v in body.items() if v})
+
+    def _create(self, entity_set: str, body: dict[str, Any]) -> str:
+        """Create a row; its id, from the OData-EntityId header of the 204 answer."""
+        response = self._send("POST", f"{API}/{entity_set}", json=body)
+        self._check(response)
+        named = GUID.search(response.headers.get("OData-EntityId", "").rpartition("(")[2])
+        if named is None:
+            raise garbled(response, f"an OData-EntityId naming the {entity_set} row created")
+        return named.group(0)
 
     def _update(self, guid: str, columns: dict[str, Any]) -> Refusal:
         response = self._send(

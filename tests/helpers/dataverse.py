@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import uuid
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote
@@ -35,6 +36,7 @@ ATTRIBUTES = re.compile(
     r"(?:/Microsoft\.Dynamics\.CRM\.(\w+))?"
 )
 Row = dict[str, Any]
+CREATED = ("tasks", "contacts")  # the entity sets rows are created in (POST)
 
 
 class FakeDataverseTables:
@@ -48,6 +50,7 @@ class FakeDataverseTables:
         # Each table's attribute definitions, by logical name (AttributeMetadata, with its
         # "@odata.type"; a choice's OptionSet too), as EntityDefinitions answers them.
         self.attributes: dict[str, list[Row]] = {}
+        self.created: list[Row] = []  # tasks created, as sent
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
@@ -56,6 +59,8 @@ class FakeDataverseTables:
         if described := ATTRIBUTES.fullmatch(request.url.path):
             return self._attributes(described[1], described[2], request.url.params)
         found = ROW.fullmatch(request.url.path)
+        if found and request.method == "POST" and not found[2] and found[1] in CREATED:
+            return self._create(found[1], json.loads(request.content))
         if not found or found[1] not in TABLES:
             return _error(404, "0x80060888", f"Resource not found for the segment '{found}'.")
         entity_set, guid = found[1], found[2]
@@ -66,6 +71,17 @@ class FakeDataverseTables:
         if request.method == "PATCH" and guid:
             return self._update(entity_set, guid, request)
         return _error(405, "0x80060888", f"{request.method} is not supported here")
+
+    def _create(self, entity_set: str, values: Row) -> httpx.Response:
+        """A row created (POST /tasks or /contacts): 204, its URL in OData-EntityId; a task
+        is kept in `created`, a contact among the contacts."""
+        guid = str(uuid.UUID(int=len(self.requests)))
+        if entity_set == "tasks":
+            self.created.append(values)
+        else:
+            self.tables[entity_set][guid] = {**values, TABLES[entity_set][1]: guid}
+        url = f"https://contoso.crm.dynamics.com{API}/{entity_set}({guid})"
+        return httpx.Response(204, headers={"OData-EntityId": url})
 
     def patches(self, entity_set: str) -> list[tuple[str, Row]]:
         """The PATCHes sent to a table's rows, in order: (row GUID, body) each."""
