@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlite_utils import Database
@@ -49,6 +49,7 @@ from connector.platforms.base import Adapter, NewContact, Permanent, Retriable, 
 PAGE = 1000  # changes read at a time
 SIGNALS_A_ROUND = 500  # signals a round acts on, a connection
 PERSON_KINDS = ("contacts", "leads")  # the kinds of record that are a person
+THROTTLED = "throttled"  # a signal left pending by the CRM's rate limit (its connection waits)
 Row = dict[str, Any]
 
 
@@ -123,7 +124,6 @@ class Chosen:
     """A page's changes acted on: the records to refresh (key -> record, last change id),
     the changes acted on, the last of them, credits committed and records held back."""
 
-    start: int
     refresh: dict[tuple[str, str], tuple[Row, int]] = field(default_factory=dict)
     changes: list[server.changes.Change] = field(default_factory=list)
     holders: dict[str, list[Row]] = field(default_factory=dict)
@@ -142,7 +142,7 @@ def _chosen(
     """The changes of `batch` to act on within `budget` credits, in order: a change whose new
     records cannot be paid for ends the page (held, with every later one)."""
     holders = _holders(db, link["id"], batch)
-    chosen = Chosen(batch[0].id - 1, holders=holders, last=batch[0].id - 1)
+    chosen = Chosen(holders=holders, last=batch[0].id - 1)
     for change in batch:
         rows = [row for row in _holding(change, holders) if _key(row) not in chosen.refresh]
         cost = sum(not (free and row["contact_guid"]) for row in rows)
@@ -397,9 +397,15 @@ def write_signals(work: worker.Worker, limit: int = SIGNALS_A_ROUND) -> str:
     """Do the chosen actions of each connection's pending signals through its CRM adapter,
     recording what each wrote (signals.written), its state and any error; a summary."""
     counts = {"written": 0, "skipped": 0, "failed": 0, "pending": 0}
+    now = server.iso(work.clock())
     for link in store.connections(work.db):
+        if link["paused_at"] or not link["crm_base_url"] or link["throttled_until"] > now:
+            continue  # held, as the worker holds its events
         for signal in store.pending_signals(work.db, link["id"], limit):
-            counts[_act(work, link, signal)] += 1
+            state = _act(work, link, signal)
+            counts["pending" if state == THROTTLED else state] += 1
+            if state == THROTTLED:  # the CRM's rate limit: the rest of its signals wait
+                break
     return ", ".join(f"{n} signals {state}" for state, n in counts.items() if n) or "no signals"
 
 
@@ -434,7 +440,13 @@ def _act(work: worker.Worker, link: Row, signal: Row) -> str:
         return state
     except Retriable as error:
         _save(work.db, signal, "pending", done, error.reason)
-        return "pending"
+        if not error.throttled:
+            return "pending"
+        wait = worker.THROTTLED_WAIT_SECONDS if error.retry_after is None else error.retry_after
+        until = server.iso(work.clock() + timedelta(seconds=wait))
+        with server.write(work.db):
+            store.throttle_connection(work.db, link["id"], until)
+        return THROTTLED
     except (Permanent, mappings.MappingError, store.UnsealError) as error:
         _save(work.db, signal, "failed", done, str(error))
         return "failed"

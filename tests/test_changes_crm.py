@@ -24,6 +24,7 @@ import server
 from connector import changes, connections, mappings, preview, signal_settings, store, worker
 from connector.platforms.base import Task
 from server import importer
+from tests.helpers import hubspot_shapes
 from tests.helpers.clock import Clock
 from tests.helpers.constants import AVA, CRM, DATA, NOW, SECRET
 from tests.helpers.crm import FakeHubSpot, FakeSalesforce
@@ -499,3 +500,23 @@ def _seen(world: World) -> int:
     link = store.connection(world.db, world.link.row["id"])
     assert link is not None
     return int(link["changes_seen"])
+
+
+def test_the_crms_rate_limit_leaves_signals_pending_and_holds_the_connection(
+    pro: World, tmp_path: Path
+) -> None:
+    world, crm = pro, pro.crm
+    signal_settings.set_actions(world.db, world.link.row["id"], "companies", ["task"])
+    _enriched_once(world)
+    _a_month_of_changes(world, tmp_path)
+    changes.act_on_changes(world.db, world.clock())
+    crm.fake.failures.append(httpx.Response(429, json=hubspot_shapes.rate_limited()))
+
+    assert changes.write_signals(world.work) == "1 signals pending"
+    (left, joined) = _signals(world)
+    assert left["state"] == joined["state"] == "pending" and "429" in left["error"]
+    assert changes.write_signals(world.work) == "no signals"  # held: HubSpot said 10 s
+    world.clock.now += timedelta(seconds=11)
+    assert changes.write_signals(world.work) == "2 signals written"
+    assert [s["state"] for s in _signals(world)] == ["written", "written"]
+    assert len(crm.tasks()) == 1  # the joined signal's; the left one marks (the default)
