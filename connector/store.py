@@ -397,7 +397,8 @@ def erase_person(db: Database, needles: list[str], contact_guids: list[str]) -> 
     """Erasure: delete the events whose payload or written values hold one of `needles`
     (lower-case text, found case-insensitively) or whose record's cache entry matched one of
     `contact_guids`, the answers kept for replayed deliveries holding a needle, the previews of
-    those records, and those cache entries; how many of each."""
+    those records, those cache entries and the job changes seen of those contacts; how many of
+    each."""
     keys = _records_of_contacts(db, contact_guids)
     patterns = [f"%{_like_escaped(needle)}%" for needle in needles]
 
@@ -416,7 +417,18 @@ def erase_person(db: Database, needles: list[str], contact_guids: list[str]) -> 
         "kept delivery answers": holding("webhook_replays", "body"),
         "previews": of_records("previews"),
         "cached records": of_records("records"),
+        "job changes": _delete_of_contacts(db, "signals", contact_guids),
     }
+
+
+def _delete_of_contacts(db: Database, table: str, contact_guids: list[str]) -> int:
+    """Delete the rows of `table` about these contacts; how many."""
+    if not contact_guids:
+        return 0
+    marks = ", ".join("?" * len(contact_guids))
+    return db.execute(
+        f"DELETE FROM {table} WHERE contact_guid IN ({marks})", contact_guids
+    ).rowcount
 
 
 def _records_of_contacts(db: Database, contact_guids: list[str]) -> list[tuple[str, str, str]]:

@@ -131,6 +131,12 @@ def test_the_eraser_deletes_the_connectors_copies_of_the_persons_data(worker_set
     db.execute(
         "UPDATE events SET written = ? WHERE event_key = 'wrote'", [json.dumps({"email": AVA})]
     )
+    for record_id, guid in (("603", "C-AVA"), ("604", "C-BEN")):  # a job change of each seen
+        db.execute(
+            "INSERT INTO signals (connection_id, record_id, contact_guid, change_id, signal, "
+            "person, created_at) VALUES (?, ?, ?, 1, 'left', 'Ava Adams', ?)",
+            [link_id, record_id, guid, iso(NOW)],
+        )
     for record_id, guid in (("603", "C-AVA"), ("604", "C-BEN")):
         store.save_record(db, {
             "connection_id": link_id, "record_id": record_id, "transaction_id": record_id,
@@ -150,7 +156,8 @@ def test_the_eraser_deletes_the_connectors_copies_of_the_persons_data(worker_set
     with store.server.write(db):
         erased = suppression.erase(db, erasure)
     assert erased == {"webhook payloads": 4, "kept delivery answers": 1, "previews": 0,
-                      "cached records": 1}  # fmt: skip
+                      "cached records": 1, "job changes": 1}  # fmt: skip
+    assert [row[0] for row in db.execute("SELECT contact_guid FROM signals")] == ["C-BEN"]
     assert [e["event_key"] for e in store.events_of(db, link_id)] == ["other"]
     assert store.record(db, link_id, "603") is None and store.record(db, link_id, "604")
     kept = db.execute("SELECT webhook_id FROM webhook_replays").fetchall()
