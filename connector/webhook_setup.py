@@ -32,9 +32,9 @@ Row = dict[str, Any]
 FAILURES = (Permanent, Retriable, outbound.UnsafeUrl, store.UnsealError)
 # The platforms whose field API the connector creates the mapping's custom fields through when
 # a connection is connected (connector/install.py's `create_fields`; crm-install.md §3):
-# Salesforce's needs the Tooling API and field-level security, Zoho's a settings scope the
-# grant does not ask for, Dataverse's a solution publisher's prefix: their admins make them.
-FIELDS_MADE = frozenset({"hubspot", "pipedrive"})
+# Salesforce's needs the Tooling API and field-level security, Dataverse's a solution
+# publisher's prefix: their admins make them.
+FIELDS_MADE = frozenset({"hubspot", "pipedrive", "zoho"})
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ kind's adapter over a Zoho holding records and each module's field meta
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -102,9 +103,52 @@ def test_a_refused_token_is_permanent() -> None:
         adapter(lambda request: httpx.Response(401, json=invalid)).fields()
 
 
-def test_fields_are_created_in_zohos_setup(crm: FakeZohoRecords) -> None:
+def test_a_field_is_created_labelled_so_zoho_names_it_as_asked(crm: FakeZohoRecords) -> None:
+    made = adapter(crm, "leads").create_field("ContactData_Employees", "Unused", "number")
+
+    create, read_back = crm.requests
+    assert (create.method, create.url.path, dict(create.url.params)) == (
+        "POST", "/crm/v7/settings/fields", {"module": "Leads"}
+    )  # fmt: skip
+    assert json.loads(create.content) == {"fields": [
+        {"field_label": "ContactData Employees", "data_type": "integer", "length": 9}
+    ]}  # fmt: skip
+    field_id = crm.fields["Leads"][-1]["id"]
+    assert read_back.url.path == f"/crm/v7/settings/fields/{field_id}"
+    assert made == CrmField("ContactData_Employees", "ContactData Employees", "number",
+                            custom=True)  # fmt: skip
+    assert made in adapter(crm, "leads").fields()
+
+
+def test_a_field_is_named_as_zoho_named_it(crm: FakeZohoRecords) -> None:
+    """The name comes from Zoho's own description of the field, not from the one asked."""
+    crm.api_names["ContactData Job Title"] = "ContactData_Job_Title1"
+    made = adapter(crm).create_field("ContactData_Job_Title", "Job title", "text")
+    assert (made.name, made.type) == ("ContactData_Job_Title1", "text")
+    assert json.loads(crm.requests[0].content)["fields"][0]["length"] == 255
+
+
+def test_a_refused_field_says_why_in_zohos_words(crm: FakeZohoRecords) -> None:
+    refused = {"code": "INVALID_DATA", "message": "invalid data", "status": "error",
+               "details": {"api_name": "data_type", "json_path": "$.fields[0].data_type",
+                           "expected_data_type": "string"}}  # fmt: skip
+    crm.refusals.append(httpx.Response(400, json={"fields": [refused]}))
+    with pytest.raises(Permanent, match="INVALID_DATA: invalid data"):
+        adapter(crm).create_field("ContactData_Industry", "Industry", "text")
+    assert len(crm.requests) == 1  # nothing read back
+
+
+def test_a_grant_without_the_create_scope_is_told_so(crm: FakeZohoRecords) -> None:
+    mismatch = {"code": "OAUTH_SCOPE_MISMATCH", "details": {}, "status": "error",
+                "message": "invalid oauth scope to access this URL"}  # fmt: skip
+    crm.refusals.append(httpx.Response(401, json=mismatch))
+    with pytest.raises(Permanent, match="OAUTH_SCOPE_MISMATCH"):
+        adapter(crm).create_field("ContactData_Industry", "Industry", "text")
+
+
+def test_a_picklist_is_left_to_zohos_setup(crm: FakeZohoRecords) -> None:
     with pytest.raises(Permanent, match="Setup"):
-        adapter(crm).create_field("Score", "Score", "number")
+        adapter(crm).create_field("ContactData_Level", "Level", "picklist")
     assert crm.requests == []
 
 

@@ -32,11 +32,16 @@ from tests.helpers.oauth_server import running as authorizing
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import HeldPipedrive
 from tests.helpers.settings_forms import signed_in, source, token
+from tests.helpers.zoho_crm import FakeZohoRecords
 
 PUBLIC_URL = "https://connector.example.com"
 HASH_KEY = re.compile(r"[0-9a-f]{40}")
 HUBSPOT_MISSING = "contactdata_job_functions"  # a property the HubSpot contacts mapping writes
 FIELDS_STEP = "Create the contactdata_* contact and company properties the mapping writes."
+ZOHO_MISSING = "ContactData_Industry"  # a field the Zoho leads mapping writes
+ZOHO_FIELDS_STEP = (
+    "Create the ContactData_* fields of Contacts, Leads and Accounts the mapping writes."
+)
 
 
 @pytest.fixture
@@ -249,3 +254,33 @@ def test_a_missing_property_not_the_connectors_own_is_never_made_up(
 
     assert [c for c in crm.calls if c.method == "POST" and "/properties/" in c.path] == []
     assert "Created in HubSpot" not in page and 'class="message message-error' not in page
+
+
+def test_zoho_connect_creates_the_missing_fields_under_the_names_the_mapping_writes(
+    app: Flask, database: Database, acme: tuple[str, str], crm: FakeCrm
+) -> None:
+    zoho = crm.mocked["zoho"]
+    assert isinstance(zoho, FakeZohoRecords)
+    zoho.fields["Leads"] = [f for f in zoho.fields["Leads"] if f["api_name"] != ZOHO_MISSING]
+    link_id = added(database, key := acme[1], "zoho")
+    client = signed_in(app, key)
+    before = install_section(source(client.get(f"/settings/connections/{link_id}")))
+    assert ZOHO_FIELDS_STEP in before
+
+    with authorized("zoho", crm, database) as auth:
+        page = connect(client, link_id)
+
+    assert "ZohoCRM.settings.fields.CREATE" in auth.seen.authorized[-1]["scope"].split(",")
+    created = [r for r in zoho.requests if r.method == "POST" and "/settings/" in r.url.path]
+    assert [(r.url.params["module"], json.loads(r.content)) for r in created] == [
+        ("Leads", {"fields": [{"field_label": "ContactData Industry", "data_type": "text",
+                               "length": 255}]})
+    ]  # fmt: skip
+    assert f"Created in Zoho CRM: ContactData Industry ({ZOHO_MISSING})." in page
+    assert 'class="message message-error' not in page
+    link = store.connection(database, link_id)
+    assert link is not None
+    leads = mapping_versions.current(database, link, "leads")
+    assert ZOHO_MISSING in [rule.property for rule in leads.output]  # written as it was
+    section = install_section(page)
+    assert ZOHO_FIELDS_STEP not in section and "fields by the connector" in section

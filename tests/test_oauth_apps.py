@@ -86,7 +86,7 @@ def test_each_crm_platform_declares_its_own_oauth_endpoints_and_scope() -> None:
             "https://accounts.zoho.com/oauth/v2/token",
             "ZohoCRM.modules.contacts.ALL,ZohoCRM.modules.leads.ALL,ZohoCRM.modules.accounts.ALL,"
             "ZohoCRM.modules.tasks.CREATE,ZohoCRM.settings.fields.READ,"
-            "ZohoCRM.settings.custom_views.READ,"
+            "ZohoCRM.settings.fields.CREATE,ZohoCRM.settings.custom_views.READ,"
             "ZohoCRM.notifications.ALL",
         ),
         "dynamics": (

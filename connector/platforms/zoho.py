@@ -41,9 +41,13 @@ Failures beyond `base.classify`:
 Fields (the mapping editor's): GET /crm/v7/settings/fields?module=<module> (the field meta
 API: one answer, no pages), each field's data_type translated by `FIELD_TYPES`, a picklist's
 options its values' actual_value (what a write sends), read-only where Zoho says so
-(read_only, field_read_only) or its operation_type refuses api_update. Creating a field takes
-the ZohoCRM.settings.fields.CREATE scope, which the connector's grant does not ask (it reads
-fields only): the admin adds it in Zoho's setup. A record is found by e-mail with GET
+(read_only, field_read_only) or its operation_type refuses api_update. A custom field is
+created with POST /crm/v7/settings/fields?module= (create-custom-field: {"fields":
+[{field_label, data_type, length}]}, answered 201 with each field's SUCCESS and id; the
+ZohoCRM.settings.fields.CREATE scope, which the grant asks since issue 37). Zoho makes the
+API name from the label (spaces as underscores), so the label is the name asked for with
+spaces, and the name Zoho gave is read back by the id (GET /crm/v7/settings/fields/{id}).
+A record is found by e-mail with GET
 /crm/v7/<module>/search?email= (contacts and leads; an Account has no e-mail), 204 when none.
 A backfill of one custom view lists the module's views (GET /crm/v7/settings/custom_views?
 module=, the ZohoCRM.settings.custom_views.READ scope), then its records by `cvid`.
@@ -143,6 +147,12 @@ MODULES = {"contacts": "Contacts", "leads": "Leads", "companies": "Accounts"}
 KINDS = {module: kind for kind, module in MODULES.items()}
 RECORD_NAMES = {"contacts": "contact", "leads": "lead", "companies": "account"}
 FIELDS = f"{API}/settings/fields"
+# Our types of a field to create -> Zoho's data type and length (create-custom-field; "Field
+# Types: Data Types and Length Limits": a single line holds 255 characters, a number 9 digits).
+CREATED_TYPES: dict[str, dict[str, Any]] = {
+    "text": {"data_type": "text", "length": 255},
+    "number": {"data_type": "integer", "length": 9},
+}
 CUSTOM_VIEWS = f"{API}/settings/custom_views"  # a module's custom views (saved views)
 # Zoho's data types (the field meta API's data_type) -> ours (base.FIELD_TYPES); others "other".
 FIELD_TYPES = {
@@ -325,11 +335,25 @@ class Zoho(CrmClient):
         return [_field(item) for item in listed]
 
     def create_field(self, name: str, label: str, type: str) -> CrmField:
-        """Permanent: see the module docstring."""
-        raise Permanent(
-            f"Zoho fields are created in Zoho CRM's Setup (Modules and Fields > "
-            f"{MODULES[self.kind]}): the connector's grant reads fields, it does not create them"
-        )
+        """A new custom field of its module, labelled `name` with spaces for underscores
+        (Zoho makes the API name from the label, so ContactData Industry is
+        ContactData_Industry; `label` is not used), as Zoho then describes it by its id."""
+        if type not in CREATED_TYPES:
+            raise Permanent(
+                f"a Zoho field of type {type!r} is created in Zoho CRM's Setup (Modules and "
+                f"Fields > {MODULES[self.kind]}), with its options where it has some"
+            )
+        module = {"module": MODULES[self.kind]}
+        body = {"fields": [{"field_label": name.replace("_", " "), **CREATED_TYPES[type]}]}
+        response = self._send("POST", FIELDS, params=module, json=body)
+        self._check(response)
+        field_id = _created_id(response)
+        response = self._send("GET", f"{FIELDS}/{quote(field_id, safe='')}", params=module)
+        self._check(response)
+        described = _body(response).get("fields")
+        if not (isinstance(described, list) and described and _described(described[0])):
+            raise garbled(response, f"field {field_id} under fields")
+        return _field(described[0])
 
     def find(self, email: str) -> str | None:
         """The id of the module's record whose e-mail is `email`; None when Zoho has none."""
@@ -529,6 +553,19 @@ class Zoho(CrmClient):
         classify(response)
 
 
+def _created_id(response: httpx.Response) -> str:
+    """The id of the one field a create-custom-field answer says it made; Permanent with
+    Zoho's words when it says it made none."""
+    answers = dicts(_body(response).get("fields"))
+    made = answers[0] if len(answers) == 1 else {}
+    field_id = _details(made).get("id")
+    if made.get("code") == "SUCCESS" and isinstance(field_id, str | int) and str(field_id):
+        return str(field_id)
+    if made.get("status") == "error":
+        raise Permanent(f"Zoho created no field: {_describe(made)}")
+    raise garbled(response, "one field's SUCCESS and id under fields")
+
+
 def _described(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("api_name"), str)
 
@@ -671,11 +708,11 @@ def _moment(text: Any) -> datetime | None:
 
 
 def _errors(body: Record) -> list[Record]:
-    """Zoho's errors in an answer: a top-level one, or the failed items of `data` (records)
-    or `watch` (channels)."""
+    """Zoho's errors in an answer: a top-level one, or the failed items of `data` (records),
+    `watch` (channels) or `fields` (fields to create)."""
     if body.get("status") == "error":
         return [body]
-    items = [*dicts(body.get("data")), *dicts(body.get("watch"))]
+    items = [item for name in ("data", "watch", "fields") for item in dicts(body.get(name))]
     return [item for item in items if item.get("status") == "error"]
 
 
@@ -743,7 +780,8 @@ class ZohoPlatform(Platform):
     oauth_token_url: str = "https://accounts.zoho.com/oauth/v2/token"
     oauth_scope: str = (
         "ZohoCRM.modules.contacts.ALL,ZohoCRM.modules.leads.ALL,ZohoCRM.modules.accounts.ALL,"
-        "ZohoCRM.modules.tasks.CREATE,ZohoCRM.settings.fields.READ,ZohoCRM.settings.custom_views.READ,ZohoCRM.notifications.ALL"
+        "ZohoCRM.modules.tasks.CREATE,ZohoCRM.settings.fields.READ,ZohoCRM.settings.fields.CREATE,"
+        "ZohoCRM.settings.custom_views.READ,ZohoCRM.notifications.ALL"
     )
     # A refresh token only with access_type=offline; prompt=consent gives one each time.
     oauth_consent_params: tuple[tuple[str, str], ...] = (
@@ -759,6 +797,7 @@ class ZohoPlatform(Platform):
         "secret (ending in {hint}) as its token, and renews it before it expires.",
         "It needs the scope ZohoCRM.notifications.ALL in the connection's grant (connect again "
         "to add it) and CONTACTDATA_PUBLIC_URL public over https; then register again.",
+        "Create the ContactData_* fields of Contacts, Leads and Accounts the mapping writes.",
     )
     removal: tuple[str, ...] = (
         "Nothing to do by hand: Zoho's channel lapses within a week, and until then what it "

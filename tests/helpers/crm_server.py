@@ -417,7 +417,8 @@ def hubspot_properties(kind: str) -> list[Row]:
 
 
 def mapped_properties(platform: str) -> dict[str, bool]:
-    """Each property the platform's contacts mapping writes, and whether it is a number."""
+    """Each property the platform's contacts mapping (or the mapping file named, e.g.
+    zoho.leads) writes, and whether it is a number."""
     rules = mappings.load(mappings.DIRECTORY / f"{platform}.yaml").output
     return {rule.property: "integer" in rule.transforms for rule in rules}
 
@@ -446,10 +447,12 @@ def contact_field_lists() -> dict[str, Callable[[httpx.Request], httpx.Response]
         for name, number in mapped_properties("pipedrive").items()
     ]  # fmt: skip
     zoho = FakeZohoRecords({})
-    zoho.fields["Contacts"] = [
-        zoho_field(name, _label(name), "integer" if number else "text")
-        for name, number in mapped_properties("zoho").items()
-    ]
+    zoho.fields = {
+        module: [zoho_field(name, _label(name), "integer" if number else "text")
+                 for name, number in mapped_properties(file).items()]
+        for module, file in (("Contacts", "zoho"), ("Leads", "zoho.leads"),
+                             ("Accounts", "zoho.companies"))
+    }  # fmt: skip
     dynamics = FakeDataverseTables({})
     dynamics.attributes["contact"] = [
         dataverse_attribute(name, "Integer" if number else "String", _label(name))
@@ -539,7 +542,7 @@ PASSED_ON = [
     (r"/services/data/v\d+\.\d+/sobjects/\w+/describe", ("GET",), "salesforce"),
     (r"/api/v2/(?:person|organization|deal)Fields", ("GET", "POST"), "pipedrive"),
     (r"/api/v1/webhooks(?:/\d+)?", ("POST", "DELETE"), "pipedrive-webhooks"),
-    (r"/crm/v7/settings/fields", ("GET",), "zoho"),
+    (r"/crm/v7/settings/fields(?:/\d+)?", ("GET", "POST"), "zoho"),
     (r"/crm/v7/actions/watch", ("POST", "PUT", "PATCH", "DELETE"), "zoho"),
     (r"/api/data/v9\.2/EntityDefinitions\(.+", ("GET",), "dynamics"),
 ]

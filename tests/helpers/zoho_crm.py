@@ -1,9 +1,11 @@
 """A Zoho CRM holding records of several modules (Contacts, Leads, Accounts), answering the
 v7 records API over httpx.MockTransport as Zoho documents it (tests/vendor/zoho.json): get one
 record or several by `ids` (the `fields` asked, 204 when none is found), update one or a batch
-(a SUCCESS a record, in the order sent); and a notification channel confirming each module's
-events (201 Created when enabled, 200 when its details are updated). Every request is kept;
-`refusals` answer first, whatever the call."""
+(a SUCCESS a record, in the order sent); a module's fields, created (201, each field's SUCCESS
+and id; its API name made from its label, spaces as underscores, as Zoho makes it) and read
+back one by id; and a notification channel confirming each module's events (201 Created when
+enabled, 200 when its details are updated). Every request is kept; `refusals` answer first,
+whatever the call."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 import httpx
 
 from tests.helpers.constants import OUTBOUND
+from tests.helpers.crm_fields import zoho_field
 
 Record = dict[str, Any]
 INVALID_MODULE = {
@@ -47,6 +50,7 @@ class FakeZohoRecords:
         self.requests: list[httpx.Request] = []
         self.fields: dict[str, list[Record]] = {}  # the field meta API's fields, by module
         self.refusals: list[httpx.Response] = []  # answered first, to any call
+        self.api_names: dict[str, str] = {}  # a new field's API name by label, if not the usual
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
@@ -55,8 +59,8 @@ class FakeZohoRecords:
         _, _, _, module, *rest = request.url.path.split("/")  # /crm/v7/{module}[/{id}]
         if module == "actions":
             return self._watch(request)
-        if module == "settings" and rest == ["fields"]:
-            return self._fields(request.url.params["module"])
+        if module == "settings" and rest[:1] == ["fields"]:
+            return self._field_meta(request, rest[1:])
         held = self.records.get(module)
         if held is None:
             return httpx.Response(400, json=INVALID_MODULE)
@@ -82,11 +86,32 @@ class FakeZohoRecords:
             if request.method == "PUT" and request.url.path.split("/")[3] == module
         ]
 
-    def _fields(self, module: str) -> httpx.Response:
-        """GET /crm/v7/settings/fields?module=: {"fields": [...]} (zoho/crm-oas fields.json)."""
+    def _field_meta(self, request: httpx.Request, field_id: list[str]) -> httpx.Response:
+        """The field meta API of a module (module=): its fields listed, one by id, or new
+        ones created (POST) as create-custom-field answers (zoho/crm-oas fields.json)."""
+        module = request.url.params["module"]
         if module not in self.fields:
             return httpx.Response(400, json=INVALID_MODULE)
-        return httpx.Response(200, json={"fields": self.fields[module]})
+        if request.method == "POST":
+            return self._create_fields(module, json.loads(request.content)["fields"])
+        held = [f for f in self.fields[module] if not field_id or f["id"] == field_id[0]]
+        return httpx.Response(200, json={"fields": held}) if held else httpx.Response(204)
+
+    def _create_fields(self, module: str, asked: list[Record]) -> httpx.Response:
+        """Each field asked for, made custom with a new id, its API name its label's (spaces
+        as underscores)."""
+        answers = []
+        for item in asked:
+            label = item["field_label"]
+            api_name = self.api_names.get(label, "_".join(label.split()))
+            field_id = str(3652397000000700000 + len(self.requests))
+            self.fields[module].append(zoho_field(
+                api_name, label, item["data_type"], id=field_id, custom_field=True,
+                length=item.get("length", 255),
+            ))  # fmt: skip
+            answers.append({"code": "SUCCESS", "details": {"id": field_id},
+                            "message": "field created", "status": "success"})  # fmt: skip
+        return httpx.Response(201, json={"fields": answers})
 
     def _search(self, held: dict[str, Record], email: str) -> httpx.Response:
         """GET /crm/v7/{module}/search?email=: records whose Email is it (not case sensitive),
