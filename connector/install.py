@@ -49,6 +49,7 @@ STATE_LIFETIME = timedelta(minutes=10)
 CALLBACK_PATH = "/settings/oauth/callback"
 TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,253}")  # an Entra tenant id or domain name
 CANCELLED = ("access_denied", "consent_required", "interaction_required")
+SCOPE_SEPARATORS = re.compile(r"[\s,]+")  # between scopes: spaces (most), commas (Zoho)
 # The connector's own custom fields, which connecting creates where missing: contactdata_*
 # (after a Pipedrive lead's person/ or organization/ link).
 OWN_FIELD = re.compile(r"(?:person/|organization/)?contactdata_\w+", re.IGNORECASE)
@@ -141,13 +142,27 @@ def begin(
         "response_type": "code",
         "client_id": app["client_id"],
         "redirect_uri": redirect_uri(public_url),
-        "scope": kind.consent_scope(app["scope"], environment),
+        "scope": kind.consent_scope(asked_scope(kind, app["scope"]), environment),
         "state": state,
         "code_challenge": challenge,
         "code_challenge_method": "S256" if challenge else "",
         **dict(kind.oauth_consent_params),
     }
     return oauth.consent_url(authorize, params)
+
+
+def asked_scope(kind: Platform, saved: str) -> str:
+    """The scope a consent asks through an app whose saved scope is `saved`: the platform's
+    own when `saved` is part of it (an app saved with an earlier version's, which lacked a
+    scope added since, such as HubSpot's crm.lists.read or Zoho's custom views), so that a
+    connection made before is granted it by reconnecting; else `saved`, as the operator set it."""
+    if _scopes(saved) <= _scopes(kind.oauth_scope):
+        return kind.oauth_scope
+    return saved
+
+
+def _scopes(scope: str) -> set[str]:
+    return set(SCOPE_SEPARATORS.split(scope.strip())) - {""}
 
 
 def _environment(kind: Platform, environment: str, tenant: str) -> tuple[str, str]:

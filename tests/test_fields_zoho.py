@@ -142,8 +142,11 @@ def test_a_grant_without_the_create_scope_is_told_so(crm: FakeZohoRecords) -> No
     mismatch = {"code": "OAUTH_SCOPE_MISMATCH", "details": {}, "status": "error",
                 "message": "invalid oauth scope to access this URL"}  # fmt: skip
     crm.refusals.append(httpx.Response(401, json=mismatch))
-    with pytest.raises(Permanent, match="OAUTH_SCOPE_MISMATCH"):
+    with pytest.raises(
+        Permanent, match=r"lacks the scope ZohoCRM\.settings\.fields\.CREATE"
+    ) as said:
         adapter(crm).create_field("ContactData_Industry", "Industry", "text")
+    assert "Reconnect with Zoho CRM" in str(said.value)
 
 
 def test_a_picklist_is_left_to_zohos_setup(crm: FakeZohoRecords) -> None:

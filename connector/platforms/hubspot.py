@@ -161,6 +161,12 @@ CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 ACTIONS = f"/automation/actions/{API_VERSION}"  # an app's custom workflow action definitions
 PROPERTIES = f"/crm/properties/{API_VERSION}"  # + /contacts or /companies: the properties API
 LISTS = f"/crm/lists/{API_VERSION}"  # the Lists API: lists of records and their members
+# Why a connection lists no list: its grant is older than the crm.lists.read the consent asks.
+LISTS_NEED_RECONNECT = (
+    "the connection's grant lacks the scope crm.lists.read (it was connected before the "
+    "connector asked for it): press Reconnect with HubSpot on the connection's page to grant "
+    "it (a private app token: add the scope to the app and paste its token again)"
+)
 LIST_SEARCH_PAGE = 500  # the largest `count` of a lists search
 MEMBERS_PAGE = 100  # members a page (the memberships API takes up to 250; a batch read 100)
 # Each kind's object type id (the Lists API's objectTypeId) and its last-modified property.
@@ -281,6 +287,8 @@ class HubSpot(CrmClient):
                     "offset": offset, "listIds": [], "processingTypes": [],
                     "additionalProperties": []}  # fmt: skip
             response = self._send("POST", f"{LISTS}/search", json=body)
+            if _missing_scopes(response):
+                raise Permanent(LISTS_NEED_RECONNECT)
             self._check(response)
             answer = json_body(response)
             found += [_view(item) for item in dicts(answer.get("lists"))]
@@ -437,6 +445,13 @@ class HubSpot(CrmClient):
         if response.status_code == 429:
             raise _rate_limited(response)
         classify(response)
+
+
+def _missing_scopes(response: httpx.Response) -> bool:
+    """Whether HubSpot refused a call for a scope the grant lacks (403, category
+    MISSING_SCOPES, the Error's context naming them as missingScopes)."""
+    body = json_body(response) if response.status_code == 403 else None
+    return isinstance(body, dict) and body.get("category") == "MISSING_SCOPES"
 
 
 def _field(item: dict[str, Any]) -> CrmField:

@@ -154,6 +154,7 @@ CREATED_TYPES: dict[str, dict[str, Any]] = {
     "number": {"data_type": "integer", "length": 9},
 }
 CUSTOM_VIEWS = f"{API}/settings/custom_views"  # a module's custom views (saved views)
+SCOPE_MISMATCH = "OAUTH_SCOPE_MISMATCH"  # a token lacking the scope a call needs
 # Zoho's data types (the field meta API's data_type) -> ours (base.FIELD_TYPES); others "other".
 FIELD_TYPES = {
     "text": "text", "textarea": "text", "email": "email", "phone": "phone", "website": "url",
@@ -273,6 +274,7 @@ class Zoho(CrmClient):
             response = self._send("GET", CUSTOM_VIEWS, params=params)
             if response.status_code == 204:
                 break
+            _reconnect_for(response, "ZohoCRM.settings.custom_views.READ")
             self._check(response)
             body = _body(response)
             found += [View(str(item.get("id")), str(item.get("display_value") or item.get("name")))
@@ -346,6 +348,7 @@ class Zoho(CrmClient):
         module = {"module": MODULES[self.kind]}
         body = {"fields": [{"field_label": name.replace("_", " "), **CREATED_TYPES[type]}]}
         response = self._send("POST", FIELDS, params=module, json=body)
+        _reconnect_for(response, "ZohoCRM.settings.fields.CREATE")
         self._check(response)
         field_id = _created_id(response)
         response = self._send("GET", f"{FIELDS}/{quote(field_id, safe='')}", params=module)
@@ -543,14 +546,25 @@ class Zoho(CrmClient):
             return
         status, errors = response.status_code, _errors(_body(response))
         codes = {error.get("code") for error in errors}
-        if "OAUTH_SCOPE_MISMATCH" in codes:
-            raise Permanent(f"{status} OAUTH_SCOPE_MISMATCH: the token lacks a scope for this call")
+        if SCOPE_MISMATCH in codes:
+            raise Permanent(f"{status} {SCOPE_MISMATCH}: the token lacks a scope for this call")
         if status == 401 or "INVALID_TOKEN" in codes:
             raise Permanent(TOKEN_REFUSED)
         if 400 <= status < 500 and status != 429 and errors:
             reason = f"{status} {response.reason_phrase}: {'; '.join(map(_describe, errors))}"
             raise _Refused(reason, codes) if status == 400 else Permanent(reason)
         classify(response)
+
+
+def _reconnect_for(response: httpx.Response, scope: str) -> None:
+    """Permanent, saying to reconnect, when Zoho refused a call for a scope the grant lacks
+    (OAUTH_SCOPE_MISMATCH): a grant made before the connector asked for `scope`."""
+    if SCOPE_MISMATCH in {error.get("code") for error in _errors(_body(response))}:
+        raise Permanent(
+            f"the connection's grant lacks the scope {scope} (it was connected before the "
+            "connector asked for it): press Reconnect with Zoho CRM on the connection's page "
+            "to grant it"
+        )
 
 
 def _created_id(response: httpx.Response) -> str:
