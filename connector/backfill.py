@@ -227,21 +227,29 @@ class NoSuchView(server.ServiceError):
     status, code = 400, "no_such_view"
 
 
+def source_named(adapter: Adapter, link: Row, kind: str, source: str) -> tuple[str, str]:
+    """What the CRM calls the list, view or condition `source` of `kind` ("" for none) and
+    what it is (the platform's view noun, or "condition"); NoSuchView when the CRM has no
+    list or view of that id."""
+    condition = Condition.of_source(source)
+    noun = "condition" if condition else PLATFORMS[link["platform"]].view_noun
+    if not source or condition:
+        return (condition.label if condition else ""), noun
+    named = {view.id: view.name for view in adapter.views()}
+    if source not in named:
+        raise NoSuchView(f"The CRM has no {noun} of {kind} with the id {source!r}.")
+    return named[source], noun
+
+
 def dry_run(work: worker.Worker, connection_id: str, kind: str, since: str, sleep: Sleep,
             source: str = "") -> Estimate:  # fmt: skip
     """List the records a run would (of the list or view `source` when given, which must be
     one of the CRM's), and count them; nothing is written."""
     link, mapping, adapter = work.setup(connection_id, kind)
     org = server.organization(work.db, link["org_id"])
-    condition = Condition.of_source(source)
-    named = {source: condition.label} if condition else {}
-    if source and not condition:
-        named = {view.id: view.name for view in adapter.views()}
-    noun = "condition" if condition else PLATFORMS[link["platform"]].view_noun
-    if source and source not in named:
-        raise NoSuchView(f"The CRM has no {noun} of {kind} with the id {source!r}.")
+    name, noun = source_named(adapter, link, kind, source)
     estimate = Estimate(org["tier"], org["credits"], since=since, source=source,
-                        source_name=named.get(source, ""), noun=noun)  # fmt: skip
+                        source_name=name, noun=noun)  # fmt: skip
     for listed in pages(adapter, listed_properties(mapping), since, "", sleep, source):
         estimate.add(sort_page(work.db, link, mapping, listed.records, work.clock()))
     return estimate
@@ -317,14 +325,16 @@ def run(
     source: str = "",
 ) -> Row:
     """Queue the records of a backfill page by page (of the list or view `source` when
-    given); resume the connection's backfill of `kind` left running (its own since, source
-    and cap) when there is one. The backfill at the end: done, stopped (at the cap or
-    balance, or on request), or (a Retriable raised) running."""
-    work.setup(connection_id, kind)  # a connection that cannot be listed starts nothing
+    given, which must be one of the CRM's); resume the connection's backfill of `kind` left
+    running (its own since, source and cap) when there is one. The backfill at the end:
+    done, stopped (at the cap or balance, or on request), or (a Retriable raised) running."""
+    link, _, adapter = work.setup(connection_id, kind)  # one that cannot be listed starts nothing
     row = store.running_backfill(work.db, connection_id, kind)
     if row is None:
-        row = start(work.db, connection_id, kind, since, max_credits, work.clock(), source)
-        report(f"backfill {row['id']} of {kind} started")
+        name, noun = source_named(adapter, link, kind, source)
+        row = start(work.db, connection_id, kind, since, max_credits, work.clock(), source, name)
+        of = f" ({noun} {name})" if name else ""
+        report(f"backfill {row['id']} of {kind}{of} started")
     else:
         report(f"backfill {row['id']} of {kind} resumed after {row['listed']:,} records listed")
     return advance(work, row, None, sleep, report)

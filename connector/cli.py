@@ -623,12 +623,21 @@ def backfill_group() -> None:
 @click.option("--max-credits", type=click.IntRange(0, store.LARGEST_ID), default=None,
               help="Queue at most this many records (one credit each, at most).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Count the records and the credits; queue none.")
+@click.option(
+    "--list", "source", default="", metavar="ID",
+    help="Only the records of this CRM list or saved view (its id, from --lists).",
+)  # fmt: skip
+@click.option(
+    "--lists", "show_lists", is_flag=True,
+    help="Print the CRM's lists or saved views of the kind (id, name); queue none.",
+)  # fmt: skip
 def backfill_run(
     db_path: Path, connection_id: str, kind: str, since: str | None, max_credits: int | None,
-    dry_run: bool,
+    dry_run: bool, source: str, show_lists: bool,
 ) -> None:  # fmt: skip
-    """List the CRM's existing records of a kind and queue those to enrich as events for the
-    worker (live events go first); a run killed resumes where it was when started again."""
+    """List the CRM's existing records of a kind (or of one CRM list or saved view) and queue
+    those to enrich as events for the worker (live events go first); a run killed resumes
+    where it was when started again."""
     try:
         since_iso = backfill.since_from(since)
     except ValueError:
@@ -639,16 +648,38 @@ def backfill_run(
             store.connect(db_path), server.key_secret(settings), utcnow, client, random.Random()
         )
         try:
+            if show_lists:
+                _echo_views(work, db_path, connection_id, kind)
+                return
             if dry_run:
-                estimate = backfill.dry_run(work, connection_id, kind, since_iso, time.sleep)
+                estimate = backfill.dry_run(
+                    work, connection_id, kind, since_iso, time.sleep, source.strip()
+                )
                 click.echo("\n".join(["dry run: nothing queued", *estimate.summary()]))
                 return
             row = backfill.run(
-                work, connection_id, kind, since_iso, max_credits, time.sleep, click.echo
-            )
+                work, connection_id, kind, since_iso, max_credits, time.sleep, click.echo,
+                source.strip(),
+            )  # fmt: skip
+        except ServiceError as error:
+            raise click.ClickException(error.message) from None
         except (Permanent, Retriable) as failure:
-            raise click.ClickException(f"{failure.reason} (run it again to resume)") from None
+            again = "" if show_lists else " (run it again to resume)"
+            raise click.ClickException(f"{failure.reason}{again}") from None
     click.echo(f"backfill {row['id']} {row['state']}: the worker enriches the queued records")
+
+
+def _echo_views(work: worker.Worker, db_path: Path, connection_id: str, kind: str) -> None:
+    """The CRM's lists or saved views of `kind`, a line each: id, name and size when known
+    (what `backfill --list ID` takes)."""
+    found = backfill.views(work, connection_id, kind)
+    _, link = _connection(db_path, connection_id)
+    noun = PLATFORMS[link["platform"]].view_noun
+    for view in found:
+        size = "" if view.size is None else f"  ({view.size:,} records)"
+        click.echo(f"{view.id}\t{view.name}{size}")
+    if not found:
+        click.echo(f"no {noun} of {kind} in the CRM")
 
 
 @main.command("preview")

@@ -1,16 +1,23 @@
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from connector import connections
+from connector import store as connector_store
 from connector.cli import main
 from server import keys
 from server.storage import store
 from server.storage.db import connect
-from tests.helpers.constants import DATA
+from tests.helpers.constants import DATA, NOW, SECRET
+from tests.helpers.crm_server import running
+from tests.helpers.hubspot_lists import LIST_ID, LIST_NAME, ListedCrm
+from tests.helpers.orgs import organization
 from tests.servers import CONTACTDATA, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -332,3 +339,71 @@ def test_serve_says_when_contactdata_public_url_is_not_its_address(
         "CONTACTDATA_PUBLIC_URL is set: webhook URLs, installation steps and OAuth redirects use "
         "https://hooks.acme.example, not http://127.0.0.1:9123",
     ]
+
+
+@pytest.fixture
+def listed_hubspot(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Any]]:
+    """A HubSpot connection of Acme (100 credits) to the loopback HubSpot holding contacts
+    1001 to 1020, of which 1001 to 1012 are the list "Trade show leads" (id 17); its id and
+    the fake."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")  # the loopback HubSpot
+    monkeypatch.setenv("CONTACTDATA_KEY_SECRET", SECRET)  # the one the token is sealed with
+    with running(ListedCrm()) as hub:
+        for n in range(20):
+            hub.contacts["hubspot"][str(1001 + n)] = {
+                "email": f"p{n}@nowhere.example", "lastmodifieddate": "2025-06-01T10:00:00.000Z",
+            }  # fmt: skip
+        db = connector_store.connect(db_path)
+        _, key = organization(db, "Acme", credits=100)
+        link = connections.add(
+            db, SECRET.encode(), NOW, name="Acme HubSpot", platform="hubspot", api_key=key,
+            secret="app-secret", crm_base_url=hub.url, crm_token="pat-na1-token",
+        ).row  # fmt: skip
+        yield str(link["id"]), hub
+
+
+def backfill_cli(db_path: Path, *args: str) -> Any:
+    return CliRunner().invoke(main, ["backfill", *args, "--db", str(db_path)])
+
+
+def test_backfill_lists_prints_the_crms_lists_by_id_and_name(
+    db_path: Path, listed_hubspot: tuple[str, Any]
+) -> None:
+    link_id, _ = listed_hubspot
+
+    listed = backfill_cli(db_path, "--lists", link_id)
+
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout == f"{LIST_ID}\t{LIST_NAME}  (12 records)\n"
+    assert connector_store.backfills_of(connector_store.connect(db_path), link_id) == []
+
+
+def test_backfill_of_one_list_estimates_and_queues_its_members_only(
+    db_path: Path, listed_hubspot: tuple[str, Any]
+) -> None:
+    link_id, _ = listed_hubspot
+
+    estimate = backfill_cli(db_path, link_id, "--list", LIST_ID, "--dry-run")
+    assert estimate.exit_code == 0, estimate.output
+    assert f"12 records listed in the list {LIST_NAME}; 12 carry" in estimate.stdout
+    started = backfill_cli(db_path, link_id, "--list", LIST_ID)
+
+    assert started.exit_code == 0, started.output
+    assert f"of contacts (list {LIST_NAME}) started" in started.stdout
+    db = connector_store.connect(db_path)
+    (row,) = connector_store.backfills_of(db, link_id)
+    assert (row["source"], row["source_name"], row["state"]) == (LIST_ID, LIST_NAME, "done")
+    queued = {event["record_id"] for event in connector_store.events_of(db, link_id)}
+    assert queued == set(ListedCrm.members)
+
+
+def test_backfill_of_a_list_the_crm_lacks_is_refused_and_starts_nothing(
+    db_path: Path, listed_hubspot: tuple[str, Any]
+) -> None:
+    link_id, _ = listed_hubspot
+
+    for extra in ((), ("--dry-run",)):
+        refused = backfill_cli(db_path, link_id, "--list", "404", *extra)
+        assert refused.exit_code == 1
+        assert "The CRM has no list of contacts with the id '404'." in refused.output
+    assert connector_store.backfills_of(connector_store.connect(db_path), link_id) == []
