@@ -321,8 +321,15 @@ def oauth_app() -> None:
 @click.option("--scope", default=None, help="The scope asked for (default: the platform's).")
 @click.option("--authorize-url", default="", help="Consent URL (default: the platform's).")
 @click.option("--token-url", default="", help="Token endpoint (default: the platform's).")
+@click.option("--app-id", default="", help="HubSpot: the app's id, to set its subscriptions.")
+@click.option(
+    "--developer-key", default="",
+    help="HubSpot: the developer account's API key (stored sealed), with --app-id.",
+)  # fmt: skip
 def oauth_app_set(db_path: Path, **options: Any) -> None:
-    """Register (or replace) a CRM platform's OAuth app; its secret is shown by a hint only."""
+    """Register (or replace) a CRM platform's OAuth app; its secrets are shown by a hint only.
+    With HubSpot's --app-id and --developer-key, connecting also sets the app's webhook
+    target URL and subscriptions."""
     settings = load({"DB": str(db_path)})
     try:
         row = oauth_apps.save(
@@ -334,9 +341,11 @@ def oauth_app_set(db_path: Path, **options: Any) -> None:
 
 
 def _oauth_app_line(row: dict[str, Any]) -> str:
+    app = f" app {row['app_id']} developer key {row['developer_key_hint']}" if row["app_id"] else ""
     return (
         f"client {row['client_id']} secret {row['client_secret_hint']} "
         f"scope {row['scope'] or '-'} authorize {row['authorize_url']} token {row['token_url']}"
+        f"{app}"
     )
 
 

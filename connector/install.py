@@ -11,8 +11,9 @@ redirect URI, and the answer read into what `connections.set_crm` saves (`save`)
 are `AuthorizationRefused`, whose messages never hold a token, code or secret.
 
 `complete` then finishes the installation where the CRM's API allows (issue 37): the webhooks
-registered (connector/webhook_setup.py) and the connector's own custom fields created, so the
-connection's page lists only what is left to do by hand.
+registered (connector/webhook_setup.py), the connector's own custom fields created, and the
+platform app's own webhook subscriptions set where the operator registered the app's developer
+credentials (HubSpot's), so the connection's page lists only what is left to do by hand.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from connector import (
     mapping_versions,
     mappings,
     oauth,
+    oauth_apps,
     outbound,
     store,
     webhook_setup,
@@ -323,7 +325,33 @@ def complete(
     created (`create_fields`). An outcome for each, for the admin; a refusal, in the CRM's
     words with what is left to do, never loses the connection."""
     webhooks = webhook_setup.set_up(db, secret, link, client, public_url, now)
-    return [webhooks, create_fields(db, secret, link, client, now, by)]
+    fields = create_fields(db, secret, link, client, now, by)
+    return [webhooks, fields, subscribe_app(db, secret, link, client, public_url)]
+
+
+def subscribe_app(
+    db: Database, secret: bytes, link: Row, client: httpx.Client, public_url: str
+) -> Outcome:
+    """Set the platform app's own webhook target and subscriptions (HubSpot's, for what the
+    connection's mappings read), where the operator's app holds its developer credentials
+    and the connection was connected through it (its account known, which the app's events
+    are routed by); nothing otherwise. A refusal says what to do in the app's settings."""
+    kind = PLATFORMS[link["platform"]]
+    credentials = oauth_apps.developer(db, secret, kind.name) if kind.app_webhooks else None
+    if credentials is None or not (link["crm_base_url"] and link["crm_account_id"]):
+        return Outcome(True)
+    read = {objects: mapping_versions.current(db, link, objects) for objects in kind.objects}
+    try:
+        made = kind.subscribe_app(client, link["crm_base_url"], *credentials, public_url, read)
+    except webhook_setup.FAILURES as error:
+        return Outcome(False, f"Could not set the {_title(kind)} app's webhook subscriptions: "
+                              f"{_reason(error)}. In the app's settings (Webhooks), set the "
+                              f"target URL {public_url.rstrip('/')}/hooks/{kind.name}/events "
+                              "and subscribe to contact and company creation and property "
+                              "changes.")  # fmt: skip
+    if not made:
+        return Outcome(True, f"The {_title(kind)} app's webhook subscriptions were in place.")
+    return Outcome(True, f"Subscribed the {_title(kind)} app to: {', '.join(made)}.")
 
 
 def create_fields(

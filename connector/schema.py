@@ -547,13 +547,23 @@ def m028_change_signals(db: Any) -> None:
 def m029_event_written(db: Any) -> None:
     """What each finished event wrote to its CRM record (`written`, JSON: property -> value,
     as sent), for Deliveries; '' for an event that wrote nothing or finished before this step
-    (issue 37, branch h37b: the integrator renumbers it if another step took 029)."""
+    (issue 37)."""
     db.execute("ALTER TABLE events ADD COLUMN written TEXT NOT NULL DEFAULT ''")
 
 
 @MIGRATIONS.step
 def m030_records_by_guid(db: Any) -> None:
-    """The CRM records enriched from a contact or a company,
-    found by its GUID: the change job (connector/changes.py) looks up each page of changes so."""
+    """The CRM records enriched from a contact or a company, found by its GUID: the change job
+    (connector/changes.py) looks up each page of changes so."""
     db.execute("CREATE INDEX records_contact ON records (connection_id, contact_guid)")
     db.execute("CREATE INDEX records_company ON records (connection_id, company_guid)")
+
+
+@MIGRATIONS.step
+def m031_hubspot_app_developer(db: Any) -> None:
+    """The HubSpot app's id and its developer account's API key (sealed, shown by its last
+    characters), optional on an OAuth app (connector/oauth_apps.py), with which connecting
+    sets the app's webhook target URL and subscriptions (issue 37)."""
+    db.execute("ALTER TABLE oauth_apps ADD COLUMN app_id TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE oauth_apps ADD COLUMN developer_key_sealed TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE oauth_apps ADD COLUMN developer_key_hint TEXT NOT NULL DEFAULT ''")

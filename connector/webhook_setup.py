@@ -22,7 +22,7 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import connections, mappings, oauth, outbound, store, subscriptions
+from connector import connections, mappings, oauth, oauth_apps, outbound, store, subscriptions
 from connector.platforms import PLATFORMS
 from connector.platforms.base import Adapter, Permanent, Platform, Retriable
 
@@ -163,11 +163,16 @@ def install(db: Database, row: Row, public_url: str, secret: str | None = None) 
     connection: its platform's steps with its real URLs (`secret` in them only when given,
     at its first display) and, for a sender of fields, the keys it sends and a body to paste;
     whether the connector registers the webhook itself, and how many it has registered;
-    whether it made the custom fields at connect (their step is then not among those left)."""
+    whether it made the custom fields at connect, and the app's own subscriptions (their
+    steps are then not among those left)."""
     platform = PLATFORMS[row["platform"]]
     urls = connections.urls(row, public_url, secret)
     steps = platform.install_steps(urls, row["secret_hint"], sent_fields(db, row))
     fields_made = bool(row["crm_base_url"]) and platform.name in FIELDS_MADE
+    app_subscribed = bool(row["crm_base_url"] and row["crm_account_id"]) and (
+        platform.app_webhooks and oauth_apps.subscribes(db, platform.name)
+    )
+    made = [(fields_made, is_fields_step), (app_subscribed, is_app_subscriptions_step)]
     return {
         "connection_id": row["id"],
         "platform": platform.title,
@@ -175,8 +180,15 @@ def install(db: Database, row: Row, public_url: str, secret: str | None = None) 
         "registered": len(store.webhook_ids(row)),
         "connected": bool(row["crm_base_url"]),
         "fields_made": fields_made,
-        "steps": [step for step in steps if not (fields_made and is_fields_step(step))],
+        "app_subscribed": app_subscribed,
+        "steps": [step for step in steps if not _made(step, made)],
     }
+
+
+def _made(step: str, made: list[tuple[bool, Callable[[str], bool]]]) -> bool:
+    """Whether connecting did what the installation `step` says (`made`: whether it did a
+    thing, and how its step is known)."""
+    return any(done and is_step(step) for done, is_step in made)
 
 
 def is_fields_step(step: str) -> bool:
@@ -184,6 +196,13 @@ def is_fields_step(step: str) -> bool:
     ("Create the contactdata_* ... the mapping writes."), which connecting does where
     FIELDS_MADE says so."""
     return step.startswith("Create the ") and step.endswith("the mapping writes.")
+
+
+def is_app_subscriptions_step(step: str) -> bool:
+    """Whether an installation step is the one making the app's own webhook subscriptions
+    ("Or the app's webhook subscriptions ..."), which connecting does where the operator's app
+    holds its developer credentials (connector/install.py's `subscribe_app`)."""
+    return step.startswith("Or the app's webhook subscriptions")
 
 
 def sent_fields(db: Database, row: Row) -> dict[str, str]:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -26,7 +27,8 @@ from connector.app import create_app
 from server import audit
 from tests.helpers.clock import Clock
 from tests.helpers.constants import NOW, SECRET
-from tests.helpers.crm_server import FakeCrm, running
+from tests.helpers.crm_server import Call, FakeCrm, Reply, running
+from tests.helpers.hubspot_developer import FakeHubSpotDeveloper
 from tests.helpers.oauth_server import CLIENT_ID, CLIENT_SECRET, FakeAuthServer
 from tests.helpers.oauth_server import running as authorizing
 from tests.helpers.orgs import organization
@@ -94,10 +96,12 @@ def added(database: Database, key: str, platform: str) -> str:
     return str(link.row["id"])
 
 
-def connect(client: FlaskClient, link_id: str) -> str:
-    """Press Connect, agree on the fake consent page, come back: the connection's page."""
+def connect(client: FlaskClient, link_id: str, again: bool = False) -> str:
+    """Press Connect (Reconnect, `again`), agree on the fake consent page, come back: the
+    connection's page."""
     page = client.get(f"/settings/connections/{link_id}")
-    assert "Connect with" in source(page) and "Reconnect with" not in source(page)
+    button = "Reconnect with" if again else "Connect with"
+    assert button in source(page) and ("Reconnect with" in source(page)) == again
     started = client.post(f"/settings/connections/{link_id}/connect",
                           data={"csrf_token": token(page)})  # fmt: skip
     assert started.status_code == 303
@@ -284,3 +288,116 @@ def test_zoho_connect_creates_the_missing_fields_under_the_names_the_mapping_wri
     assert ZOHO_MISSING in [rule.property for rule in leads.output]  # written as it was
     section = install_section(page)
     assert ZOHO_FIELDS_STEP not in section and "fields by the connector" in section
+
+
+APP_ID, DEVELOPER_KEY = "1234567", "developer-key-1"
+APP_EVENTS = f"{PUBLIC_URL}/hooks/hubspot/events"
+APP_STEP = "Or the app's webhook subscriptions"
+
+
+class HubSpotWithApp(FakeCrm):
+    """The loopback HubSpot answering, on its one API host, the developer API of the app
+    APP_ID too (tests/helpers/hubspot_developer.py's webhook settings and subscriptions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.developer = FakeHubSpotDeveloper(APP_ID, DEVELOPER_KEY)
+        self.developer.server_close()  # its answers only: the CRM's server serves them
+
+    def route(self, call: Call) -> Reply:
+        if not call.path.startswith("/webhooks/"):
+            return super().route(call)
+        status, body = self.developer.answer(
+            call.method, f"{call.path}?{urlencode(call.query)}", call.body
+        )
+        return Reply(status, body)
+
+
+@pytest.fixture
+def app_hub() -> Iterator[HubSpotWithApp]:
+    with running(HubSpotWithApp()) as fake:
+        yield fake
+
+
+def with_developer(database: Database) -> None:
+    """The operator's HubSpot app registered again with its id and developer key."""
+    app = store.oauth_app(database, "hubspot")
+    assert app is not None
+    oauth_apps.save(
+        database, SECRET.encode(), NOW, platform="hubspot", client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET, authorize_url=app["authorize_url"],
+        token_url=app["token_url"], app_id=APP_ID, developer_key=DEVELOPER_KEY,
+    )  # fmt: skip
+
+
+def test_hubspot_connect_sets_the_apps_target_url_and_subscriptions_once(
+    app: Flask, database: Database, acme: tuple[str, str], app_hub: HubSpotWithApp
+) -> None:
+    _, key = acme
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+    assert APP_EVENTS in install_section(source(client.get(f"/settings/connections/{link_id}")))
+
+    with authorized("hubspot", app_hub, database):
+        with_developer(database)
+        page = connect(client, link_id)
+        again = connect(client, link_id, again=True)  # nothing made twice
+
+    developer = app_hub.developer
+    assert developer.settings is not None and developer.settings["targetUrl"] == APP_EVENTS
+    assert developer.settings["throttling"] == {"maxConcurrentRequests": 10}
+    made = {(s["eventType"], s.get("propertyName", "")) for s in developer.subscriptions.values()}
+    assert {("contact.creation", ""), ("contact.propertyChange", "email"),
+            ("company.creation", ""), ("company.propertyChange", "domain")} <= made  # fmt: skip
+    assert not any(name.startswith("contactdata_") for _, name in made)  # never our own writes
+    assert len(made) == len(developer.subscriptions)
+    assert all(call["key"] == DEVELOPER_KEY for call in developer.calls)
+    assert "Subscribed the HubSpot app to: contact.creation, contact.propertyChange" in page
+    assert "The HubSpot app's webhook subscriptions were in place." in again
+    assert [c["method"] for c in developer.calls].count("POST") == len(made)
+    section = install_section(again)
+    assert APP_STEP not in section and "app subscriptions by the connector" in section
+    assert DEVELOPER_KEY not in page + again
+
+
+def test_a_paused_subscription_is_activated_and_a_refusal_says_what_to_do(
+    app: Flask, database: Database, acme: tuple[str, str], app_hub: HubSpotWithApp
+) -> None:
+    _, key = acme
+    developer = app_hub.developer
+    paused = {"id": "77", "eventType": "contact.creation", "active": False,
+              "createdAt": "2026-01-05T09:30:00.000Z"}  # fmt: skip
+    developer.subscriptions["77"] = paused
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+
+    with authorized("hubspot", app_hub, database):
+        with_developer(database)
+        connect(client, link_id)
+        developer.key = "another-key"  # the developer key was replaced in HubSpot since
+        refused = connect(client, link_id, again=True)
+
+    assert developer.subscriptions["77"]["active"] is True
+    assert ("PATCH", f"/webhooks/2026-03/{APP_ID}/subscriptions/77") in [
+        (c["method"], c["path"]) for c in developer.calls
+    ]
+    said = "Could not set the HubSpot app's webhook subscriptions: 401"
+    assert said in refused and f"set the target URL {APP_EVENTS}" in refused
+    assert "Acme CRM is connected to HubSpot." in refused
+
+
+def test_without_developer_credentials_the_subscriptions_step_stays(
+    app: Flask, database: Database, acme: tuple[str, str], app_hub: HubSpotWithApp
+) -> None:
+    _, key = acme
+    link_id = added(database, key, "hubspot")
+    client = signed_in(app, key)
+
+    with authorized("hubspot", app_hub, database):
+        page = connect(client, link_id)
+
+    assert app_hub.developer.calls == []
+    section = install_section(page)
+    assert APP_STEP in section and APP_EVENTS in section
+    assert "--developer-key" in section and "app subscriptions by the connector" not in section
+    assert "Left to do in HubSpot:" in section

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from connector import store
+from connector import oauth_apps, store
 from connector.cli import main
 from connector.platforms import PLATFORMS
 from tests.helpers.constants import SECRET
@@ -120,6 +120,8 @@ def test_set_without_overrides_takes_the_platforms_defaults(db_path: Path, platf
         "scope": kind.oauth_scope,
         "authorize_url": kind.oauth_authorize_url,
         "token_url": kind.oauth_token_url,
+        "app_id": "",
+        "developer_key_hint": "",
         "updated_at": row["updated_at"],
     }
     assert row["updated_at"].startswith("20")
@@ -211,3 +213,47 @@ def test_empty_client_credentials_and_a_pipedrive_scope_are_refused(db_path: Pat
         db_path, "set", "pipedrive", "--client-id", "i", "--client-secret", "s", "--scope", "base"
     )
     assert "pipedrive takes no scope" in out
+
+
+DEVELOPER_KEY = "d3v3l0per-key-4abc"
+
+
+def test_hubspots_app_id_and_developer_key_are_kept_the_key_sealed(db_path: Path) -> None:
+    out = set_app(db_path, "hubspot", "--app-id", "1234567", "--developer-key", DEVELOPER_KEY)
+    out += ok(db_path, "list") + ok(db_path, "list", "--json")
+
+    assert DEVELOPER_KEY not in out
+    assert "app 1234567 developer key …4abc" in ok(db_path, "list")
+    row = listed(db_path)["hubspot"]
+    assert (row["app_id"], row["developer_key_hint"]) == ("1234567", "…4abc")
+    database = store.connect(db_path)
+    (stored,) = database.query("SELECT * FROM oauth_apps")
+    assert all(DEVELOPER_KEY not in str(value) for value in stored.values())
+    assert oauth_apps.developer(database, SECRET.encode(), "hubspot") == ("1234567", DEVELOPER_KEY)
+    assert oauth_apps.subscribes(database, "hubspot")
+
+
+@pytest.mark.parametrize(
+    ("platform", "extra", "says"),
+    [
+        ("zoho", ("--app-id", "1", "--developer-key", "k"), "zoho takes no --app-id"),
+        ("hubspot", ("--app-id", "1234567"), "give both"),
+        ("hubspot", ("--developer-key", "k"), "give both"),
+        ("hubspot", ("--app-id", "my-app", "--developer-key", "k"), "(a number)"),
+    ],
+)
+def test_developer_credentials_are_hubspots_and_go_together(
+    db_path: Path, platform: str, extra: tuple[str, ...], says: str
+) -> None:
+    out = refused(db_path, "set", platform, "--client-id", "i", "--client-secret", "s", *extra)
+    assert says in out
+    assert json.loads(ok(db_path, "list", "--json")) == []
+
+
+def test_an_app_without_developer_credentials_leaves_its_subscriptions_to_the_operator(
+    db_path: Path,
+) -> None:
+    set_app(db_path, "hubspot")
+    database = store.connect(db_path)
+    assert oauth_apps.developer(database, SECRET.encode(), "hubspot") is None
+    assert not oauth_apps.subscribes(database, "hubspot")

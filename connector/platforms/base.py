@@ -126,6 +126,9 @@ class Platform:
     batch_limit: int = 0
     meta_in_body: bool = False
     refreshable: bool = False  # its API tokens expire: an OAuth client may renew them
+    # Its app has webhook subscriptions of its own, which connecting sets with the app's
+    # developer credentials when the operator registered them (HubSpot: `subscribe_app`).
+    app_webhooks: bool = False
     # The kinds of CRM record it enriches, by our names: contacts, leads, companies.
     objects: tuple[str, ...] = ("contacts",)
     # What the CRM calls the saved selections of records a backfill can take (`Adapter.views`)
@@ -368,6 +371,14 @@ class Platform:
         URLs (`connections.urls`), the secret named by its last characters only, and what a
         sender of fields sends (`sent`: keys and example)."""
         return _filled(self.install, urls, secret_hint, sent)
+
+    def subscribe_app(
+        self, client: httpx.Client, base_url: str, app_id: str, key: str, public_url: str,
+        read: Mapping[str, Any],
+    ) -> list[str]:  # fmt: skip
+        """Set the app's own webhook subscriptions for the mappings `read` (by kind), with its
+        developer `key`: those made, described. None for a platform without (`app_webhooks`)."""
+        return []
 
     def removal_steps(self, urls: Mapping[str, str | None], secret_hint: str) -> list[str]:
         """What an admin does by hand when the connector could not delete its webhooks."""

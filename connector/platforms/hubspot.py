@@ -159,6 +159,11 @@ TASK_TO = {"contacts": 204, "companies": 192}
 NOTE_TO = {"contacts": 202, "companies": 190}
 CALLBACKS = f"/automation/actions/callbacks/{API_VERSION}"
 ACTIONS = f"/automation/actions/{API_VERSION}"  # an app's custom workflow action definitions
+WEBHOOKS = f"/webhooks/{API_VERSION}"  # an app's webhook settings and subscriptions
+APP_EVENTS_PATH = "/hooks/hubspot/events"  # where the app's subscriptions post (receiver.py)
+# The event type's object of our kinds of record (SubscriptionCreateRequest's eventType).
+EVENT_OBJECTS = {"contacts": "contact", "companies": "company"}
+DEFAULT_CONCURRENCY = 10  # the app's webhook throttling when it has none set (HubSpot's default)
 PROPERTIES = f"/crm/properties/{API_VERSION}"  # + /contacts or /companies: the properties API
 LISTS = f"/crm/lists/{API_VERSION}"  # the Lists API: lists of records and their members
 # Why a connection lists no list: its grant is older than the crm.lists.read the consent asks.
@@ -909,11 +914,36 @@ class HubSpotPlatform(Platform):
         'Workflow: add a "Send a webhook" action, method POST, webhook URL {events}, '
         'authentication "Include request signature in header" with your app\'s ID.',
         "Or the app's webhook subscriptions (contact creation and property changes; company "
-        "ones alike): target URL {events}.",
+        "ones alike), in the app's settings (Webhooks): target URL {{app_events}}, which "
+        "takes every account's events. Or the operator registers the app's id and developer "
+        "API key with the HubSpot OAuth app (oauth-app set with --app-id and --developer-key) "
+        "and you connect again: the connector then sets them itself.",
         "Or a custom workflow action: actionUrl {enrich} (answered at once with the enriched "
         "fields), or {events} (answered BLOCK, then completed through HubSpot's callback API).",
         "Create the contactdata_* contact and company properties the mapping writes.",
     )
+
+    app_webhooks: bool = True  # the app's own subscriptions, made at connect (subscribe_app)
+
+    def install_steps(
+        self, urls: Mapping[str, str | None], secret_hint: str, sent: Mapping[str, str] = {}
+    ) -> list[str]:
+        """The steps, the app's subscriptions pointed at the app's own events URL (one for
+        every installed account), not the connection's."""
+        app_events = app_events_url(str(urls.get("enrichUrl") or ""))
+        steps = super().install_steps(urls, secret_hint, sent)
+        return [step.replace("{app_events}", app_events) for step in steps]
+
+    def subscribe_app(
+        self, client: httpx.Client, base_url: str, app_id: str, key: str, public_url: str,
+        read: Mapping[str, mappings.Mapping],
+    ) -> list[str]:  # fmt: skip
+        """Point the app's webhooks at <public_url>/hooks/hubspot/events and subscribe it to
+        what the mappings `read` need (`app_subscriptions`), with the developer API `key`:
+        the subscriptions created, described."""
+        developer = HubSpotDeveloper(base_url, key, client)
+        target = public_url.rstrip("/") + APP_EVENTS_PATH
+        return subscribe_app(developer, app_id, target, app_subscriptions(read))
 
     def verify(self, link: Row, secret: str, delivery: Delivery) -> Verified:
         """v3 when sent; else v1 or v2 as HubSpot signs this kind of request, unless the
@@ -1109,10 +1139,61 @@ def _label(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
+def app_events_url(enrich_url: str) -> str:
+    """The app's one events URL, beside a connection's URLs (<public URL>/hooks/<id>/...)."""
+    return enrich_url.rpartition("/hooks/")[0] + APP_EVENTS_PATH
+
+
+def app_subscriptions(read: Mapping[str, mappings.Mapping]) -> list[Row]:
+    """The app's webhook subscriptions a connection with these mappings (by kind) needs, as
+    SubscriptionCreateRequest bodies: each kind's creation, and a property change of each
+    property its mapping reads from the record, but those it always writes (its own, whose
+    every write would come back as one)."""
+    wanted: list[Row] = []
+    for kind, mapping in read.items():
+        event = EVENT_OBJECTS[kind]
+        written = {rule.property for rule in mapping.output if rule.policy == "always"}
+        wanted.append({"eventType": f"{event}.creation", "active": True})
+        wanted += [{"eventType": f"{event}.propertyChange", "propertyName": name, "active": True}
+                   for name in sorted(_read_under(mapping, "properties.") - written)]  # fmt: skip
+    return wanted
+
+
+def subscribe_app(
+    developer: HubSpotDeveloper, app_id: str, target_url: str, wanted: list[Row]
+) -> list[str]:
+    """Set the app's webhook target URL (keeping its throttling) and create the `wanted`
+    subscriptions it lacks, activating those it has paused; never a second of one, never
+    one removed. Those created or activated, described ("contact.propertyChange email")."""
+    settings = developer.webhook_settings(app_id)
+    if settings is None or settings.get("targetUrl") != target_url:
+        throttling = (settings or {}).get("throttling") or {
+            "maxConcurrentRequests": DEFAULT_CONCURRENCY
+        }
+        developer.set_webhook_settings(app_id, {"targetUrl": target_url, "throttling": throttling})
+    held = {_subscription_key(item): item for item in developer.subscriptions(app_id)}
+    done = []
+    for subscription in wanted:
+        found = held.get(_subscription_key(subscription))
+        if found is None:
+            developer.subscribe(app_id, subscription)
+        elif found.get("active") is not True:
+            developer.activate(app_id, str(found["id"]))
+        else:
+            continue
+        done.append(" ".join(_subscription_key(subscription)).strip())
+    return done
+
+
+def _subscription_key(item: Row) -> tuple[str, str]:
+    return str(item.get("eventType") or ""), str(item.get("propertyName") or "")
+
+
 class HubSpotDeveloper:
-    """HubSpot's developer-side API for one app's custom workflow actions, authenticated with
-    the developer account's API key (`hapikey`, as HubSpot documents for app management; sent
-    as a query parameter that no message of ours repeats)."""
+    """HubSpot's developer-side API for one app's custom workflow actions and webhook
+    settings and subscriptions, authenticated with the developer account's API key
+    (`hapikey`, as HubSpot documents for app management; sent as a query parameter that no
+    message of ours repeats)."""
 
     def __init__(self, base_url: str, key: str, client: httpx.Client) -> None:
         self.base_url = base_url.rstrip("/")
@@ -1137,19 +1218,51 @@ class HubSpotDeveloper:
     def update(self, app_id: str, definition_id: str, definition: Row) -> Row:
         return self._call("PATCH", self._path(app_id, definition_id), json=definition)
 
+    def webhook_settings(self, app_id: str) -> Row | None:
+        """The app's webhook settings (SettingsResponse), or None when it has none (404)."""
+        response = self._request("GET", self._webhooks(app_id, "settings"))
+        return None if response.status_code == 404 else self._answer(response)
+
+    def set_webhook_settings(self, app_id: str, settings: Row) -> Row:
+        """PUT the app's webhook settings (SettingsChangeRequest: targetUrl, throttling)."""
+        return self._call("PUT", self._webhooks(app_id, "settings"), json=settings)
+
+    def subscriptions(self, app_id: str) -> list[Row]:
+        """The app's webhook subscriptions (SubscriptionListResponse's results)."""
+        return dicts(self._call("GET", self._webhooks(app_id, "subscriptions")).get("results"))
+
+    def subscribe(self, app_id: str, subscription: Row) -> Row:
+        """Create a subscription (SubscriptionCreateRequest)."""
+        return self._call("POST", self._webhooks(app_id, "subscriptions"), json=subscription)
+
+    def activate(self, app_id: str, subscription_id: str) -> Row:
+        """Activate a paused subscription (SubscriptionPatchRequest)."""
+        path = self._webhooks(app_id, f"subscriptions/{quote(subscription_id, safe='')}")
+        return self._call("PATCH", path, json={"active": True})
+
+    def _webhooks(self, app_id: str, rest: str) -> str:
+        return f"{WEBHOOKS}/{quote(app_id, safe='')}/{rest}"
+
     def _path(self, app_id: str, definition_id: str = "") -> str:
         path = f"{ACTIONS}/{quote(app_id, safe='')}"
         return f"{path}/{quote(definition_id, safe='')}" if definition_id else path
 
     def _call(self, method: str, path: str, params: Row | None = None, **options: Any) -> Row:
         """Send with the key; the JSON object answered, or Permanent/Retriable as classified."""
+        return self._answer(self._request(method, path, params, **options))
+
+    def _request(
+        self, method: str, path: str, params: Row | None = None, **options: Any
+    ) -> httpx.Response:
         query = {**(params or {}), "hapikey": self.key}
         url = self.base_url + path
-        response = send(self.client, method, url, platform="hubspot", params=query, **options)
+        return send(self.client, method, url, platform="hubspot", params=query, **options)
+
+    def _answer(self, response: httpx.Response) -> Row:
         classify(response)
         answer = json_body(response)
         if not isinstance(answer, dict):
-            raise garbled(response, "an action definition answer")
+            raise garbled(response, "a developer API answer")
         return answer
 
 

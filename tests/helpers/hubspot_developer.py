@@ -1,10 +1,14 @@
 """A fake of HubSpot's developer-side API on loopback: an app's custom workflow action
-definitions (list, create, update), behind the developer API key (`hapikey`), each call kept.
-A create or update body is loaded into hubspot-api-client's own model for it
-(PublicActionDefinitionEgg, PublicActionDefinitionPatch) with client-side validation on: a body
-the SDK refuses (a required field missing, a value outside an enumeration) is a 400, as
-HubSpot answers a body its specification refuses. Every call is checked against HubSpot's
-actionsV4 document (tests/helpers/vendors.py), its answers in that document's shapes."""
+definitions (list, create, update) and its webhook settings (read, set; 404 before they are
+set) and subscriptions (list, create, activate), behind the developer API key (`hapikey`),
+each call kept. A create or update body is loaded into hubspot-api-client's own model for it
+(PublicActionDefinitionEgg, PublicActionDefinitionPatch; the webhooks API's
+SettingsChangeRequest, SubscriptionCreateRequest, SubscriptionPatchRequest) with client-side
+validation on: a body the SDK refuses (a required field missing, a value outside an
+enumeration) is a 400, as HubSpot answers a body its specification refuses. Every call is
+checked against HubSpot's actionsV4 and webhooks documents (tests/helpers/vendors.py), its
+answers in those documents' shapes (SettingsResponse, SubscriptionListResponse,
+SubscriptionResponse). `answer` also serves a loopback fake CRM on HubSpot's one API host."""
 
 from __future__ import annotations
 
@@ -17,15 +21,21 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from hubspot import webhooks as sdk_webhooks
 from hubspot.automation import actions as sdk_actions
 
-from connector.platforms.hubspot import ACTIONS
+from connector.platforms.hubspot import ACTIONS, WEBHOOKS
 from tests.helpers import hubspot_shapes
 from tests.helpers.vendors import Exchange, checked
 from tests.servers import serving
 
 Row = dict[str, Any]
 MODELS = {"POST": "PublicActionDefinitionEgg", "PATCH": "PublicActionDefinitionPatch"}
+# The webhooks API's request models, by method and what the path ends with.
+WEBHOOK_MODELS = {("PUT", "settings"): "SettingsChangeRequest",
+                  ("POST", "subscriptions"): "SubscriptionCreateRequest",
+                  ("PATCH", "subscription"): "SubscriptionPatchRequest"}  # fmt: skip
+CREATED_AT = "2026-11-23T12:00:00.000Z"
 INVALID_KEY = hubspot_shapes.error(
     "INVALID_AUTHENTICATION",
     "The API key provided is invalid. View or manage your API key here: ...",
@@ -42,6 +52,8 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         self.app_id, self.key = app_id, key
         self.definitions: dict[str, Row] = {}
+        self.settings: Row | None = None  # the app's webhook settings (SettingsResponse)
+        self.subscriptions: dict[str, Row] = {}  # SubscriptionResponse by id
         self.calls: list[Row] = []
         self.lock = threading.Lock()
 
@@ -66,6 +78,8 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
             return self.route(method, parts.path, body)
 
     def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        if path.startswith(f"{WEBHOOKS}/{self.app_id}/"):
+            return self.webhooks(method, path.removeprefix(f"{WEBHOOKS}/{self.app_id}/"), body)
         base = f"{ACTIONS}/{self.app_id}"
         refused = sdk_refusal(MODELS[method], body) if method in MODELS else None
         if refused:
@@ -83,20 +97,49 @@ class FakeHubSpotDeveloper(ThreadingHTTPServer):
             return 200, found
         return 404, hubspot_shapes.error("OBJECT_NOT_FOUND", f"no route {method} {path}")
 
+    def webhooks(self, method: str, rest: str, body: Any) -> tuple[int, Any]:
+        """The app's webhook settings and subscriptions (`rest`: settings, subscriptions or
+        subscriptions/{id})."""
+        model = WEBHOOK_MODELS.get((method, rest if "/" not in rest else "subscription"))
+        refused = sdk_refusal(model, body, sdk_webhooks) if model else ""
+        if refused:
+            return 400, hubspot_shapes.error("VALIDATION_ERROR", refused)
+        if rest == "settings":
+            return self._settings(method, body)
+        if rest == "subscriptions" and method == "GET":
+            return 200, {"results": list(self.subscriptions.values())}
+        if rest == "subscriptions" and method == "POST":  # 201 Created
+            found = {**body, "id": str(len(self.subscriptions) + 501), "createdAt": CREATED_AT}
+            self.subscriptions[found["id"]] = found
+            return 201, found
+        subscription_id = rest.removeprefix("subscriptions/")
+        if method == "PATCH" and subscription_id in self.subscriptions:
+            self.subscriptions[subscription_id].update(body, updatedAt=CREATED_AT)
+            return 200, self.subscriptions[subscription_id]
+        return 404, hubspot_shapes.error("OBJECT_NOT_FOUND", f"no route {method} {rest}")
 
-def sdk_model(model: str, body: Any) -> Any:
-    """`body` loaded into the SDK's automation actions `model`, validating as it loads: a
-    required field missing or a value outside an enumeration raises ValueError."""
-    configuration = sdk_actions.Configuration()
+    def _settings(self, method: str, body: Any) -> tuple[int, Any]:
+        if method == "PUT":
+            self.settings = {**body, "createdAt": CREATED_AT, "updatedAt": CREATED_AT}
+        if self.settings is None:
+            return 404, hubspot_shapes.error("OBJECT_NOT_FOUND", "No settings for this app.")
+        return 200, self.settings
+
+
+def sdk_model(model: str, body: Any, package: Any = sdk_actions) -> Any:
+    """`body` loaded into the SDK's `model` (of its automation actions, or the `package`
+    named), validating as it loads: a required field missing or a value outside an
+    enumeration raises ValueError."""
+    configuration = package.Configuration()
     configuration.client_side_validation = True
-    client = sdk_actions.ApiClient(configuration)
+    client = package.ApiClient(configuration)
     return client.deserialize(SimpleNamespace(data=json.dumps(body)), model)
 
 
-def sdk_refusal(model: str, body: Any) -> str:
+def sdk_refusal(model: str, body: Any, package: Any = sdk_actions) -> str:
     """Why the SDK refuses `body` as a `model`, or "" when it takes it."""
     try:
-        sdk_model(model, body)
+        sdk_model(model, body, package)
     except ValueError as error:
         return str(error)
     return ""
@@ -119,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(content)
 
-    do_GET = do_POST = do_PATCH = _serve
+    do_GET = do_POST = do_PATCH = do_PUT = _serve
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
