@@ -337,12 +337,13 @@ def subscribe_app(
     and the connection was connected through it (its account known, which the app's events
     are routed by); nothing otherwise. A refusal says what to do in the app's settings."""
     kind = PLATFORMS[link["platform"]]
-    credentials = oauth_apps.developer(db, secret, kind.name) if kind.app_webhooks else None
-    if credentials is None or not (link["crm_base_url"] and link["crm_account_id"]):
+    through_app = bool(link["crm_base_url"] and link["crm_account_id"]) and kind.app_webhooks
+    if not (through_app and oauth_apps.subscribes(db, kind.name)):
         return Outcome(True)
     read = {objects: mapping_versions.current(db, link, objects) for objects in kind.objects}
     try:
-        made = kind.subscribe_app(client, link["crm_base_url"], *credentials, public_url, read)
+        app_id, key = oauth_apps.developer(db, secret, kind.name) or ("", "")
+        made = kind.subscribe_app(client, link["crm_base_url"], app_id, key, public_url, read)
     except webhook_setup.FAILURES as error:
         return Outcome(False, f"Could not set the {_title(kind)} app's webhook subscriptions: "
                               f"{_reason(error)}. In the app's settings (Webhooks), set the "

@@ -264,7 +264,7 @@ def test_an_admin_adds_a_connection_and_connects_it_through_consent(
     title = platform_title(platform)
     assert page.get_by_role("button", name=f"Reconnect with {title}").count() == 1
     left = page.locator("#install-title + .install-steps").inner_text()
-    made = platform in ("hubspot", "pipedrive")  # their custom fields made at connect
+    made = platform in ("hubspot", "pipedrive", "zoho")  # their custom fields made at connect
     by_hand = platform in ("salesforce", "dynamics")  # their admins make them (Zoho's: none)
     assert ("fields by the connector" in left) == made, left
     assert ("the mapping writes." in left) == by_hand, left

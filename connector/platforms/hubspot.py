@@ -1165,12 +1165,7 @@ def subscribe_app(
     """Set the app's webhook target URL (keeping its throttling) and create the `wanted`
     subscriptions it lacks, activating those it has paused; never a second of one, never
     one removed. Those created or activated, described ("contact.propertyChange email")."""
-    settings = developer.webhook_settings(app_id)
-    if settings is None or settings.get("targetUrl") != target_url:
-        throttling = (settings or {}).get("throttling") or {
-            "maxConcurrentRequests": DEFAULT_CONCURRENCY
-        }
-        developer.set_webhook_settings(app_id, {"targetUrl": target_url, "throttling": throttling})
+    _point_webhooks(developer, app_id, target_url)
     held = {_subscription_key(item): item for item in developer.subscriptions(app_id)}
     done = []
     for subscription in wanted:
@@ -1183,6 +1178,16 @@ def subscribe_app(
             continue
         done.append(" ".join(_subscription_key(subscription)).strip())
     return done
+
+
+def _point_webhooks(developer: HubSpotDeveloper, app_id: str, target_url: str) -> None:
+    """The app's webhooks sent to `target_url`, their throttling kept (HubSpot's default
+    when the app has none yet)."""
+    settings = developer.webhook_settings(app_id) or {}
+    if settings.get("targetUrl") != target_url:
+        default = {"maxConcurrentRequests": DEFAULT_CONCURRENCY}
+        throttling = settings.get("throttling") or default
+        developer.set_webhook_settings(app_id, {"targetUrl": target_url, "throttling": throttling})
 
 
 def _subscription_key(item: Row) -> tuple[str, str]:

@@ -345,13 +345,16 @@ class Zoho(CrmClient):
                 f"a Zoho field of type {type!r} is created in Zoho CRM's Setup (Modules and "
                 f"Fields > {MODULES[self.kind]}), with its options where it has some"
             )
-        module = {"module": MODULES[self.kind]}
         body = {"fields": [{"field_label": name.replace("_", " "), **CREATED_TYPES[type]}]}
-        response = self._send("POST", FIELDS, params=module, json=body)
+        response = self._send("POST", FIELDS, params={"module": MODULES[self.kind]}, json=body)
         _reconnect_for(response, "ZohoCRM.settings.fields.CREATE")
         self._check(response)
-        field_id = _created_id(response)
-        response = self._send("GET", f"{FIELDS}/{quote(field_id, safe='')}", params=module)
+        return self._field_by_id(_created_id(response))
+
+    def _field_by_id(self, field_id: str) -> CrmField:
+        """One field of its module, as the field meta API describes it by its id."""
+        path = f"{FIELDS}/{quote(field_id, safe='')}"
+        response = self._send("GET", path, params={"module": MODULES[self.kind]})
         self._check(response)
         described = _body(response).get("fields")
         if not (isinstance(described, list) and described and _described(described[0])):
