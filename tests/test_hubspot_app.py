@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
+from hubspot import webhooks as sdk_webhooks
 from hubspot.automation import actions as sdk_actions
 from hubspot.utils.signature import Signature
 from werkzeug.test import TestResponse
@@ -385,3 +386,28 @@ def test_a_refused_developer_key_fails_the_command_without_showing_it(
     result = CliRunner().invoke(main, args, env={"CONTACTDATA_HUBSPOT_DEVELOPER_KEY": "wrong-key"})
     assert result.exit_code != 0 and "401" in result.output
     assert "wrong-key" not in result.output and developer.definitions == {}
+
+
+def test_the_apps_subscriptions_are_creation_and_changes_of_what_the_mappings_read() -> None:
+    """Never a change of a property the mapping always writes (its own contactdata_*), whose
+    every write would come back as an event; each body one the SDK's model takes."""
+    read = {"contacts": mappings.load(mappings.DIRECTORY / "hubspot.yaml"),
+            "companies": mappings.load(mappings.DIRECTORY / "hubspot.companies.yaml")}  # fmt: skip
+
+    wanted = hubspot.app_subscriptions(read)
+
+    assert [(s["eventType"], s.get("propertyName", "")) for s in wanted] == [
+        ("contact.creation", ""),
+        *[("contact.propertyChange", name) for name in (
+            "company", "country", "email", "firstname", "jobtitle", "lastname", "linkedin_url",
+            "website")],
+        ("company.creation", ""),
+        *[("company.propertyChange", name) for name in (
+            "country", "domain", "linkedin_company_page", "name", "website")],
+    ]  # fmt: skip
+    assert all(s["active"] is True for s in wanted)
+    assert [sdk_refusal("SubscriptionCreateRequest", s, sdk_webhooks) for s in wanted] == [
+        ""
+    ] * len(wanted)
+    unknown = {"eventType": "contact.nonsense", "active": True}
+    assert sdk_refusal("SubscriptionCreateRequest", unknown, sdk_webhooks)  # not blind
