@@ -294,5 +294,6 @@ def test_a_pipedrives_filters_are_offered_and_a_run_of_one_queues_what_it_select
     filtered = [q for q in crm.lists() if "filter_id" in q]
     assert filtered and all(q["filter_id"] == "7" for q in filtered)
     assert [r.url.params["type"] for r in crm.requests if r.url.path == "/api/v1/filters"] == [
-        "people", "people",
-    ]  # offered, then checked by the dry run  # fmt: skip
+        "people", "people", "people",
+    ]  # offered, then checked by the dry run and named by the run  # fmt: skip
+    assert row["source_name"] == "Hot prospects"
