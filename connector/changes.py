@@ -213,7 +213,8 @@ def change_event(record: Row, change_id: int, now: datetime) -> Row:
 def _signals(
     db: Database, link: Row, chosen: Chosen, batch: list[server.changes.Change], now: datetime
 ) -> list[Row]:
-    """The 'left' and 'joined' signals among the changes acted on."""
+    """The 'left' and 'joined' signals among the changes acted on, each with the person's
+    name as the data holds it."""
     found: list[Row] = []
     for change in chosen.changes:
         if change.kind == "job_ended":
@@ -228,7 +229,8 @@ def _signals(
             for row in _before(change, chosen.holders.get(f"k:{guid}", []) if guid else []):
                 if row["kind"] == "companies":
                     found.append(_signal(link, row, change, "joined", change, now))
-    return found
+    names = server.contact_names(db, sorted({row["contact_guid"] for row in found}))
+    return [{**row, "person": names.get(row["contact_guid"], "")} for row in found]
 
 
 def _started(
@@ -300,7 +302,7 @@ def signal_writes(
     CRM values and `ours` (what we last wrote there): pure, the one function the change job
     and the preview share."""
     chosen = set(actions)
-    person = person_of(mapping, current)
+    person = person_of(mapping, current) or signal.get("person", "")
     skipped: dict[str, str] = {}
     marks = _marks(signal, mapping, current, ours) if "mark" in chosen else {}
     if "mark" in chosen and not marks:
@@ -314,7 +316,11 @@ def signal_writes(
     if "new_contact" in chosen:
         contact = _new_contact(signal, mapping, current)
         if contact is None:
-            skipped["new_contact"] = "the person's name is not known here, or no new company"
+            skipped["new_contact"] = (
+                "the person's name is not known here, or no new company"
+                if signal["signal"] == "left"
+                else "a person who joined is named in the task, not added as a contact"
+            )
     return SignalWrites(marks, task, contact, skipped)
 
 

@@ -50,6 +50,7 @@ _HOMES = {
     "changes": "server.changes",
     "cli_main": "server.cli:main",
     "connect": "server.storage.db:connect",
+    "contact_names": "server.storage.store:contact_names",
     "create_app": "server.http.app:create_app",
     "credits": "server.credits",
     "decode_json": "server.wire:decode_json",

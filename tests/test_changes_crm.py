@@ -340,8 +340,8 @@ def test_a_month_of_changes_reaches_the_crm_free_on_plus_as_the_preview_showed(
     if crm.title:
         assert crm.holds(crm.ava)[crm.title] == "Chief Revenue Officer"  # ours: refreshed
         assert crm.holds(crm.ben)[crm.title] == "Head of Growth"  # a hand edit: left alone
-    states = [(s["signal"], s["state"], s["error"]) for s in _signals(world)]
-    assert states == [("left", "written", ""), ("joined", "written", "")]
+    states = [(s["signal"], s["person"], s["state"], s["error"]) for s in _signals(world)]
+    assert states == [("left", "Ava Adams", "written", ""), ("joined", "Ava Adams", "written", "")]
 
     before = len(crm.fake.requests)
     assert world.run_job().startswith("0 records queued for refresh from changes, 0 job changes")

@@ -79,6 +79,7 @@ MEANINGS = {
     "auth": auth,
     "authenticate": auth.authenticate,
     "cli_main": cli.main,
+    "contact_names": store.contact_names,
     "connect": db.connect,
     "create_app": server.http.app.create_app,
     "credits": credits,

@@ -805,6 +805,18 @@ def sample_employment(db: Database) -> Row | None:
     return _first(db, sql)
 
 
+def contact_names(db: Database, guids: Sequence[str]) -> dict[str, str]:
+    """The full names of these contacts (those the data still holds), by GUID."""
+    if not guids:
+        return {}
+    sql = "SELECT guid, full_name, first_name, last_name FROM contacts WHERE guid IN "
+    sql += f"({_marks(guids)})"
+    return {
+        guid: full or f"{first} {last}".strip()
+        for guid, full, first, last in db.execute(sql, list(guids)).fetchall()
+    }
+
+
 def is_empty(db: Database, table: str) -> bool:
     """Whether `table` has no rows."""
     return db.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchone()[0] == 1
