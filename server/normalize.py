@@ -78,11 +78,32 @@ def strip_legal_suffixes(name: str) -> str:
         after += 1
 
 
+# Initials that end a name spaced ("Philips N. V.") or glued to its last word ("ELECTRONICSN.V."),
+# a comma or so after them; they are a legal form when run together they are an abbreviation.
+_SPACED_INITIALS = re.compile(r"(?<!\S)((?:[^\W\d_]\.\s+)+[^\W\d_]\.?)[\s,;]*$")
+_GLUED_INITIALS = re.compile(r"(?<=[^\W\d_]{2})((?:[^\W\d_]\.)+[^\W\d_]\.?)[\s,;]*$")
+_INITIALS_TAIL = 24  # characters at the end of a name searched for them
+
+
+def spaced_legal_form(name: str) -> str:
+    """`name` with a legal form written spaced or glued to the last word written as usual:
+    "Philips N. V." and "PHILIPSN.V" as "Philips N.V." and "PHILIPS N.V"; else `name`."""
+    for pattern in (_SPACED_INITIALS, _GLUED_INITIALS):
+        found = pattern.search(name, max(0, len(name) - _INITIALS_TAIL))
+        if found is None:
+            continue
+        initials = "".join(found[1].split())
+        if ("".join(fold(initials).split()),) in _legal_forms().short:
+            return f"{name[: found.start()].rstrip()} {initials}"
+    return name
+
+
 @lru_cache(maxsize=16_384)
 def _folded_base(name: str) -> str:
-    """A name without the legal suffixes cleanco finds, "&" as "and", folded: where its key and
-    its forms (`name_forms`) start; kept a while, as a company's key and forms are made one
-    after the other."""
+    """A name without the legal suffixes cleanco finds (written spaced or glued too), "&" as
+    "and", folded: where its key and its forms (`name_forms`) start; kept a while, as a
+    company's key and forms are made one after the other."""
+    name = spaced_legal_form(name)
     return fold((strip_legal_suffixes(name) or name).replace("&", " and "))
 
 
@@ -217,6 +238,12 @@ def _legal_forms() -> _LegalForms:
     return _LegalForms(
         frozenset(short), frozenset(ending), frozenset(leading), max(map(len, ending))
     )
+
+
+def is_legal_form(text: str) -> bool:
+    """Whether `text` is a legal form, abbreviated or in full ("N. V.", "GmbH", "Limited")."""
+    words = tuple(fold(text).split())
+    return bool(words) and words in _legal_forms().ending
 
 
 def _strip_legal(words: list[str], leading: bool) -> list[str]:

@@ -11,9 +11,11 @@ from server.normalize import (
     company_key,
     email_key,
     fold,
+    is_legal_form,
     name_forms,
     person_key,
     registrable_domain,
+    spaced_legal_form,
     stored_forms,
     strip_legal_suffixes,
     strip_tail,
@@ -143,3 +145,45 @@ def test_stored_forms_name_each_form_once() -> None:
         ("acronym", "ibm"),
         ("lead", "business"),
     }
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Koninklijke Philips Electronics N. V.",
+        "KONINKLIJKE PHILIPS ELECTRONICSN.V.",
+        "Koninklijke Philips ElectronicsN.V",
+        "Koninklijke Philips Electronics, N.V.",
+        "Koninklijke Philips Electronics NV.",
+        "Koninklijke Philips Electronics N. V.,",
+        "Koninklijke Philips Electronics, N. V",
+    ],
+)
+def test_a_legal_form_spaced_or_glued_to_the_last_word_keys_as_usually_written(
+    written: str,
+) -> None:
+    usual = "Koninklijke Philips Electronics N.V."
+    assert company_key(written) == company_key(usual) == "koninklijke philips electronics"
+    assert name_forms(written) == name_forms(usual)
+
+
+@pytest.mark.parametrize(
+    ("name", "written"),
+    [
+        ("Philips B. V.", "Philips B.V."),
+        ("Siemens A. G.", "Siemens A.G."),
+        ("Fiat S. p. A.", "Fiat S.p.A."),
+        ("ACMES.A.", "ACME S.A."),
+        ("A. B. C.", "A. B. C."),  # initials of no legal form: a name of initials
+        ("Acme X. Y.", "Acme X. Y."),
+        ("J. P. Morgan", "J. P. Morgan"),
+        ("Amazon.com", "Amazon.com"),
+    ],
+)
+def test_only_a_legal_form_is_written_together(name: str, written: str) -> None:
+    assert spaced_legal_form(name) == written
+
+
+def test_is_legal_form() -> None:
+    assert is_legal_form("N. V.") and is_legal_form("GmbH") and is_legal_form("Limited")
+    assert not is_legal_form("Boston") and not is_legal_form("")

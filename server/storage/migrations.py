@@ -413,3 +413,12 @@ def m013_contact_changes(db: Any) -> None:
         CREATE INDEX contact_changes_recorded ON contact_changes (recorded_at)
         """,
     )
+
+
+@MIGRATIONS.step
+def m014_company_keys_of_spaced_legal_forms(db: Any) -> None:
+    """Company keys drop a legal form written spaced ("N. V.") or glued to the last word
+    ("ELECTRONICSN.V.") now: the companies and aliases whose keys change are keyed again, then
+    the name tables rebuilt (branch h38b: the integrator may renumber this step)."""
+    request_rebuild(db, COMPANY_KEYS, unless_empty="companies")
+    request_rebuild(db, COMPANY_NAMES, unless_empty="companies")
