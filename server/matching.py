@@ -25,6 +25,7 @@ from server.normalize import (
     company_key,
     email_key,
     fold,
+    is_legal_form,
     name_forms,
     person_key,
     registrable_domain,
@@ -237,33 +238,120 @@ def company_candidates(db: Database, probe: Probe) -> list[CompanyCandidate]:
     if probe.email_domain:
         add(store.companies_by_domain(db, probe.email_domain), MAIL_DOMAIN, "email")
     if probe.company_key:
-        named = store.companies_by_name_keys(db, [probe.company_key])
-        add((row for row in named if not row["alias"]), NAME, "company_name")
-        exact = _plain(q.company_name)
-        add((row for row in named if _plain(row["name"]) == exact), EXACT_NAME, "company_name")
-        add((row for row in named if row["alias"]), ALIAS, "company_name")
-        alike = [] if named else _written_alike(db, q.company_name)
-        for row, score in alike:
+        for row, score in _by_name_or_without_place(db, q.company_name, probe.company_key):
             add([row], score, "company_name")
-        if not named and not alike:
-            for row, similarity in _near_names(db, probe.company_key):
-                add([row], NEAR_NAME_WEIGHT * similarity, "company_name")
     for candidate in found.values():
         _check_name_and_country(candidate, probe)
     return sorted(found.values(), key=lambda c: (-c.score, c.guid))
 
 
+def _by_name_or_without_place(
+    db: Database, name: str, key: str
+) -> list[tuple[dict[str, Any], float]]:
+    """`_by_name`; when that finds nothing, `_by_name` of the name without a place after it
+    (`without_place`), each score PLACE_COST less."""
+    found = _by_name(db, name, key)
+    placeless = "" if found else without_place(name)
+    if not placeless or not company_key(placeless):
+        return found
+    return [
+        (row, score - PLACE_COST) for row, score in _by_name(db, placeless, company_key(placeless))
+    ]
+
+
+def _by_name(db: Database, name: str, key: str) -> list[tuple[dict[str, Any], float]]:
+    """The companies a company name finds, with a score for each way it finds them: its key
+    as a name's (the name as the company has it: more) or an alias's; else the name written
+    another way (`_written_alike`); else the name with misspelt words (`_near_names`)."""
+    named = store.companies_by_name_keys(db, [key])
+    if named:
+        exact = _plain(name)
+        found = [(row, ALIAS if row["alias"] else NAME) for row in named]
+        return found + [(row, EXACT_NAME) for row in named if _plain(row["name"]) == exact]
+    alike = _written_alike(db, name)
+    if alike:
+        return alike
+    return [(row, NEAR_NAME_WEIGHT * similarity) for row, similarity in _near_names(db, key)]
+
+
 def _check_name_and_country(candidate: CompanyCandidate, probe: Probe) -> None:
-    """A name given beside another identifier must agree with it; a country may disagree."""
+    """A name given beside another identifier must agree with it (or without a place after
+    it); a country may disagree."""
+    name = probe.query.company_name
     if probe.company_key and "company_name" not in candidate.on:
-        similarity = company_name_similarity(probe.company_key, candidate.row)
-        written = _form_score(_Written.of(probe.query.company_name), candidate.row)
-        if similarity >= NEAR_NAME or written:
-            candidate.support(max(NEAR_NAME_WEIGHT * similarity, written), "company_name")
+        score, similarity = _name_agreement(name, probe.company_key, candidate.row)
+        placeless = "" if score else without_place(name)
+        if placeless and company_key(placeless):
+            score, alike = _name_agreement(placeless, company_key(placeless), candidate.row)
+            similarity = max(similarity, alike)
+        if score:
+            candidate.support(score, "company_name")
         elif similarity < 0.5:
             candidate.penalty += CONFLICT
     if probe.country and _country(candidate.row["country"]) not in ("", probe.country):
         candidate.penalty += 0.01
+
+
+def _name_agreement(name: str, key: str, row: dict[str, Any]) -> tuple[float, float]:
+    """How a company name given beside another identifier agrees with the company's: the score
+    it adds (0: none), and the similarity of the keys."""
+    similarity = company_name_similarity(key, row)
+    written = _form_score(_Written.of(name), row)
+    if similarity >= NEAR_NAME or written:
+        return max(NEAR_NAME_WEIGHT * similarity, written), similarity
+    return 0.0, similarity
+
+
+# A place after a company's name: in brackets ("Acme (Boston)"), after a dash ("Acme - London
+# office"), after "te", "in" or "at" ("Acme B.V. te Utrecht"), or after commas ("Acme N.V.,
+# Eindhoven, NL"); a word such as "office" may follow it. At most PLACE_CHARS characters.
+_SITE_WORDS = frozenset("office offices branch site plant headquarters hq campus location".split())
+_DASHES = (" - ", " – ", " — ")
+_PLACE_WORDS = (" te ", " in ", " at ")
+PLACE_CHARS = 60
+PLACE_COST = 0.01  # taken off a company found by its name without the place
+
+
+@lru_cache(maxsize=4096)
+def without_place(name: str) -> str:
+    """`name` without a known place (server.places) written after it ("Acme Ltd (London)" ->
+    "Acme Ltd"), or "" when none is: the longest place that is one."""
+    text = name.strip().rstrip(".,;")
+    for cut, place in sorted(_place_cuts(text)):
+        head = text[:cut].rstrip(" ,")
+        if head and _is_place(place):
+            return head
+    return ""
+
+
+def _place_cuts(text: str) -> list[tuple[int, str]]:
+    """Where a place may begin after a name, each with the place as written (its marks cut):
+    in the last PLACE_CHARS characters of `text`."""
+    start = max(0, len(text) - PLACE_CHARS)
+    tail = text[start:].casefold()
+    cuts = []
+    if tail.endswith(")") and "(" in tail:
+        at = start + tail.rindex("(")
+        cuts.append((at, text[at + 1 : -1]))
+    for mark in (*_DASHES, *_PLACE_WORDS):
+        if mark in tail:
+            at = start + tail.rindex(mark)
+            cuts.append((at, text[at + len(mark) :]))
+    commas = [start + at for at, letter in enumerate(tail) if letter == ","][-3:]
+    cuts += [(at, text[at + 1 :]) for at in commas]
+    return cuts
+
+
+def _is_place(text: str) -> bool:
+    """Whether `text`, a site word ("office") after it aside, is a place: a city, state or
+    country, with the state or country after commas; not a legal form ("Acme, NV")."""
+    words = text.split()
+    if words and fold(words[-1]) in _SITE_WORDS:
+        text = text[: text.rindex(words[-1])]
+    parts = text.split(",")
+    if not all(fold(part) and not is_legal_form(part) for part in parts):
+        return False
+    return places.locate(text) is not None
 
 
 def _plain(name: str) -> str:
@@ -438,8 +526,12 @@ def _corrections(db: Database, word: str, limit: int = CORRECTIONS) -> list[tupl
     (Damerau-Levenshtein: two typos may overlap, "Digail" for "Digital"): the closest first,
     then the most used (`limit` at most). One read, however long `word` is: the index
     range of the known words with its first letter, those within two letters of its length
-    kept."""
-    choices = dict(store.company_words_like(db, word[0], len(word) - 2, len(word) + 2))
+    kept, and its `_respellings` (a misspelt first letter is the one edit in its word; two
+    known words run together cost an edit)."""
+    firsts, pairs = _respellings(word)
+    parts = {part for pair in pairs for part in pair}
+    also = sorted(firsts | parts)
+    choices = dict(store.company_words_like(db, word[0], len(word) - 2, len(word) + 2, also))
     choices.pop(word, None)
     close = process.extract(
         word, choices.keys(), scorer=DamerauLevenshtein.distance, score_cutoff=2, limit=None
@@ -447,9 +539,35 @@ def _corrections(db: Database, word: str, limit: int = CORRECTIONS) -> list[tupl
     fits = [
         (int(edits), -choices[choice], choice)
         for choice, edits, _ in close
-        if edits <= allowed_edits(word, choice)
+        if edits <= allowed_edits(word, choice) and (choice[0] == word[0] or edits == 1)
+    ]
+    fits += [
+        (1, -min(choices[left], choices[right]), f"{left} {right}")
+        for left, right in pairs
+        if left in choices and right in choices
     ]
     return [(choice, edits) for edits, _, choice in sorted(fits)[:limit]]
+
+
+# A misspelt word's first letter may be another, lost or one too many; a word of up to
+# SPLIT_WORD letters may be two known words of SHORTEST_PART letters or more run together,
+# the space between them lost or typed as another letter ("Kobexsteel").
+_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+SPLIT_WORD, SHORTEST_PART = 30, 2
+
+
+def _respellings(word: str) -> tuple[set[str], list[tuple[str, str]]]:
+    """The words `word` is with its first letter misspelt back, and the pairs of words it may
+    be run together: at most 2 * len(_LETTERS) + 2 words and 2 * SPLIT_WORD pairs."""
+    firsts = {letter + rest for letter in _LETTERS for rest in (word[1:], word)}
+    firsts |= {word[1:], word[1:2] + word[:1] + word[2:]}
+    pairs: list[tuple[str, str]] = []
+    if len(word) <= SPLIT_WORD:
+        for at in range(SHORTEST_PART, len(word) - SHORTEST_PART + 1):
+            pairs.append((word[:at], word[at:]))
+            if len(word) - at > SHORTEST_PART:
+                pairs.append((word[:at], word[at + 1 :]))
+    return {first for first in firsts if len(first) >= SHORTEST_TYPO} - {word}, pairs
 
 
 def allowed_edits(word: str, other: str) -> int:
@@ -463,8 +581,8 @@ def typo_similarity(key: str, other: str) -> float:
     """How alike two company keys are when one may be the other with typos, 0..1.
 
     1 when equal; 1 - TYPO_COST per edit when they have the same words but for misspellings
-    that keep each word's first letter, fit `allowed_edits` word by word, touch at most
-    MISSPELT_WORDS words and add up to MAX_EDITS; else 0.
+    that fit `allowed_edits` word by word (a word's first letter misspelt only as its one
+    edit), touch at most MISSPELT_WORDS words and add up to MAX_EDITS; else 0.
     """
     if key == other:
         return 1.0
@@ -476,7 +594,7 @@ def typo_similarity(key: str, other: str) -> float:
         if word != stored:
             allowed = allowed_edits(word, stored)
             edits = DamerauLevenshtein.distance(word, stored, score_cutoff=allowed)
-            if word[0] != stored[0] or edits > allowed:
+            if edits > allowed or (word[0] != stored[0] and edits > 1):
                 return 0.0
             total += edits
             misspelt += 1

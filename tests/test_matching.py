@@ -648,3 +648,146 @@ def test_a_known_website_with_the_name_written_another_way_agrees(written: Datab
     probe = matching.Probe.of(Query(company_name="IBM"))
     matching._check_name_and_country(candidate, probe)
     assert candidate.on == {"company_name"} and candidate.penalty == 0
+
+
+# --- company names as real records write them (issue 38) ---------------------------------------
+
+RECORDS = [
+    _company(f"G{number:015X}", name, "", country=country, aka=aka)
+    for number, (name, country, aka) in enumerate(
+        [
+            ("Koninklijke Philips Electronics N.V.", "Netherlands", ""),
+            ("Kobe Steel, Ltd.", "Japan", ""),
+            ("Boston Scientific Corporation", "United States", ""),
+            ("Fairview Ltd", "United Kingdom", ""),
+            ("Fairview London Ltd", "United Kingdom", ""),
+            ("Signify N.V.", "Netherlands", "Philips Lighting N.V. | Signify"),
+            ("Acme N.V.", "Netherlands", ""),
+            ("Royal Acme Electronics B.V.", "Netherlands", ""),
+            ("Lumen Analytics Inc.", "United States", ""),
+            ("Numen Analytics Inc.", "United States", ""),
+            ("Zenvia Labs GmbH", "Germany", ""),
+            ("Zenvia Health GmbH", "Germany", ""),
+        ]
+    )
+]
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    connection = _database(tmp_path_factory.mktemp("records") / "r.db", RECORDS, [])
+    yield connection
+    connection.close()
+
+
+def _record(name: str) -> str:
+    return next(row["guid"] for row, _ in RECORDS if row["name"] == name)
+
+
+def _found_in(db: Database, typed: str) -> str | None:
+    found = matching.find(db, Query(company_name=typed))
+    return None if found is None else found.company_guid
+
+
+@pytest.mark.parametrize(
+    ("kind", "typed", "name"),
+    [
+        ("legal form spaced", "Koninklijke Philips Electronics N. V.", "Koninklijke Philips"),
+        ("legal form glued", "KONINKLIJKE PHILIPS ELECTRONICSN.V.", "Koninklijke Philips"),
+        ("glued, no last dot", "Koninklijke Philips ElectronicsN.V", "Koninklijke Philips"),
+        ("comma before", "Koninklijke Philips Electronics, N. V.", "Koninklijke Philips"),
+        ("comma after", "Kobe Steel Ltd.,", "Kobe Steel"),
+        ("place after commas", "Koninklijke Philips Electronics N.V., Eindhoven, NL", "Kon"),
+        ("place after te", "Philips Electronics te Eindhoven", "Koninklijke Philips"),
+        ("place in brackets", "Boston Scientific (Boston)", "Boston Scientific"),
+        ("an office after a dash", "Fairview - Paris office", "Fairview Ltd"),
+        ("a space typed as a letter", "Kobexsteel", "Kobe Steel"),
+        ("a space lost, a legal form", "Kobesteel Ltd", "Kobe Steel"),
+        ("first letter dropped", "Obe Steel", "Kobe Steel"),
+        ("first letter changed", "Hobe Steel", "Kobe Steel"),
+        ("first letter doubled", "Kkobe Steel", "Kobe Steel"),
+        ("typos in long, generic words", "Koniklijke Philips Electonics N.V.", "Koninklijke"),
+        ("two errors in one name", "Hobe Stel", "Kobe Steel"),
+        ("former name", "Philips Lighting", "Signify"),
+        ("former name misspelt", "Philips Lightnig B.V.", "Signify"),
+        ("former name, legal form spaced", "Philips Lighting N. V.", "Signify"),
+    ],
+)
+def test_a_name_as_real_records_write_it_is_found(
+    records: Database, kind: str, typed: str, name: str
+) -> None:
+    meant = next(row["guid"] for row, _ in RECORDS if row["name"].startswith(name))
+    assert _found_in(records, typed) == meant, kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "typed", "name"),
+    [
+        (
+            "a place that starts a name is kept",
+            "Boston Scientific",
+            "Boston Scientific Corporation",
+        ),
+        ("a place that ends a name is kept", "Fairview London", "Fairview London Ltd"),
+        ("also in brackets, when the name has it", "Fairview (London)", "Fairview London Ltd"),
+        ("a place cut only when the rest is a name", "Fairview, Paris", "Fairview Ltd"),
+        ("the exact name wins: the group", "Acme", "Acme N.V."),
+        ("the group written another way", "Royal Acme", "Acme N.V."),
+        ("the subsidiary by its own name", "Acme Electronics", "Royal Acme Electronics B.V."),
+    ],
+)
+def test_which_company_a_name_finds_follows_the_rules(
+    records: Database, kind: str, typed: str, name: str
+) -> None:
+    assert _found_in(records, typed) == _record(name), kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "typed"),
+    [
+        ("a first letter that makes two names", "Xumen Analytics"),
+        ("a brand of two companies, no company of that name", "Zenvia"),
+        ("a place is not a name", "Eindhoven, NL"),
+        ("a name of unknown words and a place", "Blorvex (Boston)"),
+    ],
+)
+def test_a_name_that_fits_two_companies_or_none_is_still_no_match(
+    records: Database, kind: str, typed: str
+) -> None:
+    assert _found_in(records, typed) is None, kind
+
+
+def test_a_name_found_without_its_place_is_less_sure(records: Database) -> None:
+    plain = matching.find(records, Query(company_name="Kobe Steel Ltd"))
+    placed = matching.find(records, Query(company_name="Kobe Steel Ltd (Kobe)"))
+    assert plain is not None and placed is not None and placed.company_guid == plain.company_guid
+    assert placed.score == pytest.approx(plain.score - matching.PLACE_COST)
+
+
+def test_a_name_with_a_place_agrees_with_the_website_given_beside_it(records: Database) -> None:
+    row = RECORDS[0][0]
+    candidate = matching.CompanyCandidate(row)
+    probe = matching.Probe.of(Query(company_name="Philips Electronics N.V. (Eindhoven)"))
+    matching._check_name_and_country(candidate, probe)
+    assert candidate.on == {"company_name"} and candidate.penalty == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "cut"),
+    [
+        ("Philips N.V., Eindhoven, NL", "Philips N.V."),
+        ("Philips B.V. te Utrecht", "Philips B.V."),
+        ("Acme (Boston)", "Acme"),
+        ("Acme Ltd - London office", "Acme Ltd"),
+        ("Acme, Inc., Boston, MA", "Acme, Inc."),
+        ("Acme Ltd (UK)", "Acme Ltd"),
+        ("Boston Scientific", ""),
+        ("Acme, Inc.", ""),
+        ("Acme, NV", ""),  # Nevada, but a legal form first
+        ("Acme (Holdings)", ""),
+        ("Acme - Widgets", ""),
+        ("(Boston)", ""),
+    ],
+)
+def test_without_place_cuts_only_a_known_place(name: str, cut: str) -> None:
+    assert matching.without_place(name) == cut

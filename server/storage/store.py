@@ -451,16 +451,21 @@ def known_company_words(db: Database, words: Sequence[str]) -> dict[str, int]:
 
 
 def company_words_like(
-    db: Database, first: str, shortest: int, longest: int
+    db: Database, first: str, shortest: int, longest: int, also: Sequence[str] = ()
 ) -> list[tuple[str, int]]:
     """The words of company name and alias keys that begin with the letter `first` and have
-    `shortest` to `longest` letters, with how many names and aliases hold each."""
+    `shortest` to `longest` letters, and those of `also`, with how many names and aliases hold
+    each (one statement)."""
     sql = (
         "SELECT word, companies FROM company_name_words WHERE word >= ? AND word < ? "
         "AND length(word) BETWEEN ? AND ?"
     )
+    if also:
+        sql += (
+            f" UNION SELECT word, companies FROM company_name_words WHERE word IN ({_marks(also)})"
+        )
     following = chr(ord(first) + 1)
-    return db.execute(sql, [first, following, shortest, longest]).fetchall()
+    return db.execute(sql, [first, following, shortest, longest, *also]).fetchall()
 
 
 def companies_by_name_forms(db: Database, keys: Sequence[str], limit: int) -> list[Row]:
