@@ -349,7 +349,7 @@ def _is_place(text: str) -> bool:
     if words and fold(words[-1]) in _SITE_WORDS:
         text = text[: text.rindex(words[-1])]
     parts = text.split(",")
-    if not all(fold(part) and not is_legal_form(part) for part in parts):
+    if not all(fold(part) for part in parts) or is_legal_form(parts[0]):
         return False
     return places.locate(text) is not None
 
@@ -550,10 +550,10 @@ def _corrections(db: Database, word: str, limit: int = CORRECTIONS) -> list[tupl
 
 
 # A misspelt word's first letter may be another, lost or one too many; a word of up to
-# SPLIT_WORD letters may be two known words of SHORTEST_PART letters or more run together,
+# SPLIT_WORD letters may be two known words (of SHORTEST_PART letters or more) run together,
 # the space between them lost or typed as another letter ("Kobexsteel").
 _LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
-SPLIT_WORD, SHORTEST_PART = 30, 2
+SPLIT_WORD, SHORTEST_PART = 30, 1
 
 
 def _respellings(word: str) -> tuple[set[str], list[tuple[str, str]]]:

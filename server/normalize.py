@@ -95,6 +95,21 @@ def spaced_legal_form(name: str) -> str:
         initials = "".join(found[1].split())
         if ("".join(fold(initials).split()),) in _legal_forms().short:
             return f"{name[: found.start()].rstrip()} {initials}"
+    return _unglued_word_form(name)
+
+
+def _unglued_word_form(name: str) -> str:
+    """`name` with an abbreviation written with a dot after it ("Inc.", "Ltd.") glued to a last
+    word of three letters or more ("GROUPLTD.") spaced from it; else `name`."""
+    text = name.rstrip(" ,;")
+    if not text.endswith("."):
+        return name
+    last = text[-_INITIALS_TAIL:].rsplit(None, 1)[-1].casefold()
+    for form in _legal_forms().glued:
+        head = last[: -len(form) - 1]
+        if last.endswith(f"{form}.") and len(head) >= 3 and head[-3:].isalpha():
+            cut = len(text) - len(form) - 1
+            return f"{text[:cut]} {text[cut:]}"
     return name
 
 
@@ -197,6 +212,8 @@ SHORTEST_PLURAL = 5
 # Countries whose full legal forms are English words ("Company", "Limited"): a name may begin
 # with those ("Limited Editions"), so only the others are dropped where a name begins.
 _ENGLISH = frozenset("US GB IE CA AU NZ IN SG HK PH ZA".split())
+# An abbreviation that may be glued to the word before it: three letters or more and a dot.
+_GLUED_WORD = re.compile(r"[^\W\d_]{3,}\.")
 # Words `company_key` cuts from the end of a name, which may have ended a legal form.
 _KEY_CUTS = frozenset("company limited co corporation incorporated".split())
 
@@ -209,6 +226,7 @@ class _LegalForms:
     ending: frozenset[tuple[str, ...]]  # every form, for the end of a name
     leading: frozenset[tuple[str, ...]]  # full forms that may begin a name
     longest: int  # most words in a form
+    glued: tuple[str, ...]  # abbreviations of three letters or more written with a dot after
 
 
 @cache
@@ -219,10 +237,13 @@ def _legal_forms() -> _LegalForms:
     short: set[tuple[str, ...]] = set()
     full: set[tuple[str, ...]] = set()
     leading: set[tuple[str, ...]] = set()
+    glued: set[str] = set()
     for row in rows:
         for text in row["abbreviations"].split("|"):
             words = tuple(fold(text).split())
             short |= {words, ("".join(words),)} if words else set()
+            if _GLUED_WORD.fullmatch(text):
+                glued.add(text[:-1].casefold())
         forms = {tuple(fold(text).split()) for text in row["full"].split("|")} - {()}
         full |= (
             forms
@@ -236,7 +257,11 @@ def _legal_forms() -> _LegalForms:
         leading |= {f for f in forms if len(f) > 1 or row["country"] not in _ENGLISH}
     ending = short | full
     return _LegalForms(
-        frozenset(short), frozenset(ending), frozenset(leading), max(map(len, ending))
+        frozenset(short),
+        frozenset(ending),
+        frozenset(leading),
+        max(map(len, ending)),
+        tuple(sorted(glued, key=len, reverse=True)),
     )
 
 

@@ -703,6 +703,8 @@ def _found_in(db: Database, typed: str) -> str | None:
         ("an office after a dash", "Fairview - Paris office", "Fairview Ltd"),
         ("a space typed as a letter", "Kobexsteel", "Kobe Steel"),
         ("a space lost, a legal form", "Kobesteel Ltd", "Kobe Steel"),
+        ("a space one letter off", "Fairviewl Ondon Ltd", "Fairview London"),
+        ("a legal form glued", "KOBE STEELLTD.", "Kobe Steel"),
         ("first letter dropped", "Obe Steel", "Kobe Steel"),
         ("first letter changed", "Hobe Steel", "Kobe Steel"),
         ("first letter doubled", "Kkobe Steel", "Kobe Steel"),
@@ -780,6 +782,8 @@ def test_a_name_with_a_place_agrees_with_the_website_given_beside_it(records: Da
         ("Acme (Boston)", "Acme"),
         ("Acme Ltd - London office", "Acme Ltd"),
         ("Acme, Inc., Boston, MA", "Acme, Inc."),
+        ("Fredriksson Fastigheter AB, Gothenburg, SE", "Fredriksson Fastigheter AB"),
+        ("Fredriksson Fastigheter, SE", ""),  # a country, but a legal form first
         ("Acme Ltd (UK)", "Acme Ltd"),
         ("Boston Scientific", ""),
         ("Acme, Inc.", ""),

@@ -174,6 +174,10 @@ def test_a_legal_form_spaced_or_glued_to_the_last_word_keys_as_usually_written(
         ("Siemens A. G.", "Siemens A.G."),
         ("Fiat S. p. A.", "Fiat S.p.A."),
         ("ACMES.A.", "ACME S.A."),
+        ("Mountainpath Design GroupInc.", "Mountainpath Design Group Inc."),
+        ("ELMSIDE PROPERTY GROUPLTD.", "ELMSIDE PROPERTY GROUP LTD."),
+        ("Acme Zinc.", "Acme Zinc."),  # a word that ends as "Inc." does
+        ("Acme GroupInc", "Acme GroupInc"),  # no dot: no abbreviation
         ("A. B. C.", "A. B. C."),  # initials of no legal form: a name of initials
         ("Acme X. Y.", "Acme X. Y."),
         ("J. P. Morgan", "J. P. Morgan"),
