@@ -463,15 +463,16 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     misspelt = [word for word in fuzzy if word not in known]
     if not misspelt or len(misspelt) > MISSPELT_WORDS:
         return []
+    corrected = {word: _corrections(db, word, CORRECTIONS + 1) for word in misspelt}
     options: list[list[tuple[str, int]]] = []
     dropped: list[tuple[int, int]] = []  # (word's place, edits of its first correction left out)
     for word in words:
         if word not in misspelt:
             options.append([(word, 0)])
             continue
-        fixes = _corrections(db, word, CORRECTIONS + 1)
-        if len(fixes) > CORRECTIONS:
-            dropped.append((len(options), fixes.pop()[1]))
+        fixes = corrected[word][:CORRECTIONS]
+        if len(corrected[word]) > CORRECTIONS:
+            dropped.append((len(options), corrected[word][-1][1]))
         if not fixes:
             return []
         options.append(fixes)

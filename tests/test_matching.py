@@ -503,6 +503,14 @@ def test_a_long_name_of_misspelt_words_costs_a_bounded_number_of_statements(
     assert len(run) <= 3  # the name key, its forms, which of its words are known: no more
 
 
+def test_a_misspelt_word_repeated_is_corrected_once(crowded: Database) -> None:
+    name = " ".join(["Marow"] * 150)[: enrich.MAX_VALUE_CHARS]
+    most = 5  # the name key, its forms, which words are known, one correction read, one lookup
+    with statement_budget(crowded, most) as run:
+        assert matching.find(crowded, Query(company_name=name)) is None
+    assert sum("company_name_words" in statement for statement in run) <= 2
+
+
 def _old_cheapest_spellings(options: list[list[tuple[str, int]]]) -> list[tuple[int, str]]:
     """What the matcher looked up before: every combination built, sorted, the first kept."""
     keys = sorted(
