@@ -79,7 +79,7 @@ def strip_legal_suffixes(name: str) -> str:
 
 
 # Initials that end a name spaced ("Philips N. V.") or glued to its last word ("ELECTRONICSN.V."),
-# a comma or so after them; they are a legal form when run together they are an abbreviation.
+# a comma or so after them: a legal form when, run together, they are one of its abbreviations.
 _SPACED_INITIALS = re.compile(r"(?<!\S)((?:[^\W\d_]\.\s+)+[^\W\d_]\.?)[\s,;]*$")
 _GLUED_INITIALS = re.compile(r"(?<=[^\W\d_]{2})((?:[^\W\d_]\.)+[^\W\d_]\.?)[\s,;]*$")
 _INITIALS_TAIL = 24  # characters at the end of a name searched for them

@@ -418,7 +418,8 @@ def m013_contact_changes(db: Any) -> None:
 @MIGRATIONS.step
 def m014_company_keys_of_spaced_legal_forms(db: Any) -> None:
     """Company keys drop a legal form written spaced ("N. V.") or glued to the last word
-    ("ELECTRONICSN.V.") now: the companies and aliases whose keys change are keyed again, then
-    the name tables rebuilt (branch h38b: the integrator may renumber this step)."""
+    ("ELECTRONICSN.V.", "GROUPLTD.") now: the companies and aliases whose keys change are
+    keyed again, then the name tables rebuilt (branch h38b: the integrator may renumber this
+    step)."""
     request_rebuild(db, COMPANY_KEYS, unless_empty="companies")
     request_rebuild(db, COMPANY_NAMES, unless_empty="companies")
