@@ -419,7 +419,6 @@ def m013_contact_changes(db: Any) -> None:
 def m014_company_keys_of_spaced_legal_forms(db: Any) -> None:
     """Company keys drop a legal form written spaced ("N. V.") or glued to the last word
     ("ELECTRONICSN.V.", "GROUPLTD.") now: the companies and aliases whose keys change are
-    keyed again, then the name tables rebuilt (branch h38b: the integrator may renumber this
-    step)."""
+    keyed again, then the name tables rebuilt."""
     request_rebuild(db, COMPANY_KEYS, unless_empty="companies")
     request_rebuild(db, COMPANY_NAMES, unless_empty="companies")
