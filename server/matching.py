@@ -455,7 +455,8 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     of them up to the fewest edits of one left out (corrections beyond CORRECTIONS, lookups
     beyond CORRECTED_KEYS): as cheap a spelling unseen could be as good a rival. The work is
     bounded whatever the key's length: one statement for the known words, at most
-    MISSPELT_WORDS for corrections and one for the lookups of at most CORRECTED_KEYS names.
+    MISSPELT_WORDS for corrections and one for the lookups of at most CORRECTED_KEYS names,
+    twice when the corrections of a word's own first letter find nothing (`_corrected_names`).
     """
     words = key.split()
     fuzzy = sorted({word for word in words if len(word) >= SHORTEST_TYPO})
@@ -463,7 +464,19 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     misspelt = [word for word in fuzzy if word not in known]
     if not misspelt or len(misspelt) > MISSPELT_WORDS:
         return []
-    corrected = {word: _corrections(db, word, CORRECTIONS + 1) for word in misspelt}
+    return _corrected_names(db, words, misspelt, respelt=False) or _corrected_names(
+        db, words, misspelt, respelt=True
+    )
+
+
+def _corrected_names(
+    db: Database, words: list[str], misspelt: list[str], respelt: bool
+) -> list[tuple[dict[str, Any], float]]:
+    """`_near_names` with the misspelt words' corrections of their own first letter, or with
+    `respelt` also those of another first letter and of two words run together: tried only
+    when the first find nothing, as they would crowd a short word's ("Bani": "Mani", "Dani"
+    beside "Bank") past CORRECTIONS, where a name is not corrected at all."""
+    corrected = {word: _corrections(db, word, CORRECTIONS + 1, respelt) for word in misspelt}
     options: list[list[tuple[str, int]]] = []
     dropped: list[tuple[int, int]] = []  # (word's place, edits of its first correction left out)
     for word in words:
@@ -522,14 +535,16 @@ def cheapest_spellings(
     return heapq.nsmallest(limit, ((edits, name[1:]) for edits, name in spellings if edits))
 
 
-def _corrections(db: Database, word: str, limit: int = CORRECTIONS) -> list[tuple[str, int]]:
+def _corrections(
+    db: Database, word: str, limit: int = CORRECTIONS, respelt: bool = True
+) -> list[tuple[str, int]]:
     """Known company name words that `word` may be a misspelling of, with their edits
     (Damerau-Levenshtein: two typos may overlap, "Digail" for "Digital"): the closest first,
     then the most used (`limit` at most). One read, however long `word` is: the index
     range of the known words with its first letter, those within two letters of its length
     kept, and its `_respellings` (a misspelt first letter is the one edit in its word; two
-    known words run together cost an edit)."""
-    firsts, pairs = _respellings(word)
+    known words run together cost an edit; not without `respelt`)."""
+    firsts, pairs = _respellings(word) if respelt else (set(), [])
     parts = {part for pair in pairs for part in pair}
     also = sorted(firsts | parts)
     choices = dict(store.company_words_like(db, word[0], len(word) - 2, len(word) + 2, also))
@@ -550,11 +565,13 @@ def _corrections(db: Database, word: str, limit: int = CORRECTIONS) -> list[tupl
     return [(choice, edits) for edits, _, choice in sorted(fits)[:limit]]
 
 
-# A misspelt word's first letter may be another, lost or one too many; a word of up to
-# SPLIT_WORD letters may be two known words (of SHORTEST_PART letters or more) run together,
-# the space between them lost or typed as another letter ("Kobexsteel").
+# A misspelt word's first letter may be another, lost or one too many; a word of SPLIT_SHORTEST
+# to SPLIT_WORD letters may be two known words (of SHORTEST_PART letters or more) run together,
+# the space between them lost or typed as another letter ("Kobexsteel"). A shorter word is not
+# split: "part" as "p rt" or "pa t" would crowd out its real corrections ("parts", "park"),
+# and a name whose misspelt word has more than CORRECTIONS of them is not corrected at all.
 _LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
-SPLIT_WORD, SHORTEST_PART = 30, 1
+SPLIT_SHORTEST, SPLIT_WORD, SHORTEST_PART = 6, 30, 1
 
 
 def _respellings(word: str) -> tuple[set[str], list[tuple[str, str]]]:
@@ -563,7 +580,7 @@ def _respellings(word: str) -> tuple[set[str], list[tuple[str, str]]]:
     firsts = {letter + rest for letter in _LETTERS for rest in (word[1:], word)}
     firsts |= {word[1:], word[1:2] + word[:1] + word[2:]}
     pairs: list[tuple[str, str]] = []
-    if len(word) <= SPLIT_WORD:
+    if SPLIT_SHORTEST <= len(word) <= SPLIT_WORD:
         for at in range(SHORTEST_PART, len(word) - SHORTEST_PART + 1):
             pairs.append((word[:at], word[at:]))
             if len(word) - at > SHORTEST_PART:

@@ -505,10 +505,12 @@ def test_a_long_name_of_misspelt_words_costs_a_bounded_number_of_statements(
 
 def test_a_misspelt_word_repeated_is_corrected_once(crowded: Database) -> None:
     name = " ".join(["Marow"] * 150)[: enrich.MAX_VALUE_CHARS]
-    most = 5  # the name key, its forms, which words are known, one correction read, one lookup
+    # the name key, its forms, which words are known; one correction read and one lookup of
+    # the corrections of its own first letter, then again with the others (none found)
+    most = 7
     with statement_budget(crowded, most) as run:
         assert matching.find(crowded, Query(company_name=name)) is None
-    assert sum("company_name_words" in statement for statement in run) <= 2
+    assert sum("company_name_words" in statement for statement in run) <= 3
 
 
 def _old_cheapest_spellings(options: list[list[tuple[str, int]]]) -> list[tuple[int, str]]:
