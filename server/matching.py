@@ -456,7 +456,8 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     beyond CORRECTED_KEYS): as cheap a spelling unseen could be as good a rival. The work is
     bounded whatever the key's length: one statement for the known words, at most
     MISSPELT_WORDS for corrections and one for the lookups of at most CORRECTED_KEYS names,
-    twice when the corrections of a word's own first letter find nothing (`_corrected_names`).
+    twice when the corrections of a word's own first letter find none as near as an edit a
+    word (`_corrected_names`).
     """
     words = key.split()
     fuzzy = sorted({word for word in words if len(word) >= SHORTEST_TYPO})
@@ -464,9 +465,15 @@ def _near_names(db: Database, key: str) -> list[tuple[dict[str, Any], float]]:
     misspelt = [word for word in fuzzy if word not in known]
     if not misspelt or len(misspelt) > MISSPELT_WORDS:
         return []
-    return _corrected_names(db, words, misspelt, respelt=False) or _corrected_names(
-        db, words, misspelt, respelt=True
-    )
+    found = _corrected_names(db, words, misspelt, respelt=False)
+    fewest = min((round((1 - similarity) / TYPO_COST) for _, similarity in found), default=None)
+    if fewest is not None and fewest <= len(misspelt):  # an edit a word: none can be nearer
+        return found
+    nearer = {row["guid"]: (row, similarity) for row, similarity in found}
+    for row, similarity in _corrected_names(db, words, misspelt, respelt=True):
+        if similarity > nearer.get(row["guid"], (row, 0.0))[1]:
+            nearer[row["guid"]] = (row, similarity)
+    return list(nearer.values())
 
 
 def _corrected_names(
@@ -474,8 +481,8 @@ def _corrected_names(
 ) -> list[tuple[dict[str, Any], float]]:
     """`_near_names` with the misspelt words' corrections of their own first letter, or with
     `respelt` also those of another first letter and of two words run together: tried only
-    when the first find nothing, as they would crowd a short word's ("Bani": "Mani", "Dani"
-    beside "Bank") past CORRECTIONS, where a name is not corrected at all."""
+    when the first find nothing as near as an edit a word, as they would crowd a short word's
+    ("Bani": "Mani", "Dani" beside "Bank") past CORRECTIONS, where a name is not corrected."""
     corrected = {word: _corrections(db, word, CORRECTIONS + 1, respelt) for word in misspelt}
     options: list[list[tuple[str, int]]] = []
     dropped: list[tuple[int, int]] = []  # (word's place, edits of its first correction left out)
