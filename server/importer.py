@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, TextIO
 from nameparser import HumanName
 from sqlite_utils import Database
 
-from server import facets, places, privacy, titles
+from server import changes, facets, places, privacy, titles
 from server.clock import iso, utcnow
 from server.normalize import (
     alias_keys,
@@ -54,6 +54,7 @@ from server.records import (
     REVENUE_RANGES,
     month_to_stored,
 )
+from server.storage import changes as changes_store
 from server.storage import db as database
 from server.storage import store
 
@@ -130,6 +131,7 @@ def import_files(
     batch_size: int = 5000,
     now: datetime | None = None,
     screen: privacy.Screen | None = None,
+    detect_changes: bool = True,
 ) -> ImportReport:
     """Import a companies file, then a contacts file (one row per employment); either optional.
 
@@ -137,6 +139,10 @@ def import_files(
     them, CHUNKS_PER_TRANSACTION batches per transaction. `progress` is called with the
     number of lines read since its previous call. With `screen` (the suppression list), the
     rows of the people on it are left out and counted.
+
+    Into tables that had rows, what the import changed is recorded (server/changes.py) in the
+    transactions that write it, stamped `now`; `detect_changes=False` (for bench/
+    changes_import.py, which measures what detection costs) leaves that out.
     """
     for path in (companies, contacts):
         if path is not None and path.suffix.lower() not in SUFFIXES:
@@ -146,16 +152,22 @@ def import_files(
     advance = progress or (lambda _lines: None)
     known = _CompanyCheck(db)
     form = store.row_form(db)
+    watch_companies = detect_changes and not store.is_empty(db, "companies")
+    watch_jobs = detect_changes and not store.is_empty(db, "employments")
     files = [
-        (companies, COMPANY_FIELDS, partial(_company_record, updated_at=stamp, form=form)),
+        (companies, COMPANY_FIELDS,
+         partial(_company_record, updated_at=stamp, form=form, watch=watch_companies)),
         (contacts, CONTACT_FIELDS,
-         partial(_contact_record, updated_at=stamp, form=form, screening=screen is not None)),
+         partial(_contact_record, updated_at=stamp, form=form, screening=screen is not None,
+                 watch=watch_jobs)),
     ]  # fmt: skip
+    write_companies = _recording(_write_companies, _company_changes, stamp, watch_companies)
+    write_contacts = _recording(_write_contacts, _job_changes, stamp, watch_jobs)
     work = [file for file in files if file[0]]
     with _rare_collections(), _converted(work, batch_size) as converted:
         if companies is not None:
             accepted = _accepted(next(converted), known.add, companies, report.errors)
-            report.companies = _load(db, accepted, _write_companies, advance, _COMPANY_TABLES)
+            report.companies = _load(db, accepted, write_companies, advance, _COMPANY_TABLES)
             with database.write(db):
                 store.lock_dataset(db)
                 store.index_company_words(db)
@@ -164,7 +176,7 @@ def import_files(
             screened = _Screened(db, screen) if screen else None
             if screened:
                 accepted = _accepted(accepted, screened.drop, contacts, report.errors)
-            report.contacts = _load(db, accepted, _write_contacts, advance, _CONTACT_TABLES)
+            report.contacts = _load(db, accepted, write_contacts, advance, _CONTACT_TABLES)
             report.suppressed = screened.dropped if screened else 0
     return report
 
@@ -275,14 +287,21 @@ def _accepted(
 # from its contact), the rows in the form of store.row_form.
 _GUID, _COMPANY, _ROW = itemgetter(1), itemgetter(2), itemgetter(3)
 _JOB, _KEYS, _JOB_KEY, _SECOND = itemgetter(4), itemgetter(5), itemgetter(1, 2), itemgetter(1)
+_ALIASES, _FORMS = itemgetter(3), itemgetter(4)
+# With change detection, the values compared (changes.COMPANY_FIELDS, changes.JOB_FIELDS)
+# follow: a company's last, a contact's after what its employment takes from it.
+_COMPANY_WATCHED, _JOB_WATCHED = itemgetter(5), itemgetter(6)
+_PAIR, _FIRST = itemgetter(0, 1), itemgetter(0)
 
 
 def _write_companies(
     db: Database, records: list[tuple[int, str, Any, list[str], Any]], new_keys: bool = False
 ) -> None:
-    aliases = {guid: keys for _, guid, _, keys, _ in records}  # the last row of a GUID wins
-    forms = {guid: rows for _, guid, _, _, rows in records}
-    store.upsert_company_values(db, [row for _, _, row, _, _ in records], new_keys=new_keys)
+    aliases = dict(
+        zip(map(_GUID, records), map(_ALIASES, records), strict=True)
+    )  # the last row wins
+    forms = dict(zip(map(_GUID, records), map(_FORMS, records), strict=True))
+    store.upsert_company_values(db, list(map(_COMPANY, records)), new_keys=new_keys)
     store.replace_company_aliases(
         db, aliases, [(guid, key) for guid, keys in aliases.items() for key in keys]
     )
@@ -291,6 +310,50 @@ def _write_companies(
         forms,
         [(key, form, guid, alias) for guid, rows in forms.items() for key, form, alias in rows],
     )
+
+
+def _recording(
+    write: Callable[..., None],
+    find: Callable[[Database, list[Any]], list[changes.Change]],
+    recorded_at: str,
+    watch: bool,
+) -> Callable[..., None]:
+    """`write`, or with `watch` a writer that first records the changes `find` sees between
+    the stored rows and a batch's records, in the same transaction."""
+    if not watch:
+        return write
+
+    def write_and_record(db: Database, records: list[Any]) -> None:
+        changes.record(db, find(db, records), recorded_at)
+        write(db, records)
+
+    return write_and_record
+
+
+def _job_changes(db: Database, records: list[Any]) -> list[changes.Change]:
+    """The changes a batch of contact records makes: the stored employments of its contacts
+    are read in one statement, and only the rows not among them exactly (a set difference,
+    no Python per row) are looked at."""
+    watched = list(map(_JOB_WATCHED, records))
+    latest = dict(
+        zip(map(_PAIR, watched), watched, strict=True)
+    )  # the last row of an employment wins
+    contacts = list(set(map(_FIRST, watched)))
+    stored = changes_store.employments_of(db, changes.JOB_FIELDS, contacts)
+    fresh = set(latest.values()).difference(stored)
+    if not fresh:
+        return []
+    names = changes_store.company_names(db, list({row[1] for row in fresh}))
+    return changes.of_jobs(stored, sorted(fresh), names)
+
+
+def _company_changes(db: Database, records: list[Any]) -> list[changes.Change]:
+    """The firmographic changes a batch of company records makes (as `_job_changes`)."""
+    watched = list(map(_COMPANY_WATCHED, records))
+    latest = dict(zip(map(_FIRST, watched), watched, strict=True))
+    stored = changes_store.companies_of(db, changes.COMPANY_FIELDS, list(latest))
+    fresh = set(latest.values()).difference(stored)
+    return changes.of_companies(stored, sorted(fresh)) if fresh else []
 
 
 def _write_contacts(
@@ -681,30 +744,39 @@ _COMPANY_AKA = itemgetter(store.COMPANY_FIELDS.index("aka"))
 _CONTACT_GUID = itemgetter(store.CONTACT_FIELDS.index("guid"))
 _JOB_COMPANY = itemgetter(store.EMPLOYMENT_FIELDS.index("company_guid"))
 _JOB_EMAIL = itemgetter(store.EMPLOYMENT_FIELDS.index("email"))
+_COMPANY_COMPARED = itemgetter(*map(store.COMPANY_FIELDS.index, changes.COMPANY_FIELDS))
+_JOB_COMPARED = itemgetter(*map(store.EMPLOYMENT_FIELDS.index, changes.JOB_FIELDS))
 _CONTACT_SCREENED = itemgetter(
     *(store.CONTACT_FIELDS.index(name) for name in ("profile_url", "first_key", "last_key"))
 )
 RowForm = Callable[..., Any]
 
 
-def _company_record(values: Values, updated_at: str, form: RowForm) -> tuple[Any, ...]:
+def _company_record(
+    values: Values, updated_at: str, form: RowForm, watch: bool = False
+) -> tuple[Any, ...]:
     """A company's record for the writer (after its line): its GUID, its row in `form`,
-    its alias keys and its name forms (made here, in the converting processes)."""
+    its alias keys and its name forms (made here, in the converting processes); `watch`, then
+    the values change detection compares."""
     row, aliases = company_records(values, updated_at)
     names = company_forms(_COMPANY_NAME(row), _COMPANY_AKA(row))
-    return _COMPANY_GUID(row), form(row), aliases, names
+    record = (_COMPANY_GUID(row), form(row), aliases, names)
+    return (*record, _COMPANY_COMPARED(row)) if watch else record
 
 
 def _contact_record(
-    values: Values, updated_at: str, form: RowForm, screening: bool = False
+    values: Values, updated_at: str, form: RowForm, screening: bool = False, watch: bool = False
 ) -> tuple[Any, ...]:
     """A contact's record for the writer (after its line): its GUID, its company's, its
     contacts row, employments row and what the employment takes from the contact in `form`
-    (the employment's two parts joined make its row); `screening`, then what the suppression
-    list is checked by (`_Screened`)."""
+    (the employment's two parts joined make its row); `watch`, then the values change
+    detection compares; `screening`, then what the suppression list is checked by
+    (`_Screened`)."""
     contact, job, keys = contact_records(values, updated_at)
     guid, company_guid = _CONTACT_GUID(contact), _JOB_COMPANY(job)
     record = (guid, company_guid, form(contact), form(job, "\t"), form(keys))
+    if watch:
+        record = (*record, _JOB_COMPARED(job))
     return (*record, (_JOB_EMAIL(job), *_CONTACT_SCREENED(contact))) if screening else record
 
 

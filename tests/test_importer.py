@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from server import importer, privacy, titles
+from server import changes, importer, privacy, titles
 from server.importer import ImportReport, RowError, import_files
 from server.records import GRADES, JOIN, RECORD_STATUSES
 from tests.helpers.constants import DATA
@@ -587,3 +587,76 @@ def test_a_suppression_list_naming_no_one_in_the_file_changes_nothing(
     )
     report = import_files(database, now=NOW, screen=screen, **csv_files)
     assert report == ImportReport(companies=2, contacts=2, errors=[], suppressed=0)
+
+
+# --- changes found at import -----------------------------------------------------------------
+
+AVA, BEN, CID = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C001", "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C002", "C" * 32
+LONESTAR, ACME = "A0A0A0A0A0A0A0A1", "B0B0B0B0B0B0B0B2"
+MONTH_OF_CHANGES = (
+    "conGUID,compGUID,conFirstName,conLastName,conEmail,conJobTitleEn,conWorkLocCity,"
+    "conWorkLocState,conWorkLocCountry,conWorkPhone,conJobStartedOn,conJobUpdatedOn,recordStatus\n"
+    f"{AVA},{LONESTAR},Ava,Stone,ava.stone@lonestar-works.com,Vice President of Sales,Austin,TX,"
+    "United States,,Jan-2020,Oct-2026,No Longer\n"
+    f"{AVA},{ACME},Ava,Stone,ava@acme.de,Chief Revenue Officer,Berlin,,Germany,,Oct-2026,,Active\n"
+    f'{BEN},{LONESTAR},Ben,Ode,,"Lead Engineer, ""Platform""",Dallas,TX,United States,'
+    "+1 512 555 0100,2021-07,Nov-2026,\n"
+    f"{CID},{ACME},Cid,New,,Engineer,Berlin,,Germany,,Nov-2026,,Active\n"
+)
+
+
+def recorded(database: Database) -> list[tuple[str, str, str, dict, dict, str, str]]:
+    return [
+        (c.kind, c.contact_guid, c.company_guid, c.before, c.after, c.changed_on, c.recorded_at)
+        for c in changes.since(database)
+    ]
+
+
+@pytest.mark.both_backends
+def test_an_import_of_updated_data_records_what_changed_per_contact_and_company(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+    assert changes.latest_id(database) == 0  # a first import changes nothing: all is new
+    grown = csv_files["companies"].read_text().replace('"1,200"', "1500")
+    run(database, companies=write(tmp_path, "companies.csv", grown),
+        contacts=write(tmp_path, "contacts.csv", MONTH_OF_CHANGES))  # fmt: skip
+
+    stamp = "2025-04-10T18:49:51.123Z"
+    ended = {"company_guid": LONESTAR, "company": "Lonestar Works Inc.",
+             "job_title": "Vice President of Sales"}  # fmt: skip
+    started = {"company_guid": ACME, "company": "Acme GmbH",
+               "job_title": "Chief Revenue Officer", "started_on": "2026-10-01"}  # fmt: skip
+    city = {"work_city": "Austin", "work_state": "TX", "work_country": "United States"}
+    assert recorded(database) == [
+        ("company", "", LONESTAR, {"employee_count": 1200}, {"employee_count": 1500}, "", stamp),
+        ("job_ended", AVA, LONESTAR, ended, {"left_on": "2026-10-01"}, "2026-10-01", stamp),
+        ("job_started", AVA, ACME, {}, started, "2026-10-01", stamp),
+        ("title", BEN, LONESTAR, {"job_title": 'Engineer, "Platform"'},
+         {"job_title": 'Lead Engineer, "Platform"'}, "2026-11-01", stamp),
+        ("phone", BEN, LONESTAR, {"work_phone": ""}, {"work_phone": "+1 512 555 0100"},
+         "2026-11-01", stamp),
+        ("location", BEN, LONESTAR, city, {**city, "work_city": "Dallas"}, "2026-11-01", stamp),
+    ]  # fmt: skip
+
+
+@pytest.mark.both_backends
+def test_reimporting_the_same_rows_or_part_of_them_records_nothing(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+    run(database, **csv_files)
+    ben_only = "\n".join(csv_files["contacts"].read_text().splitlines()[::2])  # header, Ben
+    run(database, contacts=write(tmp_path, "ben.csv", ben_only))
+    assert changes.latest_id(database) == 0
+
+
+def test_changes_are_not_looked_for_when_told_not_to(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+    contacts = write(tmp_path, "contacts.csv", MONTH_OF_CHANGES)
+    import_files(database, companies=None, contacts=contacts, now=NOW, detect_changes=False)
+    assert (
+        changes.latest_id(database) == 0 and employment(database, AVA, ACME)["status"] == "Active"
+    )

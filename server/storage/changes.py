@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from server.storage.dialect import result_names
@@ -44,3 +45,31 @@ def select(
 def latest_id(db: Any) -> int:
     """The highest change number, 0 when there is none."""
     return db.execute("SELECT coalesce(max(id), 0) FROM contact_changes").fetchone()[0]
+
+
+def employments_of(
+    db: Any, fields: Sequence[str], contacts: Sequence[str]
+) -> list[tuple[Any, ...]]:
+    """The `fields` of every employment of these contacts, as tuples: one statement for an
+    import's batch."""
+    return _rows_where(db, "employments", fields, "contact_guid", contacts)
+
+
+def companies_of(db: Any, fields: Sequence[str], guids: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The `fields` of these companies, as tuples: one statement for an import's batch."""
+    return _rows_where(db, "companies", fields, "guid", guids)
+
+
+def company_names(db: Any, guids: Sequence[str]) -> dict[str, str]:
+    """The names of these companies by GUID."""
+    return {guid: name for guid, name in companies_of(db, ("guid", "name"), guids)}
+
+
+def _rows_where(
+    db: Any, table: str, fields: Sequence[str], key: str, values: Sequence[str]
+) -> list[tuple[Any, ...]]:
+    if not values:
+        return []
+    marks = ", ".join("?" * len(values))
+    sql = f"SELECT {', '.join(fields)} FROM {table} WHERE {key} IN ({marks})"
+    return list(map(tuple, db.execute(sql, list(values)).fetchall()))
