@@ -595,7 +595,7 @@ AVA, BEN, CID = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C001", "C0C0C0C0C0C0C0C0C0C0C0C0C0C
 LONESTAR, ACME = "A0A0A0A0A0A0A0A1", "B0B0B0B0B0B0B0B2"
 MONTH_OF_CHANGES = (
     "conGUID,compGUID,conFirstName,conLastName,conEmail,conJobTitleEn,conWorkLocCity,"
-    "conWorkLocState,conWorkLocCountry,conWorkPhone,conJobStartedOn,conJobUpdatedOn,recordStatus\n"
+    "conWorkLocState,conWorkLocCountry,conWorkLocPhoneNo,conJobStartedOn,conJobUpdatedOn,recordStatus\n"
     f"{AVA},{LONESTAR},Ava,Stone,ava.stone@lonestar-works.com,Vice President of Sales,Austin,TX,"
     "United States,,Jan-2020,Oct-2026,No Longer\n"
     f"{AVA},{ACME},Ava,Stone,ava@acme.de,Chief Revenue Officer,Berlin,,Germany,,Oct-2026,,Active\n"
@@ -622,7 +622,7 @@ def test_an_import_of_updated_data_records_what_changed_per_contact_and_company(
     run(database, companies=write(tmp_path, "companies.csv", grown),
         contacts=write(tmp_path, "contacts.csv", MONTH_OF_CHANGES))  # fmt: skip
 
-    stamp = "2025-04-10T18:49:51.123Z"
+    stamp = "2025-04-10T18:49:51.123+00:00"
     ended = {"company_guid": LONESTAR, "company": "Lonestar Works Inc.",
              "job_title": "Vice President of Sales"}  # fmt: skip
     started = {"company_guid": ACME, "company": "Acme GmbH",
