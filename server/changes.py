@@ -98,7 +98,7 @@ def of_jobs(
         job = dict(zip(JOB_FIELDS, row, strict=True))
         if job["contact_guid"] in known:
             found.extend(_job_changes(before.get(tuple(row[:2])), job, names))
-    return found
+    return sorted(found, key=lambda change: (change.contact_guid, KINDS.index(change.kind)))
 
 
 def _job_changes(

@@ -185,19 +185,79 @@ def _dataset_options(command: Command) -> Command:
     return command
 
 
+_CHANGES_FROM = click.option(
+    "--changes-from",
+    "changes_seed",
+    type=int,
+    help="A month of changes to the dataset in the database, generated from this seed.",
+)
+
+
 @main.command("demo-data")
 @DB_OPTION.creating
 @_dataset_options
-def demo_data(db_path: Path, companies: int, contacts: int, seed: int) -> None:
-    """Generate a realistic demo dataset (deterministic for a seed)."""
+@_CHANGES_FROM
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --changes-from: the directory to write companies.csv and contacts.csv to.",
+)
+def demo_data(
+    db_path: Path, companies: int, contacts: int, seed: int, changes_seed: int | None,
+    output: Path | None,
+) -> None:  # fmt: skip
+    """Generate a realistic demo dataset (deterministic for a seed); with --changes-from, a
+    month of changes to it instead, as files for `contactdata import`."""
     from server import dataset
 
+    if changes_seed is not None:
+        return _write_changes(db_path, changes_seed, output)
     database = db.connect(db_path)
     with _progress(lambda: contacts, "contacts") as advance:
         written = dataset.generate(
             database, companies=companies, contacts=contacts, seed=seed, progress=advance
         )
     click.echo(" ".join(f"{table}={n}" for table, n in written.items()))
+
+
+def _write_changes(db_path: Path, seed: int, output: Path | None) -> None:
+    from server import changes_data
+    from server.storage import store
+
+    if output is None:
+        raise click.UsageError("--changes-from writes its files to --output DIRECTORY")
+    database = db.connect(db_path)
+    if not store.counts(database)["contacts"]:
+        raise click.ClickException(f"no dataset in {db_path}: run `contactdata demo-data` first")
+    month = changes_data.generate(database, seed)
+    companies, contacts = changes_data.write(month, output)
+    click.echo(f"changes of {month.month}: {_counted(month.kinds)}")
+    click.echo(f"load them: contactdata import --companies {companies} --contacts {contacts}")
+
+
+def _counted(kinds: dict[str, int]) -> str:
+    return " ".join(f"{kind}={count}" for kind, count in sorted(kinds.items()))
+
+
+def _record_demo_changes(db_path: Path | str, seed: int) -> None:
+    """Unless the database has changes recorded, import a month of changes generated from
+    `seed`, so the demo shows them."""
+    import tempfile
+
+    from server import changes, changes_data, importer, suppression
+
+    database = db.connect(db_path)
+    if changes.latest_id(database):
+        return
+    month = changes_data.generate(database, seed)
+    listed = suppression.screen(
+        database, lambda: config.key_secret(config.load({"DB": str(db_path)}))
+    )
+    with tempfile.TemporaryDirectory() as work:
+        companies, contacts = changes_data.write(month, Path(work))
+        importer.import_files(database, companies=companies, contacts=contacts, screen=listed)
+    click.echo(f"recorded a month of changes ({month.month}): {_counted(month.kinds)}")
 
 
 @main.command("import")
@@ -665,17 +725,21 @@ def db_move(source: Path, target: str) -> None:
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--workers", type=int, default=2, show_default=True)
 @_dataset_options
+@_CHANGES_FROM
 def demo_command(
     db_path: Path | str, host: str, port: int, workers: int, companies: int, contacts: int,
-    seed: int,
+    seed: int, changes_seed: int | None,
 ) -> None:  # fmt: skip
     """Build a demo dataset (--companies, --contacts, --seed) unless the database holds one,
-    make one organization per tier, print keys, curl commands and pages to open, serve."""
+    with --changes-from a month of changes recorded unless it has some, make one organization
+    per tier, print keys, curl commands and pages to open, serve."""
     from server.http.serve import serve as run
 
     settings = _served_settings(db_path, host, port)
     config.key_secret(settings)  # before building: the organizations' keys need it
     demo.ensure_database(db_path, companies, contacts, seed)
+    if changes_seed is not None:
+        _record_demo_changes(db_path, changes_seed)
     orgs = demo.ensure_organizations(db_path)
     pages = _entry_option("demo_pages", ())
     for line in demo.instructions(db_path, orgs, config.local_url(host, port), pages):

@@ -73,3 +73,50 @@ def _rows_where(
     marks = ", ".join("?" * len(values))
     sql = f"SELECT {', '.join(fields)} FROM {table} WHERE {key} IN ({marks})"
     return list(map(tuple, db.execute(sql, list(values)).fetchall()))
+
+
+def contact_guids(db: Any) -> list[str]:
+    """Every contact's GUID, in order."""
+    return [guid for (guid,) in db.execute("SELECT guid FROM contacts ORDER BY guid")]
+
+
+def company_guids(db: Any) -> list[str]:
+    """Every company's GUID, in order."""
+    return [guid for (guid,) in db.execute("SELECT guid FROM companies ORDER BY guid")]
+
+
+def latest_job_month(db: Any) -> str:
+    """The latest month a job started or was updated in (YYYY-MM, '' with no employment)."""
+    sql = "SELECT max(job_started_on), max(job_updated_on) FROM employments"
+    return max((month or "" for month in db.execute(sql).fetchone()), default="")
+
+
+def jobs_with_contacts(db: Any, contacts: Sequence[str]) -> list[dict[str, Any]]:
+    """Every employment of these contacts joined with its contact, by contact then company."""
+    return _dicts_where(
+        db,
+        "SELECT c.*, e.* FROM employments e JOIN contacts c ON c.guid = e.contact_guid "
+        "WHERE e.contact_guid IN ({marks})",
+        contacts,
+        ("contact_guid", "company_guid"),
+    )
+
+
+def companies(db: Any, guids: Sequence[str]) -> list[dict[str, Any]]:
+    """These companies' rows, by GUID."""
+    return _dicts_where(db, "SELECT * FROM companies WHERE guid IN ({marks})", guids, ("guid",))
+
+
+_CHUNK = 500
+
+
+def _dicts_where(
+    db: Any, sql: str, values: Sequence[str], order: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    found = []
+    for start in range(0, len(values), _CHUNK):
+        chunk = list(values[start : start + _CHUNK])
+        cursor = db.execute(sql.format(marks=", ".join("?" * len(chunk))), chunk)
+        names = result_names(cursor)
+        found.extend(dict(zip(names, row, strict=True)) for row in cursor.fetchall())
+    return sorted(found, key=lambda row: tuple(row[name] for name in order))
