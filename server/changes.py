@@ -73,10 +73,12 @@ def since(
     *,
     contacts: Sequence[str] = (),
     recorded_since: str = "",
+    delivered_to: str = "",
 ) -> list[Change]:
     """Changes numbered above `after`, oldest first, at most `limit`; only of `contacts` (GUIDs)
-    when given, only recorded at or after `recorded_since` (ISO time) when given."""
-    rows = changes_store.select(db, after, limit, list(contacts), recorded_since)
+    when given, only recorded at or after `recorded_since` (ISO time) when given, only of what
+    the organization `delivered_to` (an org id) was delivered by enrich when given."""
+    rows = changes_store.select(db, after, limit, list(contacts), recorded_since, delivered_to)
     return [_change(row) for row in rows]
 
 

@@ -15,6 +15,7 @@ from server.http import (
     access,
     admin_api,
     api,
+    changes_api,
     discover_api,
     enrich_api,
     error_handlers,
@@ -46,6 +47,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(admin_api.blueprint)
     app.register_blueprint(enrich_api.blueprint)
     app.register_blueprint(discover_api.blueprint)
+    app.register_blueprint(changes_api.blueprint)
     openapi.init_app(app)  # after the routes it documents
     return app
 

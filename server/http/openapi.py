@@ -17,9 +17,9 @@ from typing import Any
 from flask import Flask, Response, current_app, jsonify
 from pydantic import BaseModel
 
-from server import admin, discover, enrich, errors, wire
+from server import admin, change_feed, changes, discover, enrich, errors, wire
 from server.config import MAX_BODY_BYTES
-from server.http import access, admin_api, discover_api, enrich_api
+from server.http import access, admin_api, changes_api, discover_api, enrich_api
 
 OPENAPI_VERSION = "3.1.0"
 Schema = dict[str, Any]
@@ -212,6 +212,53 @@ def _discover_schemas() -> dict[str, Schema]:
     }
 
 
+def _change_schemas() -> dict[str, Schema]:
+    """A change and a page of them, as `change_feed` shapes them."""
+    values = {
+        "type": "object",
+        "description": "The fields of the kind of change, in enrich's field names (compGUID, "
+        "compName, conJobTitleEn, conEmail, conWorkLocPhoneNo, directDial1, directDial2, "
+        "conWorkLocCity, conWorkLocState, conWorkLocCountry, compEmpCount, compRevRange, ...); "
+        "leftOn and startedOn are dates (YYYY-MM-DD).",
+        "additionalProperties": True,
+    }
+    return {
+        "Change": {
+            "type": "object",
+            "properties": {
+                "changeNumber": {"type": "integer", "minimum": 1},
+                "kind": {"enum": list(changes.KINDS)},
+                "conGUID": {"type": "string", "description": "'' for a company's change."},
+                "compGUID": {"type": "string"},
+                "before": values,
+                "after": values,
+                "changedOn": {
+                    "type": "string",
+                    "description": "When it happened as the data says (YYYY-MM-DD, the first "
+                    "of the month the data gives), or ''.",
+                },
+                "recordedAt": {"type": "string", "description": "When the import found it."},
+            },
+            "required": [
+                *"changeNumber kind conGUID compGUID before after changedOn recordedAt".split()
+            ],
+        },
+        "ChangesPage": {
+            "type": "object",
+            "properties": {
+                "changes": {"type": "array", "items": ref("Change")},
+                "nextAfter": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Send it as `after` for the next page.",
+                },
+                "hasMore": {"type": "boolean"},
+            },
+            "required": ["changes", "nextAfter", "hasMore"],
+        },
+    }
+
+
 def _bulk_schemas() -> dict[str, Schema]:
     return {
         "EnrichBulkRequest": {
@@ -273,6 +320,7 @@ def request_schemas() -> dict[str, Schema]:
         "UserUpdateBody": admin_api.UserUpdateBody,
         "EmptyBody": admin_api.EmptyBody,
         "DiscoverRequest": discover.DiscoverRequest,
+        "ChangesRequest": change_feed.ChangesRequest,
     }
     schemas = model_schemas(models)
     schemas["KeyUpdateBody"]["properties"]["action"]["examples"] = list(admin.KEY_ACTIONS)
@@ -291,6 +339,7 @@ def components() -> dict[str, Any]:
             **_bulk_schemas(),
             **_admin_schemas(),
             **_discover_schemas(),
+            **_change_schemas(),
         },
         "headers": HEADERS,
         "securitySchemes": {
@@ -459,6 +508,21 @@ def service_operations() -> dict[str, Operation]:
             errors=tuple(sorted((*_KEYED, 404))),
             key_header=discover_api.KEY_HEADER,
         ),
+        "changes.list_changes": Operation(
+            summary="Changes to the contacts and companies the organization was delivered by "
+            "enrich, a page at a time. Costs no credits.",
+            tag="data",
+            body=ref("ChangesRequest"),
+            ok=_message_and(ref("ChangesPage")),
+            errors=_KEYED,
+            key_header=changes_api.KEY_HEADER,
+            description="What each import of updated data changed (a job ended or began; a "
+            "title, e-mail, phone or location changed; a company's firmographics changed), "
+            "oldest first, numbered: page with `after` = the last page's `nextAfter`. Only "
+            "changes of contacts the caller's organization was delivered (and of companies it "
+            f"was delivered a contact at). At most {change_feed.MAX_GUIDS} conGUIDs and "
+            f"{change_feed.MAX_PAGE_SIZE} changes a page; rate-limited as enrich; free.",
+        ),
     }
 
 
@@ -572,7 +636,7 @@ def document(app: Flask) -> Schema:
             ),
         },
         "tags": [
-            {"name": "data", "description": "Enrich and discover."},
+            {"name": "data", "description": "Enrich, discover and changes."},
             {"name": "administration", "description": "Keys and users of an organization."},
             {"name": "health", "description": "For load balancers."},
         ],

@@ -23,10 +23,16 @@ def insert(db: Any, rows: list[tuple[Any, ...]]) -> int:
 
 
 def select(
-    db: Any, after: int, limit: int, contacts: list[str], recorded_since: str
+    db: Any,
+    after: int,
+    limit: int,
+    contacts: list[str],
+    recorded_since: str,
+    delivered_to: str = "",
 ) -> list[dict[str, Any]]:
     """Change rows numbered above `after`, in order, at most `limit`, optionally only of
-    `contacts` and recorded at or after `recorded_since`."""
+    `contacts`, recorded at or after `recorded_since`, and of the contacts (for a company's
+    change, the companies) the organization `delivered_to` was delivered."""
     where, params = ["id > ?"], [after]
     if contacts:
         where.append(f"contact_guid IN ({', '.join('?' for _ in contacts)})")
@@ -34,12 +40,27 @@ def select(
     if recorded_since:
         where.append("recorded_at >= ?")
         params.append(recorded_since)
+    if delivered_to:
+        where.append(_DELIVERED)
+        params.extend([delivered_to, delivered_to])
     cursor = db.execute(
         f"SELECT {_COLUMNS} FROM contact_changes WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
         [*params, limit],
     )
     names = result_names(cursor)
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+# A change of a contact the organization was delivered, or of a company one of its deliveries
+# was at (transactions_org_contact answers the first; the second reads the org's rows).
+_DELIVERED = (
+    "CASE WHEN contact_guid != '' THEN EXISTS (SELECT 1 FROM transactions t "
+    "WHERE t.org_id = ? AND t.contact_guid = contact_changes.contact_guid "
+    "AND t.record_status IN ('Active', 'No Longer')) "
+    "ELSE EXISTS (SELECT 1 FROM transactions t WHERE t.org_id = ? "
+    "AND t.company_guid = contact_changes.company_guid "
+    "AND t.record_status IN ('Active', 'No Longer')) END"
+)
 
 
 def latest_id(db: Any) -> int:
