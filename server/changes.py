@@ -82,6 +82,13 @@ def since(
     return [_change(row) for row in rows]
 
 
+def forget(db: Any, contacts: Sequence[str]) -> int:
+    """Delete the recorded changes of these contacts (people suppressed or erased: their old
+    and new e-mail addresses and numbers are in them), inside the caller's write transaction;
+    how many."""
+    return changes_store.delete_of_contacts(db, list(contacts))
+
+
 def latest_id(db: Any) -> int:
     """The number of the last change recorded (0: none)."""
     return changes_store.latest_id(db)

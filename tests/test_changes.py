@@ -34,3 +34,10 @@ def test_changes_are_read_back_in_order_from_a_number(database: Database) -> Non
 def test_an_unknown_kind_is_refused(database: Database) -> None:
     with pytest.raises(ValueError, match="unknown change kind 'moved'"), db.write(database):
         changes.record(database, [changes.Change("moved", A)], "2026-11-01T00:00:00Z")
+
+
+def test_the_changes_of_forgotten_contacts_are_deleted(database: Database) -> None:
+    with db.write(database):
+        changes.record(database, [changes.Change("email", A), changes.Change("email", B)], "t")
+        assert changes.forget(database, [A]) == 1
+    assert [change.contact_guid for change in changes.since(database)] == [B]

@@ -141,3 +141,13 @@ def _dicts_where(
         names = result_names(cursor)
         found.extend(dict(zip(names, row, strict=True)) for row in cursor.fetchall())
     return sorted(found, key=lambda row: tuple(row[name] for name in order))
+
+
+def delete_of_contacts(db: Any, contacts: Sequence[str]) -> int:
+    """Delete the change rows of these contacts; how many."""
+    deleted = 0
+    for start in range(0, len(contacts), _CHUNK):
+        chunk = list(contacts[start : start + _CHUNK])
+        sql = f"DELETE FROM contact_changes WHERE contact_guid IN ({', '.join('?' * len(chunk))})"
+        deleted += db.execute(sql, chunk).rowcount
+    return deleted
