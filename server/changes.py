@@ -4,7 +4,7 @@ each one that readers (the connector's change job, `POST /v1/changes`) go throug
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,13 +95,17 @@ def latest_id(db: Any) -> int:
 
 
 def of_jobs(
-    stored: Iterable[Sequence[Any]], imported: Iterable[Sequence[Any]], names: dict[str, str]
+    stored: Iterable[Sequence[Any]],
+    imported: Iterable[Sequence[Any]],
+    names: dict[str, str],
+    new: Collection[str] = (),
 ) -> list[Change]:
     """The changes from `stored` employments (JOB_FIELDS tuples, every employment of the
     contacts imported) to the `imported` ones that differ from them; `names` are company names
-    by GUID. A contact with no stored employment is new, not changed."""
+    by GUID. A contact with no stored employment is new, not changed, as are those in `new`
+    (new to the import under way, whose first rows an earlier batch wrote)."""
     before = {tuple(row[:2]): dict(zip(JOB_FIELDS, row, strict=True)) for row in stored}
-    known = {contact for contact, _ in before}
+    known = {contact for contact, _ in before}.difference(new)
     found: list[Change] = []
     for row in imported:
         job = dict(zip(JOB_FIELDS, row, strict=True))

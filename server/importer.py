@@ -162,7 +162,7 @@ def import_files(
                  watch=watch_jobs)),
     ]  # fmt: skip
     write_companies = _recording(_write_companies, _company_changes, stamp, watch_companies)
-    write_contacts = _recording(_write_contacts, _job_changes, stamp, watch_jobs)
+    write_contacts = _recording(_write_contacts, _JobChanges(), stamp, watch_jobs)
     work = [file for file in files if file[0]]
     with _rare_collections(), _converted(work, batch_size) as converted:
         if companies is not None:
@@ -330,25 +330,30 @@ def _recording(
     return write_and_record
 
 
-def _job_changes(db: Database, records: list[Any]) -> list[changes.Change]:
-    """The changes a batch of contact records makes: the stored employments of its contacts
+class _JobChanges:
+    """The changes each batch of contact records makes: the stored employments of its contacts
     are read in one statement, and only the rows not among them exactly (a set difference,
-    no Python per row) are looked at."""
-    watched = list(map(_JOB_WATCHED, records))
-    latest = dict(
-        zip(map(_PAIR, watched), watched, strict=True)
-    )  # the last row of an employment wins
-    contacts = list(set(map(_FIRST, watched)))
-    stored = changes_store.employments_of(db, changes.JOB_FIELDS, contacts)
-    fresh = set(latest.values()).difference(stored)
-    if not fresh:
-        return []
-    names = changes_store.company_names(db, list({row[1] for row in fresh}))
-    return changes.of_jobs(stored, sorted(fresh), names)
+    no Python per row) are looked at. Contacts new to the database stay new for the whole
+    import: a later batch with more of their rows changes nothing."""
+
+    def __init__(self) -> None:
+        self.new: set[str] = set()
+
+    def __call__(self, db: Database, records: list[Any]) -> list[changes.Change]:
+        watched = list(map(_JOB_WATCHED, records))
+        latest = dict(zip(map(_PAIR, watched), watched, strict=True))  # an employment's last
+        contacts = set(map(_FIRST, watched))
+        stored = changes_store.employments_of(db, changes.JOB_FIELDS, list(contacts))
+        self.new |= contacts.difference(map(_FIRST, stored))
+        fresh = set(latest.values()).difference(stored)
+        if not fresh:
+            return []
+        names = changes_store.company_names(db, list({row[1] for row in fresh}))
+        return changes.of_jobs(stored, sorted(fresh), names, self.new)
 
 
 def _company_changes(db: Database, records: list[Any]) -> list[changes.Change]:
-    """The firmographic changes a batch of company records makes (as `_job_changes`)."""
+    """The firmographic changes a batch of company records makes (as `_JobChanges`)."""
     watched = list(map(_COMPANY_WATCHED, records))
     latest = dict(zip(map(_FIRST, watched), watched, strict=True))
     stored = changes_store.companies_of(db, changes.COMPANY_FIELDS, list(latest))

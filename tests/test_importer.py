@@ -660,3 +660,19 @@ def test_changes_are_not_looked_for_when_told_not_to(
     assert (
         changes.latest_id(database) == 0 and employment(database, AVA, ACME)["status"] == "Active"
     )
+
+
+def test_a_new_contact_whose_rows_span_batches_is_new_not_changed(
+    tmp_path: Path, database: Database, csv_files: dict[str, Path]
+) -> None:
+    run(database, **csv_files)
+    cid_moved = (
+        "conGUID,compGUID,conFirstName,conLastName,conJobTitleEn,recordStatus\n"
+        f"{CID},{LONESTAR},Cid,New,Engineer,No Longer\n"
+        f"{CID},{ACME},Cid,New,Engineer,Active\n"
+    )
+    contacts = write(tmp_path, "cid.csv", cid_moved)
+    import_files(database, companies=None, contacts=contacts, now=NOW, batch_size=1)
+    assert (
+        changes.latest_id(database) == 0 and employment(database, CID, ACME)["status"] == "Active"
+    )
