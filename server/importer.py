@@ -297,9 +297,8 @@ _PAIR, _FIRST = itemgetter(0, 1), itemgetter(0)
 def _write_companies(
     db: Database, records: list[tuple[int, str, Any, list[str], Any]], new_keys: bool = False
 ) -> None:
-    aliases = dict(
-        zip(map(_GUID, records), map(_ALIASES, records), strict=True)
-    )  # the last row wins
+    # The last row of a GUID wins.
+    aliases = dict(zip(map(_GUID, records), map(_ALIASES, records), strict=True))
     forms = dict(zip(map(_GUID, records), map(_FORMS, records), strict=True))
     store.upsert_company_values(db, list(map(_COMPANY, records)), new_keys=new_keys)
     store.replace_company_aliases(
