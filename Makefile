@@ -21,7 +21,7 @@ install: $(VENV)/.installed
 
 # The demo's database is every command's default, var/contactdata.db (or CONTACTDATA_DB).
 # --changes-from: the first run also imports a month of changes to the demo data (about 2,500
-# people; a few seconds), so job changes show in /v1/changes and the connector's signals.
+# people; about 10 s), so job changes show in /v1/changes and the connector's signals.
 demo: install
 	$(BIN)/contactdata demo --changes-from 1 --host 127.0.0.1 --port 8080
 
