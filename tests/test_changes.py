@@ -41,3 +41,35 @@ def test_the_changes_of_forgotten_contacts_are_deleted(database: Database) -> No
         changes.record(database, [changes.Change("email", A), changes.Change("email", B)], "t")
         assert changes.forget(database, [A]) == 1
     assert [change.contact_guid for change in changes.since(database)] == [B]
+
+
+def job(contact: str, company: str, status: str, title: str = "CTO", **more: str) -> tuple:
+    values = dict.fromkeys(changes.JOB_FIELDS, "")
+    values.update(contact_guid=contact, company_guid=company, status=status, job_title=title)
+    return tuple({**values, **more}.values())
+
+
+def test_jobs_compare_as_people_move_return_and_keep_old_history() -> None:
+    other = "2" * 16
+    stored = [job(A, ACME, "No Longer"), job(B, ACME, "Active")]
+    imported = [
+        job(A, ACME, "Active", job_started_on="2026-11"),  # back at Acme
+        job(A, other, "No Longer"),  # an old job the data now tells of: no change
+        job(B, ACME, "Active", work_phone="+1 555 0100", direct_dial1="+1 555 0199"),
+        job("c" * 32, ACME, "Active"),  # someone new
+    ]
+    found = changes.of_jobs(stored, imported, {ACME: "Acme"})
+    assert [(c.kind, c.contact_guid, c.after) for c in found] == [
+        ("job_started", A, {"company_guid": ACME, "company": "Acme", "job_title": "CTO",
+                            "started_on": "2026-11-01"}),
+        ("phone", B, {"work_phone": "+1 555 0100", "direct_dial1": "+1 555 0199"}),
+    ]  # fmt: skip
+
+
+def test_companies_compare_by_the_fields_that_changed() -> None:
+    old = ("1" * 16, "Acme", "acme.com", "acme.com", "", "Austin", "TX", "", "US", "", 50, "", "")
+    new = (*old[:10], 60, "$1M - $5M", "")
+    assert changes.of_companies([old], [new, ("9" * 16, *old[1:])]) == [
+        changes.Change("company", "", "1" * 16, {"employee_count": 50, "revenue_range": ""},
+                       {"employee_count": 60, "revenue_range": "$1M - $5M"}),
+    ]  # fmt: skip
