@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from server.storage import changes as changes_store
@@ -31,6 +32,7 @@ COMPANY_FIELDS = (
     "phone", "employee_count", "revenue_range", "industry",
 )  # fmt: skip
 ACTIVE = "Active"
+_PAIR, _FIRST = itemgetter(0, 1), itemgetter(0)
 _FIELD_KINDS = (
     ("title", ("job_title",), False),
     ("email", ("email",), False),
@@ -104,13 +106,15 @@ def of_jobs(
     contacts imported) to the `imported` ones that differ from them; `names` are company names
     by GUID. A contact with no stored employment is new, not changed, as are those in `new`
     (new to the import under way, whose first rows an earlier batch wrote)."""
-    before = {tuple(row[:2]): dict(zip(JOB_FIELDS, row, strict=True)) for row in stored}
-    known = {contact for contact, _ in before}.difference(new)
+    stored = list(stored)
+    before = dict(zip(map(_PAIR, stored), stored, strict=True))  # no Python per stored row
+    known = set(map(_FIRST, stored)).difference(new)
     found: list[Change] = []
     for row in imported:
-        job = dict(zip(JOB_FIELDS, row, strict=True))
-        if job["contact_guid"] in known:
-            found.extend(_job_changes(before.get(tuple(row[:2])), job, names))
+        if row[0] in known:
+            old = before.get(_PAIR(row))
+            was = None if old is None else dict(zip(JOB_FIELDS, old, strict=True))
+            found.extend(_job_changes(was, dict(zip(JOB_FIELDS, row, strict=True)), names))
     return sorted(found, key=lambda change: (change.contact_guid, KINDS.index(change.kind)))
 
 
