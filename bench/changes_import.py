@@ -121,10 +121,10 @@ def child(database: str, companies: str, contacts: str, mode: str) -> None:
     spent = [0.0]
 
     def timed(function: Any) -> Any:
-        def run(*args: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return function(*args)
+                return function(*args, **kwargs)
             finally:
                 spent[0] += time.perf_counter() - started
 

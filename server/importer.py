@@ -57,6 +57,7 @@ from server.records import (
 from server.storage import changes as changes_store
 from server.storage import db as database
 from server.storage import store
+from server.storage.dialect import is_postgres
 
 Values = list[str]
 
@@ -154,15 +155,20 @@ def import_files(
     form = store.row_form(db)
     watch_companies = detect_changes and not store.is_empty(db, "companies")
     watch_jobs = detect_changes and not store.is_empty(db, "employments")
+    # What change detection compares is read from a record's row as it is (SQLite), or, from
+    # a row sent as COPY text (PostgreSQL), made by the converters and sent beside it.
+    sent = is_postgres(db)
     files = [
         (companies, COMPANY_FIELDS,
-         partial(_company_record, updated_at=stamp, form=form, watch=watch_companies)),
+         partial(_company_record, updated_at=stamp, form=form, watch=watch_companies and sent)),
         (contacts, CONTACT_FIELDS,
          partial(_contact_record, updated_at=stamp, form=form, screening=screen is not None,
-                 watch=watch_jobs)),
+                 watch=watch_jobs and sent)),
     ]  # fmt: skip
-    write_companies = _recording(_write_companies, _company_changes, stamp, watch_companies)
-    write_contacts = _recording(_write_contacts, _JobChanges(), stamp, watch_jobs)
+    company_changes = partial(_company_changes, compared=_sent if sent else _company_values)
+    write_companies = _recording(_write_companies, company_changes, stamp, watch_companies)
+    job_changes = _JobChanges(_sent_beside if sent else _job_values)
+    write_contacts = _recording(_write_contacts, job_changes, stamp, watch_jobs)
     work = [file for file in files if file[0]]
     with _rare_collections(), _converted(work, batch_size) as converted:
         if companies is not None:
@@ -292,6 +298,27 @@ _ALIASES, _FORMS = itemgetter(3), itemgetter(4)
 # follow: a company's last, a contact's after what its employment takes from it.
 _COMPANY_WATCHED, _JOB_WATCHED = itemgetter(5), itemgetter(6)
 _PAIR, _FIRST = itemgetter(0, 1), itemgetter(0)
+Compared = Callable[[list[Any]], list[tuple[Any, ...]]]
+
+
+def _company_values(records: list[Any]) -> list[tuple[Any, ...]]:
+    """The compared values of company records, from their rows (SQLite's form)."""
+    return list(map(_COMPANY_COMPARED, map(_COMPANY, records)))
+
+
+def _job_values(records: list[Any]) -> list[tuple[Any, ...]]:
+    """The compared values of contact records, from their employment rows (SQLite's form)."""
+    return list(map(_JOB_COMPARED, map(_JOB, records)))
+
+
+def _sent(records: list[Any]) -> list[tuple[Any, ...]]:
+    """The compared values the converters sent after a company's record."""
+    return list(map(_COMPANY_WATCHED, records))
+
+
+def _sent_beside(records: list[Any]) -> list[tuple[Any, ...]]:
+    """The compared values the converters sent after a contact's record."""
+    return list(map(_JOB_WATCHED, records))
 
 
 def _write_companies(
@@ -335,11 +362,12 @@ class _JobChanges:
     no Python per row) are looked at. Contacts new to the database stay new for the whole
     import: a later batch with more of their rows changes nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, compared: Compared) -> None:
+        self.compared = compared
         self.new: set[str] = set()
 
     def __call__(self, db: Database, records: list[Any]) -> list[changes.Change]:
-        watched = list(map(_JOB_WATCHED, records))
+        watched = self.compared(records)
         latest = dict(zip(map(_PAIR, watched), watched, strict=True))  # an employment's last
         contacts = set(map(_FIRST, watched))
         stored = changes_store.employments_of(db, changes.JOB_FIELDS, list(contacts))
@@ -351,9 +379,9 @@ class _JobChanges:
         return changes.of_jobs(stored, sorted(fresh), names, self.new)
 
 
-def _company_changes(db: Database, records: list[Any]) -> list[changes.Change]:
+def _company_changes(db: Database, records: list[Any], compared: Compared) -> list[changes.Change]:
     """The firmographic changes a batch of company records makes (as `_JobChanges`)."""
-    watched = list(map(_COMPANY_WATCHED, records))
+    watched = compared(records)
     latest = dict(zip(map(_FIRST, watched), watched, strict=True))
     stored = changes_store.companies_of(db, changes.COMPANY_FIELDS, list(latest))
     fresh = set(latest.values()).difference(stored)
