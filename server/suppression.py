@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from server import audit, privacy
+from server import audit, changes, privacy
 from server.clock import iso
 from server.enrich import DELIVERED
 from server.errors import InvalidParameter
@@ -74,11 +74,12 @@ def act(
     *,
     by: tuple[str, str] = (ORG_ID, audit.OPERATOR),
 ) -> dict[str, int]:
-    """Put these people on the list (action "suppress" or "erase") and delete their contacts
-    and employments; an erasure also clears their transactions' contact and runs each eraser.
-    One write transaction, audited under `by` (organization id and actor: the operator's
-    unless an organization's admin asked); what was done, by name. After an erasure's
-    commit, the old copies of the rows it changed are taken off the disk (`_off_disk`)."""
+    """Put these people on the list (action "suppress" or "erase") and delete their contacts,
+    employments and recorded changes; an erasure also clears their transactions' contact and
+    runs each eraser. One write transaction, audited under `by` (organization id and actor:
+    the operator's unless an organization's admin asked); what was done, by name. After an
+    erasure's commit, the old copies of the rows it changed are taken off the disk
+    (`_off_disk`)."""
     rows = _list_rows(hash_of, now, people, action, by[1])
     changed: list[str] = []
     with db.write(database):
@@ -87,6 +88,7 @@ def act(
         done = {"people": len(people), "hashes": len(rows)}
         done["listed"] = store.add_suppressions(database, rows)
         done.update(store.delete_contacts(database, guids))
+        done["recorded changes"] = changes.forget(database, guids)
         if action == "erase":
             done.update(_erase(database, people, rows, guids, erasers))
             changed = _changed_tables(database)

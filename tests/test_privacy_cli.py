@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
 from connector.cli import main
-from server import discover, enrich, privacy
+from server import changes, discover, enrich, privacy
 from server.clock import iso
 from server.privacy import Erasure
 from server.storage import db, store
@@ -75,10 +75,16 @@ def test_suppress_removes_the_person_from_enrich_and_discover_at_once(loaded: Da
     assert enrich.enrich(loaded, who, AVA_EMAIL, NOW, "before").result["conGUID"] == AVA
     assert AVA in discovered(loaded)[0]
     before = discovered(loaded)[1]
+    with db.write(loaded):  # a job change of hers an import recorded: her new address in it
+        titled = changes.Change("email", AVA, after={"email": "ava@new.example"})
+        changes.record(loaded, [titled], iso(NOW))
 
     out = invoke("suppress", "--email", AVA_ADDRESS.upper(), "--reason", "opted out").stdout
 
-    assert out == "suppressed people=1 hashes=1 listed=1 contacts=1 employments=1\n"
+    assert out == (
+        "suppressed people=1 hashes=1 listed=1 contacts=1 employments=1 recorded changes=1\n"
+    )
+    assert changes.since(loaded, contacts=[AVA]) == []
     assert AVA not in contact_guids(loaded)
     answer = enrich.enrich(loaded, who, AVA_EMAIL, NOW, str(uuid.uuid4())).result
     assert answer.get("conGUID", "") == "" and AVA not in json.dumps(answer)
