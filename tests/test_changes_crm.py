@@ -20,6 +20,7 @@ import httpx
 import pytest
 from sqlite_utils import Database
 
+import connector.app
 import server
 from connector import changes, connections, mappings, preview, signal_settings, store, worker
 from connector.platforms.base import Task
@@ -31,6 +32,7 @@ from tests.helpers.crm import FakeHubSpot, FakeSalesforce
 from tests.helpers.dataverse import FakeDataverseTables
 from tests.helpers.orgs import organization
 from tests.helpers.pipedrive import HeldPipedrive
+from tests.helpers.settings_forms import signed_in, text
 from tests.helpers.vendors import VendorTransport
 from tests.helpers.zoho_crm import FakeZohoRecords
 
@@ -206,6 +208,7 @@ class World:
     crm: Crm
     work: worker.Worker
     clock: Clock
+    key: str  # the organization's admin key
 
     def credits(self) -> int | None:
         return server.organization(self.db, self.link.row["org_id"])["credits"]
@@ -233,7 +236,7 @@ def _world(db_path: Path, platform: str, tier: str, credits: int | None) -> Iter
     clock = Clock()
     with httpx.Client(transport=VendorTransport(crm.fake)) as client:
         work = worker.Worker(db, SECRET.encode(), clock, client, random.Random(7))
-        yield World(db, link, crm, work, clock)
+        yield World(db, link, crm, work, clock, key)
     db.close()
 
 
@@ -256,36 +259,23 @@ def _enriched_once(world: World) -> None:
 
 def _a_month_of_changes(world: World, tmp_path: Path) -> None:
     """The next month's import: Ava left Lonestar for Hill Country as its CRO; Ben's title
-    changed; with the changes the import records (server.changes)."""
+    changed. The import records the changes (server.changes)."""
     path = tmp_path / "month.csv"
     header = ["conGUID", "compGUID", "conFirstName", "conLastName", "conEmail", "conJobTitleEn",
               "conWorkLocCity", "conWorkLocState", "conWorkLocZipcode", "conWorkLocCountry",
-              "recordStatus", "accuracy"]  # fmt: skip
+              "recordStatus", "accuracy", "conJobStartedOn", "conJobUpdatedOn"]  # fmt: skip
     rows = [
         [AVA_GUID, LONESTAR, "Ava", "Adams", AVA, "Vice President of Sales", "Austin", "TX",
-         "78701", "United States", "No Longer", "A+"],
+         "78701", "United States", "No Longer", "A+", "", "2026-12"],
         [AVA_GUID, HILL, "Ava", "Adams", "ava.adams@hillcountry-analytics.com",
-         "Chief Revenue Officer", "Austin", "TX", "78701", "United States", "Active", "A+"],
+         "Chief Revenue Officer", "Austin", "TX", "78701", "United States", "Active", "A+",
+         "2026-12", "2026-12"],
         [BEN_GUID, LONESTAR, "Ben", "Brown", BEN, "VP, Growth Marketing", "Austin", "TX",
-         "78701", "United States", "Active", "A"],
+         "78701", "United States", "Active", "A", "", "2026-12"],
     ]  # fmt: skip
     with path.open("w", newline="") as file:
         csv.writer(file).writerows([header, *rows])
     importer.import_files(world.db, companies=None, contacts=path, now=MONTH_LATER)
-    ended = server.changes.Change(
-        "job_ended", AVA_GUID, LONESTAR,
-        before={"company_guid": LONESTAR, "company": "Lonestar Discover Works Inc.",
-                "job_title": "Vice President of Sales"},
-        after={"left_on": "2026-12-01"}, changed_on="2026-12-01")  # fmt: skip
-    started = server.changes.Change(
-        "job_started", AVA_GUID, HILL,
-        after={"company_guid": HILL, "company": "Hill Country Analytics LLC",
-               "job_title": "Chief Revenue Officer", "started_on": "2026-12-08"})  # fmt: skip
-    title = server.changes.Change(
-        "title", BEN_GUID, LONESTAR, before={"title": "VP, Marketing"},
-        after={"title": "VP, Growth Marketing"})  # fmt: skip
-    with server.write(world.db):
-        server.changes.record(world.db, [ended, started, title], server.iso(MONTH_LATER))
     world.clock.now = MONTH_LATER + timedelta(hours=1)
 
 
@@ -520,3 +510,34 @@ def test_the_crms_rate_limit_leaves_signals_pending_and_holds_the_connection(
     assert changes.write_signals(world.work) == "2 signals written"
     assert [s["state"] for s in _signals(world)] == ["written", "written"]
     assert len(crm.tasks()) == 1  # the joined signal's; the left one marks (the default)
+
+
+def test_the_signals_page_and_the_change_feed_show_the_same_job_changes(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the admin reads on the Signals page and what an API client reads from
+    POST /v1/changes are the same job changes: Ava left Lonestar, and joined Hill Country."""
+    monkeypatch.setenv("CONTACTDATA_ALLOW_PRIVATE_CRM_URLS", "1")
+    worlds = _world(db_path, "hubspot", "enterprise_plus", None)
+    world = next(worlds)
+    _enriched_once(world)
+    _a_month_of_changes(world, tmp_path)
+    world.run_job()
+    settings = {"DB": str(db_path), "KEY_SECRET": SECRET, "CLOCK": world.clock}
+    app = connector.app.create_app({**settings, "PUBLIC_URL": "http://localhost"})
+
+    page = text(signed_in(app, world.key).get("/settings/signals", query_string={"from": ""}))
+    feed = app.test_client().post("/v1/changes", json={}, headers={"apikey": world.key})
+    assert feed.status_code == 200, feed.get_data(as_text=True)
+    jobs = [c for c in feed.get_json()["data"]["changes"] if c["kind"].startswith("job_")]
+
+    said = {"job_ended": "left {before[compName]}", "job_started": "joined {after[compName]}"}
+    assert sorted(said[c["kind"]].format(**c) for c in jobs) == [
+        "joined Hill Country Analytics LLC",
+        "left Lonestar Discover Works Inc.",
+    ]
+    for change in jobs:
+        assert change["conGUID"] == AVA_GUID
+        assert f"Ava Adams {said[change['kind']].format(**change)}" in page
+    assert page.count("Ava Adams ") == len(jobs)  # no other job change on the page
+    next(worlds, None)
