@@ -42,8 +42,7 @@ from typing import Any
 from sqlite_utils import Database
 
 import server
-from connector import mappings, signal_settings, store, worker
-from connector.platforms import PLATFORMS
+from connector import connections, mappings, signal_settings, store, worker
 from connector.platforms.base import Adapter, NewContact, Permanent, Retriable, Task
 
 PAGE = 1000  # changes read at a time
@@ -70,7 +69,7 @@ def act_on_changes(db: Database, now: datetime, page: int = PAGE) -> str:
     """For each CRM connection of an active organization, turn the changes after its
     `changes_seen` into refresh events and signals (see the module docstring); a summary."""
     total = Tally()
-    for org_id, links in _crm_connections(db).items():
+    for org_id, links in connections.crm_connections(db).items():
         org = server.organization(db, org_id)
         if org["status"] != "active":
             continue
@@ -86,15 +85,6 @@ def act_on_changes(db: Database, now: datetime, page: int = PAGE) -> str:
         f"{total.queued} records queued for refresh from changes, {total.signals} job changes"
         + (f", {total.held} held back by the credit cap or balance" if total.held else "")
     )
-
-
-def _crm_connections(db: Database) -> dict[str, list[Row]]:
-    """The CRM connections by organization."""
-    found: dict[str, list[Row]] = {}
-    for link in store.connections(db):
-        if PLATFORMS[link["platform"]].crm:
-            found.setdefault(link["org_id"], []).append(link)
-    return found
 
 
 def _connection_round(

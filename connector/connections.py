@@ -206,6 +206,15 @@ def is_paused(row: Row) -> bool:
     return bool(row.get("paused_at"))
 
 
+def crm_connections(db: Database) -> dict[str, list[Row]]:
+    """The CRM connections (those with records to write back to) by organization."""
+    found: dict[str, list[Row]] = {}
+    for link in store.connections(db):
+        if PLATFORMS[link["platform"]].crm:
+            found.setdefault(link["org_id"], []).append(link)
+    return found
+
+
 def state(row: Row) -> str:
     """How a connection stands: paused, not connected (a CRM without its CRM yet) or active."""
     if is_paused(row):

@@ -17,8 +17,16 @@ import httpx
 from sqlite_utils import Database
 
 import server
-from connector import backfill, changes, outbound, signals_digest, store, subscriptions, worker
-from connector.platforms import PLATFORMS
+from connector import (
+    backfill,
+    changes,
+    connections,
+    outbound,
+    signals_digest,
+    store,
+    subscriptions,
+    worker,
+)
 from server import SETTING_DEFAULTS, load_settings, utcnow
 
 REFRESH_CREDIT_CAP: int = SETTING_DEFAULTS["REFRESH_CREDIT_CAP"]  # CONTACTDATA_REFRESH_CREDIT_CAP
@@ -56,7 +64,7 @@ def reenrich(
     """
     queued = held = skipped = 0
     listed: set[str] | None = None  # the suppression list, read once a record is stale
-    for org_id, links in _crm_connections(db).items():
+    for org_id, links in connections.crm_connections(db).items():
         org = server.organization(db, org_id)
         if org["status"] != "active":
             continue
@@ -84,15 +92,6 @@ def _suppressed(record: Row, secret: bytes, listed: set[str]) -> bool:
     """Whether a cached record's last enrich input names a person on the list `listed`."""
     found = server.named_in_input(json.loads(record["input_fingerprint"]))
     return not listed.isdisjoint(server.privacy.hashes(server.privacy.hasher(secret), found))
-
-
-def _crm_connections(db: Database) -> dict[str, list[Row]]:
-    """The CRM connections (those with records to write back to) by organization."""
-    found: dict[str, list[Row]] = {}
-    for link in store.connections(db):
-        if PLATFORMS[link["platform"]].crm:
-            found.setdefault(link["org_id"], []).append(link)
-    return found
 
 
 def _due(link: Row, now: datetime) -> str:

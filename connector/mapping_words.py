@@ -40,11 +40,12 @@ def label(name: str) -> str:
 
 
 def enrich_fields(own: dict[str, str]) -> list[EnrichField]:
-    """Every enrich result field, in the service's order, each with an example value: the
-    organization's `own` (from its last enrichment) where it has one, else the sample."""
+    """Every enrich result field, in the service's order, then the job-change fields a signal
+    marks a record with, each with an example value: the organization's `own` (from its last
+    enrichment) where it has one, else the sample."""
     return [
         EnrichField(name, label(name), own.get(name) or _table().get(name, ("", ""))[1])
-        for name in mappings.OUTPUT_FIELDS
+        for name in (*mappings.OUTPUT_FIELDS, *mappings.SIGNAL_FIELDS)
     ]
 
 

@@ -17,7 +17,7 @@ def row(property: str, field: str, policy: str = "fill_if_empty", transforms: st
 
 def test_every_enrich_field_has_a_label_and_a_documented_sample() -> None:
     shown = mapping_words.enrich_fields({})
-    assert [field.name for field in shown] == list(OUTPUT_FIELDS)
+    assert [field.name for field in shown] == [*OUTPUT_FIELDS, *mappings.SIGNAL_FIELDS]
     assert all(field.label and field.label != field.name for field in shown)
     assert all(field.example for field in shown)
     by_name = {field.name: field for field in shown}

@@ -100,7 +100,8 @@ HUBSPOT_READ = (
     "firstname,lastname,jobtitle,company,website,industry,phone,address,city,state,zip,country,"
     "linkedin_url,contactdata_employee_count,contactdata_employee_range,"
     "contactdata_revenue_range,contactdata_job_levels,contactdata_job_functions,"
-    "contactdata_record_status,contactdata_contact_guid,email,"
+    "contactdata_record_status,contactdata_contact_guid,contactdata_job_change_left_on,"
+    "contactdata_job_change_new_company,contactdata_job_change_new_title,email,"
     "associatedcompanyid"  # the contact's primary company
 )
 SALESFORCE_READ = (
@@ -109,6 +110,8 @@ SALESFORCE_READ = (
     "ContactData_Company_Domain__c,ContactData_Industry__c,ContactData_Employees__c,"
     "ContactData_Employee_Range__c,ContactData_Revenue_Range__c,ContactData_Job_Levels__c,"
     "ContactData_Job_Functions__c,ContactData_Record_Status__c,ContactData_Contact_GUID__c,"
+    "ContactData_Job_Change_Left_On__c,ContactData_Job_Change_New_Company__c,"
+    "ContactData_Job_Change_New_Title__c,"
     "LastName,Account_Name__c,Account_Website__c,AccountId"  # AccountId: the contact's account
 )
 MISSING_IDENTIFIER = (
@@ -1041,7 +1044,9 @@ ZOHO_READ = (
     "Mailing_Country,LinkedIn_URL,ContactData_Company_Name,ContactData_Company_Domain,"
     "ContactData_Industry,ContactData_Employees,ContactData_Employee_Range,"
     "ContactData_Revenue_Range,ContactData_Job_Levels,ContactData_Job_Functions,"
-    "ContactData_Record_Status,ContactData_Contact_GUID,Email,Last_Name,Account_Name"
+    "ContactData_Record_Status,ContactData_Contact_GUID,ContactData_Job_Change_Left_On,"
+    "ContactData_Job_Change_New_Company,ContactData_Job_Change_New_Title,Email,Last_Name,"
+    "Account_Name"
 )
 
 
@@ -1197,7 +1202,9 @@ DYNAMICS_READ = (
     "new_contactdata_linkedin_url,new_contactdata_company_name,new_contactdata_industry,"
     "new_contactdata_employee_count,new_contactdata_employee_range,"
     "new_contactdata_revenue_range,new_contactdata_job_levels,new_contactdata_job_functions,"
-    "new_contactdata_record_status,new_contactdata_contact_guid,fullname,"
+    "new_contactdata_record_status,new_contactdata_contact_guid,"
+    "new_contactdata_job_change_left_on,new_contactdata_job_change_new_company,"
+    "new_contactdata_job_change_new_title,fullname,"
     "_parentcustomerid_value"  # the contact's company (an account, or a contact)
 )
 JAMES_GLYNN_PATH = f"{DATAVERSE}/contacts({JAMES_GLYNN_CONTACT_ID})"

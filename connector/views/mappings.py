@@ -190,7 +190,10 @@ def _editor(
         rows=rows + [_BLANK] * blank, first_blank=len(rows), version=version,
         problems=problems or [], by_row=by_row or {}, fields=fields or [], unread=unread,
         enrich_fields=mapping_words.enrich_fields(_own_examples(link, kind, rows)),
-        labels={name: mapping_words.label(name) for name in OUTPUT_FIELDS},
+        labels={
+            name: mapping_words.label(name)
+            for name in (*OUTPUT_FIELDS, *mappings.SIGNAL_FIELDS)
+        },
         transforms=_transform_choices(rows), policies=mappings.POLICY_WORDS,
         grades=mappings.GRADES, grade=grade, creates=_creates_fields(link),
         most_added=MOST_ADDED, versions=mapping_versions.history(db, link, kind),

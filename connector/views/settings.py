@@ -66,7 +66,7 @@ SIGN_IN_WINDOW_SECONDS = 60
 SESSION_LIFETIME = timedelta(hours=8)  # from sign-in, however recently the session was used
 SESSION_EXPIRED = "Your session ended 8 hours after you signed in: sign in again."
 EVENTS_SHOWN = 50
-EVENT_STATUSES = ("pending", "done", "dead")
+EVENT_STATUSES = {"pending": "waiting", "done": "done", "dead": "dead letters"}  # as the page says
 ENTRIES_SHOWN = 50  # audit entries and credit changes a page
 # The command line's options of a person (server/privacy.py's messages) and the form's fields.
 FORM_LABELS = {
