@@ -36,8 +36,6 @@ from tests.helpers.settings_forms import signed_in, text
 from tests.helpers.vendors import VendorTransport
 from tests.helpers.zoho_crm import FakeZohoRecords
 
-pytestmark = pytest.mark.both_backends
-
 Row = dict[str, Any]
 AVA_GUID, BEN_GUID = "D15C00000000000000000000000000C1", "D15C00000000000000000000000000C2"
 LONESTAR, HILL = "D15C0000000000A1", "D15C0000000000B2"  # tests/data/discover_companies.csv
@@ -384,6 +382,7 @@ def pro(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     yield from _world(db_path, "hubspot", "pro", 10)
 
 
+@pytest.mark.both_backends
 def test_on_pro_changes_are_charged_and_capped_the_rest_waiting_for_the_next_run(
     pro: World, tmp_path: Path
 ) -> None:
@@ -458,6 +457,7 @@ def test_what_a_signal_writes_follows_the_actions_chosen() -> None:
     assert nameless.contact is None and "name" in nameless.skipped["new_contact"]
 
 
+@pytest.mark.both_backends
 def test_changes_seen_stops_before_what_waits_and_records_enriched_since_are_left_out(
     pro: World, tmp_path: Path
 ) -> None:
@@ -492,6 +492,7 @@ def _seen(world: World) -> int:
     return int(link["changes_seen"])
 
 
+@pytest.mark.both_backends
 def test_the_crms_rate_limit_leaves_signals_pending_and_holds_the_connection(
     pro: World, tmp_path: Path
 ) -> None:

@@ -28,8 +28,6 @@ from tests.helpers.orgs import organization
 from tests.helpers.settings_forms import sign_in, source, submit, text
 from tests.helpers.signals import add_signal
 
-pytestmark = pytest.mark.both_backends
-
 WEDNESDAY = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)  # its week began Monday 2026-11-23
 THIS_WEEK = "2026-11-24T09:15:00.000+00:00"
 LAST_WEEK = "2026-11-20T16:40:00.000+00:00"
@@ -159,6 +157,7 @@ def test_this_weeks_job_changes_in_words_with_what_was_written_and_counted(
     assert "Omar" not in words and "Someone Else" not in words and "Globex HubSpot" not in words
 
 
+@pytest.mark.both_backends
 def test_filters_by_connection_signal_state_and_days(
     signed_in: FlaskClient, database: Database, acme: Row
 ) -> None:
@@ -182,6 +181,7 @@ def test_filters_by_connection_signal_state_and_days(
         assert "message-error" in source(signed_in.get(refused.location)), query
 
 
+@pytest.mark.both_backends
 def test_pages_past_fifty_and_the_headline_counts_what_every_page_lists(
     signed_in: FlaskClient, database: Database, acme: Row
 ) -> None:
@@ -256,6 +256,7 @@ def test_the_weekly_digest_is_kept_once_a_week_and_heads_the_page(
     assert audit_page.status_code == 200 and "week of 2026-11-23" in text(audit_page)
 
 
+@pytest.mark.both_backends
 def test_the_digest_counts_only_its_week_and_its_organization(
     database: Database, acme: Row
 ) -> None:
