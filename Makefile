@@ -38,13 +38,16 @@ format: install
 # both_backends also run on a PostgreSQL cluster a fixture starts (Debian's postgresql), and
 # those marked through_pgbouncer once more through Debian's pgbouncer in front of it.
 # Before them, docs/ builds strictly (mkdocs.yml): a broken link or anchor fails the run.
+# Two test processes (pytest-xdist), each module whole in one: much of the suite waits on
+# servers, browsers and killed processes, so two halve the run on two cores (each has its own
+# PostgreSQL cluster, PgBouncer and Redis).
 test: lint
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir var/site
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
 	test -x /usr/lib/postgresql/15/bin/pg_ctl || { apt-get update -qq && apt-get install -y -qq postgresql; }
 	test -x /usr/sbin/pgbouncer || { apt-get update -qq && apt-get install -y -qq pgbouncer; }
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 # bench/enrich.py drives the server with wrk (a Debian package); it builds var/bench-full.db once.
 bench: install

@@ -46,6 +46,7 @@ def test_a_valid_key_gives_its_caller(database: Database, admin_key: str) -> Non
         ("cdk_" + "a" * 38, InvalidApiKey),  # the right shape, a wrong checksum
         (keys.new_key(), InvalidApiKey),  # well formed, never issued
     ],
+    ids=["none", "empty", "not a key", "wrong checksum", "never issued"],
 )
 def test_missing_malformed_and_unknown_keys(
     database: Database, admin_key: str, value: str | None, error: type
