@@ -123,7 +123,10 @@ class Chosen:
 
     def events(self, now: datetime) -> list[Row]:
         """A refresh event for each record, keyed by its last change."""
-        return [change_event(row, change_id, now) for row, change_id in self.refresh.values()]
+        return [
+            worker.refresh_event(row, f"change:{change_id}", now)
+            for row, change_id in self.refresh.values()
+        ]
 
 
 def _chosen(
@@ -134,13 +137,14 @@ def _chosen(
     holders = _holders(db, link["id"], batch)
     chosen = Chosen(holders=holders, last=batch[0].id - 1)
     for change in batch:
-        rows = [row for row in _holding(change, holders) if _key(row) not in chosen.refresh]
+        holding = _holding(change, holders)
+        rows = [row for row in holding if _key(row) not in chosen.refresh]
         cost = sum(not (free and row["contact_guid"]) for row in rows)
         if cost > budget - chosen.spent:
             chosen.held = len(rows)
             break
         chosen.spent += cost
-        for row in _holding(change, holders):
+        for row in holding:
             chosen.refresh[_key(row)] = (row, change.id)
         chosen.changes.append(change)
         chosen.last = change.id
@@ -177,24 +181,6 @@ def _before(change: server.changes.Change, rows: list[Row]) -> list[Row]:
 
 def _key(row: Row) -> tuple[str, str]:
     return (row["kind"], row["record_id"])
-
-
-def change_event(record: Row, change_id: int, now: datetime) -> Row:
-    """A thin refresh event for a record a change reached (the worker enriches it again)."""
-    key = (
-        record["record_id"]
-        if record["kind"] == "contacts"
-        else f"{record['kind']}:{record['record_id']}"
-    )
-    return {
-        "connection_id": record["connection_id"],
-        "event_key": f"change:{change_id}:{key}",
-        "kind": record["kind"],
-        "record_id": record["record_id"],
-        "payload": json.dumps({"refresh": True}),
-        "thin": 1,
-        "received_at": server.iso(now),
-    }
 
 
 # --- job-change signals

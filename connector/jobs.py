@@ -80,7 +80,13 @@ def reenrich(
         chosen = _affordable(stale, free, _budget(org["credits"], credit_cap))
         held += len(stale) - len(chosen)
         with server.write(db):
-            queued += store.add_events(db, [_refresh_event(row, now) for row in chosen])
+            queued += store.add_events(
+                db,
+                [
+                    worker.refresh_event(row, f"refresh:{server.iso(now)[:10]}", now)
+                    for row in chosen
+                ],
+            )
     return (
         f"{queued} records queued for refresh"
         + (f", {held} held back by the credit cap or balance" if held else "")
@@ -116,25 +122,6 @@ def _affordable(stale: list[Row], free: bool, budget: int) -> list[Row]:
         budget -= costs
         chosen.append(record)
     return chosen
-
-
-def _refresh_event(record: Row, now: datetime) -> Row:
-    """A thin event asking the worker to enrich a record again (see worker.py)."""
-    return {
-        "connection_id": record["connection_id"],
-        "event_key": f"refresh:{server.iso(now)[:10]}:{_record_key(record)}",  # UTC day
-        "kind": record["kind"],
-        "record_id": record["record_id"],
-        "payload": json.dumps({"refresh": True}),
-        "thin": 1,
-        "received_at": server.iso(now),
-    }
-
-
-def _record_key(record: Row) -> str:
-    """A record's key among its connection's: its id, after its kind unless a contact."""
-    kind = record["kind"]
-    return record["record_id"] if kind == "contacts" else f"{kind}:{record['record_id']}"
 
 
 def retry_deliveries(work: worker.Worker, rounds: int = RETRY_ROUNDS) -> str:

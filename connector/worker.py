@@ -25,9 +25,10 @@ them then. Finishing or postponing an event ends its claim. In one process one r
 a time (`ROUNDS`): the loop of `contactdata worker` and the scheduled retry_deliveries job
 take turns.
 
-A refresh event (payload {"refresh": true}, queued by the scheduled reenrich job for records
-enriched longer ago than their connection's refresh interval) is always enriched again: the
-"unchanged since we enriched it" shortcut would otherwise skip it.
+A refresh event (`refresh_event`: payload {"refresh": true}, queued by the scheduled reenrich
+job for records enriched longer ago than their connection's refresh interval, and by the change
+job for records whose contact or company changed) is always enriched again: the "unchanged
+since we enriched it" shortcut would otherwise skip it.
 """
 
 from __future__ import annotations
@@ -86,6 +87,23 @@ EXPECTED = (
 )
 log = logging.getLogger(__name__)
 _NAMES: dict[int, str] = {}
+
+
+def refresh_event(record: Row, reason: str, now: datetime) -> Row:
+    """A thin event asking the worker to enrich a transaction-cache `record` again, keyed by
+    `reason` ("refresh:<UTC day>", "change:<change id>") and the record, so that queueing it
+    twice for one reason adds nothing."""
+    kind = record["kind"]
+    key = record["record_id"] if kind == "contacts" else f"{kind}:{record['record_id']}"
+    return {
+        "connection_id": record["connection_id"],
+        "event_key": f"{reason}:{key}",
+        "kind": kind,
+        "record_id": record["record_id"],
+        "payload": json.dumps({"refresh": True}),
+        "thin": 1,
+        "received_at": server.iso(now),
+    }
 
 
 def process_name() -> str:
