@@ -373,7 +373,7 @@ def _view(db: Database, match: Match, tier: str, hashes: Sequence[str] = ()) -> 
     """The rows shown for a match under `tier` (contract §4.3), and whether any of `hashes`
     is on the suppression list; None if the rows vanished."""
     if not match.contact_guid:
-        company = store.company(db, match.company_guid)
+        company = match.company or store.company(db, match.company_guid)
         return _View("Active", company, {}, {}, dials=False) if company else None
     contact, jobs_and_companies, listed = store.contact_with_jobs(db, match.contact_guid, hashes)
     if contact is None:

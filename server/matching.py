@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -85,6 +85,8 @@ class Match:
     grade: str  # "A+", "A", "A-" or "B"
     score: float
     matched_on: tuple[str, ...]
+    # A company-only match's company row as matching read it (enrich shows it from this).
+    company: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def find(db: Database, query: Query) -> Match | None:
@@ -638,7 +640,7 @@ def _find_company(db: Database, probe: Probe) -> Match | None:
     chosen, found = _decide([(c, c.score) for c in candidates], _headquarters)
     if chosen is None:
         return None
-    return Match(chosen.guid, "", found, chosen.score, _in_order(chosen.on))
+    return Match(chosen.guid, "", found, chosen.score, _in_order(chosen.on), chosen.row)
 
 
 def _headquarters(tied: Sequence[CompanyCandidate]) -> CompanyCandidate | None:

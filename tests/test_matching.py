@@ -467,7 +467,9 @@ def test_the_corrected_spellings_of_a_name_are_looked_up_in_one_statement(
     # every corrected spelling at once.
     with statement_budget(crowded, 6) as run:
         assert matching.find(crowded, Query(company_name="Pharmaceutcal Laboratoires"))
-    assert sum("name_key IN" in statement for statement in run) == 2  # exact, corrected
+    assert (
+        sum("companies WHERE name_key" in statement for statement in run) == 2
+    )  # exact, corrected
 
 
 @pytest.mark.parametrize(

@@ -351,14 +351,18 @@ _PERSON = (
     "c.first_name, c.middle_name, c.last_name, c.first_key, c.last_key "
     "FROM employments e JOIN contacts c ON c.guid = e.contact_guid"
 )
-_COMPANY = (
-    "SELECT guid, name, name_key, aka, domain, country, profile_url, parent_guid, global_hq_guid "
-    "FROM companies"
-)
+# Whole rows: a company-only match is shown from the row that matched it, with no second read.
+_COMPANY = "SELECT * FROM companies"
 
 
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
+
+
+def _one_of(column: str, values: Sequence[Any]) -> str:
+    """`column` is one of `values`: `= ?` for one value, the statement PostgreSQL prepares (a
+    list of values is planned for each call's, server/storage/pg.py), else `IN (?, …)`."""
+    return f"{column} = ?" if len(values) == 1 else f"{column} IN ({_marks(values)})"
 
 
 # Values bound per statement when acting on many rows (well under either backend's limit).
@@ -390,11 +394,10 @@ def people_at_companies(
 ) -> list[Row]:
     """The employments at these companies whose last key is one of `last_keys` or first key
     one of `first_keys` (index seeks, one query)."""
-    companies = _marks(company_guids)
+    companies = _one_of("e.company_guid", company_guids)
     sql = (
-        f"{_PERSON} WHERE e.company_guid IN ({companies}) AND e.last_key IN ({_marks(last_keys)}) "
-        f"UNION {_PERSON} WHERE e.company_guid IN ({companies}) "
-        f"AND e.first_key IN ({_marks(first_keys)})"
+        f"{_PERSON} WHERE {companies} AND {_one_of('e.last_key', last_keys)} "
+        f"UNION {_PERSON} WHERE {companies} AND {_one_of('e.first_key', first_keys)}"
     )
     return _rows(db, sql, [*company_guids, *last_keys, *company_guids, *first_keys])
 
@@ -433,12 +436,11 @@ def companies_by_domain(db: Database, domain: str) -> list[Row]:
 def companies_by_name_keys(db: Database, keys: Sequence[str]) -> list[Row]:
     """The companies whose name key is one of `keys`, then those with one of them as an alias
     key (one statement); each row has `alias` 0 or 1 and the `matched_key`."""
-    marks = _marks(keys)
     sql = (
         f"SELECT *, 0 AS alias, name_key AS matched_key FROM ({_COMPANY} "
-        f"WHERE name_key IN ({marks})) AS named UNION ALL "
+        f"WHERE {_one_of('name_key', keys)}) AS named UNION ALL "
         "SELECT c.*, 1 AS alias, a.alias_key AS matched_key FROM company_aliases a "
-        f"JOIN ({_COMPANY}) AS c ON c.guid = a.company_guid WHERE a.alias_key IN ({marks})"
+        f"JOIN ({_COMPANY}) AS c ON c.guid = a.company_guid WHERE {_one_of('a.alias_key', keys)}"
     )
     return _rows(db, sql, [*keys, *keys])
 
@@ -446,7 +448,7 @@ def companies_by_name_keys(db: Database, keys: Sequence[str]) -> list[Row]:
 def known_company_words(db: Database, words: Sequence[str]) -> dict[str, int]:
     """Those of `words` that are a word of some company's name or alias key, with how many
     names and aliases hold each."""
-    sql = f"SELECT word, companies FROM company_name_words WHERE word IN ({_marks(words)})"
+    sql = f"SELECT word, companies FROM company_name_words WHERE {_one_of('word', words)}"
     return dict(db.execute(sql, list(words)).fetchall())
 
 
@@ -474,7 +476,7 @@ def companies_by_name_forms(db: Database, keys: Sequence[str], limit: int) -> li
     `limit` rows."""
     sql = (
         "SELECT f.key AS form_key, f.form, f.alias, c.* FROM company_name_forms f "
-        f"JOIN ({_COMPANY}) AS c ON c.guid = f.company_guid WHERE f.key IN ({_marks(keys)}) "
+        f"JOIN ({_COMPANY}) AS c ON c.guid = f.company_guid WHERE {_one_of('f.key', keys)} "
         "LIMIT ?"
     )
     return _rows(db, sql, [*keys, limit])
