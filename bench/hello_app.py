@@ -81,10 +81,12 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8099)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     options = parser.parse_args()
     settings = config.load({"DB": options.db})
     _HelloGunicorn(
-        settings, serve.gunicorn_options(options.host, options.port, options.workers)
+        settings,
+        serve.gunicorn_options(options.host, options.port, options.workers, options.threads),
     ).run()
 
 

@@ -138,14 +138,20 @@ def _fail(error: ServiceError) -> None:
 @click.option("--host", envvar="CONTACTDATA_HOST", default="127.0.0.1", show_default=True)
 @click.option("--port", envvar="CONTACTDATA_PORT", type=int, default=8080, show_default=True)
 @click.option("--workers", envvar="CONTACTDATA_WORKERS", type=int, default=2, show_default=True)
-def serve(db_path: Path, host: str, port: int, workers: int) -> None:
-    """Serve the API with gunicorn (sync workers)."""
+@click.option(
+    "--threads", envvar="CONTACTDATA_THREADS", type=click.IntRange(1, 64), default=1,
+    show_default=True,
+    help="Requests each worker serves at once (above 1: gunicorn's gthread workers). On "
+    "PostgreSQL, where requests wait on the network, e.g. --workers 2 --threads 6 per 2 cores.",
+)  # fmt: skip
+def serve(db_path: Path, host: str, port: int, workers: int, threads: int) -> None:
+    """Serve the API with gunicorn (sync workers, or threaded with --threads)."""
     from server.http.serve import serve as run
 
     settings = _served_settings(db_path, host, port)
     config.key_secret(settings)  # missing: said here, not by each gunicorn worker failing
     db.connect(db_path).close()
-    run(settings, host, port, workers, _app_factory())
+    run(settings, host, port, workers, _app_factory(), threads)
 
 
 def _served_settings(db_path: Path | str, host: str, port: int) -> dict[str, Any]:

@@ -61,10 +61,10 @@ def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
     return process
 
 
-def serve(db: Path, port: int, workers: int = 2) -> subprocess.Popen[bytes]:
-    """`contactdata serve` on `db` (gunicorn, sync workers), started."""
+def serve(db: Path | str, port: int, workers: int = 2, threads: int = 1) -> subprocess.Popen[bytes]:
+    """`contactdata serve` on `db` (gunicorn: sync workers, or of `threads` threads), started."""
     command = [CONTACTDATA, "serve", "--db", str(db), "--port", str(port)]
-    return start([*command, "--workers", str(workers)], port)
+    return start([*command, "--workers", str(workers), "--threads", str(threads)], port)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

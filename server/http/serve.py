@@ -1,4 +1,5 @@
-"""Running the app under gunicorn, the production server (sync workers)."""
+"""Running the app under gunicorn, the production server: sync workers, or with `threads`
+above 1 gthread workers, each serving that many requests at once."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
     def load_config(self) -> None:
         for name, value in self._options.items():
             self.cfg.set(name, value)
+        pg.size_pools(self.cfg.threads)  # in the arbiter, before the workers fork
 
     def load(self) -> Flask:
         module, name = self._factory.split(":")
@@ -107,8 +109,13 @@ def masked_target(target: str) -> str:
     return path + mark + "&".join(f"{name}=***" if equals else "***" for name, equals, _ in items)
 
 
-def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
-    """The server's settings.
+def gunicorn_options(host: str, port: int, workers: int, threads: int = 1) -> dict[str, Any]:
+    """The server's settings: `workers` processes of `threads` threads each.
+
+    Threads (gunicorn's gthread workers) suit PostgreSQL, where a request waits on round trips
+    to the database: a few processes keep many requests in flight, each process's memory
+    warm in the CPU's caches, where as many sync workers would take turns on the cores
+    (bench/cluster.py). Each thread has its own connection (server/storage/db.py `database`).
 
     `header_map = dangerous`: real clients send the key as `API_KEY` and `Admin_Api_Key`
     (contract §1), which gunicorn otherwise drops. The cost is that `Api-Key` and `API_KEY`
@@ -118,7 +125,8 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
     return {
         "bind": f"{host}:{port}",
         "workers": workers,
-        "worker_class": "sync",
+        "worker_class": "gthread" if threads > 1 else "sync",
+        "threads": threads,
         "header_map": "dangerous",
         "timeout": 30,
         "graceful_timeout": 10,
@@ -133,11 +141,16 @@ def gunicorn_options(host: str, port: int, workers: int) -> dict[str, Any]:
 
 
 def serve(
-    settings: dict[str, Any], host: str, port: int, workers: int, factory: str = DEFAULT_FACTORY
+    settings: dict[str, Any],
+    host: str,
+    port: int,
+    workers: int,
+    factory: str = DEFAULT_FACTORY,
+    threads: int = 1,
 ) -> None:
     """Serve the app `factory` makes until stopped; with metrics on, the workers count in a
     fresh directory of files that a scrape of any worker sums, removed at the end."""
-    options = gunicorn_options(host, port, workers)
+    options = gunicorn_options(host, port, workers, threads)
     if settings.get("LOG_FORMAT") == "json":
         options["logger_class"] = JsonMaskingLogger
     if not (settings.get("METRICS_TOKEN") or settings.get("METRICS_BIND")):

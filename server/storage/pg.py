@@ -42,7 +42,8 @@ from server import config
 # The key of the advisory lock the transactions writing the contact data take, to exclude
 # each other (server/storage/store.py `lock_dataset`); no other write waits for it.
 DATASET_LOCK = 0x64617461  # "data"
-POOL_MAX = 4
+POOL_MAX = 4  # connections a process's pool holds, or one for each thread serving (size_pools)
+_pool_max = POOL_MAX
 _pools: dict[tuple[int, str], ConnectionPool] = {}
 _pools_lock = threading.Lock()
 _local = threading.local()
@@ -385,6 +386,13 @@ def close_pools() -> None:
         pool.close()
 
 
+def size_pools(threads: int) -> None:
+    """Let the pools this process makes hold a connection for each of `threads` threads that
+    serve requests at once (a threaded gunicorn worker's), so that none waits for another's."""
+    global _pool_max
+    _pool_max = max(POOL_MAX, threads)
+
+
 def _pool(url: str) -> ConnectionPool:
     key = (os.getpid(), url)
     with _pools_lock:
@@ -392,7 +400,7 @@ def _pool(url: str) -> ConnectionPool:
             _pools[key] = ConnectionPool(
                 url,
                 min_size=1,
-                max_size=POOL_MAX,
+                max_size=_pool_max,
                 kwargs=_connect_options(),
                 check=_check,
                 open=True,
