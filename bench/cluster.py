@@ -1,8 +1,8 @@
 """Benchmark: enrich with PostgreSQL one network hop away, at 1 and 12 connections, beside a read
 route and hello, with the round trips each request takes (issue 36, "measured past one machine").
 
-    .venv/bin/python bench/cluster.py                     # 1 ms a round trip, 12 workers, 10 s runs
-    .venv/bin/python bench/cluster.py --round-trip-ms 2 --workers 4 --seconds 5
+    .venv/bin/python bench/cluster.py          # 1 ms a round trip, 2 workers x 6 threads, 10 s runs
+    .venv/bin/python bench/cluster.py --round-trip-ms 2 --workers 4 --threads 3 --seconds 5
 
 Data: the demo-size dataset (var/bench-demo.db, 5,000 companies / 100,000 contacts, seed 7,
 built when missing) exported and imported into a database of a throwaway PostgreSQL cluster
@@ -20,10 +20,13 @@ round trips a request are what the proxy counted less what an idle period of the
 counted, over the requests wrk got answered; requests sent one at a time cross-check it.
 
 The server: bench/hello_app.py, the service's app as `contactdata serve` runs it (gunicorn,
-`--workers` sync workers, server/http/serve.py's settings) plus GET /hello, a route that
-touches no database. wrk at 1 and 12 connections on GET /hello, POST /signals/v1/key/view
-(`{}`, the key in Api-Key: a read) and POST /v7/enrich; then enrich at 1 connection through
-the proxy at 0 ms (the proxy's own cost) and, from a second server, on PostgreSQL directly.
+`--workers` workers of `--threads` threads, server/http/serve.py's settings: 2 x 6 keep 12
+requests in flight) plus GET /hello, a route that touches no database. wrk at 1 and 12
+connections on GET /hello, POST /signals/v1/key/view (`{}`, the key in Api-Key: a read) and
+POST /v7/enrich; then enrich at 1 connection through
+the proxy at 0 ms (the proxy's own cost); from a second server, on PostgreSQL directly; and
+from a third, of `--sync-workers` sync workers (12: a request in flight each), enrich at 1 and
+12 connections through the proxy, what threads are compared with.
 wrk runs 1 thread at 1 connection, 2 at 12 (bench/serving.py `wrk_command`). Each run prints
 its CPU a request by process (workers, PostgreSQL, proxy, Redis, wrk) and how many of the
 machine's cores were busy, by these and by everything (the machine is shared). Then, in this
@@ -351,12 +354,13 @@ def one_at_a_time(
 
 
 @contextmanager
-def serving(db_url: str, redis_url: str, workers: int, work: Path) -> Iterator[Any]:
-    """bench/hello_app.py on `db_url`, limits in Redis, `workers` workers: its process, port."""
+def serving(db_url: str, redis_url: str, workers: int, threads: int, work: Path) -> Iterator[Any]:
+    """bench/hello_app.py on `db_url`, limits in Redis, `workers` workers of `threads` threads:
+    its process, port."""
     port = free_port()
     command = ["env", f"CONTACTDATA_RATE_LIMITER={redis_url}", sys.executable,
                str(HERE / "hello_app.py"), "--db", db_url, "--port", str(port),
-               "--workers", str(workers)]  # fmt: skip
+               "--workers", str(workers), "--threads", str(threads)]  # fmt: skip
     process = start_server(Path(db_url), port, workers, work / f"serve-{port}.log", command)
     try:
         settle(process.pid)
@@ -388,6 +392,8 @@ class Setup:
     bodies: list[dict[str, str]]
     scripts: dict[str, Path]
     workers: int
+    threads: int
+    sync_workers: int
     seconds: int
     work: Path
     round_trip: float  # seconds a round trip through the proxy adds (its delay is calibrated)
@@ -405,7 +411,8 @@ def proxied_runs(setup: Setup) -> tuple[list[Run], list[str]]:
     """Each route at 1 and 12 connections through the proxy, then enrich with the proxy at
     0 ms; the requests one at a time; the runs and the lines of the idle and one-at-a-time
     counts."""
-    with serving(setup.proxy.url(setup.url), setup.redis_url, setup.workers, setup.work) as (
+    proxied = setup.proxy.url(setup.url)
+    with serving(proxied, setup.redis_url, setup.workers, setup.threads, setup.work) as (
         process,
         port,
     ):
@@ -447,12 +454,29 @@ def singles_lines(setup: Setup, port: int) -> list[str]:
 
 def direct_run(setup: Setup) -> Run:
     """Enrich at 1 connection from a server on PostgreSQL directly (loopback, no proxy)."""
-    with serving(setup.url, setup.redis_url, setup.workers, setup.work) as (process, port):
+    with serving(setup.url, setup.redis_url, setup.workers, setup.threads, setup.work) as (
+        process,
+        port,
+    ):
         meters = Meters(process, setup.cluster, setup.proxy)
         enrich = f"http://127.0.0.1:{port}/v7/enrich"
         wrk_run(meters, "(warm-up)", enrich, max(CONNECTIONS), 2, setup.scripts["enrich"])
         return wrk_run(meters, "enrich, PostgreSQL direct", enrich, 1, setup.seconds,
                        setup.scripts["enrich"])  # fmt: skip
+
+
+def sync_runs(setup: Setup) -> list[Run]:
+    """Enrich at 1 and 12 connections through the proxy from `sync_workers` sync workers."""
+    proxied, workers = setup.proxy.url(setup.url), setup.sync_workers
+    with serving(proxied, setup.redis_url, workers, 1, setup.work) as (process, port):
+        meters = Meters(process, setup.cluster, setup.proxy)
+        enrich = f"http://127.0.0.1:{port}/v7/enrich"
+        wrk_run(meters, "(warm-up)", enrich, max(CONNECTIONS), 2, setup.scripts["enrich"])
+        return [
+            wrk_run(meters, f"enrich, {workers} sync workers", enrich, c, setup.seconds,
+                    setup.scripts["enrich"])
+            for c in CONNECTIONS
+        ]  # fmt: skip
 
 
 # --- in-process: where an enrich's time goes ---------------------------------------------------
@@ -523,9 +547,11 @@ def where_the_time_goes(setup: Setup) -> tuple[list[str], float]:
 # --- the figures -------------------------------------------------------------------------------
 
 
-def summary(runs: Sequence[Run], direct: Run, app_p50: float, round_trip: float) -> list[str]:
-    """Each route's scaling, how enrich's time at one connection adds up, its CPU bound at 12
-    connections, and the targets."""
+def summary(
+    runs: Sequence[Run], direct: Run, synced: Sequence[Run], app_p50: float, round_trip: float
+) -> list[str]:
+    """Each route's scaling, sync workers' beside, how enrich's time at one connection adds up,
+    its CPU bound at 12 connections, and the targets."""
     by = {(run.name, run.connections): run for run in runs}
     scaling = {
         name.split(" ")[0]: by[(name, 12)].figures["rps"] / by[(name, 1)].figures["rps"]
@@ -540,7 +566,10 @@ def summary(runs: Sequence[Run], direct: Run, app_p50: float, round_trip: float)
         f"the machine's other processes took {others / sum(r.counted['wall'] for r in runs):.2f}"
         " cores on average during these runs (none on a quiet machine)",
         "scaling, 12 connections / 1: "
-        + ", ".join(f"{name} {factor:.2f}x" for name, factor in scaling.items()),
+        + ", ".join(f"{name} {factor:.2f}x" for name, factor in scaling.items())
+        + f"; {synced[0].name[len('enrich, ') :]} instead of threads: enrich "
+        f"{synced[0].figures['rps']:,.0f} and {synced[1].figures['rps']:,.0f} req/s, "
+        f"{synced[1].figures['rps'] / synced[0].figures['rps']:.2f}x",
         f"enrich at 1 connection, p50: {direct.figures['p50']:.2f} ms on PostgreSQL directly; "
         f"{at_zero.figures['p50']:.2f} ms through the proxy at 0 ms (its forwarding); "
         f"{alone.figures['p50']:.2f} ms at {1e3 * round_trip:g} ms a round trip: {trips:.2f} "
@@ -602,7 +631,8 @@ def prepared(options: argparse.Namespace, work: Path) -> Iterator[tuple[Setup, l
         scripts["enrich"].write_text(lua_script(bodies, {"apikey": key}, "/v7/enrich"))
         scripts["view"].write_text(lua_script([{}], {"Api-Key": key}, "/signals/v1/key/view"))
         yield Setup(cluster, url, proxy, redis_url, key, bodies, scripts, options.workers,
-                    options.seconds, work, round_trip), [hop, *loaded]  # fmt: skip
+                    options.threads, options.sync_workers, options.seconds, work,
+                    round_trip), [hop, *loaded]  # fmt: skip
 
 
 def header(options: argparse.Namespace) -> list[str]:
@@ -612,12 +642,12 @@ def header(options: argparse.Namespace) -> list[str]:
         f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"dataset {options.db} on a throwaway PostgreSQL 15 cluster; limits in a throwaway Redis",
         f"server: bench/hello_app.py (the app as `contactdata serve` runs it, plus GET /hello), "
-        f"gunicorn, {options.workers} sync workers; wrk {options.seconds} s a run, 1 thread at "
-        "1 connection, 2 at 12",
-        f"The machine: {options.workers} gunicorn workers, PostgreSQL, Redis, the proxy and wrk "
-        f"share {os.cpu_count()} cores, so 12 connections are bounded by the CPU before the "
-        "network: hello's and the read route's scaling in the same run are the ceiling enrich's "
-        "is compared with, and each run's CPU a request says what it costs the machine.",
+        f"gunicorn, {options.workers} workers x {options.threads} threads (gthread); wrk "
+        f"{options.seconds} s a run, 1 thread at 1 connection, 2 at 12",
+        f"The machine: the server's {options.workers} workers, PostgreSQL, Redis, the proxy and "
+        f"wrk share {os.cpu_count()} cores, so 12 connections are bounded by the CPU before "
+        "the network: hello's and the read route's scaling in the same run are the ceiling "
+        "enrich's is compared with, and each run's CPU a request says what it costs the machine.",
     ]
 
 
@@ -625,7 +655,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=DEFAULT_DBS["small"], help="SQLite dataset")
     parser.add_argument("--round-trip-ms", type=float, default=1.0, help="the hop's round trip")
-    parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=6, help="a worker's")
+    parser.add_argument("--sync-workers", type=int, default=12, help="compared with")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     options = parser.parse_args()
     ensure_database(options.db, "small")
@@ -638,10 +670,11 @@ def main() -> None:
         print(RUN_HEADER, flush=True)
         runs, counts = proxied_runs(setup)
         direct = direct_run(setup)
+        synced = sync_runs(setup)
         profiled, app_p50 = where_the_time_goes(setup)
-    lines += [*loaded, "", RUN_HEADER, *(run.line() for run in runs), direct.line(), ""]
+    lines += [*loaded, "", RUN_HEADER, *(run.line() for run in [*runs, direct, *synced]), ""]
     lines += [*counts, ""]
-    lines += [*summary(runs, direct, app_p50, options.round_trip_ms / 1e3), "", *profiled]
+    lines += [*summary(runs, direct, synced, app_p50, options.round_trip_ms / 1e3), "", *profiled]
     print("\n".join(lines[lines.index(RUN_HEADER) :]))
     RESULTS.write_text("\n".join(line.rstrip() for line in lines) + "\n")
 
