@@ -309,7 +309,7 @@ def _timed_steps(app: Any) -> Iterator[dict[str, float]]:
         ("authenticate", auth, "authenticate"),
         ("rate limit", limiter, "hit"),
         ("parse body", enrich_api, "json_body"),
-        ("match", matching, "find"),
+        ("match", matching, "find_probed"),
         ("read rows shown", enrich, "_view"),
         ("charge and record", enrich, "_deliver"),
         ("result", enrich, "build_result"),
