@@ -15,6 +15,7 @@ from server.storage.dialect import (
     is_postgres,
     json_array_values,
     json_merged,
+    one_of,
     position,
     result_names,
     row_lock,
@@ -58,6 +59,32 @@ def test_a_query_planned_per_call_answers_as_any_other(database: Database) -> No
 
     for _ in range(12):  # past psycopg's preparing a statement at its sixth run
         assert execute_planned_per_call(database, sql, ["x"]).fetchall() == [(2,)]
+
+
+def test_one_of_finds_the_rows_of_one_value_and_of_several(database: Database) -> None:
+    with db.write(database):
+        for word, companies in (("a", 1), ("b", 2), ("c", 3)):
+            sql = "INSERT INTO company_name_words (word, companies) VALUES (?, ?)"
+            database.execute(sql, [word, companies])
+
+    def found(words: list[str]) -> list[tuple[str, int]]:
+        where, params = one_of(database, "word", words)
+        sql = f"SELECT word, companies FROM company_name_words WHERE {where} ORDER BY word"
+        return database.execute(sql, params).fetchall()
+
+    assert found(["b"]) == [("b", 2)]
+    assert found(["c", "a", "z"]) == [("a", 1), ("c", 3)]
+    assert found(["a", "b"]) == [("a", 1), ("b", 2)]
+
+
+def test_one_of_is_one_statement_for_any_number_of_values_on_postgresql(
+    database: Database,
+) -> None:
+    """So that psycopg prepares it: a list `IN (?, …)` is a statement per length."""
+    statements = {one_of(database, "word", ["a"] * n)[0] for n in (2, 3, 7)}
+
+    assert len(statements) == (1 if is_postgres(database) else 3)
+    assert one_of(database, "word", ["a"]) == ("word = ?", ["a"])
 
 
 def test_the_smallest_of_several_values_and_of_one(database: Database) -> None:

@@ -36,6 +36,20 @@ def execute_planned_per_call(db: Any, sql: str, params: Sequence[Any] = ()) -> A
     return db.execute(sql, params)
 
 
+def one_of(db: Any, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    """SQL for `column` being one of `values` (at least one), and its parameters. One value:
+    `column = ?`. More: on PostgreSQL `column = ANY(?)`, the values one array, so that the
+    statement is the same for any number of them and psycopg prepares it (a list `IN (?, …)`
+    is a statement per length, never prepared: server/storage/pg.py); on SQLite `column IN
+    (?, …)`. For columns whose every value finds a few rows (keys, GUIDs), where any plan is
+    an index seek a value and preparing loses nothing."""
+    if len(values) == 1:
+        return f"{column} = ?", [values[0]]
+    if is_postgres(db):
+        return f"{column} = ANY(?)", [list(values)]
+    return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+
 def position(db: Any, text: str, part: str) -> str:
     """SQL for where the string `part` first occurs in the string `text` (both SQL
     expressions), counted from 1; 0 when it does not: instr on SQLite, strpos on PostgreSQL."""

@@ -23,6 +23,7 @@ from server.storage.dialect import (
     execute_planned_per_call,
     indexed_by,
     is_postgres,
+    one_of,
     position,
     result_names,
     smallest,
@@ -359,12 +360,6 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _one_of(column: str, values: Sequence[Any]) -> str:
-    """`column` is one of `values`: `= ?` for one value, the statement PostgreSQL prepares (a
-    list of values is planned for each call's, server/storage/pg.py), else `IN (?, …)`."""
-    return f"{column} = ?" if len(values) == 1 else f"{column} IN ({_marks(values)})"
-
-
 # Values bound per statement when acting on many rows (well under either backend's limit).
 _CHUNK = 500
 
@@ -394,12 +389,13 @@ def people_at_companies(
 ) -> list[Row]:
     """The employments at these companies whose last key is one of `last_keys` or first key
     one of `first_keys` (index seeks, one query)."""
-    companies = _one_of("e.company_guid", company_guids)
-    sql = (
-        f"{_PERSON} WHERE {companies} AND {_one_of('e.last_key', last_keys)} "
-        f"UNION {_PERSON} WHERE {companies} AND {_one_of('e.first_key', first_keys)}"
+    (at, guids), (last, lasts), (first, firsts) = (
+        one_of(db, "e.company_guid", company_guids),
+        one_of(db, "e.last_key", last_keys),
+        one_of(db, "e.first_key", first_keys),
     )
-    return _rows(db, sql, [*company_guids, *last_keys, *company_guids, *first_keys])
+    sql = f"{_PERSON} WHERE {at} AND {last} UNION {_PERSON} WHERE {at} AND {first}"
+    return _rows(db, sql, [*guids, *lasts, *guids, *firsts])
 
 
 def people_named(db: Database, last_key: str, first_keys: Sequence[str], limit: int) -> list[Row]:
@@ -436,20 +432,21 @@ def companies_by_domain(db: Database, domain: str) -> list[Row]:
 def companies_by_name_keys(db: Database, keys: Sequence[str]) -> list[Row]:
     """The companies whose name key is one of `keys`, then those with one of them as an alias
     key (one statement); each row has `alias` 0 or 1 and the `matched_key`."""
+    (named, values), (aliased, _) = one_of(db, "name_key", keys), one_of(db, "a.alias_key", keys)
     sql = (
-        f"SELECT *, 0 AS alias, name_key AS matched_key FROM ({_COMPANY} "
-        f"WHERE {_one_of('name_key', keys)}) AS named UNION ALL "
-        "SELECT c.*, 1 AS alias, a.alias_key AS matched_key FROM company_aliases a "
-        f"JOIN ({_COMPANY}) AS c ON c.guid = a.company_guid WHERE {_one_of('a.alias_key', keys)}"
+        f"SELECT *, 0 AS alias, name_key AS matched_key FROM ({_COMPANY} WHERE {named}) AS named "
+        "UNION ALL SELECT c.*, 1 AS alias, a.alias_key AS matched_key FROM company_aliases a "
+        f"JOIN ({_COMPANY}) AS c ON c.guid = a.company_guid WHERE {aliased}"
     )
-    return _rows(db, sql, [*keys, *keys])
+    return _rows(db, sql, [*values, *values])
 
 
 def known_company_words(db: Database, words: Sequence[str]) -> dict[str, int]:
     """Those of `words` that are a word of some company's name or alias key, with how many
     names and aliases hold each."""
-    sql = f"SELECT word, companies FROM company_name_words WHERE {_one_of('word', words)}"
-    return dict(db.execute(sql, list(words)).fetchall())
+    known, values = one_of(db, "word", words)
+    sql = f"SELECT word, companies FROM company_name_words WHERE {known}"
+    return dict(db.execute(sql, values).fetchall())
 
 
 def company_words_like(
@@ -474,12 +471,12 @@ def companies_by_name_forms(db: Database, keys: Sequence[str], limit: int) -> li
     """The companies with a name or alias form (`normalize.stored_forms`) whose value is one of
     `keys`: each row with the `form_key`, `form` and `alias` (0 or 1) it was found by; at most
     `limit` rows."""
+    found, values = one_of(db, "f.key", keys)
     sql = (
         "SELECT f.key AS form_key, f.form, f.alias, c.* FROM company_name_forms f "
-        f"JOIN ({_COMPANY}) AS c ON c.guid = f.company_guid WHERE {_one_of('f.key', keys)} "
-        "LIMIT ?"
+        f"JOIN ({_COMPANY}) AS c ON c.guid = f.company_guid WHERE {found} LIMIT ?"
     )
-    return _rows(db, sql, [*keys, limit])
+    return _rows(db, sql, [*values, limit])
 
 
 def companies_with_name_forms(db: Database, keys: Sequence[str], guids: Sequence[str]) -> set[str]:
