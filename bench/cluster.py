@@ -23,10 +23,10 @@ The server: bench/hello_app.py, the service's app as `contactdata serve` runs it
 `--workers` workers of `--threads` threads, server/http/serve.py's settings: 2 x 6 keep 12
 requests in flight) plus GET /hello, a route that touches no database. wrk at 1 and 12
 connections on GET /hello, POST /signals/v1/key/view (`{}`, the key in Api-Key: a read) and
-POST /v7/enrich; then enrich at 1 connection through
-the proxy at 0 ms (the proxy's own cost); from a second server, on PostgreSQL directly; and
-from a third, of `--sync-workers` sync workers (12: a request in flight each), enrich at 1 and
-12 connections through the proxy, what threads are compared with.
+POST /v7/enrich; then enrich at 1 connection through the proxy at 0 ms (the proxy's own cost);
+from a second server, on PostgreSQL directly; and from a third, of `--sync-workers` sync
+workers (12: a request in flight each), enrich at 1 and 12 connections through the proxy,
+what threads are compared with.
 wrk runs 1 thread at 1 connection, 2 at 12 (bench/serving.py `wrk_command`). Each run prints
 its CPU a request by process (workers, PostgreSQL, proxy, Redis, wrk) and how many of the
 machine's cores were busy, by these and by everything (the machine is shared). Then, in this
@@ -452,31 +452,27 @@ def singles_lines(setup: Setup, port: int) -> list[str]:
     return lines
 
 
+def enrich_runs(
+    setup: Setup, db_url: str, workers: int, threads: int, name: str, connections: Sequence[int]
+) -> list[Run]:
+    """Enrich at each of `connections` from a server of `workers` x `threads` on `db_url`."""
+    with serving(db_url, setup.redis_url, workers, threads, setup.work) as (process, port):
+        meters = Meters(process, setup.cluster, setup.proxy)
+        enrich, script = f"http://127.0.0.1:{port}/v7/enrich", setup.scripts["enrich"]
+        wrk_run(meters, "(warm-up)", enrich, max(CONNECTIONS), 2, script)
+        return [wrk_run(meters, name, enrich, c, setup.seconds, script) for c in connections]
+
+
 def direct_run(setup: Setup) -> Run:
     """Enrich at 1 connection from a server on PostgreSQL directly (loopback, no proxy)."""
-    with serving(setup.url, setup.redis_url, setup.workers, setup.threads, setup.work) as (
-        process,
-        port,
-    ):
-        meters = Meters(process, setup.cluster, setup.proxy)
-        enrich = f"http://127.0.0.1:{port}/v7/enrich"
-        wrk_run(meters, "(warm-up)", enrich, max(CONNECTIONS), 2, setup.scripts["enrich"])
-        return wrk_run(meters, "enrich, PostgreSQL direct", enrich, 1, setup.seconds,
-                       setup.scripts["enrich"])  # fmt: skip
+    name = "enrich, PostgreSQL direct"
+    return enrich_runs(setup, setup.url, setup.workers, setup.threads, name, [1])[0]
 
 
 def sync_runs(setup: Setup) -> list[Run]:
     """Enrich at 1 and 12 connections through the proxy from `sync_workers` sync workers."""
-    proxied, workers = setup.proxy.url(setup.url), setup.sync_workers
-    with serving(proxied, setup.redis_url, workers, 1, setup.work) as (process, port):
-        meters = Meters(process, setup.cluster, setup.proxy)
-        enrich = f"http://127.0.0.1:{port}/v7/enrich"
-        wrk_run(meters, "(warm-up)", enrich, max(CONNECTIONS), 2, setup.scripts["enrich"])
-        return [
-            wrk_run(meters, f"enrich, {workers} sync workers", enrich, c, setup.seconds,
-                    setup.scripts["enrich"])
-            for c in CONNECTIONS
-        ]  # fmt: skip
+    name = f"enrich, {setup.sync_workers} sync workers"
+    return enrich_runs(setup, setup.proxy.url(setup.url), setup.sync_workers, 1, name, CONNECTIONS)
 
 
 # --- in-process: where an enrich's time goes ---------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -86,7 +86,7 @@ class Match:
     score: float
     matched_on: tuple[str, ...]
     # A company-only match's company row as matching read it (enrich shows it from this).
-    company: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    company: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def find(db: Database, query: Query) -> Match | None:
