@@ -225,14 +225,7 @@ class Ground:
         """GUIDs of companies whose name or alias key is as near to the key of `name` as
         company `guid`'s nearest one (or nearer), among those of the same initials."""
         key = company_key(name)
-        bucket = self.by_initials.get(_initials(key), [])
-        own = [Levenshtein.distance(key, other) for other, owner in bucket if owner == guid]
-        limit = min(own, default=4)
-        return {
-            owner
-            for other, owner in bucket
-            if Levenshtein.distance(key, other, score_cutoff=limit) <= limit
-        }
+        return _as_near(key, self.by_initials.get(_initials(key), []), guid)
 
     def edge_rivals(self, name: str, guid: str) -> set[str]:
         """GUIDs of companies whose name or alias key, run together, is as near to that of
@@ -240,13 +233,7 @@ class Ground:
         as it does."""
         compact = company_key(name).replace(" ", "")
         bucket = {pair for end in _ends(compact) for pair in self.by_ends.get(end, ())}
-        own = [Levenshtein.distance(compact, other) for other, owner in bucket if owner == guid]
-        limit = min(own, default=4)
-        return {
-            owner
-            for other, owner in bucket
-            if Levenshtein.distance(compact, other, score_cutoff=limit) <= limit
-        }
+        return _as_near(compact, bucket, guid)
 
     def variant_companies(self, case: BenchQuery) -> set[str]:
         """The companies a company-name variant query fits (its own among them, mostly)."""
@@ -329,6 +316,20 @@ class Ground:
         names = query_name_keys(q)
         names |= {(last, first) for first, last in names}
         return bool(names and self.people({case.company_guid} | named | at, names))
+
+
+def _as_near(key: str, bucket: Iterable[tuple[str, str]], guid: str) -> set[str]:
+    """The owners of the keys of `bucket` (key, owner GUID) as near to `key` as the nearest
+    key owned by `guid`, or nearer (within 4 edits when `guid` owns none of them)."""
+    pairs = list(bucket)
+    limit = min(
+        (Levenshtein.distance(key, other) for other, owner in pairs if owner == guid), default=4
+    )
+    return {
+        owner
+        for other, owner in pairs
+        if Levenshtein.distance(key, other, score_cutoff=limit) <= limit
+    }
 
 
 def _ends(compact: str) -> tuple[str, str]:

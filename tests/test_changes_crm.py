@@ -63,6 +63,16 @@ class Crm:
     options: Row
 
 
+def _posted(
+    fake: Any, suffix: str, unwrap: Callable[[Any], Any] = lambda body: body
+) -> Callable[[], list[Any]]:
+    """What the POSTs to a path ending in `suffix` sent `fake`: each body's JSON, `unwrap`ped."""
+    return lambda: [
+        unwrap(json.loads(r.content)) for r in fake.requests
+        if r.method == "POST" and r.url.path.endswith(suffix)
+    ]  # fmt: skip
+
+
 def _hubspot() -> Crm:
     fake = FakeHubSpot()
     fake.contacts = {
@@ -70,10 +80,7 @@ def _hubspot() -> Crm:
         "502": {"email": BEN, "firstname": "Ben", "lastname": "Brown"},
     }
     fake.companies = {"801": {"name": "Hill Country Analytics LLC"}}
-    created = lambda: [  # noqa: E731
-        json.loads(r.content)["properties"] for r in fake.requests
-        if r.method == "POST" and r.url.path.endswith("/contacts")
-    ]  # fmt: skip
+    created = _posted(fake, "/contacts", lambda body: body["properties"])
     return Crm(
         "hubspot", "pat-na1-token", fake, "501", "502", "801",
         lambda key: fake.contacts[key], lambda: fake.created["tasks"], created,
@@ -105,10 +112,7 @@ def _salesforce() -> Crm:
         SF_BEN: {"FirstName": "Ben", "LastName": "Brown", "Email": BEN},
     }
     fake.records["Account"] = {SF_ACCOUNT: {"Name": "Hill Country Analytics LLC"}}
-    created = lambda: [  # noqa: E731
-        json.loads(r.content) for r in fake.requests
-        if r.method == "POST" and r.url.path.endswith("/sobjects/Contact")
-    ]  # fmt: skip
+    created = _posted(fake, "/sobjects/Contact")
     return Crm(
         "salesforce", "00Dxx!sf-token", fake, SF_AVA, SF_BEN, SF_ACCOUNT,
         lambda key: fake.records["Contact"][key], lambda: list(fake.records["Task"].values()),
@@ -157,10 +161,7 @@ def _zoho() -> Crm:
                                 "Owner": owner}},
         "Leads": {}, "Tasks": {},
     })  # fmt: skip
-    created = lambda: [  # noqa: E731
-        json.loads(r.content)["data"][0] for r in fake.requests
-        if r.method == "POST" and r.url.path.endswith("/Contacts")
-    ]  # fmt: skip
+    created = _posted(fake, "/Contacts", lambda body: body["data"][0])
     return Crm(
         "zoho", "1000.zoho-access-token", fake, ZOHO_AVA, ZOHO_BEN, ZOHO_HILL,
         lambda key: fake.records["Contacts"][key], lambda: list(fake.records["Tasks"].values()),
@@ -183,10 +184,7 @@ def _dynamics() -> Crm:
         },
         "accounts": {DV_HILL: {"accountid": DV_HILL, "name": "Hill Country Analytics LLC"}},
     })  # fmt: skip
-    created = lambda: [  # noqa: E731
-        json.loads(r.content) for r in fake.requests
-        if r.method == "POST" and r.url.path.endswith("/contacts")
-    ]  # fmt: skip
+    created = _posted(fake, "/contacts")
     return Crm(
         "dynamics", "dataverse-access-token", fake, DV_AVA, DV_BEN, DV_HILL,
         lambda key: fake.tables["contacts"][key], lambda: fake.created, created, "jobtitle",
